@@ -1,0 +1,1 @@
+"""The data layer: talks to NVML, Docker and /proc; never imports Textual or Rich."""

@@ -1,0 +1,53 @@
+"""The interfaces every data source implements; the collector only talks to these.
+
+Real sources (NVML, Docker, /proc) and stand-ins (scenario file, demo machine) implement the same
+protocols, so the collector, the UI and the reports never know which one they have.
+All methods may block and are called from the collector thread only, never from the UI thread.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Protocol
+
+from gputui.model import ContainerReading, ExecResult, GpuReading, ProcessInfo, Visibility
+
+
+class GpuSource(Protocol):
+    """Per-GPU gauges and GPU processes (NVML, a scenario file, or the demo machine)."""
+
+    def read(self) -> GpuReading:
+        """Read every GPU once. Initialises lazily on first call; never raises for NVML errors."""
+        ...
+
+    def close(self) -> None:
+        """Release the library (idempotent)."""
+        ...
+
+
+class ProcessSource(Protocol):
+    """Host facts about PIDs: command, user, CPU, RSS, container id, in-container PID."""
+
+    def read(self, pids: Iterable[int]) -> dict[int, ProcessInfo]:
+        """Facts for each PID; a PID that does not exist maps to ``ProcessInfo(pid, exists=False)``."""
+        ...
+
+    def visibility(self) -> Visibility:
+        """Whether this process sees the host PID and cgroup namespaces."""
+        ...
+
+
+class ContainerSource(Protocol):
+    """Containers and engine facts (the Docker engine, or the demo machine)."""
+
+    def read(self) -> ContainerReading:
+        """The current container set; cheap when nothing changed (kept fresh by events)."""
+        ...
+
+    def exec(self, container_id: str, argv: Sequence[str], timeout_s: float) -> ExecResult:
+        """Run ``argv`` (no shell) inside a running container and capture its output."""
+        ...
+
+    def close(self) -> None:
+        """Stop background threads and close the client (idempotent)."""
+        ...

@@ -1,0 +1,1 @@
+"""Pure functions over snapshots: formatting, trees, histories. No I/O."""

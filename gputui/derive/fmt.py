@@ -1,0 +1,135 @@
+"""Formatting of numbers for people: sizes, percentages, temperatures, durations.
+
+Every function takes ``None`` ("not available") and returns ``"N/A"`` (or the given ``na``), so
+callers never special-case missing data. Shared by the text report and the UI.
+"""
+
+from __future__ import annotations
+
+import re
+
+NA = "N/A"
+
+_MIB = 1024 * 1024
+
+#: NVML clock-event (throttle) reason bits and their short names, most severe first.
+THROTTLE_REASONS: tuple[tuple[int, str], ...] = (
+    (0x40, "HW thermal"),
+    (0x08, "HW slowdown"),
+    (0x80, "HW power brake"),
+    (0x20, "SW thermal"),
+    (0x04, "SW power cap"),
+    (0x10, "sync boost"),
+    (0x02, "app clocks"),
+    (0x100, "display clock"),
+    (0x01, "idle"),
+)
+
+# C0/C1 control characters and DEL, and ANSI escape sequences, which must never reach the terminal
+# from a container name, label or command line (terminal injection).
+_ANSI = re.compile(r"\x1b(\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(\x07|\x1b\\)?|[@-Z\\-_])")
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def safe_text(value: str | None, limit: int = 200, na: str = NA) -> str:
+    """Make an untrusted string safe and short enough to display on one line.
+
+    Strips ANSI escape sequences, replaces other control characters (including newlines and tabs)
+    with ``?``/space, and truncates with an ellipsis.
+
+    Args:
+        value: Text from a container, label or process; None for unknown.
+        limit: Maximum length of the result.
+        na: What to show for None.
+
+    Returns:
+        The cleaned text.
+    """
+    if value is None:
+        return na
+    text = _ANSI.sub("", value).replace("\n", " ").replace("\t", " ")
+    text = _CONTROL.sub("?", text)
+    if len(text) > limit:
+        text = text[: max(0, limit - 1)] + "…"
+    return text
+
+
+def mib(value: int | None, na: str = NA) -> str:
+    """Bytes as whole MiB, e.g. ``"13290MiB"`` (the unit nvidia-smi uses)."""
+    if value is None:
+        return na
+    return f"{value // _MIB}MiB"
+
+
+def size(value: int | float | None, na: str = NA) -> str:
+    """Bytes with a binary unit and 3 significant figures, e.g. ``"12.5GiB"``."""
+    if value is None:
+        return na
+    amount = float(value)
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if abs(amount) < 1024 or unit == "TiB":
+            if unit == "B":
+                return f"{int(amount)}B"
+            return f"{amount:.1f}{unit}" if abs(amount) < 100 else f"{amount:.0f}{unit}"
+        amount /= 1024
+    raise AssertionError("unreachable")
+
+
+def pct(value: float | None, na: str = NA) -> str:
+    """A percentage without decimals, e.g. ``"97%"``."""
+    if value is None:
+        return na
+    return f"{value:.0f}%"
+
+
+def ratio(used: int | float | None, total: int | float | None) -> float | None:
+    """``used / total`` as a percentage, None when either is unknown or total is zero."""
+    if used is None or total is None or total <= 0:
+        return None
+    return 100.0 * float(used) / float(total)
+
+
+def temp(value: int | None, na: str = NA) -> str:
+    """Degrees Celsius, e.g. ``"62°C"``."""
+    return na if value is None else f"{value}°C"
+
+
+def watts(value: float | None, na: str = NA) -> str:
+    """Watts without decimals, e.g. ``"684W"``."""
+    return na if value is None else f"{value:.0f}W"
+
+
+def mhz(value: int | None, na: str = NA) -> str:
+    """A clock, e.g. ``"1980MHz"``."""
+    return na if value is None else f"{value}MHz"
+
+
+def throttle(mask: int | None, na: str = NA, *, include_idle: bool = False) -> str:
+    """Names of the active clock-event reasons, ``"none"`` when the GPU runs unthrottled."""
+    if mask is None:
+        return na
+    names = [name for bit, name in THROTTLE_REASONS if mask & bit and (include_idle or bit != 0x01)]
+    return ", ".join(names) if names else "none"
+
+
+def duration(seconds: float | None, na: str = NA) -> str:
+    """A compact duration, e.g. ``"45s"``, ``"12m"``, ``"3h05m"``, ``"2d04h"``."""
+    if seconds is None:
+        return na
+    s = max(0, int(seconds))
+    if s < 60:
+        return f"{s}s"
+    if s < 3600:
+        return f"{s // 60}m"
+    if s < 86400:
+        return f"{s // 3600}h{(s % 3600) // 60:02d}m"
+    return f"{s // 86400}d{(s % 86400) // 3600:02d}h"
+
+
+def gpu_request(value: str | tuple[str, ...] | None, na: str = "-") -> str:
+    """A container's GPU request, e.g. ``"all"`` or ``"0,1"``."""
+    if value is None:
+        return na
+    if isinstance(value, str):
+        return value
+    return ",".join(value) if value else na
