@@ -237,7 +237,7 @@ class ContainerInfo:
             ``env`` or ``devices`` (``--device /dev/nvidiaN``).
         runtime: ``HostConfig.Runtime`` (``runc``, ``nvidia``...).
         gpu_device_paths: ``/dev/nvidia*`` paths passed with ``--device``.
-        nvidia_capabilities: Parsed ``NVIDIA_DRIVER_CAPABILITIES`` (e.g. ``("compute", "utility")``).
+        nvidia_capabilities: Parsed ``NVIDIA_DRIVER_CAPABILITIES``, e.g. ``("compute", "utility")``.
         cuda_version: ``CUDA_VERSION`` of the image, e.g. ``"12.4.1"``.
         cuda_requirement: ``NVIDIA_REQUIRE_CUDA`` constraint, e.g. ``"cuda>=12.4"``.
         started_at: Start time, seconds since the epoch.

@@ -29,7 +29,7 @@ class ProcessSource(Protocol):
     """Host facts about PIDs: command, user, CPU, RSS, container id, in-container PID."""
 
     def read(self, pids: Iterable[int]) -> dict[int, ProcessInfo]:
-        """Facts for each PID; a PID that does not exist maps to ``ProcessInfo(pid, exists=False)``."""
+        """Facts for each PID; a missing PID maps to ``ProcessInfo(pid, exists=False)``."""
         ...
 
     def visibility(self) -> Visibility:
