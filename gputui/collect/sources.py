@@ -36,6 +36,14 @@ class ProcessSource(Protocol):
         """Whether this process sees the host PID and cgroup namespaces."""
         ...
 
+    def send_signal(self, pid: int, signum: int, start_time: float | None) -> str | None:
+        """Send ``signum`` to ``pid`` if it is still the process that started at ``start_time``.
+
+        Returns:
+            None on success, else a one-line reason (gone, PID reused, permission denied).
+        """
+        ...
+
 
 class ContainerSource(Protocol):
     """Containers and engine facts (the Docker engine, or the demo machine)."""

@@ -1,0 +1,43 @@
+"""Run-time settings, built once by the CLI and passed down (no global state)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+#: Refresh periods below this are refused: NVML and /proc reads would dominate the host's CPU.
+MIN_INTERVAL_S = 0.1
+
+
+@dataclass(frozen=True, slots=True)
+class Settings:
+    """What the user asked for.
+
+    Attributes:
+        interval: Seconds between refreshes.
+        read_only: No exec, no signals, no container actions anywhere.
+        demo: Use the built-in simulated machine instead of NVML, Docker and /proc.
+        scenario: A scenario file replacing NVML (Docker and /proc stay real).
+        history_seconds: How far back the sparkline histories reach.
+        health_interval: Seconds between runs of the runtime-health checks.
+        slow_interval: Seconds between slow NVML reads (PCIe throughput, per-process utilization).
+        exec_timeout: Bound on ``nvidia-smi`` inside a container.
+    """
+
+    interval: float = 1.0
+    read_only: bool = False
+    demo: bool = False
+    scenario: Path | None = None
+    history_seconds: float = 1800.0
+    health_interval: float = 30.0
+    slow_interval: float = 5.0
+    exec_timeout: float = 15.0
+
+    @property
+    def mode(self) -> str:
+        """``demo``, ``scenario`` or ``live``."""
+        if self.demo:
+            return "demo"
+        if self.scenario is not None:
+            return "scenario"
+        return "live"
