@@ -1,0 +1,565 @@
+"""The NVML source: the only module that imports ``pynvml`` (from the ``nvidia-ml-py`` package).
+
+Costs measured on an H200 decide the structure (see docs/performance.md):
+
+* core gauges (util, memory, temperature, power, clocks, reasons, process lists) cost microseconds
+  and are read on every refresh;
+* slow-changing facts (persistence, ECC, remapped rows, MIG mode, fan, power cap) are re-read on a
+  medium cadence, like nvitop's 5 s TTL;
+* PCIe throughput (≈21 ms per direction) and per-process utilization (≈2 ms) run on a *slow lane*:
+  a background thread with its own cadence, so a refresh never waits for them. The same thread
+  waits for XID events between slow ticks.
+
+Every per-field failure becomes ``None``; ``NotSupported`` is remembered per (GPU, call) so the
+source stops asking. ``GpuIsLost`` marks the whole GPU lost without touching the others.
+"""
+
+from __future__ import annotations
+
+import collections
+import contextlib
+import threading
+import time
+from collections.abc import Callable
+from types import ModuleType
+from typing import Any, TypeVar
+
+from gputui.model import (
+    GpuProcessSample,
+    GpuReading,
+    GpuSample,
+    MigInstance,
+    SourceStatus,
+    XidEvent,
+)
+
+T = TypeVar("T")
+
+_XID_CRITICAL = 0x8  # nvmlEventTypeXidCriticalError
+_MAX_XIDS = 64
+
+#: Fix texts for NVML init failures, by error name.
+INIT_FIXES: dict[str, str] = {
+    "LibraryNotFound": (
+        "NVIDIA driver not found: install the NVIDIA driver. Inside a container, run with "
+        "--gpus all (or --runtime=nvidia) and NVIDIA_DRIVER_CAPABILITIES including utility."
+    ),
+    "DriverNotLoaded": (
+        "The NVIDIA kernel module is not loaded: load it (modprobe nvidia) or reboot."
+    ),
+    "LibRmVersionMismatch": (
+        "Driver/library version mismatch: the driver was upgraded but the old kernel module is "
+        "still loaded. Reboot (or unload and reload the nvidia modules)."
+    ),
+    "NoPermission": "No permission to use NVML: check the permissions of /dev/nvidia*.",
+    "Unknown": (
+        "NVML failed with an unknown error. In a container this often follows a systemd "
+        "daemon-reload with the systemd cgroup driver: restart the container (see the Health tab)."
+    ),
+}
+
+
+#: Errors that mean NVML as a whole is gone (driver unloaded or replaced), not one field.
+_SOURCE_ERRORS = frozenset(
+    {"Uninitialized", "DriverNotLoaded", "LibraryNotFound", "LibRmVersionMismatch"}
+)
+
+
+class _GpuLost(Exception):
+    """Raised inside one GPU's read when NVML says the GPU fell off the bus."""
+
+
+class _NvmlGone(Exception):
+    """Raised inside a read when NVML itself stopped working mid-run."""
+
+    def __init__(self, kind: str, message: str) -> None:
+        super().__init__(message)
+        self.kind = kind
+
+
+def load_pynvml() -> ModuleType:
+    """Import the real ``pynvml`` module (nvidia-ml-py). Importing never touches the driver."""
+    import pynvml
+
+    return pynvml
+
+
+def error_class(name: str) -> type[Exception]:
+    """The real ``pynvml.NVMLError_<name>`` class, for stand-ins that must raise real errors."""
+    cls: type[Exception] = getattr(load_pynvml(), f"NVMLError_{name}")
+    return cls
+
+
+def error_name(exc: BaseException) -> str:
+    """``NVMLError_NotSupported`` -> ``NotSupported``; other exceptions keep their class name."""
+    return type(exc).__name__.removeprefix("NVMLError_")
+
+
+class NvmlSource:
+    """Reads every GPU through NVML.
+
+    Args:
+        nvml: A pynvml-shaped module; the real one when None (tests inject stand-ins that raise
+            the real ``pynvml.NVMLError_*`` classes).
+        clock: Monotonic clock for cadences.
+        wall: Wall clock for XID timestamps.
+        slow_interval: Seconds between slow-lane reads (PCIe throughput, process utilization).
+        medium_interval: Seconds between re-reads of slow-changing facts.
+        background: Run the slow lane and XID waits in a daemon thread. When False (``--once``,
+            tests) slow reads run inline when due, so one read is complete.
+        retry_interval: Seconds between init attempts after NVML failed to initialise.
+    """
+
+    def __init__(
+        self,
+        nvml: Any = None,
+        *,
+        clock: Callable[[], float] = time.monotonic,
+        wall: Callable[[], float] = time.time,
+        slow_interval: float = 5.0,
+        medium_interval: float = 5.0,
+        background: bool = True,
+        retry_interval: float = 10.0,
+        remember_unsupported: bool = True,
+    ) -> None:
+        self._nvml = nvml
+        self._clock = clock
+        self._wall = wall
+        self._slow_interval = slow_interval
+        self._medium_interval = medium_interval
+        self._background = background
+        self._retry_interval = retry_interval
+        self._remember_unsupported = remember_unsupported
+        self._initialised = False
+        self._init_status = SourceStatus("nvml", ok=False, error="not initialised", kind="Pending")
+        self._next_init = 0.0
+        self._handles: list[Any] = []
+        self._versions: tuple[str | None, str | None, str | None] = (None, None, None)
+        self._static: dict[int, dict[str, Any]] = {}
+        self._medium: dict[int, dict[str, Any]] = {}
+        self._medium_due: dict[int, float] = {}
+        self._unsupported: set[tuple[int, str]] = set()
+        self._binding_problems: set[str] = set()
+        # Slow-lane results, written by the slow-lane thread, read by read(): guarded by _lock.
+        self._lock = threading.Lock()
+        self._pcie: dict[int, tuple[int | None, int | None]] = {}
+        self._proc_util: dict[int, dict[int, tuple[int, int, int, int]]] = {}
+        self._proc_util_ok: dict[int, bool] = {}
+        self._last_util_ts: dict[int, int] = {}
+        self._xids: collections.deque[XidEvent] = collections.deque(maxlen=_MAX_XIDS)
+        self._slow_due = 0.0
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    # -- lifecycle -------------------------------------------------------------------------
+
+    def _module(self) -> Any:
+        if self._nvml is None:
+            self._nvml = load_pynvml()
+        return self._nvml
+
+    def _ensure_init(self) -> bool:
+        if self._initialised:
+            return True
+        now = self._clock()
+        if now < self._next_init:
+            return False
+        self._next_init = now + self._retry_interval
+        nv = self._module()
+        try:
+            nv.nvmlInit()
+            count = nv.nvmlDeviceGetCount()
+            self._handles = [nv.nvmlDeviceGetHandleByIndex(i) for i in range(count)]
+        except nv.NVMLError as exc:
+            kind = error_name(exc)
+            self._init_status = SourceStatus(
+                "nvml", ok=False, error=f"NVML: {exc}", kind=kind, fix=INIT_FIXES.get(kind)
+            )
+            return False
+        except OSError as exc:  # a broken libnvidia-ml.so can fail in ctypes itself
+            self._init_status = SourceStatus("nvml", ok=False, error=f"NVML: {exc}", kind="OSError")
+            return False
+        self._versions = (
+            self._system(nv.nvmlSystemGetDriverVersion),
+            _cuda_version(self._system(nv.nvmlSystemGetCudaDriverVersion)),
+            self._system(nv.nvmlSystemGetNVMLVersion),
+        )
+        self._static.clear()
+        self._medium.clear()
+        self._medium_due.clear()
+        self._initialised = True
+        self._init_status = SourceStatus("nvml", ok=True)
+        if self._background and self._thread is None:
+            self._stop.clear()
+            self._thread = threading.Thread(
+                target=self._slow_lane, name="gputui-nvml-slow", daemon=True
+            )
+            self._thread.start()
+        return True
+
+    def close(self) -> None:
+        """Stop the slow lane and shut NVML down (idempotent)."""
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=2.0)
+            self._thread = None
+        if self._initialised:
+            self._initialised = False
+            # Shutting down: an error here has no one to report to.
+            with contextlib.suppress(Exception):
+                self._module().nvmlShutdown()
+
+    # -- reading ---------------------------------------------------------------------------
+
+    def read(self) -> GpuReading:
+        """Read every GPU once (never raises for NVML errors)."""
+        if not self._ensure_init():
+            return GpuReading(status=self._init_status)
+        nv = self._module()
+        if not self._background and self._clock() >= self._slow_due:
+            self._slow_tick()
+        gpus: list[GpuSample] = []
+        try:
+            for index, handle in enumerate(self._handles):
+                try:
+                    gpus.append(self._read_gpu(nv, index, handle))
+                except _GpuLost as lost:
+                    gpus.append(self._lost_sample(index, str(lost)))
+        except _NvmlGone as gone:
+            # Start over: the next read re-initialises once the driver is back.
+            self._initialised = False
+            self._next_init = self._clock() + self._retry_interval
+            self._init_status = SourceStatus(
+                "nvml", ok=False, error=str(gone), kind=gone.kind, fix=INIT_FIXES.get(gone.kind)
+            )
+            return GpuReading(status=self._init_status)
+        with self._lock:
+            xids = tuple(self._xids)
+        driver, cuda, nvml_version = self._versions
+        return GpuReading(
+            status=self._init_status,
+            driver_version=driver,
+            cuda_driver_version=cuda,
+            nvml_version=nvml_version,
+            gpus=tuple(gpus),
+            xid_events=xids,
+            binding_problems=tuple(sorted(self._binding_problems)),
+        )
+
+    def _lost_sample(self, index: int, error: str) -> GpuSample:
+        static = self._static.get(index, {})
+        return GpuSample(
+            index=index, uuid=static.get("uuid"), name=static.get("name"), lost=True, error=error
+        )
+
+    def _system(self, fn: Callable[[], Any]) -> Any:
+        nv = self._module()
+        try:
+            value = fn()
+        except nv.NVMLError:
+            return None
+        return value.decode() if isinstance(value, bytes) else value
+
+    def _q(self, index: int, fn: Callable[..., T], *args: Any) -> T | None:
+        """Call one NVML getter for one GPU: value, or None when unavailable.
+
+        Raises:
+            _GpuLost: the GPU fell off the bus; the caller marks the whole GPU lost.
+        """
+        key = (index, getattr(fn, "__name__", repr(fn)))
+        if key in self._unsupported:
+            return None
+        nv = self._module()
+        try:
+            return fn(*args)
+        except nv.NVMLError as exc:
+            kind = error_name(exc)
+            if kind == "GpuIsLost":
+                raise _GpuLost("GPU is lost (fallen off the bus): XID 79 likely") from exc
+            if kind in _SOURCE_ERRORS:
+                raise _NvmlGone(kind, f"NVML: {exc}") from exc
+            if kind in ("NotSupported", "FunctionNotFound"):
+                # Asking again costs up to 0.1 ms per call on H200 and will never succeed.
+                if self._remember_unsupported:
+                    self._unsupported.add(key)
+                if kind == "FunctionNotFound":
+                    self._binding_problems.add(key[1])
+            return None
+        except nv.NVMLLibraryMismatchError:
+            # Not an NVMLError subclass: the binding calls a symbol this driver lacks.
+            self._unsupported.add(key)
+            self._binding_problems.add(key[1])
+            return None
+
+    def _read_static(self, nv: Any, index: int, handle: Any) -> dict[str, Any]:
+        static = self._static.get(index)
+        if static is None:
+            name = self._q(index, nv.nvmlDeviceGetName, handle)
+            uuid = self._q(index, nv.nvmlDeviceGetUUID, handle)
+            static = {
+                "name": name.decode() if isinstance(name, bytes) else name,
+                "uuid": uuid.decode() if isinstance(uuid, bytes) else uuid,
+                "sm_max": self._q(index, nv.nvmlDeviceGetMaxClockInfo, handle, nv.NVML_CLOCK_SM),
+                "mem_max": self._q(index, nv.nvmlDeviceGetMaxClockInfo, handle, nv.NVML_CLOCK_MEM),
+            }
+            self._static[index] = static
+        return static
+
+    def _read_medium(self, nv: Any, index: int, handle: Any) -> dict[str, Any]:
+        now = self._clock()
+        medium = self._medium.get(index)
+        if medium is not None and now < self._medium_due.get(index, 0.0):
+            return medium
+        q = self._q
+        ecc = q(index, nv.nvmlDeviceGetEccMode, handle)
+        remap = q(index, nv.nvmlDeviceGetRemappedRows, handle)
+        mig = q(index, nv.nvmlDeviceGetMigMode, handle)
+        limit = q(index, nv.nvmlDeviceGetEnforcedPowerLimit, handle)
+        persistence = q(index, nv.nvmlDeviceGetPersistenceMode, handle)
+        medium = {
+            "fan": q(index, nv.nvmlDeviceGetFanSpeed, handle),
+            "persistence": None if persistence is None else bool(persistence),
+            "ecc": (None, None) if ecc is None else (bool(ecc[0]), bool(ecc[1])),
+            "ecc_unc": q(
+                index,
+                nv.nvmlDeviceGetTotalEccErrors,
+                handle,
+                nv.NVML_MEMORY_ERROR_TYPE_UNCORRECTED,
+                nv.NVML_VOLATILE_ECC,
+            ),
+            "remap": (None, None) if remap is None else (bool(remap[2]), bool(remap[3])),
+            "mig": (None, None) if mig is None else (bool(mig[0]), bool(mig[1])),
+            "power_limit": None if limit is None else limit / 1000.0,
+        }
+        medium["mig_handles"] = self._mig_handles(nv, index, handle) if medium["mig"][0] else []
+        self._medium[index] = medium
+        self._medium_due[index] = now + self._medium_interval
+        return medium
+
+    def _mig_handles(self, nv: Any, index: int, handle: Any) -> list[Any]:
+        count = self._q(index, nv.nvmlDeviceGetMaxMigDeviceCount, handle) or 0
+        handles = []
+        for i in range(count):
+            try:
+                handles.append(nv.nvmlDeviceGetMigDeviceHandleByIndex(handle, i))
+            except nv.NVMLError:  # NotFound / InvalidArgument: no instance in this slot
+                continue
+        return handles
+
+    def _read_gpu(self, nv: Any, index: int, handle: Any) -> GpuSample:
+        q = self._q
+        static = self._read_static(nv, index, handle)
+        medium = self._read_medium(nv, index, handle)
+        util = q(index, nv.nvmlDeviceGetUtilizationRates, handle)
+        memory = q(index, nv.nvmlDeviceGetMemoryInfo, handle)
+        power = q(index, nv.nvmlDeviceGetPowerUsage, handle)
+        enc = q(index, nv.nvmlDeviceGetEncoderUtilization, handle)
+        dec = q(index, nv.nvmlDeviceGetDecoderUtilization, handle)
+        with self._lock:
+            pcie = self._pcie.get(index, (None, None))
+        mig_instances, mig_procs = self._read_mig(nv, index, medium["mig_handles"])
+        return GpuSample(
+            index=index,
+            uuid=static["uuid"],
+            name=static["name"],
+            utilization_gpu=None if util is None else int(util.gpu),
+            utilization_memory=None if util is None else int(util.memory),
+            memory_used_bytes=None if memory is None else int(memory.used),
+            memory_total_bytes=None if memory is None else int(memory.total),
+            temperature_c=q(index, nv.nvmlDeviceGetTemperature, handle, nv.NVML_TEMPERATURE_GPU),
+            power_w=None if power is None else power / 1000.0,
+            power_limit_w=medium["power_limit"],
+            clock_sm_mhz=q(index, nv.nvmlDeviceGetClockInfo, handle, nv.NVML_CLOCK_SM),
+            clock_mem_mhz=q(index, nv.nvmlDeviceGetClockInfo, handle, nv.NVML_CLOCK_MEM),
+            clock_sm_max_mhz=static["sm_max"],
+            clock_mem_max_mhz=static["mem_max"],
+            pstate=q(index, nv.nvmlDeviceGetPerformanceState, handle),
+            fan_percent=medium["fan"],
+            pcie_rx_kbps=pcie[0],
+            pcie_tx_kbps=pcie[1],
+            throttle_reasons=q(index, nv.nvmlDeviceGetCurrentClocksEventReasons, handle),
+            ecc_mode_current=medium["ecc"][0],
+            ecc_mode_pending=medium["ecc"][1],
+            ecc_uncorrected_volatile=medium["ecc_unc"],
+            remapped_rows_pending=medium["remap"][0],
+            remapped_rows_failure=medium["remap"][1],
+            encoder_util=None if enc is None else int(enc[0]),
+            decoder_util=None if dec is None else int(dec[0]),
+            persistence_mode=medium["persistence"],
+            mig_mode_current=medium["mig"][0],
+            mig_mode_pending=medium["mig"][1],
+            mig_instances=mig_instances,
+            processes=self._read_processes(nv, index, handle) + mig_procs,
+        )
+
+    def _read_processes(
+        self, nv: Any, index: int, handle: Any, mig: tuple[int, int] | None = None
+    ) -> tuple[GpuProcessSample, ...]:
+        """Compute and graphics lists merged by PID (a PID in both lists is ``C+G``)."""
+        merged: dict[int, tuple[str, int | None]] = {}
+        for kind, fn in (
+            ("C", nv.nvmlDeviceGetComputeRunningProcesses),
+            ("G", nv.nvmlDeviceGetGraphicsRunningProcesses),
+        ):
+            for proc in self._q(index, fn, handle) or ():
+                used = proc.usedGpuMemory
+                if proc.pid in merged:
+                    old_kind, old_used = merged[proc.pid]
+                    # The same allocation is listed twice; keep the larger figure, not the sum.
+                    best = max((u for u in (old_used, used) if u is not None), default=None)
+                    merged[proc.pid] = ("C+G" if old_kind != kind else old_kind, best)
+                else:
+                    merged[proc.pid] = (kind, used)
+        with self._lock:
+            util = self._proc_util.get(index, {})
+            util_known = self._proc_util_ok.get(index, False)
+        samples = []
+        for pid, (kind, used) in sorted(merged.items()):
+            # No sample for a listed PID means it did nothing in the window (NVML only returns
+            # active processes): 0, not unknown, once the query itself has worked.
+            sm, mem, enc, dec = util.get(pid, (0, 0, 0, 0)) if util_known else (None,) * 4
+            samples.append(
+                GpuProcessSample(
+                    pid=pid,
+                    gpu_index=index,
+                    used_memory_bytes=None if used is None else int(used),
+                    kind=kind,
+                    sm_util=sm,
+                    mem_util=mem,
+                    enc_util=enc,
+                    dec_util=dec,
+                    mig_gi_id=None if mig is None else mig[0],
+                    mig_ci_id=None if mig is None else mig[1],
+                )
+            )
+        return tuple(samples)
+
+    def _read_mig(
+        self, nv: Any, index: int, handles: list[Any]
+    ) -> tuple[tuple[MigInstance, ...], tuple[GpuProcessSample, ...]]:
+        instances: list[MigInstance] = []
+        procs: list[GpuProcessSample] = []
+        for i, mh in enumerate(handles):
+            gi = self._q(index, nv.nvmlDeviceGetGpuInstanceId, mh)
+            ci = self._q(index, nv.nvmlDeviceGetComputeInstanceId, mh)
+            mem = self._q(index, nv.nvmlDeviceGetMemoryInfo, mh)
+            uuid = self._q(index, nv.nvmlDeviceGetUUID, mh)
+            instances.append(
+                MigInstance(
+                    index=i,
+                    uuid=uuid.decode() if isinstance(uuid, bytes) else uuid,
+                    gpu_instance_id=gi,
+                    compute_instance_id=ci,
+                    memory_used_bytes=None if mem is None else int(mem.used),
+                    memory_total_bytes=None if mem is None else int(mem.total),
+                )
+            )
+            if gi is not None and ci is not None:
+                procs.extend(self._read_processes(nv, index, mh, mig=(gi, ci)))
+        return tuple(instances), tuple(procs)
+
+    # -- slow lane ---------------------------------------------------------------------------
+
+    def _slow_tick(self) -> None:
+        """PCIe throughput and per-process utilization for every GPU (tens of ms per GPU)."""
+        nv = self._module()
+        self._slow_due = self._clock() + self._slow_interval
+        for index, handle in enumerate(list(self._handles)):
+            try:
+                rx = self._q(
+                    index, nv.nvmlDeviceGetPcieThroughput, handle, nv.NVML_PCIE_UTIL_RX_BYTES
+                )
+                tx = self._q(
+                    index, nv.nvmlDeviceGetPcieThroughput, handle, nv.NVML_PCIE_UTIL_TX_BYTES
+                )
+                util, ok = self._process_util(nv, index, handle)
+            except (_GpuLost, _NvmlGone):
+                continue  # the core read reports the lost GPU
+            with self._lock:
+                self._pcie[index] = (rx, tx)
+                self._proc_util[index] = util
+                self._proc_util_ok[index] = ok
+
+    def _process_util(
+        self, nv: Any, index: int, handle: Any
+    ) -> tuple[dict[int, tuple[int, int, int, int]], bool]:
+        """Average per-PID utilization over the samples newer than the last one seen."""
+        key = (index, "nvmlDeviceGetProcessUtilization")
+        if key in self._unsupported:
+            return {}, False
+        # First call: look back one slow interval; later: continue from the newest sample seen.
+        since = self._last_util_ts.get(index) or int((self._wall() - self._slow_interval) * 1e6)
+        try:
+            samples = nv.nvmlDeviceGetProcessUtilization(handle, since)
+        except nv.NVMLError as exc:
+            kind = error_name(exc)
+            if kind == "NotFound":  # no sample newer than `since`: every process idle
+                return {}, True
+            if kind == "GpuIsLost":
+                raise _GpuLost(str(exc)) from exc
+            if kind in ("NotSupported", "FunctionNotFound"):  # e.g. MIG: never available
+                self._unsupported.add(key)
+            return {}, False
+        sums: dict[int, list[int]] = {}
+        newest = since
+        for s in samples:
+            newest = max(newest, int(s.timeStamp))
+            acc = sums.setdefault(int(s.pid), [0, 0, 0, 0, 0])
+            for i, v in enumerate((s.smUtil, s.memUtil, s.encUtil, s.decUtil)):
+                # Drivers have returned garbage for zombies (nvtop#110): clamp.
+                acc[i] += min(100, max(0, int(v)))
+            acc[4] += 1
+        self._last_util_ts[index] = newest
+        return {
+            pid: (a[0] // a[4], a[1] // a[4], a[2] // a[4], a[3] // a[4]) for pid, a in sums.items()
+        }, True
+
+    def _slow_lane(self) -> None:
+        """Background thread: slow reads on their cadence, XID events in between."""
+        nv = self._module()
+        event_set = self._register_xids(nv)
+        while not self._stop.is_set():
+            if self._clock() >= self._slow_due:
+                self._slow_tick()
+            wait_s = max(0.05, min(1.0, self._slow_due - self._clock()))
+            if event_set is None:
+                self._stop.wait(wait_s)
+                continue
+            try:
+                data = nv.nvmlEventSetWait(event_set, int(wait_s * 1000))
+            except nv.NVMLError:  # Timeout is the normal case; anything else: try again later
+                continue
+            if data.eventType & _XID_CRITICAL:
+                try:
+                    gpu = int(nv.nvmlDeviceGetIndex(data.device))
+                except nv.NVMLError:
+                    gpu = -1
+                with self._lock:
+                    self._xids.append(XidEvent(gpu, int(data.eventData), self._wall()))
+        if event_set is not None:
+            with contextlib.suppress(nv.NVMLError):
+                nv.nvmlEventSetFree(event_set)
+
+    def _register_xids(self, nv: Any) -> Any:
+        if not hasattr(nv, "nvmlEventSetCreate"):
+            return None
+        try:
+            event_set = nv.nvmlEventSetCreate()
+        except nv.NVMLError:
+            return None
+        registered = False
+        for handle in self._handles:
+            try:
+                if nv.nvmlDeviceGetSupportedEventTypes(handle) & _XID_CRITICAL:
+                    nv.nvmlDeviceRegisterEvents(handle, _XID_CRITICAL, event_set)
+                    registered = True
+            except nv.NVMLError:
+                continue
+        return event_set if registered else None
+
+
+def _cuda_version(value: int | None) -> str | None:
+    """NVML's integer CUDA version (13000) as text ("13.0")."""
+    if value is None:
+        return None
+    return f"{value // 1000}.{(value % 1000) // 10}"
