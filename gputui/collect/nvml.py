@@ -81,7 +81,8 @@ def load_pynvml() -> ModuleType:
     """Import the real ``pynvml`` module (nvidia-ml-py). Importing never touches the driver."""
     import pynvml
 
-    return pynvml
+    module: ModuleType = pynvml
+    return module
 
 
 def error_class(name: str) -> type[Exception]:
