@@ -133,3 +133,27 @@ def gpu_request(value: str | tuple[str, ...] | None, na: str = "-") -> str:
     if isinstance(value, str):
         return value
     return ",".join(value) if value else na
+
+
+_EIGHTHS = " ▏▎▍▌▋▊▉"
+
+
+def bar(percent: float | None, width: int) -> str:
+    """A horizontal gauge of ``width`` cells filled to ``percent`` with eighth-block precision.
+
+    Args:
+        percent: 0-100 (clamped); None draws an empty track of light shade.
+        width: Cells the gauge occupies (at least 1).
+
+    Returns:
+        Exactly ``width`` characters: full blocks, one partial block, then spaces.
+    """
+    width = max(1, width)
+    if percent is None:
+        return "░" * width
+    eighths = round(max(0.0, min(100.0, float(percent))) / 100.0 * width * 8)
+    full, rest = divmod(eighths, 8)
+    text = "█" * full
+    if rest and full < width:
+        text += _EIGHTHS[rest]
+    return text.ljust(width)

@@ -1,0 +1,182 @@
+"""Time-bounded ring buffers of GPU and container metrics, fed one snapshot per refresh.
+
+Pure and Textual-free: the UI asks for a window of a series as a fresh tuple (Textual's Sparkline
+only repaints when its ``data`` attribute is assigned a new object).
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Iterable
+
+from gputui.derive.fmt import ratio
+from gputui.model import GpuSample, Snapshot
+
+#: The windows the history key cycles through, in seconds (1 min, 5 min, 30 min).
+WINDOWS: tuple[float, ...] = (60.0, 300.0, 1800.0)
+
+#: The GPU metrics kept per GPU, in display order.
+GPU_METRICS: tuple[str, ...] = ("util", "mem", "power", "temp")
+
+#: A series key: ``("gpu", <gpu id>, <metric>)`` or ``("container", <container id>, "gpu_mem")``.
+SeriesKey = tuple[str, str, str]
+
+
+def gpu_id(gpu: GpuSample) -> str:
+    """A stable identity for a GPU's history: its UUID, or its index when NVML gives no UUID."""
+    return gpu.uuid if gpu.uuid else f"#{gpu.index}"
+
+
+def gpu_key(gpu: GpuSample, metric: str) -> SeriesKey:
+    """The series key of one metric of one GPU."""
+    return ("gpu", gpu_id(gpu), metric)
+
+
+def container_key(container_id: str) -> SeriesKey:
+    """The series key of a container's GPU memory."""
+    return ("container", container_id, "gpu_mem")
+
+
+def gpu_values(gpu: GpuSample) -> dict[str, float | None]:
+    """The metric values of one sample: util %, memory %, power W, temperature °C (None: N/A)."""
+    return {
+        "util": None if gpu.utilization_gpu is None else float(gpu.utilization_gpu),
+        "mem": ratio(gpu.memory_used_bytes, gpu.memory_total_bytes),
+        "power": gpu.power_w,
+        "temp": None if gpu.temperature_c is None else float(gpu.temperature_c),
+    }
+
+
+class _Series:
+    """Parallel time and value deques; times let windows stay right when the interval changes."""
+
+    __slots__ = ("times", "values")
+
+    def __init__(self, maxlen: int) -> None:
+        self.times: deque[float] = deque(maxlen=maxlen)
+        self.values: deque[float] = deque(maxlen=maxlen)
+
+    def resize(self, maxlen: int) -> None:
+        self.times = deque(self.times, maxlen=maxlen)
+        self.values = deque(self.values, maxlen=maxlen)
+
+
+class History:
+    """Ring buffers sized by time: ``maxlen = history_seconds / interval`` samples per series.
+
+    Args:
+        history_seconds: How far back every series reaches.
+        interval: The refresh period the buffers are sized for.
+    """
+
+    def __init__(self, history_seconds: float = 1800.0, interval: float = 1.0) -> None:
+        if history_seconds <= 0 or interval <= 0:
+            raise ValueError("history_seconds and interval must be positive")
+        self.history_seconds = history_seconds
+        self.interval = interval
+        self._series: dict[SeriesKey, _Series] = {}
+        self.last_time: float | None = None
+
+    @property
+    def maxlen(self) -> int:
+        """Samples kept per series."""
+        return max(1, round(self.history_seconds / self.interval))
+
+    def set_interval(self, interval: float) -> None:
+        """Resize every buffer for a new refresh period, keeping the newest samples."""
+        if interval <= 0:
+            raise ValueError("interval must be positive")
+        if interval == self.interval:
+            return
+        self.interval = interval
+        for series in self._series.values():
+            series.resize(self.maxlen)
+
+    def add(self, key: SeriesKey, at: float, value: float | None) -> None:
+        """Append one sample; None (not available) is skipped rather than drawn as zero."""
+        if value is None:
+            return
+        series = self._series.get(key)
+        if series is None:
+            series = self._series[key] = _Series(self.maxlen)
+        series.times.append(at)
+        series.values.append(value)
+
+    def record(self, snapshot: Snapshot) -> None:
+        """Append every GPU metric and every container's GPU memory from one snapshot.
+
+        Series not updated for longer than ``history_seconds`` (a GPU or container gone for good)
+        are dropped so the buffers do not grow with container churn.
+        """
+        at = snapshot.taken_at
+        if self.last_time is not None and at <= self.last_time:
+            return  # the same snapshot applied twice (or a clock step back) must not duplicate
+        self.last_time = at
+        for gpu in snapshot.gpus:
+            if gpu.lost:
+                continue
+            for metric, value in gpu_values(gpu).items():
+                self.add(gpu_key(gpu, metric), at, value)
+        for usage in snapshot.containers:
+            if usage.pids or usage.info.running:
+                self.add(container_key(usage.info.id), at, float(usage.gpu_memory_bytes))
+        self._prune(at)
+
+    def _prune(self, now: float) -> None:
+        horizon = now - self.history_seconds
+        stale = [key for key, s in self._series.items() if not s.times or s.times[-1] < horizon]
+        for key in stale:
+            del self._series[key]
+
+    def series(
+        self, key: SeriesKey, window_s: float, now: float | None = None
+    ) -> tuple[float, ...]:
+        """The values of one series within the last ``window_s`` seconds, oldest first.
+
+        Args:
+            key: Which series.
+            window_s: Window length in seconds.
+            now: End of the window; defaults to the newest recorded snapshot time.
+
+        Returns:
+            A fresh tuple (empty when the series is unknown).
+        """
+        s = self._series.get(key)
+        if s is None or not s.times:
+            return ()
+        end = self.last_time if now is None else now
+        if end is None:
+            end = s.times[-1]
+        start = end - window_s
+        # Walk from the newest sample back: the cost is the window, not the whole buffer.
+        count = 0
+        for t in reversed(s.times):
+            if t < start:
+                break
+            count += 1
+        if count == len(s.values):
+            return tuple(s.values)
+        values = s.values
+        return tuple(values[i] for i in range(len(values) - count, len(values)))
+
+    def keys(self) -> Iterable[SeriesKey]:
+        """Every series currently kept."""
+        return self._series.keys()
+
+    def __len__(self) -> int:
+        return len(self._series)
+
+
+def next_window(current: float) -> float:
+    """The window after ``current`` in :data:`WINDOWS`, wrapping around."""
+    for window in WINDOWS:
+        if window > current:
+            return window
+    return WINDOWS[0]
+
+
+def window_label(seconds: float) -> str:
+    """``"1 min"``, ``"5 min"``, ``"30 min"``: the visible window for a title."""
+    if seconds < 60:
+        return f"{seconds:.0f} s"
+    return f"{seconds / 60:.0f} min"

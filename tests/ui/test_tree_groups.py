@@ -1,0 +1,87 @@
+from __future__ import annotations
+
+from ui_factories import cid, container, proc, snapshot, standard
+
+from gputui.derive.tree import (
+    HOST_KEY,
+    ORPHANS_KEY,
+    OTHERS_KEY,
+    GroupKind,
+    build_groups,
+    process_key,
+)
+
+
+def test_standard_order_and_kinds() -> None:
+    groups = build_groups(standard())
+    assert [g.key for g in groups] == [
+        cid(5),  # cgroup-only
+        cid(2),  # inference
+        cid(3),  # reserved-idle
+        cid(1),  # trainer-a
+        HOST_KEY,
+        ORPHANS_KEY,
+        OTHERS_KEY,
+    ]
+    kinds = [g.kind for g in groups]
+    assert kinds[:4] == [GroupKind.CONTAINER] * 4
+    assert kinds[4:] == [GroupKind.HOST, GroupKind.ORPHANS, GroupKind.OTHERS]
+
+
+def test_container_processes_and_totals() -> None:
+    groups = {g.key: g for g in build_groups(standard())}
+    trainer = groups[cid(1)]
+    assert [process_key(p) for p in trainer.processes] == ["611:0", "612:1"]
+    assert trainer.gpu_memory_bytes == (13290 + 2048) * 1024 * 1024
+    assert trainer.sm_util == 60
+    idle = groups[cid(3)]
+    assert idle.usage is not None
+    assert idle.usage.idle_reserved
+    assert idle.processes == ()
+    cgroup_only = groups[cid(5)]
+    assert cgroup_only.usage is not None
+    assert not cgroup_only.usage.known_to_engine
+
+
+def test_host_orphans_others() -> None:
+    groups = {g.key: g for g in build_groups(standard())}
+    assert [p.pid for p in groups[HOST_KEY].processes] == [900]
+    assert groups[HOST_KEY].sm_util is None  # no SM % reported: unknown, not zero
+    assert [p.pid for p in groups[ORPHANS_KEY].processes] == [999]
+    assert groups[ORPHANS_KEY].gpu_memory_bytes == 1024 * 1024 * 1024
+    assert [u.info.name for u in groups[OTHERS_KEY].containers] == ["web"]
+
+
+def test_empty_groups_are_left_out() -> None:
+    processes = [proc(1, 0, 10, cid(1))]
+    groups = build_groups(snapshot(processes=processes, containers=[container(1, "a", processes)]))
+    assert [g.key for g in groups] == [cid(1)]
+    assert build_groups(snapshot()) == ()
+
+
+def test_process_in_unlisted_container_gets_a_stub() -> None:
+    processes = [proc(5, 0, 10, cid(9))]
+    (group,) = build_groups(snapshot(processes=processes))
+    assert group.key == cid(9)
+    assert group.usage is not None
+    assert not group.usage.known_to_engine
+    assert group.usage.info.name == cid(9)[:12]
+    assert group.gpu_memory_bytes == 10 * 1024 * 1024
+
+
+def test_multi_gpu_process_two_rows_ordered() -> None:
+    processes = [proc(7, 1, 10, cid(1)), proc(7, 0, 20, cid(1)), proc(3, 1, 5, cid(1))]
+    (group,) = build_groups(
+        snapshot(processes=processes, containers=[container(1, "a", processes)])
+    )
+    assert [process_key(p) for p in group.processes] == ["3:1", "7:0", "7:1"]
+
+
+def test_others_running_first() -> None:
+    containers = [
+        container(1, "zz", gpu_request=None),
+        container(2, "aa", gpu_request=None, status="exited"),
+        container(3, "mm", gpu_request=None),
+    ]
+    (others,) = build_groups(snapshot(containers=containers))
+    assert [u.info.name for u in others.containers] == ["mm", "zz", "aa"]
