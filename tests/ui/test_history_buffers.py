@@ -90,7 +90,7 @@ def test_record_skips_none_lost_and_duplicates() -> None:
     assert h.series(gpu_key(g, "util"), 60) == ()
     assert h.series(gpu_key(g, "power"), 60) == ()
     assert len(h.series(gpu_key(g, "temp"), 60)) == 1
-    assert not any(key[1] == gpu_key(lost, "util")[1] for key in h)
+    assert not any(key[1] == gpu_key(lost, "util")[1] for key in set(h.keys()))
 
 
 def test_prunes_series_gone_longer_than_history() -> None:
