@@ -1,0 +1,260 @@
+"""The collector: reads every source once and joins GPU PIDs, host processes and containers.
+
+``Collector.collect()`` is the only entry point the UI and the reports use. It blocks (NVML,
+/proc, Docker) and therefore runs on the collector thread, never on the UI thread. Expected
+failures of a source become a ``SourceStatus`` in the snapshot; nothing here raises for them.
+"""
+
+from __future__ import annotations
+
+import socket
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import replace
+
+from gputui.collect.health_base import HealthInputs
+from gputui.collect.sources import ContainerSource, GpuSource, ProcessSource
+from gputui.model import (
+    ContainerInfo,
+    ContainerReading,
+    ContainerUsage,
+    ExecResult,
+    GpuProcess,
+    GpuReading,
+    HealthCheck,
+    HostInfo,
+    ProcessInfo,
+    Snapshot,
+)
+from gputui.settings import Settings
+
+HealthRunner = Callable[[HealthInputs], tuple[HealthCheck, ...]]
+
+READ_ONLY_REASON = "read-only mode: actions are disabled (started with --read-only)"
+
+
+class Collector:
+    """Joins the sources into one frozen :class:`Snapshot` per call.
+
+    Args:
+        gpu: The NVML (or scenario, or demo) source.
+        procs: The /proc source.
+        containers: The Docker (or demo) source.
+        mode: ``live``, ``scenario`` or ``demo``.
+        health: Runs the runtime-health checks; None disables them.
+        health_interval: Seconds between health runs (they also run on request).
+        read_only: Refuse every action (exec, signals).
+        clock: Wall clock for ``Snapshot.taken_at``.
+        hostname: Shown in the header; the real host name when None.
+    """
+
+    def __init__(
+        self,
+        gpu: GpuSource,
+        procs: ProcessSource,
+        containers: ContainerSource,
+        *,
+        mode: str = "live",
+        health: HealthRunner | None = None,
+        health_interval: float = 30.0,
+        read_only: bool = False,
+        clock: Callable[[], float] = time.time,
+        hostname: str | None = None,
+    ) -> None:
+        self.gpu = gpu
+        self.procs = procs
+        self.containers = containers
+        self.mode = mode
+        self.read_only = read_only
+        self._health = health
+        self._health_interval = health_interval
+        self._clock = clock
+        self._hostname = hostname
+        self._health_due = 0.0
+        self._health_requested = threading.Event()
+        self._checks: tuple[HealthCheck, ...] = ()
+        self._last_good_containers: tuple[ContainerInfo, ...] = ()
+
+    def request_health(self) -> None:
+        """Make the next :meth:`collect` re-run the health checks (thread-safe)."""
+        self._health_requested.set()
+
+    def collect(self) -> Snapshot:
+        """Read every source once and return the joined snapshot (blocking)."""
+        reading = self.gpu.read()
+        pids = {p.pid for gpu in reading.gpus for p in gpu.processes}
+        infos = self.procs.read(sorted(pids))
+        docker = self.containers.read()
+        if docker.status.ok:
+            self._last_good_containers = docker.containers
+        elif not docker.containers:
+            # Keep what we knew while the engine is away: names still explain cgroup ids, and
+            # the header says the engine is unreachable. Never lose state on an outage.
+            docker = replace(docker, containers=self._last_good_containers)
+        processes = join_processes(reading, infos)
+        visibility = self.procs.visibility()
+        now = self._clock()
+        if self._health is not None and (
+            self._health_requested.is_set() or time.monotonic() >= self._health_due
+        ):
+            self._health_requested.clear()
+            self._health_due = time.monotonic() + self._health_interval
+            self._checks = self._health(HealthInputs(reading, docker, processes, visibility))
+        return Snapshot(
+            taken_at=now,
+            mode=self.mode,
+            host=HostInfo(
+                hostname=self._hostname or socket.gethostname(),
+                driver_version=reading.driver_version,
+                cuda_driver_version=reading.cuda_driver_version,
+                nvml_version=reading.nvml_version,
+            ),
+            sources={
+                "nvml": reading.status,
+                "docker": docker.status,
+            },
+            gpus=reading.gpus,
+            processes=processes,
+            containers=attribute_containers(docker, processes),
+            engine=docker.engine,
+            visibility=visibility,
+            health=self._checks,
+            xid_events=reading.xid_events,
+        )
+
+    def exec_in_container(
+        self, container_id: str, argv: Sequence[str], timeout_s: float
+    ) -> ExecResult:
+        """Run ``argv`` in a container (blocking; never through a shell)."""
+        if self.read_only:
+            return ExecResult(tuple(argv), None, error=READ_ONLY_REASON)
+        return self.containers.exec(container_id, argv, timeout_s)
+
+    def interactive_exec_argv(self, container_id: str, argv: Sequence[str]) -> list[str] | None:
+        """``docker exec -it`` argv for running ``argv`` on the terminal, None when unavailable."""
+        if self.read_only:
+            return None
+        build = getattr(self.containers, "interactive_exec_argv", None)
+        if build is None:
+            return None
+        result: list[str] | None = build(container_id, argv)
+        return result
+
+    def signal_process(self, pid: int, signum: int, start_time: float | None) -> str | None:
+        """Send a signal to a GPU process; None on success, else why not."""
+        if self.read_only:
+            return READ_ONLY_REASON
+        return self.procs.send_signal(pid, signum, start_time)
+
+    def close(self) -> None:
+        """Release every source."""
+        self.gpu.close()
+        self.containers.close()
+
+
+def join_processes(reading: GpuReading, infos: dict[int, ProcessInfo]) -> tuple[GpuProcess, ...]:
+    """One :class:`GpuProcess` per (PID, GPU), joined with its host facts and container id."""
+    joined = []
+    for gpu in reading.gpus:
+        for sample in gpu.processes:
+            info = infos.get(sample.pid) or ProcessInfo(sample.pid, exists=False)
+            joined.append(GpuProcess(sample, info, info.container_id if info.exists else None))
+    return tuple(joined)
+
+
+def attribute_containers(
+    docker: ContainerReading, processes: Sequence[GpuProcess]
+) -> tuple[ContainerUsage, ...]:
+    """Per-container GPU totals; containers only seen in cgroups get a stub entry.
+
+    Ordered for people: GPU users by GPU memory, then idle GPU reservations, then other running
+    containers, then stopped ones; by name within each group.
+    """
+    by_container: dict[str, list[GpuProcess]] = {}
+    for proc in processes:
+        if proc.container_id is not None:
+            by_container.setdefault(proc.container_id, []).append(proc)
+    known = {c.id: c for c in docker.containers}
+    usages = []
+    for cid in known.keys() | by_container.keys():
+        procs = by_container.get(cid, [])
+        info = known.get(cid)
+        if info is None:
+            runtime = next((p.info.runtime for p in procs if p.info.runtime), None)
+            info = ContainerInfo(
+                id=cid, name=f"{runtime or 'container'}-{cid[:12]}", image="", status="unknown"
+            )
+        sm_values = [p.sample.sm_util for p in procs if p.sample.sm_util is not None]
+        usages.append(
+            ContainerUsage(
+                info=info,
+                gpu_memory_bytes=sum(p.sample.used_memory_bytes or 0 for p in procs),
+                pids=tuple(sorted({p.pid for p in procs})),
+                gpu_indexes=tuple(sorted({p.sample.gpu_index for p in procs})),
+                sm_util=sum(sm_values) if sm_values else None,
+                known_to_engine=cid in known,
+            )
+        )
+
+    def order(u: ContainerUsage) -> tuple[int, int, str]:
+        if u.pids:
+            group = 0
+        elif u.idle_reserved:
+            group = 1
+        elif u.info.running:
+            group = 2
+        else:
+            group = 3
+        return group, -u.gpu_memory_bytes, u.info.name
+
+    return tuple(sorted(usages, key=order))
+
+
+def build_collector(settings: Settings, *, once: bool = False) -> Collector:
+    """Wire the real (or scenario, or demo) sources for ``settings``.
+
+    Args:
+        settings: What the user asked for.
+        once: A single collection (``--once``): no background threads, slow reads inline.
+
+    Raises:
+        ScenarioError: the scenario file is unreadable or invalid.
+    """
+    from gputui.collect import health
+
+    if settings.demo:
+        from gputui.collect import demo
+        from gputui.collect.scenario import ScenarioSource
+
+        return Collector(
+            ScenarioSource(demo.DEMO_SCENARIO, wall=demo.wall_clock),
+            demo.DemoProcesses(),
+            demo.DemoContainers(),
+            mode="demo",
+            health=demo.demo_health,
+            health_interval=settings.health_interval,
+            read_only=settings.read_only,
+            hostname="demo-gpu-node",
+        )
+    from gputui.collect.docker import DockerSource
+    from gputui.collect.procs import ProcSource
+
+    gpu: GpuSource
+    if settings.scenario is not None:
+        from gputui.collect.scenario import ScenarioSource
+
+        gpu = ScenarioSource.from_file(settings.scenario)
+    else:
+        from gputui.collect.nvml import NvmlSource
+
+        gpu = NvmlSource(slow_interval=settings.slow_interval, background=not once)
+    return Collector(
+        gpu,
+        ProcSource(),
+        DockerSource(),
+        mode=settings.mode,
+        health=health.run_checks,
+        health_interval=settings.health_interval,
+        read_only=settings.read_only,
+    )

@@ -1,0 +1,455 @@
+"""The simulated machine behind ``--demo``: four GPUs, a handful of containers, no hardware.
+
+Deterministic: the n-th refresh always shows the same figures, so screenshots and snapshot tests
+are stable. GPUs come from a scenario played through the real NVML adapter; containers and
+processes come from stand-ins implementing the same protocols as the Docker and /proc sources.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from gputui.model import (
+    ContainerInfo,
+    ContainerReading,
+    EngineInfo,
+    ExecResult,
+    ProcessInfo,
+    SourceStatus,
+    Visibility,
+)
+
+_GIB_MIB = 1024
+_STEPS = 120
+#: A fixed "now" for the demo, so ages and start times never drift between runs.
+DEMO_EPOCH = 1_795_000_000.0
+
+
+def _wave(
+    base: float, amp: float, period: float, phase: float = 0.0, lo: float = 0, hi: float = 100
+) -> list[float]:
+    return [
+        round(min(hi, max(lo, base + amp * math.sin(2 * math.pi * (i / period) + phase))), 1)
+        for i in range(_STEPS)
+    ]
+
+
+def _cid(seed: str) -> str:
+    """A stable 64-hex container id."""
+    import hashlib
+
+    return hashlib.sha256(seed.encode()).hexdigest()
+
+
+TRAINER = _cid("trainer-a")
+BERT = _cid("bert-infer")
+VLLM = _cid("vllm-server")
+NOTEBOOK = _cid("notebook-gpu3")
+ETL = _cid("etl-job")
+REDIS = _cid("redis")
+CONTAINERD = _cid("containerd-only")
+
+#: (pid, container id or None, in-container pid, user, command, rss GiB, cpu %)
+_PROCS: tuple[tuple[int, str | None, int | None, str, str, float, float], ...] = (
+    (48211, TRAINER, 1, "root", "python train.py --model llama-8b --bs 16", 31.5, 101.0),
+    (48290, TRAINER, 57, "root", "python -m torch.utils.data.worker", 4.2, 38.0),
+    (50102, BERT, 1, "1000", "python serve.py --model bert-large", 5.1, 24.0),
+    (3121, None, None, "alice", "/opt/conda/bin/python -m jupyter lab", 2.3, 3.5),
+    (51234, VLLM, 7, "root", "python3 -m vllm.entrypoints.openai.api_server", 12.8, 96.0),
+    (52001, CONTAINERD, 1, "root", "/usr/bin/triton --model-repository=/models", 3.9, 12.0),
+)
+
+DEMO_SCENARIO: dict[str, Any] = {
+    "nvml": "ok",
+    "driver_version": "580.159.04",
+    "cuda_driver_version": "13.0",
+    "gpus": [
+        {
+            "index": 0,
+            "uuid": "GPU-57d57e22-be4b-9496-673e-11cc7638ed19",
+            "name": "NVIDIA H200",
+            "memory_total_mib": 143771,
+            "memory_used_mib": [67584 + int(v) for v in _wave(200, 150, 30)],
+            "utilization_gpu": _wave(90, 8, 17),
+            "utilization_memory": _wave(55, 10, 23),
+            "temperature_c": [int(v) for v in _wave(66, 3, 40, lo=0, hi=200)],
+            "power_w": _wave(610, 60, 17, lo=0, hi=1000),
+            "power_limit_w": 700,
+            "clock_sm_mhz": 1980,
+            "clock_mem_mhz": 3201,
+            "clock_sm_max_mhz": 1980,
+            "clock_mem_max_mhz": 3201,
+            "pstate": 0,
+            "pcie_rx_kbps": 812000,
+            "pcie_tx_kbps": 95000,
+            "throttle_reasons": 0,
+            "ecc_mode_current": True,
+            "ecc_uncorrected_volatile": 0,
+            "remapped_rows_pending": False,
+            "encoder_util": 0,
+            "decoder_util": 0,
+            "persistence_mode": True,
+            "mig_mode_current": False,
+            "errors": {"fan_speed": "NotSupported"},
+            "processes": [
+                {"pid": 48211, "used_memory_mib": 63488, "sm_util": _wave(84, 8, 17)},
+                {"pid": 48290, "used_memory_mib": 2048, "sm_util": 3},
+            ],
+        },
+        {
+            "index": 1,
+            "uuid": "GPU-0b7a4f3e-2f6c-4e1d-9a55-4f0d7c2e8a11",
+            "name": "NVIDIA H200",
+            "memory_total_mib": 143771,
+            "memory_used_mib": [25088 + int(v) for v in _wave(0, 600, 45, lo=-2000, hi=2000)],
+            "utilization_gpu": _wave(35, 25, 11),
+            "utilization_memory": _wave(18, 10, 11),
+            "temperature_c": [int(v) for v in _wave(51, 4, 30, lo=0, hi=200)],
+            "power_w": _wave(260, 90, 11, lo=0, hi=1000),
+            "power_limit_w": 700,
+            "clock_sm_mhz": 1755,
+            "clock_mem_mhz": 3201,
+            "clock_sm_max_mhz": 1980,
+            "clock_mem_max_mhz": 3201,
+            "pstate": 0,
+            "pcie_rx_kbps": 21000,
+            "pcie_tx_kbps": 8000,
+            "throttle_reasons": 0,
+            "ecc_mode_current": True,
+            "ecc_uncorrected_volatile": 0,
+            "remapped_rows_pending": False,
+            "encoder_util": 0,
+            "decoder_util": 0,
+            "persistence_mode": True,
+            "mig_mode_current": False,
+            "errors": {"fan_speed": "NotSupported"},
+            "processes": [
+                {"pid": 50102, "used_memory_mib": 18432, "sm_util": _wave(30, 22, 11)},
+                {"pid": 3121, "used_memory_mib": 6144, "sm_util": _wave(4, 4, 7, lo=0)},
+            ],
+        },
+        {
+            "index": 2,
+            "uuid": "GPU-c3e1a9d2-77b4-4c0e-8f21-9d6a5b3c1e07",
+            "name": "NVIDIA H200",
+            "memory_total_mib": 143771,
+            "memory_used_mib": 123904,
+            "utilization_gpu": _wave(97, 3, 9),
+            "utilization_memory": _wave(71, 6, 9),
+            "temperature_c": [int(v) for v in _wave(83, 2, 25, lo=0, hi=200)],
+            "power_w": _wave(688, 10, 9, lo=0, hi=1000),
+            "power_limit_w": 700,
+            "clock_sm_mhz": 1665,
+            "clock_mem_mhz": 3201,
+            "clock_sm_max_mhz": 1980,
+            "clock_mem_max_mhz": 3201,
+            "pstate": 0,
+            "pcie_rx_kbps": 45000,
+            "pcie_tx_kbps": 388000,
+            "throttle_reasons": 0x4,
+            "ecc_mode_current": True,
+            "ecc_uncorrected_volatile": 0,
+            "remapped_rows_pending": False,
+            "encoder_util": 0,
+            "decoder_util": 0,
+            "persistence_mode": True,
+            "mig_mode_current": False,
+            "errors": {"fan_speed": "NotSupported"},
+            "processes": [{"pid": 51234, "used_memory_mib": 122880, "sm_util": _wave(93, 4, 9)}],
+        },
+        {
+            "index": 3,
+            "uuid": "GPU-9f2d6c41-0a3b-4e7d-b1c8-2e5f7a9d0c34",
+            "name": "NVIDIA H200",
+            "memory_total_mib": 143771,
+            "memory_used_mib": 6656,
+            "utilization_gpu": _wave(6, 5, 13, lo=0),
+            "utilization_memory": 1,
+            "temperature_c": 38,
+            "power_w": _wave(118, 12, 13, lo=0, hi=1000),
+            "power_limit_w": 700,
+            "clock_sm_mhz": 345,
+            "clock_mem_mhz": 3201,
+            "clock_sm_max_mhz": 1980,
+            "clock_mem_max_mhz": 3201,
+            "pstate": 0,
+            "pcie_rx_kbps": 0,
+            "pcie_tx_kbps": 0,
+            "throttle_reasons": 0x1,
+            "ecc_mode_current": True,
+            "ecc_uncorrected_volatile": 0,
+            "remapped_rows_pending": False,
+            "encoder_util": 0,
+            "decoder_util": 0,
+            "persistence_mode": False,
+            "mig_mode_current": False,
+            "errors": {"fan_speed": "NotSupported"},
+            "processes": [
+                {"pid": 52001, "used_memory_mib": 4608, "sm_util": _wave(5, 5, 13, lo=0)},
+                # Nobody owns this one: an allocation left by a process that no longer exists.
+                {"pid": 999999, "used_memory_mib": 1536, "sm_util": 0},
+            ],
+        },
+    ],
+}
+
+
+def _container(cid: str, name: str, image: str, status: str, **extra: Any) -> ContainerInfo:
+    return ContainerInfo(id=cid, name=name, image=image, status=status, **extra)
+
+
+DEMO_CONTAINERS: tuple[ContainerInfo, ...] = (
+    _container(
+        TRAINER,
+        "llm-trainer-1",
+        "nvcr.io/nvidia/pytorch:25.01-py3",
+        "running",
+        pid=48211,
+        compose_project="llm",
+        compose_service="trainer",
+        gpu_request=("0",),
+        gpu_request_via="device_requests",
+        runtime="runc",
+        nvidia_capabilities=("compute", "utility"),
+        cuda_version="12.8.0",
+        cuda_requirement="cuda>=12.8",
+        started_at=DEMO_EPOCH - 6 * 3600,
+        restart_count=0,
+        memory_limit_bytes=256 * 2**30,
+    ),
+    _container(
+        BERT,
+        "k8s_bert_bert-infer-7d9c_serving_0",
+        "ghcr.io/acme/bert-serve:2.3",
+        "running",
+        pid=50102,
+        k8s_pod="bert-infer-7d9c",
+        k8s_namespace="serving",
+        gpu_request=("1",),
+        gpu_request_via="runtime",
+        runtime="nvidia",
+        nvidia_capabilities=("compute", "utility"),
+        cuda_version="12.4.1",
+        started_at=DEMO_EPOCH - 2 * 86400,
+        restart_count=3,
+        memory_limit_bytes=32 * 2**30,
+    ),
+    _container(
+        VLLM,
+        "vllm-server",
+        "vllm/vllm-openai:v0.9.1",
+        "running",
+        pid=51234,
+        gpu_request=("2",),
+        gpu_request_via="device_requests",
+        runtime="runc",
+        nvidia_capabilities=("all",),
+        cuda_version="12.8.1",
+        started_at=DEMO_EPOCH - 50 * 60,
+        restart_count=0,
+        memory_limit_bytes=128 * 2**30,
+    ),
+    _container(
+        NOTEBOOK,
+        "notebook-gpu3",
+        "jupyter/pytorch-notebook:cuda12-2025.06",
+        "running",
+        pid=50877,
+        gpu_request=("3",),
+        gpu_request_via="device_requests",
+        runtime="runc",
+        nvidia_capabilities=("compute",),
+        cuda_version="12.6.0",
+        started_at=DEMO_EPOCH - 9 * 3600,
+        restart_count=0,
+        memory_limit_bytes=64 * 2**30,
+    ),
+    _container(
+        ETL,
+        "etl-nightly",
+        "ghcr.io/acme/etl:1.14",
+        "exited",
+        exit_code=0,
+        gpu_request="all",
+        gpu_request_via="device_requests",
+        runtime="runc",
+        started_at=DEMO_EPOCH - 20 * 3600,
+        restart_count=0,
+    ),
+    _container(
+        REDIS,
+        "redis",
+        "redis:7.4-alpine",
+        "running",
+        pid=2210,
+        compose_project="llm",
+        compose_service="cache",
+        runtime="runc",
+        started_at=DEMO_EPOCH - 12 * 86400,
+        restart_count=0,
+        memory_limit_bytes=4 * 2**30,
+    ),
+)
+
+DEMO_ENGINE = EngineInfo(
+    endpoint="unix:///var/run/docker.sock",
+    context="default",
+    server_version="28.2.2",
+    api_version="1.50",
+    runtimes=("io.containerd.runc.v2", "nvidia", "runc"),
+    default_runtime="runc",
+    cgroup_driver="systemd",
+    cgroup_version="2",
+    cdi_spec_dirs=("/etc/cdi", "/var/run/cdi"),
+    host_memory_bytes=2 * 2**40,
+)
+
+_DEMO_SMI = """\
++-----------------------------------------------------------------------------------------+
+| NVIDIA-SMI 580.159.04             Driver Version: 580.159.04     CUDA Version: 13.0     |
+|-----------------------------------------+------------------------+----------------------+
+| GPU  Name                 Persistence-M | Bus-Id          Disp.A | Volatile Uncorr. ECC |
+| Fan  Temp   Perf          Pwr:Usage/Cap |           Memory-Usage | GPU-Util  Compute M. |
+|=========================================+========================+======================|
+|   0  NVIDIA H200                    On  |   00000000:{bus}:00.0 Off |                    0 |
+| N/A   {temp}C    P0          {power}W /  700W |  {mem}MiB / 143771MiB |   {util}%      Default |
++-----------------------------------------+------------------------+----------------------+
+
++-----------------------------------------------------------------------------------------+
+| Processes:                                                                              |
+|  GPU   GI   CI              PID   Type   Process name                        GPU Memory |
+|=========================================================================================|
+|    0   N/A  N/A             {pid}      C   python                                {pmem}MiB |
++-----------------------------------------------------------------------------------------+
+"""
+
+
+class DemoContainers:
+    """Containers of the simulated machine (a :class:`ContainerSource`)."""
+
+    def read(self) -> ContainerReading:
+        """The fixed container set."""
+        return ContainerReading(
+            status=SourceStatus("docker", ok=True), containers=DEMO_CONTAINERS, engine=DEMO_ENGINE
+        )
+
+    def exec(self, container_id: str, argv: Sequence[str], timeout_s: float) -> ExecResult:
+        """Pretend to run ``argv``: a plausible in-container nvidia-smi for the busy containers."""
+        info = next((c for c in DEMO_CONTAINERS if c.id == container_id), None)
+        if info is None:
+            return ExecResult(tuple(argv), None, error=f"no such container: {container_id[:12]}")
+        if not info.running:
+            return ExecResult(
+                tuple(argv), None, error=f"container {info.name} is not running ({info.status})"
+            )
+        if info.nvidia_capabilities is None or not {"utility", "all"} & set(
+            info.nvidia_capabilities
+        ):
+            return ExecResult(
+                tuple(argv),
+                127,
+                stderr='exec: "nvidia-smi": executable file not found in $PATH',
+                duration_s=0.04,
+                error=(
+                    f"{argv[0]} not found in container {info.name}: it was started without "
+                    "--gpus / NVIDIA_DRIVER_CAPABILITIES=utility"
+                ),
+            )
+        procs = [p for p in _PROCS if p[1] == container_id]
+        pid = procs[0][2] if procs else 1
+        text = _DEMO_SMI.format(
+            bus="18", temp=66, power=612, mem=67584, util=88, pid=f"{pid:>5}", pmem=63488
+        )
+        return ExecResult(tuple(argv), 0, stdout=text, duration_s=0.21)
+
+    def close(self) -> None:
+        """Nothing to release."""
+
+
+class DemoProcesses:
+    """Host facts for the simulated machine's PIDs (a :class:`ProcessSource`)."""
+
+    def __init__(self) -> None:
+        self._step = 0
+
+    def read(self, pids: Iterable[int]) -> dict[int, ProcessInfo]:
+        """Facts for the demo PIDs; anything else does not exist."""
+        table = {p[0]: p for p in _PROCS}
+        self._step += 1
+        out: dict[int, ProcessInfo] = {}
+        for pid in pids:
+            row = table.get(pid)
+            if row is None:
+                out[pid] = ProcessInfo(pid, exists=False)
+                continue
+            _, cid, cpid, user, command, rss_gib, cpu = row
+            wobble = 1.0 + 0.1 * math.sin(self._step / 3 + pid)
+            out[pid] = ProcessInfo(
+                pid=pid,
+                command=command,
+                name=command.split()[0].rsplit("/", 1)[-1],
+                user=user,
+                cpu_percent=round(cpu * wobble, 1) if self._step > 1 else None,
+                rss_bytes=int(rss_gib * 2**30),
+                start_time=DEMO_EPOCH - 3600,
+                container_id=cid,
+                runtime=None if cid is None else ("containerd" if cid == CONTAINERD else "docker"),
+                pod_uid=None,
+                container_pid=cpid if cid else pid,
+            )
+        return out
+
+    def visibility(self) -> Visibility:
+        """The demo runs "on the host"."""
+        return Visibility(host_pid_namespace=True, private_cgroup_namespace=False)
+
+    def send_signal(self, pid: int, signum: int, start_time: float | None) -> str | None:
+        """Signals are not sent in the demo; say so."""
+        return f"demo mode: signal {signum} not sent to PID {pid}"
+
+
+def demo_clock(start: float = DEMO_EPOCH, step: float = 1.0) -> Any:
+    """A clock that advances ``step`` seconds per call, for deterministic demo timestamps."""
+    state = {"now": start - step}
+
+    def clock() -> float:
+        state["now"] += step
+        return state["now"]
+
+    return clock
+
+
+def wall_clock() -> float:
+    """The real wall clock (the default outside tests and screenshots)."""
+    return time.time()
+
+
+#: The simulated host's files, for the file-reading health checks (nothing of the real host).
+_DEMO_ROOT = "/nonexistent/gputui-demo"
+
+
+def demo_health(inputs: Any) -> tuple[Any, ...]:
+    """Run the real health checks on the simulated machine, with a simulated toolkit install."""
+    from gputui.collect.health import HealthRoots, run_checks
+
+    versions = {
+        "nvidia-ctk": "NVIDIA Container Toolkit CLI version 1.17.8\ncommit: 5bf2c1b",
+        "nvidia-container-cli": "cli-version: 1.17.8\nlib-version: 1.17.8",
+    }
+    roots = HealthRoots(
+        proc=_DEMO_ROOT,
+        sys=_DEMO_ROOT,
+        daemon_json=f"{_DEMO_ROOT}/daemon.json",
+        cdi_dirs=(),
+        dev=_DEMO_ROOT,
+    )
+    return run_checks(
+        inputs,
+        roots=roots,
+        which=lambda name: f"/usr/bin/{name}" if name in versions else None,
+        run_version=lambda argv: versions.get(argv[0].rsplit("/", 1)[-1]),
+        dist_version=lambda dist: "13.615.71" if dist == "nvidia-ml-py" else None,
+    )

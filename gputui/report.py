@@ -1,0 +1,392 @@
+"""``--once`` output: the snapshot as JSON (the contract schema) or as a plain-text report.
+
+No Textual or Rich here: ``gputui --once`` must start fast and work with ``TERM=dumb``.
+Untrusted strings (container names, images, command lines) pass through ``fmt.safe_text`` so a
+hostile name cannot inject terminal escapes.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Iterable
+from typing import Any
+
+from gputui import __version__
+from gputui.derive import fmt
+from gputui.model import (
+    STATUS_RANK,
+    ContainerInfo,
+    ContainerUsage,
+    GpuProcess,
+    GpuSample,
+    HealthCheck,
+    HealthStatus,
+    Snapshot,
+    SourceStatus,
+)
+
+
+def iso(ts: float | None) -> str | None:
+    """Seconds since the epoch as ISO 8601 UTC with a ``Z``."""
+    if ts is None:
+        return None
+    return dt.datetime.fromtimestamp(ts, dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _status(s: SourceStatus) -> dict[str, Any]:
+    return {"ok": s.ok, "error": s.error, "kind": s.kind, "fix": s.fix}
+
+
+def _gpu(g: GpuSample) -> dict[str, Any]:
+    return {
+        "index": g.index,
+        "uuid": g.uuid,
+        "name": g.name,
+        "lost": g.lost,
+        "error": g.error,
+        "utilization_gpu": g.utilization_gpu,
+        "utilization_memory": g.utilization_memory,
+        "memory_used_bytes": g.memory_used_bytes,
+        "memory_total_bytes": g.memory_total_bytes,
+        "temperature_c": g.temperature_c,
+        "power_w": g.power_w,
+        "power_limit_w": g.power_limit_w,
+        "clock_sm_mhz": g.clock_sm_mhz,
+        "clock_mem_mhz": g.clock_mem_mhz,
+        "clock_sm_max_mhz": g.clock_sm_max_mhz,
+        "clock_mem_max_mhz": g.clock_mem_max_mhz,
+        "pstate": g.pstate,
+        "fan_percent": g.fan_percent,
+        "pcie_rx_kbps": g.pcie_rx_kbps,
+        "pcie_tx_kbps": g.pcie_tx_kbps,
+        "throttle_reasons": g.throttle_reasons,
+        "throttle_reason_names": (
+            None if g.throttle_reasons is None else fmt.throttle(g.throttle_reasons).split(", ")
+        ),
+        "ecc_mode_current": g.ecc_mode_current,
+        "ecc_mode_pending": g.ecc_mode_pending,
+        "ecc_uncorrected_volatile": g.ecc_uncorrected_volatile,
+        "remapped_rows_pending": g.remapped_rows_pending,
+        "remapped_rows_failure": g.remapped_rows_failure,
+        "encoder_util": g.encoder_util,
+        "decoder_util": g.decoder_util,
+        "persistence_mode": g.persistence_mode,
+        "mig_mode_current": g.mig_mode_current,
+        "mig_mode_pending": g.mig_mode_pending,
+        "mig_instances": [
+            {
+                "index": m.index,
+                "uuid": m.uuid,
+                "gpu_instance_id": m.gpu_instance_id,
+                "compute_instance_id": m.compute_instance_id,
+                "memory_used_bytes": m.memory_used_bytes,
+                "memory_total_bytes": m.memory_total_bytes,
+            }
+            for m in g.mig_instances
+        ],
+    }
+
+
+def _container_ref(snapshot: Snapshot, cid: str | None) -> dict[str, Any] | None:
+    if cid is None:
+        return None
+    usage = snapshot.container(cid)
+    info = usage.info if usage else None
+    return {
+        "id": cid,
+        "name": info.name if info else None,
+        "image": (info.image or None) if info else None,
+        "known_to_engine": bool(usage and usage.known_to_engine),
+    }
+
+
+def _process(snapshot: Snapshot, p: GpuProcess) -> dict[str, Any]:
+    gpu = next((g for g in snapshot.gpus if g.index == p.sample.gpu_index), None)
+    return {
+        "pid": p.pid,
+        "container_pid": p.info.container_pid if p.container_id else None,
+        "gpu_index": p.sample.gpu_index,
+        "gpu_uuid": gpu.uuid if gpu else None,
+        "gpu_memory_bytes": p.sample.used_memory_bytes,
+        "sm_util": p.sample.sm_util,
+        "mem_util": p.sample.mem_util,
+        "type": p.sample.kind,
+        "exists": p.info.exists,
+        "command": p.info.command if p.info.exists else None,
+        "name": p.info.name,
+        "user": p.info.user,
+        "cpu_percent": p.info.cpu_percent,
+        "rss_bytes": p.info.rss_bytes,
+        "start_time": iso(p.info.start_time),
+        "runtime": p.info.runtime,
+        "pod_uid": p.info.pod_uid,
+        "container": _container_ref(snapshot, p.container_id),
+    }
+
+
+def _request(value: str | tuple[str, ...] | None) -> str | list[str] | None:
+    return list(value) if isinstance(value, tuple) else value
+
+
+def _container(u: ContainerUsage) -> dict[str, Any]:
+    c: ContainerInfo = u.info
+    return {
+        "id": c.id,
+        "name": c.name,
+        "image": c.image or None,
+        "status": c.status,
+        "gpu_memory_bytes": u.gpu_memory_bytes,
+        "pids": list(u.pids),
+        "gpu_indexes": list(u.gpu_indexes),
+        "sm_util": u.sm_util,
+        "gpu_request": _request(c.gpu_request),
+        "gpu_request_via": c.gpu_request_via,
+        "idle_reserved": u.idle_reserved,
+        "runtime": c.runtime,
+        "compose_project": c.compose_project,
+        "compose_service": c.compose_service,
+        "k8s_pod": c.k8s_pod,
+        "k8s_namespace": c.k8s_namespace,
+        "cpu_percent": c.cpu_percent,
+        "memory_used_bytes": c.memory_used_bytes,
+        "memory_limit_bytes": c.memory_limit_bytes,
+        "started_at": iso(c.started_at),
+        "restart_count": c.restart_count,
+        "oom_killed": c.oom_killed,
+        "exit_code": c.exit_code,
+    }
+
+
+def check_to_json(h: HealthCheck) -> dict[str, Any]:
+    """One health check in the JSON schema's ``health`` shape."""
+    return {
+        "id": h.id,
+        "status": h.status.value,
+        "summary": h.summary,
+        "details": list(h.details),
+        "fix": h.fix,
+        "docs": h.docs,
+        "subject": h.subject,
+    }
+
+
+def snapshot_to_json(snapshot: Snapshot) -> dict[str, Any]:
+    """The snapshot in the documented JSON schema (docs/json-schema.md)."""
+    engine = snapshot.engine
+    return {
+        "version": __version__,
+        "taken_at": iso(snapshot.taken_at),
+        "mode": snapshot.mode,
+        "host": {
+            "hostname": snapshot.host.hostname,
+            "driver_version": snapshot.host.driver_version,
+            "cuda_driver_version": snapshot.host.cuda_driver_version,
+            "nvml_version": snapshot.host.nvml_version,
+        },
+        "sources": {name: _status(s) for name, s in snapshot.sources.items()},
+        "visibility": {
+            "host_pid_namespace": snapshot.visibility.host_pid_namespace,
+            "private_cgroup_namespace": snapshot.visibility.private_cgroup_namespace,
+        },
+        "engine": None
+        if engine is None
+        else {
+            "endpoint": engine.endpoint,
+            "context": engine.context,
+            "server_version": engine.server_version,
+            "api_version": engine.api_version,
+            "runtimes": list(engine.runtimes),
+            "default_runtime": engine.default_runtime,
+            "cgroup_driver": engine.cgroup_driver,
+            "cgroup_version": engine.cgroup_version,
+            "cdi_spec_dirs": None if engine.cdi_spec_dirs is None else list(engine.cdi_spec_dirs),
+        },
+        "gpus": [_gpu(g) for g in snapshot.gpus],
+        "processes": [_process(snapshot, p) for p in snapshot.processes],
+        "containers": [_container(u) for u in snapshot.containers if u.known_to_engine],
+        "other_containers": [_container(u) for u in snapshot.containers if not u.known_to_engine],
+        "orphan_gpu_memory_bytes": sum(
+            p.sample.used_memory_bytes or 0 for p in snapshot.orphan_processes
+        ),
+        "health": [check_to_json(h) for h in snapshot.health],
+        "xid_events": [
+            {"gpu_index": e.gpu_index, "xid": e.xid, "at": iso(e.at)} for e in snapshot.xid_events
+        ],
+    }
+
+
+# -- plain text ----------------------------------------------------------------------------
+
+
+def _table(rows: list[list[str]], right: Iterable[int] = ()) -> list[str]:
+    """Left/right-aligned columns separated by two spaces."""
+    if not rows:
+        return []
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    right_set = set(right)
+    out = []
+    for row in rows:
+        cells = [
+            cell.rjust(widths[i]) if i in right_set else cell.ljust(widths[i])
+            for i, cell in enumerate(row)
+        ]
+        out.append("  ".join(cells).rstrip())
+    return out
+
+
+def _source_line(name: str, s: SourceStatus | None) -> str:
+    if s is None:
+        return f"{name}: n/a"
+    if s.ok:
+        return f"{name}: ok"
+    return f"{name}: {fmt.safe_text(s.error, 160)}"
+
+
+def format_checks(checks: Iterable[HealthCheck], statuses: set[HealthStatus]) -> list[str]:
+    """Health checks with the given statuses, worst first, each with its fix indented."""
+    lines = []
+    chosen = sorted(
+        (c for c in checks if c.status in statuses), key=lambda c: STATUS_RANK[c.status]
+    )
+    for c in chosen:
+        lines.append(f"{c.status.value.upper():<5} {c.id}: {c.summary}")
+        if c.fix:
+            for fix_line in c.fix.splitlines():
+                lines.append(
+                    f"      fix: {fix_line}"
+                    if fix_line == c.fix.splitlines()[0]
+                    else f"           {fix_line}"
+                )
+    return lines
+
+
+def snapshot_to_text(snapshot: Snapshot) -> str:
+    """A readable report of one snapshot: GPUs, GPU processes, containers, problems."""
+    h = snapshot.host
+    marker = {"demo": "  [DEMO: simulated machine]", "scenario": "  [SCENARIO: NVML replaced]"}
+    lines = [
+        f"gputui {__version__}  {fmt.safe_text(h.hostname, 60)}  {iso(snapshot.taken_at)}  "
+        f"driver {h.driver_version or 'N/A'}  CUDA {h.cuda_driver_version or 'N/A'}"
+        + marker.get(snapshot.mode, ""),
+        "  ".join(
+            _source_line(label, snapshot.sources.get(key))
+            for key, label in (("nvml", "NVML"), ("docker", "Docker"))
+        ),
+    ]
+    for key in ("nvml", "docker"):
+        s = snapshot.sources.get(key)
+        if s is not None and not s.ok and s.fix:
+            lines.append(f"  fix: {s.fix}")
+    if snapshot.visibility.host_pid_namespace is False:
+        lines.append(
+            "  note: gputui is not in the host PID namespace, so NVML's host PIDs cannot be "
+            "resolved: run it on the host or with --pid=host"
+        )
+    lines.append("")
+    lines.append("GPUs")
+    rows = [["#", "NAME", "UTIL", "MEMORY", "MEM%", "TEMP", "POWER", "SM CLOCK", "THROTTLE"]]
+    for g in snapshot.gpus:
+        if g.lost:
+            rows.append(
+                [
+                    str(g.index),
+                    fmt.safe_text(g.name, 24),
+                    "LOST",
+                    "",
+                    "",
+                    "",
+                    "",
+                    "",
+                    fmt.safe_text(g.error, 60),
+                ]
+            )
+            continue
+        used = fmt.mib(g.memory_used_bytes).removesuffix("MiB")
+        rows.append(
+            [
+                str(g.index),
+                fmt.safe_text(g.name, 24),
+                fmt.pct(g.utilization_gpu),
+                f"{used}/{fmt.mib(g.memory_total_bytes)}",
+                fmt.pct(fmt.ratio(g.memory_used_bytes, g.memory_total_bytes)),
+                fmt.temp(g.temperature_c),
+                f"{fmt.watts(g.power_w)}/{fmt.watts(g.power_limit_w)}",
+                fmt.mhz(g.clock_sm_mhz),
+                fmt.throttle(g.throttle_reasons),
+            ]
+        )
+    lines += (
+        ["  " + r for r in _table(rows, right=(2, 3, 4, 5, 6, 7))]
+        if snapshot.gpus
+        else ["  (no GPUs)"]
+    )
+    lines.append("")
+    lines.append("GPU processes")
+    rows = [["PID", "CPID", "GPU", "GPU-MEM", "SM", "CPU", "RSS", "USER", "CONTAINER", "COMMAND"]]
+    for p in sorted(
+        snapshot.processes, key=lambda p: (p.sample.gpu_index, -(p.sample.used_memory_bytes or 0))
+    ):
+        usage = snapshot.container(p.container_id) if p.container_id else None
+        where = usage.info.name if usage else ("?" if not p.info.exists else "(host)")
+        rows.append(
+            [
+                str(p.pid),
+                str(p.info.container_pid) if p.container_id and p.info.container_pid else "-",
+                str(p.sample.gpu_index),
+                fmt.mib(p.sample.used_memory_bytes),
+                fmt.pct(p.sample.sm_util),
+                fmt.pct(p.info.cpu_percent),
+                fmt.size(p.info.rss_bytes),
+                fmt.safe_text(p.info.user, 16),
+                fmt.safe_text(where, 32),
+                fmt.safe_text(p.info.command, 60)
+                if p.info.exists
+                else "(no such process: GPU memory nobody can find)",
+            ]
+        )
+    lines += (
+        ["  " + r for r in _table(rows, right=(0, 1, 3, 4, 5, 6))]
+        if snapshot.processes
+        else ["  (no GPU processes)"]
+    )
+    lines.append("")
+    lines.append("Containers")
+    rows = [["NAME", "IMAGE", "STATUS", "GPU REQ", "GPU-MEM", "GPU PIDS", "SERVICE/POD"]]
+    for u in snapshot.containers:
+        c = u.info
+        status = c.status + (" (idle GPU reservation)" if u.idle_reserved else "")
+        if not u.known_to_engine:
+            status = f"not in Docker ({c.name.split('-')[0]})"
+        group = (
+            f"{c.compose_project}/{c.compose_service}"
+            if c.compose_service
+            else (f"{c.k8s_namespace}/{c.k8s_pod}" if c.k8s_pod else "-")
+        )
+        rows.append(
+            [
+                fmt.safe_text(c.name, 32),
+                fmt.safe_text(c.image, 40, na="-") or "-",
+                status,
+                fmt.gpu_request(c.gpu_request),
+                fmt.mib(u.gpu_memory_bytes) if u.pids else "-",
+                ",".join(str(p) for p in u.pids) or "-",
+                fmt.safe_text(group, 40),
+            ]
+        )
+    lines += (
+        ["  " + r for r in _table(rows, right=(4,))]
+        if snapshot.containers
+        else ["  (no containers)"]
+    )
+    orphans = snapshot.orphan_processes
+    if orphans:
+        total = sum(p.sample.used_memory_bytes or 0 for p in orphans)
+        lines.append(
+            f"  {fmt.mib(total)} of GPU memory held by PIDs that do not exist here: "
+            + ", ".join(str(p.pid) for p in orphans)
+        )
+    problems = format_checks(snapshot.health, {HealthStatus.FAIL, HealthStatus.WARN})
+    if problems:
+        lines += ["", "Health (failing and warning checks; `gputui doctor` lists all)"]
+        lines += ["  " + line for line in problems]
+    return "\n".join(lines) + "\n"
