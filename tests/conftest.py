@@ -1,0 +1,167 @@
+"""Shared fixtures: a real Docker engine, a tiny offline test image, labelled test containers.
+
+Docker tests never touch containers they did not create: every container started through
+``run_container`` carries the label ``gputui-test=<run id>`` and only those are removed.
+Without an engine the docker tests skip, except in CI (``CI`` set) or with
+``GPUTUI_REQUIRE_DOCKER=1``, where they fail: a CI run must not pass by skipping them.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import os
+import shutil
+import tarfile
+import uuid
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+
+TEST_IMAGE = "gputui-test:latest"
+TEST_LABEL = "gputui-test"
+
+#: Busybox applets linked into the test image.
+APPLETS = (
+    "sh", "sleep", "cat", "ls", "yes", "echo", "grep", "head", "true", "false", "env", "ps",
+    "kill", "timeout", "dd", "tail", "wc",
+)  # fmt: skip
+
+#: A fake ``nvidia-smi``: prints a plausible table and exits 0, so exec paths can be tested
+#: without a GPU. The NSpid line shows which PID namespace the exec ran in.
+FAKE_NVIDIA_SMI = """#!/bin/sh
+cat <<'EOF'
++-----------------------------------------------------------------------------------------+
+| NVIDIA-SMI 580.159.04             Driver Version: 580.159.04     CUDA Version: 13.0     |
+|-----------------------------------------+------------------------+----------------------+
+| GPU  Name                 Persistence-M | Bus-Id          Disp.A | Volatile Uncorr. ECC |
+| Fan  Temp   Perf          Pwr:Usage/Cap |           Memory-Usage | GPU-Util  Compute M. |
+|=========================================+========================+======================|
+|   0  NVIDIA H200                    On  |   00000000:00:05.0 Off |                    0 |
+| N/A   35C    P0             120W /  700W |    1024MiB / 143771MiB |     42%      Default |
++-----------------------------------------+------------------------+----------------------+
+EOF
+grep NSpid /proc/self/status
+exit 0
+"""
+
+
+def _docker_required() -> bool:
+    return bool(os.environ.get("CI")) or os.environ.get("GPUTUI_REQUIRE_DOCKER") == "1"
+
+
+def _no_docker(reason: str) -> None:
+    if _docker_required():
+        pytest.fail(f"Docker engine required (CI / GPUTUI_REQUIRE_DOCKER=1) but {reason}")
+    pytest.skip(f"no Docker engine: {reason}")
+
+
+@pytest.fixture(scope="session")
+def docker_engine() -> Iterator[Any]:
+    """A connected ``docker.DockerClient``; skips (or fails in CI) when no engine answers."""
+    try:
+        import docker
+    except ImportError as exc:  # pragma: no cover - docker is a hard dependency
+        _no_docker(f"the docker SDK is not installed ({exc})")
+    try:
+        client = docker.from_env(timeout=10)
+        client.ping()
+    except Exception as exc:  # any failure means "no usable engine" here
+        _no_docker(f"{type(exc).__name__}: {exc}")
+    yield client
+    client.close()
+
+
+def _busybox() -> str | None:
+    for candidate in (shutil.which("busybox"), "/bin/busybox", "/usr/bin/busybox"):
+        if candidate and os.path.isfile(candidate):
+            return candidate
+    return None
+
+
+def _rootfs_tar(busybox: str) -> bytes:
+    """A busybox-static root file system as a tar archive, built in memory."""
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w") as tar:
+
+        def add_dir(name: str) -> None:
+            info = tarfile.TarInfo(name)
+            info.type, info.mode = tarfile.DIRTYPE, 0o755
+            tar.addfile(info)
+
+        def add_file(name: str, data: bytes) -> None:
+            info = tarfile.TarInfo(name)
+            info.mode, info.size = 0o755, len(data)
+            tar.addfile(info, io.BytesIO(data))
+
+        for name in ("bin", "usr", "usr/bin", "etc", "proc", "sys", "dev", "tmp"):
+            add_dir(name)
+        with open(busybox, "rb") as fh:
+            add_file("bin/busybox", fh.read())
+        for applet in APPLETS:
+            link = tarfile.TarInfo(f"bin/{applet}")
+            link.type, link.linkname = tarfile.SYMTYPE, "busybox"
+            tar.addfile(link)
+        add_file("usr/bin/nvidia-smi", FAKE_NVIDIA_SMI.encode())
+        add_file("etc/passwd", b"root:x:0:0:root:/:/bin/sh\n")
+    return buf.getvalue()
+
+
+@pytest.fixture(scope="session")
+def test_image(docker_engine: Any) -> str:
+    """``gputui-test:latest``: busybox-static plus a fake ``/usr/bin/nvidia-smi`` (no registry).
+
+    Needs a static busybox on this machine (Debian: ``apt-get install busybox-static``).
+    """
+    busybox = _busybox()
+    if busybox is None:
+        _no_docker("no busybox binary to build the test image (apt-get install busybox-static)")
+        raise AssertionError("unreachable")
+    repository, tag = TEST_IMAGE.split(":")
+    docker_engine.api.import_image_from_data(
+        _rootfs_tar(busybox), repository=repository, tag=tag, changes=['CMD ["sleep", "3600"]']
+    )
+    return TEST_IMAGE
+
+
+@pytest.fixture(scope="session")
+def free_run_id() -> str:
+    """A label value unique to this test session (for ``gputui-test=<run id>``)."""
+    return f"{os.getpid()}-{uuid.uuid4().hex[:8]}"
+
+
+@pytest.fixture
+def run_container(
+    docker_engine: Any, test_image: str, free_run_id: str
+) -> Iterator[Callable[..., Any]]:
+    """Factory: ``run_container(command=None, *, start=True, **create_kwargs) -> Container``.
+
+    Containers are created from the test image with the session's label (extra labels merge in)
+    and removed, forcefully, at the end of the test: only containers with this run's label.
+    """
+
+    def factory(command: Any = None, *, start: bool = True, **kwargs: Any) -> Any:
+        labels = {**kwargs.pop("labels", {}), TEST_LABEL: free_run_id}
+        kwargs.setdefault("image", test_image)
+        container = docker_engine.containers.create(command=command, labels=labels, **kwargs)
+        if start:
+            container.start()
+            container.reload()
+        return container
+
+    yield factory
+    mine = docker_engine.containers.list(
+        all=True, sparse=True, filters={"label": f"{TEST_LABEL}={free_run_id}"}
+    )
+    for container in mine:
+        # already gone (a test removed it): nothing to do
+        with contextlib.suppress(Exception):
+            container.remove(force=True)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Mark every test that uses the engine with ``docker`` (``-m "not docker"`` skips them)."""
+    for item in items:
+        if "docker_engine" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.docker)
