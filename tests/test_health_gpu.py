@@ -50,9 +50,9 @@ def test_ecc_pending_mode_change_warns(tmp_path: Path) -> None:
 
 
 def test_ecc_uncorrected_errors_fail(tmp_path: Path) -> None:
-    check = _gpu_check(tmp_path, "gpu.ecc", ecc_uncorrected_volatile=2, ecc_mode_pending=False)
+    check = _gpu_check(tmp_path, "gpu.ecc", ecc_uncorrected_volatile=1, ecc_mode_pending=False)
     assert check.status is S.FAIL  # errors outrank the pending mode change
-    assert check.summary.startswith("2 uncorrectable ECC error(s)")
+    assert check.summary.startswith("1 uncorrectable ECC error(s)")
     assert check.fix is not None
     assert "RMA" in check.fix
 
