@@ -1,0 +1,1 @@
+"""Screens: the main monitor and its modal dialogs."""

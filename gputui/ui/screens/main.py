@@ -1,0 +1,276 @@
+"""The monitor screen: header, GPU panel, the four tabs, footer.
+
+Only this screen holds the snapshot. ``apply`` hands each widget its slice; widgets on hidden
+tabs are skipped and caught up when their tab is shown, so a refresh costs what is visible.
+"""
+
+from __future__ import annotations
+
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Container, Vertical
+from textual.content import Content
+from textual.css.query import NoMatches
+from textual.events import Resize
+from textual.screen import Screen
+from textual.widgets import DataTable, Footer, Input, Static, TabbedContent, TabPane, Tree
+
+from gputui.derive.history import History
+from gputui.derive.tree import build_groups
+from gputui.model import ContainerUsage, GpuProcess, HealthStatus, Snapshot
+from gputui.ui.messages import SelectionChanged
+from gputui.ui.state import UiState
+from gputui.ui.widgets.container_tree import ContainerTree, NodeRef
+from gputui.ui.widgets.gpu_panel import GpuPanel
+from gputui.ui.widgets.header import HeaderBar
+from gputui.ui.widgets.health_panel import HealthPanel, worst_status
+from gputui.ui.widgets.history import HistoryPanel
+from gputui.ui.widgets.process_table import ProcessTable
+
+#: Tab pane ids in order (keys 1-4, Tab / shift+Tab).
+TABS: tuple[str, ...] = ("containers", "processes", "health", "history")
+
+#: Below this width the GPU panel goes above the tabs and every GPU takes one line.
+NARROW_WIDTH = 120
+
+
+class MainScreen(Screen[None]):
+    """Everything the monitor shows at once."""
+
+    BINDINGS = [
+        # The Screen default binds Tab to focus cycling; here it cycles tabs, like 1-4.
+        Binding("tab", "cycle_tab(1)", "Next tab", show=False),
+        Binding("shift+tab", "cycle_tab(-1)", "Previous tab", show=False),
+        Binding("escape", "close_filter", "Close filter", show=False),
+    ]
+
+    def __init__(self, history: History) -> None:
+        super().__init__()
+        self.history = history
+        self.snapshot: Snapshot | None = None
+        self.state = UiState(interval=1.0)
+        self.window = 300.0
+        self.header = HeaderBar(id="header")
+        self.gpus = GpuPanel(id="gpus")
+        self.ctree = ContainerTree(id="tree")
+        self.table = ProcessTable(id="procs")
+        self.health = HealthPanel(id="health-panel")
+        self.history_panel = HistoryPanel(id="history-panel")
+        self.filter_input = Input(
+            placeholder="filter: command, container, user or PID", id="filter"
+        )
+        self.proc_status = Static("", id="proc-status")
+        self._synced: dict[str, Snapshot | None] = dict.fromkeys(TABS)
+        self._health_title: str = ""
+
+    def compose(self) -> ComposeResult:
+        """Header, body (GPU panel + tabs), footer."""
+        yield self.header
+        with Container(id="body"):
+            yield self.gpus
+            with TabbedContent(id="tabs", initial="containers"):
+                with TabPane("Containers", id="containers"):
+                    yield self.ctree
+                with TabPane("Processes", id="processes"), Vertical():
+                    yield self.filter_input
+                    yield self.proc_status
+                    yield self.table
+                with TabPane("Health", id="health"):
+                    yield self.health
+                with TabPane("History", id="history"):
+                    yield self.history_panel
+        yield Footer()
+
+    def on_mount(self) -> None:
+        """Start with the tree focused and the filter hidden."""
+        self.filter_input.display = False
+        self.ctree.focus()
+        self.header.show(None, self.state)
+
+    # ----------------------------------------------------------------- applying snapshots
+
+    @property
+    def active_tab(self) -> str:
+        """The id of the visible tab pane."""
+        return self.query_one(TabbedContent).active or TABS[0]
+
+    def apply(self, snapshot: Snapshot | None, state: UiState, window: float) -> None:
+        """Show one snapshot (call inside ``App.batch_update``).
+
+        Args:
+            snapshot: The refresh; None re-renders the last one (pause, interval, window change).
+            state: Header state.
+            window: History window in seconds.
+        """
+        if snapshot is not None:
+            self.snapshot = snapshot
+        self.state = state
+        self.window = window
+        self.header.show(self.snapshot, state)
+        if self.snapshot is None:
+            return
+        self.gpus.show(self.snapshot.gpus, self.history, window)
+        self._update_health_title(self.snapshot)
+        self.sync_tab(self.active_tab)
+
+    def sync_tab(self, tab: str, force: bool = False) -> None:
+        """Bring one tab up to date with the current snapshot (skipped if it already is)."""
+        snapshot = self.snapshot
+        if snapshot is None or (self._synced.get(tab) is snapshot and not force):
+            return
+        self._synced[tab] = snapshot
+        if tab == "containers":
+            self.ctree.sync(build_groups(snapshot))
+        elif tab == "processes":
+            self.table.sync(snapshot)
+            self._update_proc_status()
+        elif tab == "health":
+            self.health.show(snapshot.health)
+        elif tab == "history":
+            self.history_panel.show(snapshot.gpus, self.history, self.window, self.tree_container)
+
+    def _update_health_title(self, snapshot: Snapshot) -> None:
+        worst = worst_status(snapshot.health)
+        fails = sum(1 for c in snapshot.health if c.status is HealthStatus.FAIL)
+        warns = sum(1 for c in snapshot.health if c.status is HealthStatus.WARN)
+        if worst is HealthStatus.FAIL:
+            title = f"Health ✗ {fails} fail"
+        elif worst is HealthStatus.WARN:
+            title = f"Health ! {warns} warn"
+        elif worst is None:
+            title = "Health"
+        else:
+            title = "Health ✓"
+        if title != self._health_title:
+            try:
+                tab = self.query_one(TabbedContent).get_tab("health")
+            except NoMatches:
+                return  # the tabs are not composed yet; the next snapshot sets the title
+            style = {HealthStatus.FAIL: "bold $text-error", HealthStatus.WARN: "bold $text-warning"}
+            tab.label = Content.styled(title, style.get(worst, "")) if worst else Content(title)
+            self._health_title = title
+
+    @property
+    def health_title(self) -> str:
+        """The Health tab's current title."""
+        return self._health_title
+
+    def _update_proc_status(self) -> None:
+        shown = self.table.row_count
+        total = len(self.snapshot.processes) if self.snapshot else 0
+        filt = f"  ·  filter “{self.table.filter_text}”" if self.table.filter_text else ""
+        self.proc_status.update(
+            Content.assemble(
+                ("sort ", "$text-muted"),
+                (self.table.sort_label, "bold"),
+                (f"  ·  {shown} of {total} GPU processes", "$text-muted"),
+                (filt, "$text-warning"),
+                ("   (s: sort  /: filter)", "$text-muted"),
+            )
+        )
+
+    # ----------------------------------------------------------------------- selection
+
+    @property
+    def tree_container(self) -> ContainerUsage | None:
+        """The container selected in the tree (its own node or one of its processes)."""
+        ref: NodeRef | None = self.ctree.selected
+        return None if ref is None else ref.container
+
+    def selection(self) -> tuple[ContainerUsage | None, GpuProcess | None]:
+        """The container and process the keys act on.
+
+        The table's row on the Processes tab, otherwise the tree's node.
+        """
+        if self.active_tab == "processes":
+            process = self.table.selected
+            if process is None:
+                return None, None
+            container = None
+            if process.container_id is not None and self.snapshot is not None:
+                container = self.snapshot.container(process.container_id)
+            return container, process
+        ref = self.ctree.selected
+        if ref is None:
+            return None, None
+        return ref.container, ref.process
+
+    # ------------------------------------------------------------------------- events
+
+    def on_resize(self, event: Resize) -> None:
+        """Narrow terminals stack the GPU panel above the tabs, one line per GPU."""
+        narrow = event.size.width < NARROW_WIDTH
+        if narrow != self.has_class("-narrow"):
+            self.set_class(narrow, "-narrow")
+            self.call_after_refresh(self.gpus.update_compact)
+
+    def on_tabbed_content_tab_activated(self, event: TabbedContent.TabActivated) -> None:
+        """Catch the newly visible tab up and focus its main widget."""
+        tab = event.pane.id or ""
+        self.sync_tab(tab)
+        focus = {
+            "containers": self.ctree,
+            "processes": self.table,
+            "health": self.health.table,
+            "history": self.history_panel,
+        }
+        widget = focus.get(tab)
+        if widget is not None and not (tab == "processes" and self.filter_input.has_focus):
+            widget.focus()
+        self.post_message(SelectionChanged())
+
+    def on_tree_node_highlighted(self, event: Tree.NodeHighlighted[NodeRef]) -> None:
+        """The tree cursor moved: keys like x may change state."""
+        self.post_message(SelectionChanged())
+
+    def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
+        """The table cursor moved."""
+        if event.data_table is self.table:
+            self.post_message(SelectionChanged())
+
+    def on_input_changed(self, event: Input.Changed) -> None:
+        """Filter as you type."""
+        if event.input is self.filter_input:
+            self.table.filter_text = event.value.strip()
+            self.sync_tab("processes", force=True)
+
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        """Enter keeps the filter and returns to the table."""
+        if event.input is self.filter_input:
+            if not event.value.strip():
+                self.filter_input.display = False
+            self.table.focus()
+
+    # ------------------------------------------------------------------------ actions
+
+    def show_tab(self, tab: str) -> None:
+        """Make a tab visible."""
+        tabs = self.query_one(TabbedContent)
+        if tabs.active != tab:
+            # TabbedContent re-activates the pane holding the focused widget, so a focused widget
+            # left in the old pane would switch straight back: drop focus first.
+            self.set_focus(None)
+            tabs.active = tab
+
+    def action_cycle_tab(self, step: int) -> None:
+        """Next / previous tab."""
+        index = TABS.index(self.active_tab) if self.active_tab in TABS else 0
+        self.show_tab(TABS[(index + step) % len(TABS)])
+
+    def open_filter(self) -> None:
+        """Show and focus the filter input on the Processes tab."""
+        self.show_tab("processes")
+        self.filter_input.display = True
+        self.filter_input.focus()
+
+    def action_close_filter(self) -> None:
+        """Escape: clear and hide the filter when it is focused."""
+        if self.filter_input.has_focus or self.filter_input.display:
+            self.filter_input.value = ""
+            self.filter_input.display = False
+            self.table.focus()
+
+    def cycle_sort(self) -> None:
+        """Next sort order of the process table."""
+        self.table.cycle_sort()
+        self._update_proc_status()

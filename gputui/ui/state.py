@@ -1,0 +1,54 @@
+"""Small UI state shared by the app and its widgets (no Textual imports: unit-testable)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from gputui.settings import MIN_INTERVAL_S
+
+#: The refresh periods ``+``/``-`` step through, in seconds.
+INTERVAL_STEPS: tuple[float, ...] = (0.1, 0.25, 0.5, 1.0, 2.0, 5.0, 10.0, 30.0)
+
+
+def step_interval(current: float, direction: int) -> float:
+    """The next refresh period up (``direction`` > 0) or down from ``current``.
+
+    A period set on the command line that is not a step (say 3 s) moves to the nearest step in
+    the asked direction; the ends of :data:`INTERVAL_STEPS` are sticky.
+
+    Args:
+        current: The period in use.
+        direction: +1 for slower refreshes, -1 for faster ones.
+
+    Returns:
+        The new period, never below :data:`gputui.settings.MIN_INTERVAL_S`.
+    """
+    if direction > 0:
+        larger = [s for s in INTERVAL_STEPS if s > current + 1e-9]
+        new = larger[0] if larger else max(current, INTERVAL_STEPS[-1])
+    else:
+        smaller = [s for s in INTERVAL_STEPS if s < current - 1e-9]
+        new = smaller[-1] if smaller else min(current, INTERVAL_STEPS[0])
+    return max(MIN_INTERVAL_S, new)
+
+
+def interval_label(seconds: float) -> str:
+    """``"1s"``, ``"0.5s"``, ``"0.25s"``: a refresh period for the header."""
+    return f"{seconds:g}s"
+
+
+@dataclass(frozen=True, slots=True)
+class UiState:
+    """What the header shows besides the snapshot.
+
+    Attributes:
+        interval: The refresh period in use.
+        paused: True while ``p`` holds the display.
+        read_only: True when exec and signals are disabled.
+        mode: The collector's mode (``live``, ``scenario``, ``demo``).
+    """
+
+    interval: float
+    paused: bool = False
+    read_only: bool = False
+    mode: str = "live"

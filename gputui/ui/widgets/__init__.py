@@ -1,0 +1,1 @@
+"""Widgets of the monitor; each receives its slice of the snapshot as attributes."""

@@ -1,0 +1,267 @@
+"""The Containers tab: container → its GPU processes, reconciled in place on every refresh.
+
+Node identity is a key (``c:<container id>``, ``p:<pid>:<gpu>``, ``g:host``...), so a refresh
+updates labels in place, keeps expansion and the cursor, removes vanished nodes and inserts new
+ones where they belong; nothing is rebuilt from scratch. Every untrusted string goes through
+``fmt.safe_text`` into a Rich ``Text`` (never markup), so names and commands cannot inject styles
+or terminal sequences.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from rich.text import Text
+from textual.binding import Binding
+from textual.widgets import Tree
+from textual.widgets.tree import TreeNode
+
+from gputui.derive import fmt
+from gputui.derive.tree import Group, GroupKind, process_key
+from gputui.model import ContainerUsage, GpuProcess
+
+ERROR = "bold red"
+WARN = "bold dark_orange"
+MUTED = "dim"
+EMPH = "bold"
+
+
+@dataclass(frozen=True, slots=True)
+class NodeRef:
+    """What a tree node stands for.
+
+    Attributes:
+        key: Stable identity across refreshes.
+        kind: ``container``, ``process``, ``host``, ``orphans`` or ``others``.
+        container: The container of this node (or of this process), if any.
+        process: The process of a process node.
+    """
+
+    key: str
+    kind: str
+    container: ContainerUsage | None = None
+    process: GpuProcess | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class _Item:
+    ref: NodeRef
+    label: Text
+    children: tuple[_Item, ...] | None = None  # None: a leaf
+    expand: bool = True
+
+
+def _sep(parts: list[tuple[str, str] | str]) -> Text:
+    return Text.assemble(*parts, no_wrap=True, overflow="ellipsis")
+
+
+def container_label(group_usage: ContainerUsage, memory: int | None, sm: int | None) -> Text:
+    """``name  image  svc  status  GPU all  13.0GiB  SM 60%`` plus idle / cgroup-only markers."""
+    info = group_usage.info
+    parts: list[tuple[str, str] | str] = [(fmt.safe_text(info.name, 40), EMPH)]
+    if info.image:
+        parts += ["  ", (fmt.safe_text(info.image, 40), MUTED)]
+    if info.compose_service:
+        project = fmt.safe_text(info.compose_project, 24, na="")
+        service = fmt.safe_text(info.compose_service, 24)
+        parts += ["  ", (f"{project}/{service}" if project else service, "italic")]
+    if info.k8s_pod:
+        namespace = fmt.safe_text(info.k8s_namespace, 24, na="")
+        pod = fmt.safe_text(info.k8s_pod, 40)
+        parts += ["  ", (f"pod {namespace}/{pod}" if namespace else f"pod {pod}", "italic")]
+    status = fmt.safe_text(info.status, 12)
+    parts += ["  ", (status, MUTED if info.running else WARN)]
+    if info.gpu_request is not None:
+        parts += [("  GPU ", MUTED), fmt.safe_text(fmt.gpu_request(info.gpu_request), 24)]
+    if group_usage.pids:
+        parts += ["  ", (fmt.size(memory), EMPH), ("  SM ", MUTED), fmt.pct(sm)]
+    if not group_usage.known_to_engine:
+        parts += ["  ", ("[cgroup only: not known to Docker]", WARN)]
+    if group_usage.idle_reserved:
+        parts += ["  ", ("[idle: reserved GPU, no GPU process]", WARN)]
+    return _sep(parts)
+
+
+def process_label(process: GpuProcess) -> Text:
+    """``611 (1)  root  python3 load.py  GPU0  13290MiB  SM 60%  CPU 12%  RSS 512MiB``."""
+    info, sample = process.info, process.sample
+    parts: list[tuple[str, str] | str] = [(str(process.pid), EMPH)]
+    if info.container_pid is not None and info.container_pid != process.pid:
+        parts += [(f" ({info.container_pid})", MUTED)]
+    if not info.exists:
+        parts += [
+            ("  GPU", MUTED),
+            str(sample.gpu_index),
+            "  ",
+            (fmt.mib(sample.used_memory_bytes), EMPH),
+            ("  PID not found: memory held by a process nobody can see", ERROR),
+        ]
+        return _sep(parts)
+    parts += [
+        "  ",
+        (fmt.safe_text(info.user, 16, na="?"), MUTED),
+        "  ",
+        fmt.safe_text(info.command or info.name, 60, na="?"),
+        ("  GPU", MUTED),
+        str(sample.gpu_index),
+        "  ",
+        (fmt.mib(sample.used_memory_bytes), EMPH),
+        ("  SM ", MUTED),
+        fmt.pct(sample.sm_util),
+        ("  CPU ", MUTED),
+        fmt.pct(info.cpu_percent),
+        ("  RSS ", MUTED),
+        fmt.size(info.rss_bytes),
+    ]
+    return _sep(parts)
+
+
+def _group_item(group: Group) -> _Item:
+    children = tuple(
+        _Item(
+            NodeRef(f"p:{process_key(p)}", "process", group.usage, p),
+            process_label(p),
+        )
+        for p in group.processes
+    )
+    if group.kind is GroupKind.CONTAINER and group.usage is not None:
+        ref = NodeRef(f"c:{group.key}", "container", group.usage)
+        label = container_label(group.usage, group.gpu_memory_bytes, group.sm_util)
+        return _Item(ref, label, children or None)
+    count = len(group.processes)
+    if group.kind is GroupKind.HOST:
+        label = _sep(
+            [
+                ("host", EMPH),
+                ("  processes outside containers: ", MUTED),
+                str(count),
+                "  ",
+                (fmt.size(group.gpu_memory_bytes), EMPH),
+                ("  SM ", MUTED),
+                fmt.pct(group.sm_util),
+            ]
+        )
+        return _Item(NodeRef("g:host", "host"), label, children)
+    if group.kind is GroupKind.ORPHANS:
+        label = _sep(
+            [
+                ("unfindable GPU memory", ERROR),
+                "  ",
+                (fmt.size(group.gpu_memory_bytes), EMPH),
+                (f"  held by {count} PID{'s' if count != 1 else ''} not visible here", MUTED),
+            ]
+        )
+        return _Item(NodeRef("g:orphans", "orphans"), label, children)
+    others = tuple(
+        _Item(
+            NodeRef(f"c:{u.info.id}", "container", u),
+            container_label(u, None, None),
+        )
+        for u in group.containers
+    )
+    label = _sep([("other containers", EMPH), (f"  {len(others)} without GPU use", MUTED)])
+    return _Item(NodeRef("g:others", "others"), label, others, expand=False)
+
+
+class ContainerTree(Tree[NodeRef]):
+    """Containers and their GPU processes, with vim-style movement keys."""
+
+    BINDINGS = [
+        Binding("j", "cursor_down", "Down", show=False),
+        Binding("k", "cursor_up", "Up", show=False),
+        Binding("g", "scroll_home", "First", show=False),
+        Binding("G", "scroll_end", "Last", show=False),
+    ]
+
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__("containers", id=id)
+        self.show_root = False
+        self.guide_depth = 3
+        self.nodes_by_key: dict[str, TreeNode[NodeRef]] = {}
+        self._labels: dict[str, Text] = {}
+
+    @property
+    def selected(self) -> NodeRef | None:
+        """The node under the cursor, if any."""
+        node = self.cursor_node
+        return None if node is None else node.data
+
+    def sync(self, groups: Sequence[Group]) -> None:
+        """Reconcile the tree with a new set of groups (keyed, in place).
+
+        Args:
+            groups: From :func:`gputui.derive.tree.build_groups`.
+        """
+        cursor = self.cursor_node
+        cursor_key = cursor.data.key if cursor is not None and cursor.data else None
+        cursor_parent = cursor.parent if cursor is not None else None
+        parent_key = cursor_parent.data.key if cursor_parent and cursor_parent.data else None
+        self._reconcile(self.root, tuple(_group_item(g) for g in groups))
+        if cursor_key is None:
+            if self.cursor_line == -1 and self.root.children:
+                self.call_after_refresh(self._move_to, self.root.children[0])
+            return
+        target = self.nodes_by_key.get(cursor_key)
+        if target is None and parent_key is not None:
+            target = self.nodes_by_key.get(parent_key)  # the process left; stay on its container
+        if target is not cursor:
+            if target is None and self.root.children:
+                target = self.root.children[min(len(self.root.children) - 1, 0)]
+            self.call_after_refresh(self._move_to, target)
+
+    def _move_to(self, node: TreeNode[NodeRef] | None) -> None:
+        if (
+            node is not None
+            and node.tree is self
+            and node.data
+            and (self.nodes_by_key.get(node.data.key) is node)
+        ):
+            self.move_cursor(node)
+
+    def _forget(self, node: TreeNode[NodeRef]) -> None:
+        for child in node.children:
+            self._forget(child)
+        if node.data is not None and self.nodes_by_key.get(node.data.key) is node:
+            del self.nodes_by_key[node.data.key]
+            self._labels.pop(node.data.key, None)
+
+    def _reconcile(self, parent: TreeNode[NodeRef], items: tuple[_Item, ...]) -> None:
+        wanted = {item.ref.key for item in items}
+        for old in list(parent.children):
+            if old.data is None or old.data.key not in wanted:
+                self._forget(old)
+                old.remove()
+        for position, item in enumerate(items):
+            key = item.ref.key
+            children = parent.children
+            node: TreeNode[NodeRef] | None = self.nodes_by_key.get(key)
+            if node is not None and node.parent is not parent:
+                # Moved to another parent (a container got its first GPU process): re-create it.
+                self._forget(node)
+                node.remove()
+                node = None
+            expand = item.expand
+            if node is not None and (position >= len(children) or children[position] is not node):
+                expand = node.is_expanded
+                self._forget(node)
+                node.remove()
+                node = None
+            if node is None:
+                before = position if position < len(parent.children) else None
+                node = parent.add(
+                    item.label,
+                    item.ref,
+                    before=before,
+                    expand=expand,
+                    allow_expand=item.children is not None,
+                )
+                self.nodes_by_key[key] = node
+                self._labels[key] = item.label
+            else:
+                node.data = item.ref
+                if self._labels.get(key) != item.label:
+                    self._labels[key] = item.label
+                    node.set_label(item.label)
+                node.allow_expand = item.children is not None
+            self._reconcile(node, item.children or ())

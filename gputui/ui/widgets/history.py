@@ -1,0 +1,122 @@
+"""The History tab: per-GPU sparklines and the selected container's GPU memory.
+
+GPU series are util, memory, power and temperature; ``w`` cycles the window (1 / 5 / 30 min).
+"""
+
+from __future__ import annotations
+
+from textual.app import ComposeResult
+from textual.containers import Horizontal, VerticalScroll
+from textual.widget import Widget
+from textual.widgets import Label, Sparkline, Static
+
+from gputui.derive import fmt
+from gputui.derive.history import GPU_METRICS, History, container_key, gpu_key, window_label
+from gputui.model import ContainerUsage, GpuSample
+
+_METRIC_LABEL = {"util": "util %", "mem": "mem %", "power": "power W", "temp": "temp °C"}
+
+
+def _latest(values: tuple[float, ...], metric: str) -> str:
+    if not values:
+        return fmt.NA
+    last, peak = values[-1], max(values)
+    if metric == "power":
+        return f"{last:.0f} (max {peak:.0f})"
+    if metric == "gpu_mem":
+        return f"{fmt.size(last)} (max {fmt.size(peak)})"
+    return f"{last:.0f} (max {peak:.0f})"
+
+
+class SeriesRow(Horizontal):
+    """``label  ▁▂▃▅▇  last (max)``: one series."""
+
+    DEFAULT_CSS = """
+    SeriesRow { height: 1; }
+    SeriesRow .name { width: 14; color: $text-muted; }
+    SeriesRow Sparkline { width: 1fr; height: 1; }
+    SeriesRow .value { width: 22; padding-left: 1; }
+    """
+
+    def __init__(self, name: str, metric: str) -> None:
+        super().__init__()
+        self.metric = metric
+        self.name_label = Label(name, classes="name")
+        self.spark = Sparkline((), min_color=None, max_color=None)
+        self.value = Label("", classes="value")
+
+    def compose(self) -> ComposeResult:
+        """Name, sparkline, numbers."""
+        yield self.name_label
+        yield self.spark
+        yield self.value
+
+    def show(self, values: tuple[float, ...]) -> None:
+        """Assign fresh data only when it changed (Sparkline repaints on assignment)."""
+        if values != self.spark.data:
+            self.spark.data = values
+            self.value.update(_latest(values, self.metric))
+
+
+class HistoryPanel(VerticalScroll):
+    """Sparklines keyed by GPU id, plus the selected container's GPU memory."""
+
+    DEFAULT_CSS = """
+    HistoryPanel .title { height: 1; text-style: bold; }
+    HistoryPanel .gpu-title { height: 1; margin-top: 1; color: $accent; text-style: bold; }
+    """
+
+    can_focus = True  # so the History tab can be scrolled with the keyboard
+
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self.title_label = Static("", classes="title")
+        self.container_row = SeriesRow("container mem", "gpu_mem")
+        self.rows: dict[str, dict[str, SeriesRow]] = {}
+        self._titles: dict[str, Static] = {}
+
+    def compose(self) -> ComposeResult:
+        """The title and the container row; GPU rows are mounted as GPUs appear."""
+        yield self.title_label
+        yield self.container_row
+
+    def show(
+        self,
+        gpus: tuple[GpuSample, ...],
+        history: History,
+        window: float,
+        container: ContainerUsage | None,
+    ) -> None:
+        """Refresh every series for the given window.
+
+        Args:
+            gpus: GPUs of the current snapshot.
+            history: The ring buffers.
+            window: Seconds to show.
+            container: The container selected in the tree, if any.
+        """
+        name = "none selected" if container is None else fmt.safe_text(container.info.name, 40)
+        title = f"History: last {window_label(window)}  (w: change)  ·  container: {name}"
+        if str(self.title_label.content) != title:
+            self.title_label.update(title)
+        self.container_row.show(
+            () if container is None else history.series(container_key(container.info.id), window)
+        )
+        ids = {gpu_key(g, "util")[1]: g for g in gpus}
+        for gone in [i for i in self.rows if i not in ids]:
+            for row in self.rows.pop(gone).values():
+                row.remove()
+            self._titles.pop(gone).remove()
+        for ident, gpu in ids.items():
+            rows = self.rows.get(ident)
+            if rows is None:
+                title_widget = Static(
+                    f"GPU {gpu.index}  {fmt.safe_text(gpu.name, 40)}", classes="gpu-title"
+                )
+                rows = {m: SeriesRow(_METRIC_LABEL[m], m) for m in GPU_METRICS}
+                self._titles[ident] = title_widget
+                self.rows[ident] = rows
+                widgets: list[Widget] = [title_widget, *rows.values()]
+                self.mount_all(widgets)
+            for metric, row in rows.items():
+                row.show(history.series(gpu_key(gpu, metric), window))

@@ -1,0 +1,237 @@
+"""The Processes tab: every GPU process in a sortable, filterable, keyed DataTable.
+
+Rows are keyed by ``"<pid>:<gpu index>"``. A refresh removes stale keys, calls ``update_cell``
+only for cells whose value changed, adds new rows and sorts once: ``remove_row`` and
+``clear()`` + ``add_rows`` re-layout the whole table, which dominates refresh cost on big hosts.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from rich.console import Console, ConsoleOptions, RenderResult
+from rich.measure import Measurement
+from rich.text import Text
+from textual.binding import Binding
+from textual.widgets import DataTable
+from textual.widgets.data_table import RowKey
+
+from gputui.derive import fmt
+from gputui.derive.tree import process_key
+from gputui.model import ContainerUsage, GpuProcess, Snapshot
+
+#: (column key, header, width) in display order.
+COLUMNS: tuple[tuple[str, str, int | None], ...] = (
+    ("pid", "PID", 7),
+    ("container", "CONTAINER", 14),
+    ("gpu", "GPU", 3),
+    ("mem", "GPU MEM", 9),
+    ("sm", "SM%", 4),
+    ("cpu", "CPU%", 5),
+    ("user", "USER", 8),
+    ("command", "COMMAND", None),
+    ("cpid", "CPID", 6),
+    ("rss", "RSS", 8),
+)
+
+#: Sort orders ``s`` cycles through: (column key, label, descending).
+SORTS: tuple[tuple[str, str, bool], ...] = (
+    ("mem", "GPU mem", True),
+    ("sm", "SM %", True),
+    ("cpu", "CPU %", True),
+    ("pid", "PID", False),
+    ("container", "container", False),
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Cell:
+    """A cell that renders as text but sorts by its raw value (numbers stay numbers)."""
+
+    text: Text
+    sort_key: tuple[int, float | str]
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        """Render the text."""
+        yield self.text
+
+    def __rich_measure__(self, console: Console, options: ConsoleOptions) -> Measurement:
+        """Measure the text."""
+        return Measurement.get(console, options, self.text)
+
+
+def _num(value: float | None, text: str, style: str = "") -> Cell:
+    # None sorts below every number in either direction's "smallest" end: (0, ...) < (1, ...).
+    key: tuple[int, float | str] = (0, 0.0) if value is None else (1, float(value))
+    return Cell(Text(text, style=style, justify="right", no_wrap=True), key)
+
+
+def _txt(value: str, style: str = "") -> Cell:
+    return Cell(Text(value, style=style, no_wrap=True, overflow="ellipsis"), (1, value.lower()))
+
+
+def container_name(process: GpuProcess, snapshot: Snapshot) -> str:
+    """The display name of a process's container: name, short id, ``-`` for the host."""
+    if process.container_id is None:
+        return "-" if process.info.exists else "?"
+    usage: ContainerUsage | None = snapshot.container(process.container_id)
+    if usage is None:
+        return process.container_id[:12]
+    return fmt.safe_text(usage.info.name, 40)
+
+
+def row_cells(process: GpuProcess, container: str) -> dict[str, Cell]:
+    """The cells of one process row, by column key.
+
+    Args:
+        process: The process.
+        container: Its container's display name (already made safe).
+
+    Returns:
+        One :class:`Cell` per column of :data:`COLUMNS`.
+    """
+    info, sample = process.info, process.sample
+    gone = not info.exists
+    cpid = info.container_pid
+    return {
+        "pid": _num(process.pid, str(process.pid), "bold"),
+        "cpid": _num(cpid, "" if cpid is None else str(cpid)),
+        "user": _txt(fmt.safe_text(info.user, 16, na="?")),
+        "container": _txt(container, "bold red" if gone else ""),
+        "gpu": _num(sample.gpu_index, str(sample.gpu_index)),
+        "mem": _num(sample.used_memory_bytes, fmt.mib(sample.used_memory_bytes), "bold"),
+        "sm": _num(sample.sm_util, fmt.pct(sample.sm_util)),
+        "cpu": _num(info.cpu_percent, fmt.pct(info.cpu_percent)),
+        "rss": _num(info.rss_bytes, fmt.size(info.rss_bytes)),
+        "command": _txt(
+            "<PID not found: unfindable GPU memory>"
+            if gone
+            else fmt.safe_text(info.command or info.name, 80, na="?"),
+            "bold red" if gone else "",
+        ),
+    }
+
+
+def matches(process: GpuProcess, container: str, needle: str) -> bool:
+    """True when the filter text occurs in the command, container, user or PID (case-blind)."""
+    if not needle:
+        return True
+    needle = needle.lower()
+    info = process.info
+    haystack = (info.command or info.name or "", container, info.user or "", str(process.pid))
+    return any(needle in field.lower() for field in haystack)
+
+
+class ProcessTable(DataTable[Cell]):
+    """Flat list of GPU processes; ``sync`` applies one snapshot incrementally."""
+
+    BINDINGS = [
+        Binding("j", "cursor_down", "Down", show=False),
+        Binding("k", "cursor_up", "Up", show=False),
+        Binding("g", "scroll_top", "First", show=False),
+        Binding("G", "scroll_bottom", "Last", show=False),
+    ]
+
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__(id=id, cursor_type="row", zebra_stripes=True)
+        self.sort_index = 0
+        self.filter_text = ""
+        self._cells: dict[str, dict[str, Cell]] = {}
+        self.processes: dict[str, GpuProcess] = {}
+
+    def on_mount(self) -> None:
+        """Create the columns once; their keys are the column names."""
+        for key, header, width in COLUMNS:
+            self.add_column(header, key=key, width=width)
+
+    @property
+    def sort_label(self) -> str:
+        """The active sort, e.g. ``GPU mem ↓``."""
+        _, label, descending = SORTS[self.sort_index]
+        return f"{label} {'↓' if descending else '↑'}"
+
+    @property
+    def selected(self) -> GpuProcess | None:
+        """The process under the cursor, if any."""
+        if not self.row_count or self.cursor_row < 0:
+            return None
+        try:
+            key = self.coordinate_to_cell_key(self.cursor_coordinate).row_key
+        except Exception:
+            return None
+        return self.processes.get(str(key.value))
+
+    def cycle_sort(self) -> None:
+        """Move to the next sort order and re-sort now."""
+        self.sort_index = (self.sort_index + 1) % len(SORTS)
+        self._sort()
+
+    def _sort(self) -> None:
+        column, _, descending = SORTS[self.sort_index]
+        selected = self.selected
+        # Ties (same memory, same container) fall back to PID then GPU so the order is stable.
+        self.sort(
+            column,
+            "pid",
+            "gpu",
+            key=lambda cells: tuple(cell.sort_key for cell in cells),
+            reverse=descending,
+        )
+        self._restore_cursor(selected)
+
+    def _restore_cursor(self, process: GpuProcess | None) -> None:
+        if process is None:
+            return
+        key = process_key(process)
+        if key in self._cells:
+            row = self.get_row_index(key)
+            if row != self.cursor_row:
+                self.move_cursor(row=row, animate=False)
+
+    def sync(self, snapshot: Snapshot) -> None:
+        """Apply one snapshot: remove stale rows, update changed cells, add new rows, sort once.
+
+        Args:
+            snapshot: The refresh to show (rows filtered by :attr:`filter_text`).
+        """
+        selected = self.selected
+        wanted: dict[str, tuple[GpuProcess, dict[str, Cell]]] = {}
+        for process in snapshot.processes:
+            name = container_name(process, snapshot)
+            if matches(process, name, self.filter_text):
+                wanted[process_key(process)] = (process, row_cells(process, name))
+        stale = [key for key in self._cells if key not in wanted]
+        if len(stale) > len(self._cells) // 2 and len(stale) > 8:
+            # Mass removal: one clear() is cheaper than k re-indexing remove_row calls.
+            self.clear()
+            self._cells.clear()
+        else:
+            for key in stale:
+                self.remove_row(key)
+                del self._cells[key]
+        changed = bool(stale)
+        for key, (_, cells) in wanted.items():
+            old = self._cells.get(key)
+            if old is None:
+                self.add_row(*(cells[c] for c, _, _ in COLUMNS), key=key)
+                changed = True
+            else:
+                for column, cell in cells.items():
+                    if old[column] != cell:
+                        self.update_cell(key, column, cell)
+                        changed |= column in ("pid", "gpu", SORTS[self.sort_index][0])
+            self._cells[key] = cells
+        self.processes = {key: process for key, (process, _) in wanted.items()}
+        if changed:
+            self._sort()
+        else:
+            self._restore_cursor(selected)
+
+    def row_keys(self) -> Sequence[str]:
+        """Row keys in display order (for tests)."""
+        return [str(row.key.value) for row in self.ordered_rows]
+
+    def key_of(self, row: RowKey) -> str:
+        """The string key of a row key."""
+        return str(row.value)
