@@ -190,7 +190,13 @@ def test_driver_info(tmp_path: Path) -> None:
 
 
 def _cuda(tmp_path: Path, driver_cuda: str | None = "12.2", **env: str) -> HealthCheck:
-    c = container("cuda-app", image="nvidia/cuda:12.4.1-base-ubuntu22.04", **env)
+    c = container(
+        "cuda-app",
+        image="nvidia/cuda:12.4.1-base-ubuntu22.04",
+        gpu_request="all",
+        gpu_request_via="device_requests",
+        **env,
+    )
     reading = gpu_reading(cuda=driver_cuda, driver="535.183.01")
     return run(inputs(reading, containers_reading(c)), make_roots(tmp_path))[
         "container.cuda:cuda-app"
@@ -232,9 +238,16 @@ def test_cuda_skip_without_driver_cuda(tmp_path: Path) -> None:
     assert check.status is S.SKIP
 
 
-def test_cuda_no_row_for_non_cuda_containers(tmp_path: Path) -> None:
-    checks = run(inputs(docker=containers_reading(container("plain"))), make_roots(tmp_path))
+def test_cuda_no_row_for_non_cuda_or_non_gpu_containers(tmp_path: Path) -> None:
+    cpu_only = container("cpu", cuda_version="99.0")  # CUDA image, no GPU request
+    nvidia_runtime = container("rt", runtime="nvidia", cuda_version="99.0")
+    checks = run(
+        inputs(docker=containers_reading(container("plain"), cpu_only, nvidia_runtime)),
+        make_roots(tmp_path),
+    )
     assert "container.cuda:plain" not in checks
+    assert "container.cuda:cpu" not in checks
+    assert checks["container.cuda:rt"].status is S.FAIL
 
 
 @pytest.mark.parametrize(

@@ -388,6 +388,10 @@ def check_container_cuda(ctx: CheckContext, container: ContainerInfo) -> HealthC
     """Does the container's image need a newer CUDA than the driver provides?"""
     if container.cuda_requirement is None and container.cuda_version is None:
         return None
+    # The toolkit enforces the requirement only when it injects GPUs; a CUDA image run without
+    # any GPU request never meets the driver, so there is nothing to judge.
+    if container.gpu_request is None and container.runtime != "nvidia":
+        return None
     check_id = f"container.cuda:{container.name}"
     reading = ctx.inputs.gpu
     driver_cuda = major_minor(reading.cuda_driver_version)
