@@ -235,3 +235,25 @@ class FakeCollector:
 
     def close(self) -> None:
         self.closed = True
+
+
+def demo_snapshots(count: int) -> list[Snapshot]:
+    """``count`` consecutive refreshes of the built-in demo machine on a fixed clock."""
+    from gputui.collect import demo
+    from gputui.collect.collector import Collector
+    from gputui.collect.scenario import ScenarioSource
+
+    clock = demo.demo_clock()
+    collector = Collector(
+        ScenarioSource(demo.DEMO_SCENARIO, wall=clock),
+        demo.DemoProcesses(),
+        demo.DemoContainers(),
+        mode="demo",
+        health=demo.demo_health,
+        hostname="demo-gpu-node",
+        clock=clock,
+    )
+    try:
+        return [collector.collect() for _ in range(count)]
+    finally:
+        collector.close()

@@ -1,0 +1,34 @@
+"""Shared Pilot helpers."""
+
+from __future__ import annotations
+
+from textual.pilot import Pilot
+
+from gputui.model import Snapshot
+from gputui.ui.app import GpuTuiApp
+from gputui.ui.messages import SnapshotReady
+
+
+async def ready(pilot: Pilot[None], tries: int = 100) -> GpuTuiApp:
+    """Wait until the first snapshot from the collector thread has been applied."""
+    app = pilot.app
+    assert isinstance(app, GpuTuiApp)
+    for _ in range(tries):
+        if app.main.snapshot is not None and app.main.health_title:
+            break
+        await pilot.pause(0.02)
+    assert app.main.snapshot is not None, "no snapshot applied"
+    await pilot.pause()
+    return app
+
+
+async def push(pilot: Pilot[None], snapshot: Snapshot) -> None:
+    """Deliver a snapshot the way the collector thread does."""
+    pilot.app.post_message(SnapshotReady(snapshot))
+    await pilot.pause()
+    await pilot.pause()
+
+
+def tree_keys(app: GpuTuiApp) -> list[str]:
+    """Top-level node keys of the container tree, in order."""
+    return [n.data.key for n in app.main.ctree.root.children if n.data is not None]
