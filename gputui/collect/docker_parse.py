@@ -21,6 +21,8 @@ GPU_ENV_KEYS = frozenset(
 )
 
 _NVIDIA_DEV_RE = re.compile(r"^/dev/nvidia(\d+)$")
+#: Every NVIDIA device node (GPUs, nvidiactl, nvidia-uvm...): CUDA needs more than the GPU node.
+_NVIDIA_ANY_DEV_RE = re.compile(r"^/dev/nvidia")
 _TIME_RE = re.compile(r"^(\d{4})-(\d\d)-(\d\d)T(\d\d):(\d\d):(\d\d)(?:\.(\d+))?(Z|[+-]\d\d:\d\d)$")
 # The engine reports "never" as Go's zero time.
 _ZERO_TIME_PREFIX = "0001-01-01"
@@ -147,7 +149,7 @@ def parse_inspect(data: Mapping[str, Any]) -> ContainerInfo:
     device_paths = tuple(
         str(d.get("PathOnHost"))
         for d in host.get("Devices") or ()
-        if _NVIDIA_DEV_RE.match(str(d.get("PathOnHost") or ""))
+        if _NVIDIA_ANY_DEV_RE.match(str(d.get("PathOnHost") or ""))
     )
     request, via = _device_request(host.get("DeviceRequests"))
     env_request = parse_visible_devices(env.get("NVIDIA_VISIBLE_DEVICES"))
