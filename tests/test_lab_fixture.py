@@ -2,8 +2,8 @@
 
 ``tests/fixtures/h200-lab-once.json`` is ``gputui --once --json`` from the H200 lab: two containers
 holding GPU memory (trainer-a 12 GiB, trainer-b 3 GiB), one host process (2 GiB) and an idle
-container with GPU device nodes; nvidia-smi --query-compute-apps reported the same PIDs and MiB. The host
-process's script path was shortened to /opt/lab/ (the rest is as recorded).
+container with GPU device nodes; nvidia-smi --query-compute-apps reported the same PIDs and MiB.
+The host process's script path was shortened to /opt/lab/ (the rest is as recorded).
 """
 
 from __future__ import annotations
