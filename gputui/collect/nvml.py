@@ -16,27 +16,19 @@ source stops asking. ``GpuIsLost`` marks the whole GPU lost without touching the
 
 from __future__ import annotations
 
-import collections
 import contextlib
-import threading
 import time
 from collections.abc import Callable
 from types import ModuleType
 from typing import Any, TypeVar
 
-from gputui.model import (
-    GpuProcessSample,
-    GpuReading,
-    GpuSample,
-    MigInstance,
-    SourceStatus,
-    XidEvent,
-)
+from gputui.collect.nvml_slow import GpuLost, NvmlGone, SlowLane, error_name
+from gputui.model import GpuProcessSample, GpuReading, GpuSample, MigInstance, SourceStatus
+
+__all__ = ["INIT_FIXES", "NvmlSource", "error_class", "error_name", "load_pynvml"]
 
 T = TypeVar("T")
 
-_XID_CRITICAL = 0x8  # nvmlEventTypeXidCriticalError
-_MAX_XIDS = 64
 
 #: Fix texts for NVML init failures, by error name.
 INIT_FIXES: dict[str, str] = {
@@ -65,18 +57,6 @@ _SOURCE_ERRORS = frozenset(
 )
 
 
-class _GpuLost(Exception):
-    """Raised inside one GPU's read when NVML says the GPU fell off the bus."""
-
-
-class _NvmlGone(Exception):
-    """Raised inside a read when NVML itself stopped working mid-run."""
-
-    def __init__(self, kind: str, message: str) -> None:
-        super().__init__(message)
-        self.kind = kind
-
-
 def load_pynvml() -> ModuleType:
     """Import the real ``pynvml`` module (nvidia-ml-py). Importing never touches the driver."""
     import pynvml
@@ -89,11 +69,6 @@ def error_class(name: str) -> type[Exception]:
     """The real ``pynvml.NVMLError_<name>`` class, for stand-ins that must raise real errors."""
     cls: type[Exception] = getattr(load_pynvml(), f"NVMLError_{name}")
     return cls
-
-
-def error_name(exc: BaseException) -> str:
-    """``NVMLError_NotSupported`` -> ``NotSupported``; other exceptions keep their class name."""
-    return type(exc).__name__.removeprefix("NVMLError_")
 
 
 class NvmlSource:
@@ -141,16 +116,7 @@ class NvmlSource:
         self._medium_due: dict[int, float] = {}
         self._unsupported: set[tuple[int, str]] = set()
         self._binding_problems: set[str] = set()
-        # Slow-lane results, written by the slow-lane thread, read by read(): guarded by _lock.
-        self._lock = threading.Lock()
-        self._pcie: dict[int, tuple[int | None, int | None]] = {}
-        self._proc_util: dict[int, dict[int, tuple[int, int, int, int]]] = {}
-        self._proc_util_ok: dict[int, bool] = {}
-        self._last_util_ts: dict[int, int] = {}
-        self._xids: collections.deque[XidEvent] = collections.deque(maxlen=_MAX_XIDS)
-        self._slow_due = 0.0
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
+        self._slow: SlowLane | None = None
 
     # -- lifecycle -------------------------------------------------------------------------
 
@@ -190,20 +156,19 @@ class NvmlSource:
         self._medium_due.clear()
         self._initialised = True
         self._init_status = SourceStatus("nvml", ok=True)
-        if self._background and self._thread is None:
-            self._stop.clear()
-            self._thread = threading.Thread(
-                target=self._slow_lane, name="gputui-nvml-slow", daemon=True
+        if self._slow is None:
+            self._slow = SlowLane(
+                nv, self._q, lambda: self._handles, self._clock, self._wall, self._slow_interval
             )
-            self._thread.start()
+            if self._background:
+                self._slow.start()
         return True
 
     def close(self) -> None:
         """Stop the slow lane and shut NVML down (idempotent)."""
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join(timeout=2.0)
-            self._thread = None
+        if self._slow is not None:
+            self._slow.stop()
+            self._slow = None
         if self._initialised:
             self._initialised = False
             # Shutting down: an error here has no one to report to.
@@ -217,16 +182,18 @@ class NvmlSource:
         if not self._ensure_init():
             return GpuReading(status=self._init_status)
         nv = self._module()
-        if not self._background and self._clock() >= self._slow_due:
-            self._slow_tick()
+        slow = self._slow
+        assert slow is not None  # created by a successful init
+        if not self._background:
+            slow.tick_if_due()
         gpus: list[GpuSample] = []
         try:
             for index, handle in enumerate(self._handles):
                 try:
                     gpus.append(self._read_gpu(nv, index, handle))
-                except _GpuLost as lost:
+                except GpuLost as lost:
                     gpus.append(self._lost_sample(index, str(lost)))
-        except _NvmlGone as gone:
+        except NvmlGone as gone:
             # Start over: the next read re-initialises once the driver is back.
             self._initialised = False
             self._next_init = self._clock() + self._retry_interval
@@ -234,8 +201,7 @@ class NvmlSource:
                 "nvml", ok=False, error=str(gone), kind=gone.kind, fix=INIT_FIXES.get(gone.kind)
             )
             return GpuReading(status=self._init_status)
-        with self._lock:
-            xids = tuple(self._xids)
+        xids = slow.xids()
         driver, cuda, nvml_version = self._versions
         return GpuReading(
             status=self._init_status,
@@ -265,7 +231,7 @@ class NvmlSource:
         """Call one NVML getter for one GPU: value, or None when unavailable.
 
         Raises:
-            _GpuLost: the GPU fell off the bus; the caller marks the whole GPU lost.
+            GpuLost: the GPU fell off the bus; the caller marks the whole GPU lost.
         """
         key = (index, getattr(fn, "__name__", repr(fn)))
         if key in self._unsupported:
@@ -276,9 +242,9 @@ class NvmlSource:
         except nv.NVMLError as exc:
             kind = error_name(exc)
             if kind == "GpuIsLost":
-                raise _GpuLost("GPU is lost (fallen off the bus): XID 79 likely") from exc
+                raise GpuLost("GPU is lost (fallen off the bus): XID 79 likely") from exc
             if kind in _SOURCE_ERRORS:
-                raise _NvmlGone(kind, f"NVML: {exc}") from exc
+                raise NvmlGone(kind, f"NVML: {exc}") from exc
             if kind in ("NotSupported", "FunctionNotFound"):
                 # Asking again costs up to 0.1 ms per call on H200 and will never succeed.
                 if self._remember_unsupported:
@@ -356,8 +322,7 @@ class NvmlSource:
         power = q(index, nv.nvmlDeviceGetPowerUsage, handle)
         enc = q(index, nv.nvmlDeviceGetEncoderUtilization, handle)
         dec = q(index, nv.nvmlDeviceGetDecoderUtilization, handle)
-        with self._lock:
-            pcie = self._pcie.get(index, (None, None))
+        pcie = self._slow.pcie(index) if self._slow else (None, None)
         mig_instances, mig_procs = self._read_mig(nv, index, medium["mig_handles"])
         return GpuSample(
             index=index,
@@ -411,9 +376,7 @@ class NvmlSource:
                     merged[proc.pid] = ("C+G" if old_kind != kind else old_kind, best)
                 else:
                     merged[proc.pid] = (kind, used)
-        with self._lock:
-            util = self._proc_util.get(index, {})
-            util_known = self._proc_util_ok.get(index, False)
+        util, util_known = self._slow.process_util(index) if self._slow else ({}, False)
         samples = []
         for pid, (kind, used) in sorted(merged.items()):
             # No sample for a listed PID means it did nothing in the window (NVML only returns
@@ -458,105 +421,6 @@ class NvmlSource:
             if gi is not None and ci is not None:
                 procs.extend(self._read_processes(nv, index, mh, mig=(gi, ci)))
         return tuple(instances), tuple(procs)
-
-    # -- slow lane ---------------------------------------------------------------------------
-
-    def _slow_tick(self) -> None:
-        """PCIe throughput and per-process utilization for every GPU (tens of ms per GPU)."""
-        nv = self._module()
-        self._slow_due = self._clock() + self._slow_interval
-        for index, handle in enumerate(list(self._handles)):
-            try:
-                rx = self._q(
-                    index, nv.nvmlDeviceGetPcieThroughput, handle, nv.NVML_PCIE_UTIL_RX_BYTES
-                )
-                tx = self._q(
-                    index, nv.nvmlDeviceGetPcieThroughput, handle, nv.NVML_PCIE_UTIL_TX_BYTES
-                )
-                util, ok = self._process_util(nv, index, handle)
-            except (_GpuLost, _NvmlGone):
-                continue  # the core read reports the lost GPU
-            with self._lock:
-                self._pcie[index] = (rx, tx)
-                self._proc_util[index] = util
-                self._proc_util_ok[index] = ok
-
-    def _process_util(
-        self, nv: Any, index: int, handle: Any
-    ) -> tuple[dict[int, tuple[int, int, int, int]], bool]:
-        """Average per-PID utilization over the samples newer than the last one seen."""
-        key = (index, "nvmlDeviceGetProcessUtilization")
-        if key in self._unsupported:
-            return {}, False
-        # First call: look back one slow interval; later: continue from the newest sample seen.
-        since = self._last_util_ts.get(index) or int((self._wall() - self._slow_interval) * 1e6)
-        try:
-            samples = nv.nvmlDeviceGetProcessUtilization(handle, since)
-        except nv.NVMLError as exc:
-            kind = error_name(exc)
-            if kind == "NotFound":  # no sample newer than `since`: every process idle
-                return {}, True
-            if kind == "GpuIsLost":
-                raise _GpuLost(str(exc)) from exc
-            if kind in ("NotSupported", "FunctionNotFound"):  # e.g. MIG: never available
-                self._unsupported.add(key)
-            return {}, False
-        sums: dict[int, list[int]] = {}
-        newest = since
-        for s in samples:
-            newest = max(newest, int(s.timeStamp))
-            acc = sums.setdefault(int(s.pid), [0, 0, 0, 0, 0])
-            for i, v in enumerate((s.smUtil, s.memUtil, s.encUtil, s.decUtil)):
-                # Drivers have returned garbage for zombies (nvtop#110): clamp.
-                acc[i] += min(100, max(0, int(v)))
-            acc[4] += 1
-        self._last_util_ts[index] = newest
-        return {
-            pid: (a[0] // a[4], a[1] // a[4], a[2] // a[4], a[3] // a[4]) for pid, a in sums.items()
-        }, True
-
-    def _slow_lane(self) -> None:
-        """Background thread: slow reads on their cadence, XID events in between."""
-        nv = self._module()
-        event_set = self._register_xids(nv)
-        while not self._stop.is_set():
-            if self._clock() >= self._slow_due:
-                self._slow_tick()
-            wait_s = max(0.05, min(1.0, self._slow_due - self._clock()))
-            if event_set is None:
-                self._stop.wait(wait_s)
-                continue
-            try:
-                data = nv.nvmlEventSetWait(event_set, int(wait_s * 1000))
-            except nv.NVMLError:  # Timeout is the normal case; anything else: try again later
-                continue
-            if data.eventType & _XID_CRITICAL:
-                try:
-                    gpu = int(nv.nvmlDeviceGetIndex(data.device))
-                except nv.NVMLError:
-                    gpu = -1
-                with self._lock:
-                    self._xids.append(XidEvent(gpu, int(data.eventData), self._wall()))
-        if event_set is not None:
-            with contextlib.suppress(nv.NVMLError):
-                nv.nvmlEventSetFree(event_set)
-
-    def _register_xids(self, nv: Any) -> Any:
-        if not hasattr(nv, "nvmlEventSetCreate"):
-            return None
-        try:
-            event_set = nv.nvmlEventSetCreate()
-        except nv.NVMLError:
-            return None
-        registered = False
-        for handle in self._handles:
-            try:
-                if nv.nvmlDeviceGetSupportedEventTypes(handle) & _XID_CRITICAL:
-                    nv.nvmlDeviceRegisterEvents(handle, _XID_CRITICAL, event_set)
-                    registered = True
-            except nv.NVMLError:
-                continue
-        return event_set if registered else None
 
 
 def _cuda_version(value: int | None) -> str | None:
