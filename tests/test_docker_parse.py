@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import pytest
@@ -445,3 +446,82 @@ def test_exec_error() -> None:
     assert dp.exec_error(["htop"], 127, "") == "htop not found in the container"
     assert dp.exec_error(["nvidia-smi"], 0, "ok") is None
     assert dp.exec_error(["nvidia-smi"], 9, "NVML: Unknown Error") is None
+
+
+# --- cgroup files read by DockerSource (fake trees; no engine needed) -----------------------
+
+
+def _write(path: Any, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+
+
+def _source_on_tree(tmp_path: Any, version: str, driver: str) -> Any:
+    from gputui.collect.docker import DockerSource, _Endpoint
+    from gputui.model import EngineInfo
+
+    src = DockerSource(cgroup_root=tmp_path / "cg", proc_root=tmp_path / "proc")
+    src._engine = EngineInfo(cgroup_version=version, cgroup_driver=driver, host_memory_bytes=8000)
+    src._endpoint = _Endpoint("unix:///run/docker.sock", False, None, explicit=True)
+    return src
+
+
+def _proc_stat(total_ticks: int) -> str:
+    # user=total, the other six fields 0; two online CPUs
+    return f"cpu  {total_ticks} 0 0 0 0 0 0 0 0 0\ncpu0 1 0 0 0 0 0 0\ncpu1 1 0 0 0 0 0 0\n"
+
+
+def test_cgroup_v2_systemd_tree(tmp_path: Any) -> None:
+    import os
+
+    from gputui.model import ContainerInfo
+
+    ticks = os.sysconf("SC_CLK_TCK")
+    scope = tmp_path / "cg" / "system.slice" / f"docker-{CID}.scope"
+    _write(scope / "cpu.stat", "usage_usec 1000000\nuser_usec 900000\n")
+    _write(scope / "memory.current", "5000\n")
+    _write(scope / "memory.stat", "anon 3000\ninactive_file 1500\nactive_file 500\n")
+    _write(scope / "memory.max", "max\n")
+    _write(tmp_path / "proc" / "stat", _proc_stat(100 * ticks))  # 100 s of host CPU time
+    # No /proc/<pid>/cgroup: the engine's default systemd layout must be found.
+    src = _source_on_tree(tmp_path, "2", "systemd")
+    info = ContainerInfo(id=CID, name="x", image="i", status="running", pid=4242)
+    first = src._with_usage([info])[0]
+    assert first.cpu_percent is None  # one sample is no rate
+    assert (first.memory_used_bytes, first.memory_limit_bytes) == (3500, 8000)
+    # +1 s of container CPU over +2 s of host CPU time on 2 CPUs: one full core
+    _write(scope / "cpu.stat", "usage_usec 2000000\n")
+    _write(tmp_path / "proc" / "stat", _proc_stat(102 * ticks))
+    second = src._with_usage([info])[0]
+    assert second.cpu_percent == pytest.approx(100.0)
+    stopped = ContainerInfo(id=CID, name="x", image="i", status="exited")
+    assert src._with_usage([stopped])[0].memory_used_bytes is None
+
+
+def test_cgroup_v1_tree_from_proc_path(tmp_path: Any) -> None:
+    from gputui.model import ContainerInfo
+
+    # A --cgroup-parent the defaults cannot guess: found through /proc/<pid>/cgroup.
+    rel = f"custom/parent/{CID}"
+    _write(tmp_path / "proc" / "77" / "cgroup", f"4:memory:/{rel}\n2:cpu,cpuacct:/{rel}\n")
+    _write(tmp_path / "proc" / "stat", _proc_stat(100))
+    _write(tmp_path / "cg" / "cpu,cpuacct" / rel / "cpuacct.usage", "123\n")
+    mem = tmp_path / "cg" / "memory" / rel
+    _write(mem / "memory.usage_in_bytes", "4096\n")
+    _write(mem / "memory.stat", "inactive_file 100\ntotal_inactive_file 1000\n")
+    _write(mem / "memory.limit_in_bytes", "2048000\n")
+    src = _source_on_tree(tmp_path, "1", "cgroupfs")
+    src._engine = dataclasses.replace(src._engine, host_memory_bytes=10_000_000)
+    info = ContainerInfo(id=CID, name="x", image="i", status="running", pid=77)
+    got = src._with_usage([info])[0]
+    assert (got.memory_used_bytes, got.memory_limit_bytes) == (3096, 2048000)
+
+
+def test_no_cgroup_figures_for_remote_engines(tmp_path: Any) -> None:
+    from gputui.collect.docker import _Endpoint
+    from gputui.model import ContainerInfo
+
+    src = _source_on_tree(tmp_path, "2", "systemd")
+    src._endpoint = _Endpoint("tcp://10.0.0.5:2376", False, None, explicit=True)
+    info = ContainerInfo(id=CID, name="x", image="i", status="running", pid=1)
+    assert src._with_usage([info])[0] == info

@@ -8,7 +8,7 @@ This is the only module that imports ``docker``. Design, in short:
 * The container set is one list plus one cached inspect per container, kept fresh by a thread
   reading the events stream; with nothing changing, :meth:`DockerSource.read` makes no API call.
 * CPU and memory come from the containers' cgroup files, not from the stats API (see
-  :meth:`DockerSource._usage` for why), with the docker CLI's formulas.
+  :meth:`DockerSource._with_usage` for why), with the docker CLI's formulas.
 """
 
 from __future__ import annotations
