@@ -150,7 +150,8 @@ def test_devices_flag_gives_gpu_paths() -> None:
         {"PathOnHost": "/dev/fuse", "PathInContainer": "/dev/fuse"},
     ]
     info = dp.parse_inspect(inspect_payload(HostConfig={"Devices": devices}))
-    assert info.gpu_device_paths == ("/dev/nvidia1",)
+    # every NVIDIA node is kept (CUDA needs nvidiactl/uvm too); only numbered ones select GPUs
+    assert info.gpu_device_paths == ("/dev/nvidia1", "/dev/nvidiactl", "/dev/nvidia-uvm")
     assert info.gpu_request == ("1",)
     assert info.gpu_request_via == "devices"
 
@@ -174,6 +175,13 @@ def test_visible_devices_env(runtime: str, value: str, expected: Any, via: str |
     assert info.runtime == runtime
     assert info.gpu_request == expected
     assert info.gpu_request_via == via
+
+
+def test_control_nodes_alone_request_no_gpu() -> None:
+    devices = [{"PathOnHost": "/dev/nvidiactl"}, {"PathOnHost": "/dev/nvidia-uvm"}]
+    info = dp.parse_inspect(inspect_payload(HostConfig={"Devices": devices}))
+    assert info.gpu_device_paths == ("/dev/nvidiactl", "/dev/nvidia-uvm")
+    assert (info.gpu_request, info.gpu_request_via) == (None, None)
 
 
 def test_device_requests_win_over_env() -> None:

@@ -153,9 +153,10 @@ def parse_inspect(data: Mapping[str, Any]) -> ContainerInfo:
     )
     request, via = _device_request(host.get("DeviceRequests"))
     env_request = parse_visible_devices(env.get("NVIDIA_VISIBLE_DEVICES"))
-    if request is None and device_paths:
-        request = tuple(m.group(1) for p in device_paths if (m := _NVIDIA_DEV_RE.match(p)))
-        via = "devices"
+    gpu_nodes = tuple(m.group(1) for p in device_paths if (m := _NVIDIA_DEV_RE.match(p)))
+    if request is None and gpu_nodes:
+        # Only numbered nodes select GPUs; nvidiactl/nvidia-uvm alone give a container none.
+        request, via = gpu_nodes, "devices"
     if request is None and env_request is not None:
         # With the nvidia runtime the variable is what selects GPUs; with runc it only matters
         # when the engine's default runtime is nvidia or a hook reads it, still worth showing.
