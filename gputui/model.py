@@ -247,6 +247,10 @@ class ContainerInfo:
         cpu_percent: CPU % the way ``docker stats`` computes it (100 = one core).
         memory_used_bytes: Memory the way ``docker stats`` computes it (usage minus inactive file).
         memory_limit_bytes: The container's memory limit (host memory when unlimited).
+        cpu_quota_cpus: CPU limit in CPUs (``--cpus``), None when unlimited.
+        cpu_periods: CFS enforcement periods so far (cgroup ``cpu.stat nr_periods``).
+        cpu_throttled_periods: Periods in which the container was throttled (``nr_throttled``).
+        cpu_throttled_seconds: Total time throttled (``throttled_usec`` / ``throttled_time``).
     """
 
     id: str
@@ -272,6 +276,10 @@ class ContainerInfo:
     cpu_percent: float | None = None
     memory_used_bytes: int | None = None
     memory_limit_bytes: int | None = None
+    cpu_quota_cpus: float | None = None
+    cpu_periods: int | None = None
+    cpu_throttled_periods: int | None = None
+    cpu_throttled_seconds: float | None = None
 
     @property
     def short_id(self) -> str:
@@ -419,6 +427,53 @@ class ContainerUsage:
 
 
 @dataclass(frozen=True, slots=True)
+class HostStats:
+    """The host's own load, as nvitop's host panel shows it.
+
+    Attributes:
+        cpu_percent: All CPUs, 0-100, since the previous refresh (None on the first).
+        cpu_count: Logical CPUs.
+        load_avg: 1, 5 and 15 minute load averages.
+        memory_used_bytes: Used memory (total minus available).
+        memory_total_bytes: Total memory.
+        swap_used_bytes: Used swap.
+        swap_total_bytes: Total swap.
+    """
+
+    cpu_percent: float | None = None
+    cpu_count: int | None = None
+    load_avg: tuple[float, float, float] | None = None
+    memory_used_bytes: int | None = None
+    memory_total_bytes: int | None = None
+    swap_used_bytes: int | None = None
+    swap_total_bytes: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Finding:
+    """A conclusion drawn from several snapshots: sharing, leaks, idle reservations, throttling.
+
+    Attributes:
+        kind: ``gpu_shared``, ``memory_growth``, ``idle_reservation``, ``cpu_throttled``,
+            ``memory_pressure``, ``oom_killed``, ``restarting``.
+        subject: What it is about: ``gpu:0``, ``container:<id>``, ``pid:<pid>``.
+        severity: ``info``, ``warn`` or ``fail``.
+        summary: One line for people.
+        figures: The numbers behind it (rates, shares, durations), by name.
+    """
+
+    kind: str
+    subject: str
+    severity: str
+    summary: str
+    figures: tuple[tuple[str, float | int | str], ...] = ()
+
+    def figure(self, name: str) -> float | int | str | None:
+        """One figure by name, None when absent."""
+        return next((v for k, v in self.figures if k == name), None)
+
+
+@dataclass(frozen=True, slots=True)
 class HostInfo:
     """The machine gputui runs on."""
 
@@ -444,6 +499,7 @@ class Snapshot:
         visibility: Whether gputui can resolve host PIDs and cgroups.
         health: The latest runtime-health checks (refreshed on their own cadence).
         xid_events: Recent XID events.
+        host_stats: The host's CPU, load, memory and swap.
     """
 
     taken_at: float
@@ -457,6 +513,7 @@ class Snapshot:
     visibility: Visibility = Visibility()
     health: tuple[HealthCheck, ...] = ()
     xid_events: tuple[XidEvent, ...] = ()
+    host_stats: HostStats | None = None
 
     def container(self, container_id: str) -> ContainerUsage | None:
         """The container with this id, or None."""
