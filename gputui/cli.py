@@ -86,6 +86,7 @@ def _fail(message: str) -> int:
 def _once(settings: Settings, as_json: bool) -> int:
     from gputui.collect.collector import build_collector
     from gputui.collect.scenario import ScenarioError
+    from gputui.derive.findings import FindingsEngine
     from gputui.report import snapshot_to_json, snapshot_to_text
 
     try:
@@ -97,11 +98,12 @@ def _once(settings: Settings, as_json: bool) -> int:
         snapshot = collector.collect()
     finally:
         collector.close()
+    findings = FindingsEngine().update(snapshot)
     if as_json:
-        json.dump(snapshot_to_json(snapshot), sys.stdout, indent=2)
+        json.dump(snapshot_to_json(snapshot, findings), sys.stdout, indent=2)
         sys.stdout.write("\n")
     else:
-        sys.stdout.write(snapshot_to_text(snapshot))
+        sys.stdout.write(snapshot_to_text(snapshot, findings))
     return 0
 
 

@@ -17,10 +17,12 @@ from gputui.model import (
     STATUS_RANK,
     ContainerInfo,
     ContainerUsage,
+    Finding,
     GpuProcess,
     GpuSample,
     HealthCheck,
     HealthStatus,
+    HostStats,
     Snapshot,
     SourceStatus,
 )
@@ -170,7 +172,32 @@ def check_to_json(h: HealthCheck) -> dict[str, Any]:
     }
 
 
-def snapshot_to_json(snapshot: Snapshot) -> dict[str, Any]:
+def finding_to_json(f: Finding) -> dict[str, Any]:
+    """One finding in the JSON schema's ``findings`` shape."""
+    return {
+        "kind": f.kind,
+        "subject": f.subject,
+        "severity": f.severity,
+        "summary": f.summary,
+        "figures": dict(f.figures),
+    }
+
+
+def _host_stats(h: HostStats | None) -> dict[str, Any] | None:
+    if h is None:
+        return None
+    return {
+        "cpu_percent": h.cpu_percent,
+        "cpu_count": h.cpu_count,
+        "load_avg": None if h.load_avg is None else list(h.load_avg),
+        "memory_used_bytes": h.memory_used_bytes,
+        "memory_total_bytes": h.memory_total_bytes,
+        "swap_used_bytes": h.swap_used_bytes,
+        "swap_total_bytes": h.swap_total_bytes,
+    }
+
+
+def snapshot_to_json(snapshot: Snapshot, findings: Iterable[Finding] = ()) -> dict[str, Any]:
     """The snapshot in the documented JSON schema (docs/json-schema.md)."""
     engine = snapshot.engine
     return {
@@ -209,6 +236,8 @@ def snapshot_to_json(snapshot: Snapshot) -> dict[str, Any]:
             p.sample.used_memory_bytes or 0 for p in snapshot.orphan_processes
         ),
         "health": [check_to_json(h) for h in snapshot.health],
+        "findings": [finding_to_json(f) for f in findings],
+        "host_stats": _host_stats(snapshot.host_stats),
         "xid_events": [
             {"gpu_index": e.gpu_index, "xid": e.xid, "at": iso(e.at)} for e in snapshot.xid_events
         ],
@@ -260,7 +289,19 @@ def format_checks(checks: Iterable[HealthCheck], statuses: set[HealthStatus]) ->
     return lines
 
 
-def snapshot_to_text(snapshot: Snapshot) -> str:
+def host_line(h: HostStats | None) -> str | None:
+    """``Host: CPU 38% of 224 (load 71.2 69.8 66.1)  MEM 812GiB/2.0TiB  SWAP 0B/0B``."""
+    if h is None:
+        return None
+    load = "" if h.load_avg is None else " (load " + " ".join(f"{v:.2f}" for v in h.load_avg) + ")"
+    return (
+        f"Host: CPU {fmt.pct(h.cpu_percent)} of {h.cpu_count or '?'}{load}  "
+        f"MEM {fmt.size(h.memory_used_bytes)}/{fmt.size(h.memory_total_bytes)}  "
+        f"SWAP {fmt.size(h.swap_used_bytes)}/{fmt.size(h.swap_total_bytes)}"
+    )
+
+
+def snapshot_to_text(snapshot: Snapshot, findings: Iterable[Finding] = ()) -> str:
     """A readable report of one snapshot: GPUs, GPU processes, containers, problems."""
     h = snapshot.host
     marker = {"demo": "  [DEMO: simulated machine]", "scenario": "  [SCENARIO: NVML replaced]"}
@@ -273,6 +314,9 @@ def snapshot_to_text(snapshot: Snapshot) -> str:
             for key, label in (("nvml", "NVML"), ("docker", "Docker"))
         ),
     ]
+    host = host_line(snapshot.host_stats)
+    if host:
+        lines.append(host)
     for key in ("nvml", "docker"):
         s = snapshot.sources.get(key)
         if s is not None and not s.ok and s.fix:
@@ -385,6 +429,12 @@ def snapshot_to_text(snapshot: Snapshot) -> str:
             f"  {fmt.mib(total)} of GPU memory held by PIDs that do not exist here: "
             + ", ".join(str(p.pid) for p in orphans)
         )
+    found = list(findings)
+    if found:
+        lines += ["", "Findings"]
+        order = {"fail": 0, "warn": 1, "info": 2}
+        for f in sorted(found, key=lambda f: order.get(f.severity, 3)):
+            lines.append(f"  {f.severity.upper():<5} {f.summary}")
     problems = format_checks(snapshot.health, {HealthStatus.FAIL, HealthStatus.WARN})
     if problems:
         lines += ["", "Health (failing and warning checks; `gputui doctor` lists all)"]

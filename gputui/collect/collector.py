@@ -94,6 +94,7 @@ class Collector:
             docker = replace(docker, containers=self._last_good_containers)
         processes = join_processes(reading, infos)
         visibility = self.procs.visibility()
+        host_stats = self.procs.host_stats()
         now = self._clock()
         if self._health is not None and (
             self._health_requested.is_set() or time.monotonic() >= self._health_due
@@ -121,6 +122,7 @@ class Collector:
             visibility=visibility,
             health=self._checks,
             xid_events=reading.xid_events,
+            host_stats=host_stats,
         )
 
     def exec_in_container(
@@ -235,6 +237,8 @@ def build_collector(settings: Settings, *, once: bool = False) -> Collector:
             health=demo.demo_health,
             health_interval=settings.health_interval,
             read_only=settings.read_only,
+            # A simulated clock keeps the demo's ages and timestamps the same on every run.
+            clock=demo.demo_clock(),
             hostname="demo-gpu-node",
         )
     from gputui.collect.docker import DockerSource

@@ -17,6 +17,7 @@ from gputui.model import (
     ContainerReading,
     EngineInfo,
     ExecResult,
+    HostStats,
     ProcessInfo,
     SourceStatus,
     Visibility,
@@ -401,6 +402,18 @@ class DemoProcesses:
                 container_pid=cpid if cid else pid,
             )
         return out
+
+    def host_stats(self) -> HostStats:
+        """A busy 2-socket host."""
+        return HostStats(
+            cpu_percent=round(38.0 + 6 * math.sin(self._step / 5), 1) if self._step > 1 else None,
+            cpu_count=224,
+            load_avg=(71.2, 69.8, 66.1),
+            memory_used_bytes=812 * 2**30,
+            memory_total_bytes=2 * 2**40,
+            swap_used_bytes=0,
+            swap_total_bytes=0,
+        )
 
     def visibility(self) -> Visibility:
         """The demo runs "on the host"."""

@@ -17,7 +17,7 @@ from pathlib import Path
 import psutil
 
 from gputui.collect.cgroups import has_relative_path, parse_cgroup, parse_nspid
-from gputui.model import ProcessInfo, Visibility
+from gputui.model import HostStats, ProcessInfo, Visibility
 
 __all__ = ["ProcSource"]
 
@@ -68,6 +68,7 @@ class ProcSource:
         self._file_facts: dict[int, tuple[float | None, _FileFacts]] = {}
         self._host_pid_ns: bool | None = None
         self._relative_seen = False
+        self._host_cpu_primed = False
 
     def read(self, pids: Iterable[int]) -> dict[int, ProcessInfo]:
         """Facts for each PID.
@@ -227,6 +228,27 @@ class ProcSource:
             raise _Vanished from exc
         except OSError:
             return None, False
+
+    def host_stats(self) -> HostStats:
+        """The host's CPU (since the previous call), load, memory and swap."""
+        # psutil measures CPU between calls; the very first value covers nothing, so say N/A.
+        cpu = psutil.cpu_percent(interval=None)
+        first, self._host_cpu_primed = not self._host_cpu_primed, True
+        try:
+            load: tuple[float, float, float] | None = psutil.getloadavg()
+        except OSError:
+            load = None
+        memory = psutil.virtual_memory()
+        swap = psutil.swap_memory()
+        return HostStats(
+            cpu_percent=None if first else cpu,
+            cpu_count=psutil.cpu_count(),
+            load_avg=load,
+            memory_used_bytes=int(memory.total - memory.available),
+            memory_total_bytes=int(memory.total),
+            swap_used_bytes=int(swap.used),
+            swap_total_bytes=int(swap.total),
+        )
 
     def visibility(self) -> Visibility:
         """Whether gputui sees the host PID namespace and the host cgroup namespace.

@@ -10,7 +10,14 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Protocol
 
-from gputui.model import ContainerReading, ExecResult, GpuReading, ProcessInfo, Visibility
+from gputui.model import (
+    ContainerReading,
+    ExecResult,
+    GpuReading,
+    HostStats,
+    ProcessInfo,
+    Visibility,
+)
 
 
 class GpuSource(Protocol):
@@ -34,6 +41,10 @@ class ProcessSource(Protocol):
 
     def visibility(self) -> Visibility:
         """Whether this process sees the host PID and cgroup namespaces."""
+        ...
+
+    def host_stats(self) -> HostStats:
+        """The host's CPU, load, memory and swap."""
         ...
 
     def send_signal(self, pid: int, signum: int, start_time: float | None) -> str | None:

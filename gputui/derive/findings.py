@@ -1,0 +1,348 @@
+"""Who is stealing the GPU: findings drawn from a sequence of snapshots.
+
+* **Sharing**: a GPU used by processes of two or more parties (containers, the host), with each
+  party's share of its GPU memory and SM.
+* **Memory growth**: GPU memory of a process or container that only grows over the window (a leak
+  or an ever-growing cache), with the rate and the time until the GPU is full at that rate.
+* **Idle reservations**: containers that asked for GPUs and run nothing on them, with how long.
+* **CPU-side evidence**: CFS throttling, memory near the limit, OOM kills, restarts.
+
+Pure and deterministic: time comes from ``Snapshot.taken_at``, never from a clock, so tests feed
+scenario-driven snapshot sequences. :class:`FindingsEngine` keeps the little state the trends need.
+"""
+
+from __future__ import annotations
+
+import collections
+from dataclasses import dataclass
+
+from gputui.derive import fmt
+from gputui.model import ContainerUsage, Finding, GpuProcess, Snapshot
+
+_MIB = 1024 * 1024
+HOST = "host"
+
+
+@dataclass(frozen=True, slots=True)
+class FindingRules:
+    """Thresholds of the detectors (the config file may override them).
+
+    Attributes:
+        growth_window_s: How far back the growth detector looks.
+        growth_min_span_s: Growth must be observed over at least this long.
+        growth_min_rate_mib_per_min: Slower growth is not reported.
+        growth_max_drop_fraction: A fall by more than this fraction of the running peak means the
+            memory is released now and then (a sawtooth), which is not a leak.
+        idle_sm_threshold: A reserving container whose processes' SM % stays under this is idle.
+        idle_min_s: How long it must stay idle to be reported (0: at once).
+        throttle_ratio: Share of CFS periods throttled above which a container is flagged.
+        memory_pressure_ratio: Memory use against the limit above which it is flagged.
+    """
+
+    growth_window_s: float = 600.0
+    growth_min_span_s: float = 60.0
+    growth_min_rate_mib_per_min: float = 10.0
+    growth_max_drop_fraction: float = 0.02
+    idle_sm_threshold: float = 5.0
+    idle_min_s: float = 0.0
+    throttle_ratio: float = 0.2
+    memory_pressure_ratio: float = 0.9
+
+
+@dataclass(frozen=True, slots=True)
+class Share:
+    """One party's use of one GPU."""
+
+    party: str
+    label: str
+    memory_bytes: int
+    memory_share: float
+    sm_util: int | None
+
+
+def party_of(snapshot: Snapshot, proc: GpuProcess) -> tuple[str, str]:
+    """(key, label) of the party a GPU process belongs to: its container, the host, or unknown."""
+    if proc.container_id is not None:
+        usage = snapshot.container(proc.container_id)
+        return proc.container_id, usage.info.name if usage else proc.container_id[:12]
+    if not proc.info.exists:
+        return "unknown", "unknown PIDs"
+    return HOST, HOST
+
+
+def gpu_shares(snapshot: Snapshot) -> dict[int, tuple[Share, ...]]:
+    """Per GPU, each party's GPU memory and SM, biggest first (GPUs with one party included)."""
+    memory: dict[int, dict[str, int]] = {}
+    sm: dict[int, dict[str, int]] = {}
+    labels: dict[str, str] = {}
+    for proc in snapshot.processes:
+        key, labels[key] = party_of(snapshot, proc)
+        gpu = proc.sample.gpu_index
+        memory.setdefault(gpu, {})[key] = memory.get(gpu, {}).get(key, 0) + (
+            proc.sample.used_memory_bytes or 0
+        )
+        if proc.sample.sm_util is not None:
+            sm.setdefault(gpu, {})[key] = sm.get(gpu, {}).get(key, 0) + proc.sample.sm_util
+    shares: dict[int, tuple[Share, ...]] = {}
+    for gpu, parties in memory.items():
+        total = sum(parties.values()) or 1
+        rows = [
+            Share(key, labels[key], used, used / total, sm.get(gpu, {}).get(key))
+            for key, used in parties.items()
+        ]
+        shares[gpu] = tuple(sorted(rows, key=lambda s: (-s.memory_bytes, s.label)))
+    return shares
+
+
+def sharing_findings(snapshot: Snapshot) -> list[Finding]:
+    """A finding for every GPU used by two or more parties."""
+    out = []
+    for gpu, shares in sorted(gpu_shares(snapshot).items()):
+        if len(shares) < 2:
+            continue
+        parts = ", ".join(
+            f"{fmt.safe_text(s.label, 40)} {s.memory_share * 100:.0f}%"
+            + (f" (SM {s.sm_util}%)" if s.sm_util is not None else "")
+            for s in shares
+        )
+        figures: list[tuple[str, float | int | str]] = [("parties", len(shares))]
+        for s in shares:
+            figures.append((f"memory_share:{s.label}", round(s.memory_share, 4)))
+            figures.append((f"memory_bytes:{s.label}", s.memory_bytes))
+            if s.sm_util is not None:
+                figures.append((f"sm_util:{s.label}", s.sm_util))
+        out.append(
+            Finding(
+                "gpu_shared",
+                f"gpu:{gpu}",
+                "info",
+                f"GPU {gpu} shared by {len(shares)} parties: {parts}",
+                tuple(figures),
+            )
+        )
+    return out
+
+
+def slope_per_s(points: list[tuple[float, float]]) -> float:
+    """Least-squares slope of (t, value) points, per second (0 for fewer than two)."""
+    n = len(points)
+    if n < 2:
+        return 0.0
+    mean_t = sum(t for t, _ in points) / n
+    mean_v = sum(v for _, v in points) / n
+    var = sum((t - mean_t) ** 2 for t, _ in points)
+    if var == 0:
+        return 0.0
+    return sum((t - mean_t) * (v - mean_v) for t, v in points) / var
+
+
+def grows_without_falling(values: list[float], max_drop_fraction: float) -> bool:
+    """True when no value falls more than ``max_drop_fraction`` below the running peak."""
+    peak = 0.0
+    for v in values:
+        peak = max(peak, v)
+        if peak > 0 and v < peak * (1.0 - max_drop_fraction):
+            return False
+    return True
+
+
+class FindingsEngine:
+    """Feeds on snapshots in order; :meth:`update` returns the findings for the latest one."""
+
+    def __init__(self, rules: FindingRules | None = None) -> None:
+        self.rules = rules or FindingRules()
+        self._memory: dict[str, collections.deque[tuple[float, float]]] = {}
+        self._idle_since: dict[str, float] = {}
+        self._cpu_prev: dict[str, tuple[int, int]] = {}
+
+    def update(self, snapshot: Snapshot) -> tuple[Finding, ...]:
+        """Findings for ``snapshot`` given the ones seen before it."""
+        findings = sharing_findings(snapshot)
+        findings += self._growth(snapshot)
+        for usage in snapshot.containers:
+            findings += self._container_evidence(snapshot, usage)
+        live = {u.info.id for u in snapshot.containers}
+        # Bounded state: forget what is gone.
+        self._idle_since = {k: v for k, v in self._idle_since.items() if k in live}
+        self._cpu_prev = {k: v for k, v in self._cpu_prev.items() if k in live}
+        return tuple(findings)
+
+    # -- memory growth ------------------------------------------------------------------------
+
+    def _growth(self, snapshot: Snapshot) -> list[Finding]:
+        now = snapshot.taken_at
+        series: dict[str, tuple[float, str, int]] = {}
+        for proc in snapshot.processes:
+            if not proc.info.exists or proc.sample.used_memory_bytes is None:
+                continue
+            # A PID plus its start time names one process even when PIDs are reused.
+            key = f"pid:{proc.pid}:{proc.info.start_time}"
+            label = f"PID {proc.pid} ({fmt.safe_text(proc.info.name, 30)})"
+            value, _, gpu = series.get(key, (0.0, label, proc.sample.gpu_index))
+            series[key] = (value + proc.sample.used_memory_bytes, label, gpu)
+        for usage in snapshot.containers:
+            if usage.pids:
+                key = f"container:{usage.info.id}"
+                label = f"container {fmt.safe_text(usage.info.name, 40)}"
+                series[key] = (float(usage.gpu_memory_bytes), label, usage.gpu_indexes[0])
+        free = {
+            g.index: (g.memory_total_bytes or 0) - (g.memory_used_bytes or 0) for g in snapshot.gpus
+        }
+        out = []
+        for key, (value, label, gpu) in series.items():
+            window = self._memory.setdefault(key, collections.deque())
+            window.append((now, value))
+            while window and window[0][0] < now - self.rules.growth_window_s:
+                window.popleft()
+            finding = self._growth_finding(key, label, list(window), free.get(gpu, 0))
+            if finding is not None:
+                out.append(finding)
+        for key in [k for k in self._memory if k not in series]:
+            del self._memory[key]
+        return out
+
+    def _growth_finding(
+        self, key: str, label: str, points: list[tuple[float, float]], free_bytes: int
+    ) -> Finding | None:
+        rules = self.rules
+        if len(points) < 3 or points[-1][0] - points[0][0] < rules.growth_min_span_s:
+            return None
+        rate_mib_min = slope_per_s(points) * 60 / _MIB
+        values = [v for _, v in points]
+        if rate_mib_min < rules.growth_min_rate_mib_per_min or values[-1] <= values[0]:
+            return None
+        if not grows_without_falling(values, rules.growth_max_drop_fraction):
+            return None
+        fill_s = free_bytes / (rate_mib_min * _MIB / 60) if free_bytes > 0 else 0.0
+        subject = key.rsplit(":", 1)[0] if key.startswith("pid:") else key
+        return Finding(
+            "memory_growth",
+            subject,
+            "warn",
+            f"{label}: GPU memory grows {rate_mib_min:.0f} MiB/min without falling; "
+            f"GPU full in {fmt.duration(fill_s)} at this rate",
+            (
+                ("rate_mib_per_min", round(rate_mib_min, 2)),
+                ("time_to_fill_s", round(fill_s, 1)),
+                ("window_s", round(points[-1][0] - points[0][0], 1)),
+                ("memory_bytes", int(values[-1])),
+            ),
+        )
+
+    # -- per container --------------------------------------------------------------------------
+
+    def _container_evidence(self, snapshot: Snapshot, usage: ContainerUsage) -> list[Finding]:
+        info = usage.info
+        subject = f"container:{info.id}"
+        name = fmt.safe_text(info.name, 40)
+        out: list[Finding] = []
+        idle = self._idle(snapshot, usage)
+        if idle is not None:
+            out.append(idle)
+        if info.cpu_periods is not None and info.cpu_throttled_periods is not None:
+            periods, throttled = info.cpu_periods, info.cpu_throttled_periods
+            prev = self._cpu_prev.get(info.id)
+            self._cpu_prev[info.id] = (periods, throttled)
+            if prev is not None and periods > prev[0]:
+                periods, throttled = periods - prev[0], throttled - prev[1]
+            ratio = throttled / periods if periods > 0 else 0.0
+            if ratio >= self.rules.throttle_ratio and info.running:
+                quota = (
+                    f" at its limit of {info.cpu_quota_cpus:g} CPUs" if info.cpu_quota_cpus else ""
+                )
+                out.append(
+                    Finding(
+                        "cpu_throttled",
+                        subject,
+                        "warn",
+                        f"{name}: CPU throttled in {ratio * 100:.0f}% of scheduler periods{quota}",
+                        (
+                            ("throttled_ratio", round(ratio, 3)),
+                            ("throttled_seconds", info.cpu_throttled_seconds or 0.0),
+                            ("cpu_quota_cpus", info.cpu_quota_cpus or 0.0),
+                            (
+                                "cpu_percent",
+                                info.cpu_percent if info.cpu_percent is not None else -1,
+                            ),
+                        ),
+                    )
+                )
+        used, limit = info.memory_used_bytes, info.memory_limit_bytes
+        host_total = snapshot.host_stats.memory_total_bytes if snapshot.host_stats else None
+        limited = limit is not None and (host_total is None or limit < host_total)
+        pressure = fmt.ratio(used, limit)
+        if (
+            info.running
+            and limited
+            and pressure is not None
+            and pressure >= self.rules.memory_pressure_ratio * 100
+        ):
+            out.append(
+                Finding(
+                    "memory_pressure",
+                    subject,
+                    "warn",
+                    f"{name}: memory at {pressure:.0f}% of its {fmt.size(limit)} limit",
+                    (("memory_used_bytes", used or 0), ("memory_limit_bytes", limit or 0)),
+                )
+            )
+        if info.oom_killed:
+            out.append(
+                Finding(
+                    "oom_killed",
+                    subject,
+                    "fail",
+                    f"{name}: killed by the kernel's OOM killer (memory limit {fmt.size(limit)})",
+                    (("exit_code", info.exit_code if info.exit_code is not None else -1),),
+                )
+            )
+        if info.restart_count:
+            out.append(
+                Finding(
+                    "restarting",
+                    subject,
+                    "warn" if info.restart_count >= 3 else "info",
+                    f"{name}: restarted {info.restart_count} times",
+                    (("restart_count", info.restart_count),),
+                )
+            )
+        return out
+
+    def _idle(self, snapshot: Snapshot, usage: ContainerUsage) -> Finding | None:
+        info = usage.info
+        if info.gpu_request is None or info.status not in ("running", "created", "restarting"):
+            self._idle_since.pop(info.id, None)
+            return None
+        sm = usage.sm_util or 0
+        if usage.pids and sm >= self.rules.idle_sm_threshold:
+            self._idle_since.pop(info.id, None)
+            return None
+        now = snapshot.taken_at
+        since = self._idle_since.setdefault(info.id, now)
+        observed = now - since
+        if observed < self.rules.idle_min_s:
+            return None
+        name = fmt.safe_text(info.name, 40)
+        request = fmt.gpu_request(info.gpu_request)
+        if info.status == "created":
+            summary = f"{name}: reserved GPU {request} but was never started"
+        elif usage.pids:
+            summary = f"{name}: holds GPU {request} at {sm}% SM for {fmt.duration(observed)}"
+        else:
+            facts = [f"idle {fmt.duration(observed)}"] if observed > 0 else []
+            if info.started_at:
+                facts.append(f"up {fmt.duration(now - info.started_at)}")
+            tail = f" ({', '.join(facts)})" if facts else ""
+            summary = f"{name}: reserved GPU {request} and runs no GPU process{tail}"
+        return Finding(
+            "idle_reservation",
+            f"container:{info.id}",
+            "warn",
+            summary,
+            (
+                ("idle_seconds", round(observed, 1)),
+                ("gpu_processes", len(usage.pids)),
+                ("sm_util", sm),
+                ("uptime_seconds", round(now - info.started_at, 1) if info.started_at else -1),
+            ),
+        )
