@@ -10,229 +10,25 @@ The format is documented in docs/scenario-format.md.
 
 from __future__ import annotations
 
-import functools
-import json
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
 from gputui.collect.nvml import NvmlSource, error_class, load_pynvml
+from gputui.collect.scenario_format import ScenarioError, at, load_scenario, validate_scenario
+
+__all__ = [
+    "ScenarioError",
+    "ScenarioNvml",
+    "ScenarioSource",
+    "at",
+    "load_scenario",
+    "validate_scenario",
+]
 from gputui.model import GpuReading
 
 _MIB = 1024 * 1024
-
-INIT_STATES = ("ok", "LibraryNotFound", "DriverNotLoaded", "NoPermission", "Unknown")
-FIELD_ERRORS = ("NotSupported", "NoPermission", "GpuIsLost", "Unknown", "Timeout")
-
-#: Scenario GPU keys holding a number (or a time series of numbers), and their checks.
-NUMBER_FIELDS: dict[str, tuple[float, float]] = {
-    "memory_total_mib": (0, 1e9),
-    "memory_used_mib": (0, 1e9),
-    "utilization_gpu": (0, 100),
-    "utilization_memory": (0, 100),
-    "temperature_c": (-50, 200),
-    "power_w": (0, 1e5),
-    "power_limit_w": (0, 1e5),
-    "clock_sm_mhz": (0, 1e5),
-    "clock_mem_mhz": (0, 1e5),
-    "clock_sm_max_mhz": (0, 1e5),
-    "clock_mem_max_mhz": (0, 1e5),
-    "pstate": (0, 32),
-    "fan_speed": (0, 100),
-    "pcie_rx_kbps": (0, 1e12),
-    "pcie_tx_kbps": (0, 1e12),
-    "throttle_reasons": (0, 2**63),
-    "ecc_uncorrected_volatile": (0, 2**63),
-    "encoder_util": (0, 100),
-    "decoder_util": (0, 100),
-}
-BOOL_FIELDS = (
-    "persistence_mode",
-    "ecc_mode_current",
-    "ecc_mode_pending",
-    "remapped_rows_pending",
-    "remapped_rows_failure",
-    "mig_mode_current",
-    "mig_mode_pending",
-)
-GPU_KEYS = {"index", "uuid", "name", "errors", "processes", *NUMBER_FIELDS, *BOOL_FIELDS}
-PROCESS_KEYS = {"pid", "used_memory_mib", "sm_util", "mem_util", "type"}
-TOP_KEYS = {"nvml", "driver_version", "cuda_driver_version", "nvml_version", "gpus", "xid_events"}
-
-#: Scenario error keys accepted in ``errors`` (a field name, or ``*`` for the whole GPU).
-ERROR_KEYS = {
-    "*",
-    "name",
-    "uuid",
-    "utilization",
-    "utilization_gpu",
-    "utilization_memory",
-    "memory",
-    "memory_used_mib",
-    "memory_total_mib",
-    "temperature_c",
-    "power_w",
-    "power_limit_w",
-    "clocks",
-    "clock_sm_mhz",
-    "clock_mem_mhz",
-    "max_clocks",
-    "pstate",
-    "fan_speed",
-    "pcie",
-    "throttle_reasons",
-    "ecc_mode",
-    "ecc_uncorrected_volatile",
-    "remapped_rows",
-    "encoder_util",
-    "decoder_util",
-    "persistence_mode",
-    "mig_mode",
-    "processes",
-    "process_utilization",
-}
-
-
-class ScenarioError(ValueError):
-    """An invalid scenario file; the message is one line naming the problem."""
-
-
-def load_scenario(path: Path) -> dict[str, Any]:
-    """Read and validate a scenario file.
-
-    Raises:
-        ScenarioError: unreadable, not JSON, or not a valid scenario.
-    """
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise ScenarioError(f"cannot read scenario file {path}: {exc.strerror or exc}") from exc
-    except UnicodeDecodeError as exc:
-        raise ScenarioError(f"scenario file {path} is not UTF-8 text") from exc
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise ScenarioError(
-            f"scenario file {path} is not valid JSON: {exc.msg} at line {exc.lineno}"
-        ) from exc
-    validate_scenario(data, str(path))
-    return data  # type: ignore[no-any-return]
-
-
-def _series(value: Any, where: str, check: Callable[[Any], bool], what: str) -> None:
-    items = value if isinstance(value, list) else [value]
-    if not items:
-        raise ScenarioError(f"{where}: a time series must not be empty")
-    for item in items:
-        if not check(item):
-            raise ScenarioError(f"{where}: expected {what}, got {json.dumps(item)[:40]}")
-
-
-def _is_number(v: Any) -> bool:
-    return isinstance(v, (int, float)) and not isinstance(v, bool) and v == v  # NaN != NaN
-
-
-def _in_range(value: Any, *, low: float, high: float, nullable: bool) -> bool:
-    if value is None:
-        return nullable
-    return _is_number(value) and low <= value <= high
-
-
-def validate_scenario(data: Any, origin: str = "scenario") -> None:
-    """Check a parsed scenario; raise :class:`ScenarioError` naming the first problem."""
-    if not isinstance(data, dict):
-        raise ScenarioError(f"{origin}: the top level must be a JSON object")
-    unknown = set(data) - TOP_KEYS
-    if unknown:
-        raise ScenarioError(f"{origin}: unknown key {sorted(unknown)[0]!r}")
-    _series(
-        data.get("nvml", "ok"),
-        f"{origin}: nvml",
-        lambda v: v in INIT_STATES,
-        "one of " + "/".join(INIT_STATES),
-    )
-    for key in ("driver_version", "cuda_driver_version", "nvml_version"):
-        if key in data and not isinstance(data[key], str):
-            raise ScenarioError(f"{origin}: {key} must be a string")
-    gpus = data.get("gpus", [])
-    if not isinstance(gpus, list):
-        raise ScenarioError(f"{origin}: gpus must be a list")
-    for i, gpu in enumerate(gpus):
-        _validate_gpu(gpu, f"{origin}: gpus[{i}]")
-    indexes = [g.get("index", i) for i, g in enumerate(gpus)]
-    if len(set(indexes)) != len(indexes):
-        raise ScenarioError(f"{origin}: GPU indexes must be unique")
-    for i, event in enumerate(data.get("xid_events", [])):
-        where = f"{origin}: xid_events[{i}]"
-        if not isinstance(event, dict) or set(event) - {"gpu", "xid", "at_refresh"}:
-            raise ScenarioError(f"{where}: expected {{gpu, xid, at_refresh}}")
-        if not all(isinstance(event.get(k, 0), int) for k in ("gpu", "xid", "at_refresh")):
-            raise ScenarioError(f"{where}: gpu, xid and at_refresh must be integers")
-
-
-def _validate_gpu(gpu: Any, where: str) -> None:
-    if not isinstance(gpu, dict):
-        raise ScenarioError(f"{where}: must be an object")
-    unknown = set(gpu) - GPU_KEYS
-    if unknown:
-        raise ScenarioError(f"{where}: unknown key {sorted(unknown)[0]!r}")
-    if "index" in gpu and (not isinstance(gpu["index"], int) or gpu["index"] < 0):
-        raise ScenarioError(f"{where}: index must be a non-negative integer")
-    for key in ("uuid", "name"):
-        if key in gpu and not isinstance(gpu[key], str):
-            raise ScenarioError(f"{where}: {key} must be a string")
-    for key, (low, high) in NUMBER_FIELDS.items():
-        if key in gpu:
-            _series(
-                gpu[key],
-                f"{where}.{key}",
-                functools.partial(_in_range, low=low, high=high, nullable=False),
-                f"a number in [{low:g}, {high:g}]",
-            )
-    for key in BOOL_FIELDS:
-        if key in gpu:
-            _series(gpu[key], f"{where}.{key}", lambda v: isinstance(v, bool), "true or false")
-    errors = gpu.get("errors", {})
-    if not isinstance(errors, dict):
-        raise ScenarioError(f"{where}.errors: must be an object")
-    for field, err in errors.items():
-        if field not in ERROR_KEYS:
-            raise ScenarioError(f"{where}.errors: unknown field {field!r}")
-        _series(
-            err,
-            f"{where}.errors.{field}",
-            lambda v: v is None or v in FIELD_ERRORS,
-            "null or one of " + "/".join(FIELD_ERRORS),
-        )
-    processes = gpu.get("processes", [])
-    if not isinstance(processes, list):
-        raise ScenarioError(f"{where}.processes: must be a list")
-    for j, proc in enumerate(processes):
-        pw = f"{where}.processes[{j}]"
-        if not isinstance(proc, dict) or "pid" not in proc:
-            raise ScenarioError(f"{pw}: must be an object with a pid")
-        if set(proc) - PROCESS_KEYS:
-            raise ScenarioError(f"{pw}: unknown key {sorted(set(proc) - PROCESS_KEYS)[0]!r}")
-        if not isinstance(proc["pid"], int) or isinstance(proc["pid"], bool) or proc["pid"] <= 0:
-            raise ScenarioError(f"{pw}.pid: must be a positive integer")
-        if proc.get("type", "C") not in ("C", "G", "C+G"):
-            raise ScenarioError(f"{pw}.type: must be C, G or C+G")
-        for key, hi in (("used_memory_mib", 1e9), ("sm_util", 100), ("mem_util", 100)):
-            if key in proc:
-                _series(
-                    proc[key],
-                    f"{pw}.{key}",
-                    functools.partial(_in_range, low=0, high=hi, nullable=True),
-                    f"null or a number in [0, {hi:g}]",
-                )
-
-
-def at(value: Any, step: int) -> Any:
-    """The value of a scalar-or-time-series at refresh ``step``."""
-    if isinstance(value, list):
-        return value[step % len(value)]
-    return value
 
 
 class _Handle:
