@@ -17,6 +17,7 @@ from typing import Any
 
 from gputui.collect.nvml import NvmlSource, error_class, load_pynvml
 from gputui.collect.scenario_format import ScenarioError, at, load_scenario, validate_scenario
+from gputui.model import GpuReading
 
 __all__ = [
     "ScenarioError",
@@ -26,7 +27,6 @@ __all__ = [
     "load_scenario",
     "validate_scenario",
 ]
-from gputui.model import GpuReading
 
 _MIB = 1024 * 1024
 
