@@ -1,0 +1,1 @@
+"""gputui benchmarks: figures only, never pass/fail (see bench/README.md)."""

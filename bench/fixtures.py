@@ -1,0 +1,191 @@
+"""Real load for the scale runs: labelled busybox containers and cheap ``sleep`` processes.
+
+Everything made here is registered for removal, and removal runs on normal exit, on an
+exception, on Ctrl-C and on SIGTERM/SIGHUP (turned into SystemExit). Containers carry the label
+``gputui-bench=<run id>``; only containers with the ``gputui-bench`` label are ever removed.
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import io
+import os
+import shutil
+import signal
+import tarfile
+import time
+import uuid
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+from bench import common
+
+BENCH_IMAGE = "gputui-bench:latest"
+BENCH_LABEL = "gputui-bench"
+RUN_ID = f"{os.getpid()}-{uuid.uuid4().hex[:8]}"
+#: Spawned sleeps outlive a crashed benchmark by at most this long.
+SLEEP_SECONDS = "1800"
+
+_cleanups: list[Callable[[], None]] = []
+
+
+def run_cleanups() -> None:
+    """Remove everything made so far (also registered with atexit as a last resort)."""
+    _run_cleanups()
+
+
+def _run_cleanups() -> None:
+    while _cleanups:
+        fn = _cleanups.pop()
+        try:
+            fn()
+        except Exception as exc:  # keep cleaning the rest
+            common.log(f"cleanup failed: {type(exc).__name__}: {exc}")
+
+
+def install_cleanup_handlers() -> None:
+    """Cleanups on exit; SIGTERM/SIGHUP become SystemExit so ``finally`` blocks run too."""
+    atexit.register(_run_cleanups)
+
+    def _exit(signum: int, _frame: Any) -> None:
+        raise SystemExit(128 + signum)
+
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, _exit)
+
+
+# --- processes -------------------------------------------------------------------------------
+
+
+class Sleepers:
+    """``n`` sleeping processes (posix_spawn: no Python fork per child, about 1 ms each)."""
+
+    def __init__(self) -> None:
+        self.pids: list[int] = []
+        self._sleep = shutil.which("sleep") or "/bin/sleep"
+        _cleanups.append(self.kill_all)
+
+    @staticmethod
+    def headroom() -> int:
+        """How many more processes this machine takes, keeping a quarter of pid_max free."""
+        pid_max = int(Path("/proc/sys/kernel/pid_max").read_text())
+        threads_max = int(Path("/proc/sys/kernel/threads-max").read_text())
+        in_use = sum(1 for e in os.listdir("/proc") if e.isdigit())
+        limit = min(pid_max, threads_max) * 3 // 4 - in_use
+        import resource
+
+        soft, _ = resource.getrlimit(resource.RLIMIT_NPROC)
+        if soft != resource.RLIM_INFINITY and os.geteuid() != 0:
+            limit = min(limit, soft - in_use)  # a rough bound: the limit counts this user only
+        return max(0, limit)
+
+    def grow_to(self, n: int) -> None:
+        while len(self.pids) < n:
+            self.pids.append(os.posix_spawn(self._sleep, ["sleep", SLEEP_SECONDS], os.environ))
+
+    def kill_all(self) -> None:
+        for pid in self.pids:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+        for pid in self.pids:
+            with contextlib.suppress(ChildProcessError):
+                os.waitpid(pid, 0)
+        self.pids.clear()
+
+
+# --- containers ------------------------------------------------------------------------------
+
+
+def _rootfs_tar(busybox: str) -> bytes:
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w") as tar:
+        for name in ("bin", "proc", "sys", "dev", "etc", "tmp"):
+            info = tarfile.TarInfo(name)
+            info.type, info.mode = tarfile.DIRTYPE, 0o755
+            tar.addfile(info)
+        data = Path(busybox).read_bytes()
+        info = tarfile.TarInfo("bin/busybox")
+        info.mode, info.size = 0o755, len(data)
+        tar.addfile(info, io.BytesIO(data))
+        for applet in ("sh", "sleep"):
+            link = tarfile.TarInfo(f"bin/{applet}")
+            link.type, link.linkname = tarfile.SYMTYPE, "busybox"
+            tar.addfile(link)
+    return buf.getvalue()
+
+
+class Containers:
+    """Busybox containers labelled ``gputui-bench=<run id>``, created and started in parallel."""
+
+    def __init__(self, client: Any, workers: int = 8) -> None:
+        self.client = client
+        self.workers = workers
+        self.ids: list[str] = []
+        self.pids: dict[str, int] = {}
+        _cleanups.append(self.remove_all)
+        self._image()
+        self.sweep_leftovers()
+
+    def _image(self) -> None:
+        busybox = next((p for p in (shutil.which("busybox"), "/bin/busybox") if p), None)
+        if busybox is None or not os.path.isfile(busybox):
+            raise RuntimeError("needs a static busybox (Debian: apt-get install busybox-static)")
+        repo, tag = BENCH_IMAGE.split(":")
+        self.client.api.import_image_from_data(
+            _rootfs_tar(busybox), repository=repo, tag=tag, changes=['CMD ["sleep", "3600"]']
+        )
+
+    def sweep_leftovers(self) -> None:
+        """Remove bench containers an earlier, killed run left behind (same label key)."""
+        old = self.client.containers.list(all=True, sparse=True, filters={"label": BENCH_LABEL})
+        if old:
+            common.log(f"removing {len(old)} containers left by an earlier benchmark run")
+            self._remove([c.id for c in old])
+
+    def _one(self, i: int) -> tuple[str, int]:
+        c = self.client.containers.create(
+            BENCH_IMAGE,
+            ["sleep", "3600"],
+            name=f"gputui-bench-{RUN_ID}-{i}",
+            labels={BENCH_LABEL: RUN_ID},
+            network_mode="none",  # no veth per container: faster start, nothing to clean up
+        )
+        self.ids.append(c.id)  # before start: a failed start must still be removed
+        c.start()
+        pid = self.client.api.inspect_container(c.id)["State"]["Pid"]
+        return c.id, int(pid)
+
+    def grow_to(self, n: int) -> None:
+        start, t0 = len(self.pids), time.monotonic()
+        with ThreadPoolExecutor(self.workers) as pool:
+            for cid, pid in pool.map(self._one, range(start, n)):
+                self.pids[cid] = pid
+        if n > start:
+            common.log(f"started {n - start} containers in {time.monotonic() - t0:.1f} s")
+
+    def _remove(self, ids: list[str]) -> None:
+        def rm(cid: str) -> None:
+            with contextlib.suppress(Exception):  # already gone
+                self.client.api.remove_container(cid, force=True)
+
+        try:
+            with ThreadPoolExecutor(self.workers) as pool:
+                list(pool.map(rm, ids))
+        except RuntimeError:  # at interpreter shutdown (atexit) no new threads: one by one
+            for cid in ids:
+                rm(cid)
+
+    def remove_all(self) -> None:
+        mine = self.client.containers.list(
+            all=True, sparse=True, filters={"label": f"{BENCH_LABEL}={RUN_ID}"}
+        )
+        ids = sorted({*self.ids, *(c.id for c in mine)})
+        if ids:
+            t0 = time.monotonic()
+            self._remove(ids)
+            common.log(f"removed {len(ids)} bench containers in {time.monotonic() - t0:.1f} s")
+        self.ids.clear()
+        self.pids.clear()

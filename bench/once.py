@@ -1,0 +1,65 @@
+"""``gputui --once --json`` against ``nvitop --once``: wall time and peak RSS, alternated."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import time
+from typing import Any
+
+from bench import common
+from bench.pty_run import split
+from bench.tui import gputui_argv, peer_available
+
+
+def timed_run(argv: list[str]) -> tuple[float, int, int]:
+    """(wall seconds, peak RSS bytes, exit status) of one run, from ``wait4`` on that child.
+
+    ``wait4`` gives this child's own ru_maxrss; RUSAGE_CHILDREN would report the largest of all
+    children so far, which hides a smaller program run after a bigger one.
+    """
+    t0 = time.perf_counter()
+    proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    _, status, usage = os.wait4(proc.pid, 0)
+    wall = time.perf_counter() - t0
+    proc.returncode = os.waitstatus_to_exitcode(status)  # so Popen does not wait again
+    return wall, usage.ru_maxrss * 1024, proc.returncode
+
+
+def cmd_once(args: argparse.Namespace) -> dict[str, Any]:
+    ours = gputui_argv(args, "--once", "--json")
+    peer = split(args.peer_once) if args.peer_once else []
+    missing = peer_available(peer)
+    if missing:
+        print(f"peer {' '.join(peer) or '-'}: not run ({missing}); gputui alone", flush=True)
+    programs = [("gputui", ours)] + ([] if missing else [("peer", peer)])
+    for _, argv in programs:  # one untimed run each: page cache and .pyc files warm for both
+        timed_run(argv)
+    results: dict[str, list[tuple[float, int, int]]] = {name: [] for name, _ in programs}
+    for i in range(args.runs):
+        order = programs if i % 2 == 0 else programs[::-1]
+        for name, argv in order:
+            results[name].append(timed_run(argv))
+    rows, summary = [], {"commands": {n: " ".join(a) for n, a in programs}, "runs": results}
+    for name, res in results.items():
+        walls, rss = [r[0] for r in res], [r[1] / 1e6 for r in res]
+        summary[name] = {"wall_s": common.median(walls), "rss_mb": common.median(rss),
+                         "exit": sorted({r[2] for r in res})}  # fmt: skip
+        rows.append([name, len(res), common.median(walls), min(walls), max(walls),
+                     common.median(rss), max(rss), summary[name]["exit"]])  # fmt: skip
+    text = common.table(
+        ["program", "runs", "wall s (med)", "min", "max", "peak RSS MB (med)", "max", "exit"], rows
+    )
+    text += "".join(f"\n{n}: {c}" for n, c in summary["commands"].items())
+    if "peer" in results:
+        wr = summary["gputui"]["wall_s"] / summary["peer"]["wall_s"]
+        rr = summary["gputui"]["rss_mb"] / summary["peer"]["rss_mb"]
+        summary["wall_ratio"], summary["rss_ratio"] = wr, rr
+        text += (
+            f"\nwall ratio gputui/peer = {wr:.2f} (target <= 0.6: {common.verdict(wr <= 0.6)}); "
+            f"RSS ratio = {rr:.2f} (target <= 1.0: {common.verdict(rr <= 1.0)})"
+        )
+    common.emit("--once: wall time and peak RSS (median, alternated runs)", text)
+    common.save_json(args.out, "once", summary)
+    return summary

@@ -1,0 +1,191 @@
+"""Docker API calls per refresh, and the soak: RSS slope at 10 Hz for the collector and the TUI."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import tempfile
+import threading
+import time
+import tracemalloc
+from typing import Any
+
+from bench import common
+from bench.fixtures import Containers, Sleepers
+from bench.pty_run import PtyRun
+from bench.scale import scenario
+from bench.tui import gputui_argv
+
+
+def cmd_api_calls(args: argparse.Namespace) -> dict[str, Any]:
+    import docker as docker_sdk
+
+    from gputui.collect.docker import DockerSource
+
+    containers = Containers(docker_sdk.from_env(timeout=60))
+    try:
+        containers.grow_to(args.api_containers)
+        src = DockerSource()
+        try:
+            src.read()
+            cold = src.api_calls
+            time.sleep(0.5)  # let the events of our own starts drain before counting
+            src.read()
+            base = src.api_calls
+            for _ in range(args.refreshes):
+                src.read()
+            steady = src.api_calls - base
+            containers.grow_to(args.api_containers + 1)  # one change: a create and a start
+            time.sleep(0.5)
+            before = src.api_calls
+            src.read()
+            on_change = src.api_calls - before
+            listed = len(src.read().containers)
+        finally:
+            src.close()
+    finally:
+        containers.remove_all()
+    summary = {"containers_listed": listed, "cold_calls": cold, "refreshes": args.refreshes,
+               "calls_unchanged": steady, "per_refresh": steady / args.refreshes,
+               "calls_after_one_new_container": on_change}  # fmt: skip
+    text = common.table(
+        ["containers", "first read", "refreshes", "calls (unchanged)", "per refresh",
+         "calls after 1 new container"],
+        [[listed, cold, args.refreshes, steady, steady / args.refreshes, on_change]],
+    )  # fmt: skip
+    text += f"\ntarget: no call per refresh with an unchanged set: {common.verdict(steady == 0)}"
+    text += "\n(other containers changing on this engine meanwhile show up here as inspects)"
+    common.emit("Docker API calls per refresh (DockerSource.api_calls)", text)
+    common.save_json(args.out, "api-calls", summary)
+    return summary
+
+
+def _history_bytes_per_record(snap: Any, interval: float) -> float:
+    """Bytes one History.record adds while the ring buffers are filling (tracemalloc)."""
+    from gputui.derive.history import History
+
+    hist = History(1800.0, interval)
+    hist.record(snap)
+    tracemalloc.start()
+    before = tracemalloc.get_traced_memory()[0]
+    t = snap.taken_at
+    for i in range(200):
+        hist.record(snap.__class__(**{**_fields(snap), "taken_at": t + (i + 1) * interval}))
+    grown = tracemalloc.get_traced_memory()[0] - before
+    tracemalloc.stop()
+    return grown / 200
+
+
+def _fields(obj: Any) -> dict[str, Any]:
+    return {name: getattr(obj, name) for name in obj.__slots__}
+
+
+def _slope_mb_per_h(samples: list[tuple[float, int]], skip: float) -> tuple[float, float, float]:
+    """(slope MB/h, first MB, last MB) over samples after ``skip`` seconds."""
+    pts = [(t, r) for t, r in samples if t >= skip] or samples
+    xs, ys = [t for t, _ in pts], [r / 1e6 for _, r in pts]
+    return common.slope(xs, ys) * 3600, ys[0], ys[-1]
+
+
+def cmd_soak(args: argparse.Namespace) -> dict[str, Any]:
+    import docker as docker_sdk
+
+    from gputui.collect import health
+    from gputui.collect.collector import Collector
+    from gputui.collect.docker import DockerSource
+    from gputui.collect.procs import ProcSource
+    from gputui.collect.scenario import ScenarioSource
+
+    what = set(args.what.split(","))
+    seconds, period = args.minutes * 60, 1.0 / args.hz
+    sleepers = Sleepers()
+    containers = Containers(docker_sdk.from_env(timeout=60)) if args.soak_containers else None
+    result: dict[str, Any] = {"minutes": args.minutes, "hz": args.hz}
+    scen_file = None
+    try:
+        sleepers.grow_to(args.soak_processes)
+        cpids: list[int] = []
+        if containers is not None:
+            containers.grow_to(args.soak_containers)
+            cpids = list(containers.pids.values())
+        data = scenario(8, [*cpids, *sleepers.pids])
+        fd, scen_file = tempfile.mkstemp(prefix="gputui-bench-", suffix=".json")
+        with os.fdopen(fd, "w") as fh:
+            json.dump(data, fh)
+        stop = threading.Event()
+        coll_samples: list[tuple[float, int]] = []
+        cycles = [0]
+
+        def collector_loop() -> None:
+            coll = Collector(ScenarioSource(data), ProcSource(), DockerSource(), mode="scenario",
+                             health=health.run_checks)  # fmt: skip
+            try:
+                nxt = time.monotonic()
+                while not stop.is_set():
+                    snap = coll.collect()
+                    cycles[0] += 1
+                    nxt += period
+                    stop.wait(max(0.0, nxt - time.monotonic()))
+                result["last_snapshot"] = snap
+            finally:
+                coll.close()
+
+        tui = None
+        if "tui" in what:
+            tui = PtyRun(gputui_argv(args, "--scenario", scen_file, "--interval", f"{period:g}"),
+                         cols=args.cols, rows=args.rows)  # fmt: skip
+            tui.start()
+        worker = None
+        if "collector" in what:
+            worker = threading.Thread(target=collector_loop, name="soak-collector", daemon=True)
+            worker.start()
+        t0 = time.monotonic()
+        common.log(f"soak: {args.minutes:g} min at {args.hz:g} Hz ({', '.join(sorted(what))})")
+        while time.monotonic() - t0 < seconds:
+            now = time.monotonic() - t0
+            if worker is not None:
+                coll_samples.append((now, common.self_rss()))
+            if tui is not None and tui.alive():
+                tui.sample()
+            time.sleep(1.0)
+        stop.set()
+        if worker is not None:
+            worker.join(timeout=10)
+        if tui is not None:
+            tui.stop()
+    finally:
+        sleepers.kill_all()
+        if containers is not None:
+            containers.remove_all()
+        if scen_file:
+            os.unlink(scen_file)
+    skip = min(30.0, seconds / 4)  # imports, caches and first health run settle first
+    rows = []
+    if coll_samples:
+        slope, first, last = _slope_mb_per_h(coll_samples, skip)
+        result["collector"] = {"slope_mb_h": slope, "first_mb": first, "last_mb": last,
+                               "cycles": cycles[0], "samples": coll_samples}  # fmt: skip
+        rows.append(["collector (in-process)", cycles[0], first, last, slope, slope * 24])
+    if tui is not None and tui.samples:
+        pts = [(s.at, s.rss) for s in tui.samples]
+        slope, first, last = _slope_mb_per_h(pts, skip)
+        result["tui"] = {"slope_mb_h": slope, "first_mb": first, "last_mb": last,
+                         "exit": tui.exit_status, "samples": pts}  # fmt: skip
+        rows.append(["TUI (pty)", "-", first, last, slope, slope * 24])
+    snap = result.pop("last_snapshot", None)
+    text = common.table(["process", "cycles", "RSS MB first", "last", "MB/h", "MB/24h"], rows)
+    text += f"\n{args.minutes:g} min at {args.hz:g} Hz; slope = least squares after {skip:.0f} s"
+    if snap is not None and tui is not None:
+        per = _history_bytes_per_record(snap, period)
+        fill_h = per * min(3600 * args.hz, 1800 * args.hz) / 1e6
+        result["history_bytes_per_record"] = per
+        text += (
+            f"\nTUI history ring buffers (bounded by design, full after 30 min): "
+            f"{per:.0f} B per refresh = {per * args.hz * 3600 / 1e6:.1f} MB/h while filling, "
+            f"{fill_h:.1f} MB when full at {args.hz:g} Hz"
+        )
+    text += "\ntarget: <= 5 MB per 24 h once buffers are full"
+    common.emit("Soak: RSS growth", text)
+    common.save_json(args.out, "soak", result)
+    return result

@@ -1,0 +1,167 @@
+"""TUI steady-state CPU and RSS in a 160x50 pty (gputui and a peer, alternated); first frame."""
+
+from __future__ import annotations
+
+import argparse
+import re
+import shutil
+import socket
+import sys
+import time
+from typing import Any
+
+from bench import common
+from bench.pty_run import PtyRun, split, steady_state
+
+
+def gputui_argv(args: argparse.Namespace, *extra: str) -> list[str]:
+    if args.gputui:
+        return split(args.gputui) + list(extra)
+    return [sys.executable, "-m", "gputui", *extra]
+
+
+def peer_available(argv: list[str]) -> str | None:
+    """None when the peer can run, else why not (it is then left out, not failed)."""
+    if not argv:
+        return "no peer command"
+    if argv[0] in (sys.executable, "python", "python3") and argv[1:2] == ["-m"]:
+        import importlib.util
+
+        module = argv[2] if len(argv) > 2 else ""
+        if importlib.util.find_spec(module) is None:
+            return f"python module {module!r} is not installed"
+        return None
+    if shutil.which(argv[0]) is None:
+        return f"{argv[0]!r} is not on PATH"
+    return None
+
+
+def run_tui(argv: list[str], warmup: float, seconds: float, cols: int, rows: int) -> dict[str, Any]:
+    run = PtyRun(argv, cols=cols, rows=rows)
+    run.start()
+    try:
+        run.sample_for(warmup + seconds)
+    finally:
+        alive = run.alive()
+        run.stop()
+    result = steady_state(run, warmup)
+    result.update(
+        command=" ".join(argv),
+        exited_early=not alive,
+        last_output=run.last_text()[-600:] if not alive else "",
+        exit_status=run.exit_status,
+        peak_rss_mb=run.max_rss / 1e6,
+    )
+    return result
+
+
+def cmd_tui(args: argparse.Namespace) -> dict[str, Any]:
+    ours = gputui_argv(args, "--interval", f"{args.interval:g}")
+    peer = split(args.peer) if args.peer else []
+    missing = peer_available(peer)
+    if missing:
+        print(f"peer {' '.join(peer) or '-'}: not run ({missing}); gputui alone", flush=True)
+    runs: dict[str, list[dict[str, Any]]] = {"gputui": [], "peer": []}
+    for r in range(args.rounds):
+        order = [("gputui", ours), ("peer", peer)]
+        if r % 2:  # alternate who goes first, so a drifting load favours neither
+            order.reverse()
+        for name, argv in order:
+            if name == "peer" and missing:
+                continue
+            common.log(
+                f"tui round {r + 1}/{args.rounds}: {name} for {args.warmup + args.seconds:g} s"
+            )
+            res = run_tui(argv, args.warmup, args.seconds, args.cols, args.rows)
+            runs[name].append(res)
+            if res["exited_early"]:
+                print(f"WARNING: {name} exited early (status {res['exit_status']}); it printed:\n"
+                      f"{res['last_output']}", flush=True)  # fmt: skip
+    rows = []
+    for name, results in runs.items():
+        for i, res in enumerate(results):
+            rows.append(
+                [name, i + 1, res["cpu_pct"], res["rss_mb"], res["rss_max_mb"], res["peak_rss_mb"],
+                 res["out_kb_s"], res["seconds"]]
+            )  # fmt: skip
+    summary: dict[str, Any] = {
+        "runs": runs,
+        "interval": args.interval,
+        "size": [args.cols, args.rows],
+    }
+    for name in ("gputui", "peer"):
+        res = runs[name]
+        summary[name] = {
+            "cpu_pct": common.median([x["cpu_pct"] for x in res]),
+            "rss_mb": common.median([x["rss_mb"] for x in res]),
+        } if res else None  # fmt: skip
+    text = common.table(
+        ["program", "run", "CPU %", "RSS MB", "RSS max", "peak RSS", "out kB/s", "s"], rows
+    )
+    text += f"\ncommands: gputui = {' '.join(ours)}; peer = {' '.join(peer) or '-'}"
+    if summary["peer"]:
+        cpu_r = summary["gputui"]["cpu_pct"] / max(summary["peer"]["cpu_pct"], 1e-9)
+        rss_r = summary["gputui"]["rss_mb"] / max(summary["peer"]["rss_mb"], 1e-9)
+        summary["cpu_ratio"], summary["rss_ratio"] = cpu_r, rss_r
+        text += (
+            f"\nCPU ratio gputui/peer = {cpu_r:.2f} (target <= 0.8: {common.verdict(cpu_r <= 0.8)})"
+            f"; RSS ratio = {rss_r:.2f}"
+        )
+    common.emit(
+        f"TUI steady state, {args.cols}x{args.rows} pty, {args.interval:g} s interval", text
+    )
+    common.save_json(args.out, "tui", summary)
+    return summary
+
+
+def default_marker() -> str:
+    # The header shows the host name then "driver" only once a snapshot has been applied;
+    # before that it says "collecting…". Both are separate segments of one line, so they reach
+    # the terminal next to each other once escape sequences are stripped.
+    return re.escape(socket.gethostname()) + r"\s+driver"
+
+
+def cmd_first_frame(args: argparse.Namespace) -> dict[str, Any]:
+    marker = re.compile((args.marker or default_marker()).encode())
+    times: list[float] = []
+    misses = 0
+    argv = gputui_argv(args, "--interval", "1")
+    for i in range(args.runs):
+        run = PtyRun(argv, cols=args.cols, rows=args.rows, marker=marker)
+        run.start()
+        try:
+            at = run.wait_marker(args.timeout)
+        finally:
+            run.stop()
+        if at is None:
+            misses += 1
+            common.log(f"first frame run {i + 1}: marker {marker.pattern!r} not seen")
+        else:
+            times.append(at)
+        time.sleep(0.2)
+    med = common.median(times)
+    summary = {
+        "runs_s": times,
+        "median_s": med,
+        "misses": misses,
+        "marker": marker.pattern.decode(),
+        "command": " ".join(argv),
+    }
+    text = common.table(
+        ["runs", "median s", "min s", "max s", "marker missed"],
+        [
+            [
+                len(times),
+                med,
+                min(times, default=float("nan")),
+                max(times, default=float("nan")),
+                misses,
+            ]
+        ],
+    )
+    text += f"\nlaunch -> first frame with data (marker /{marker.pattern.decode()}/ in the pty)"
+    if times:
+        text += f"; target <= 1 s: {common.verdict(med <= 1.0)}"
+    common.emit("TUI first frame", text)
+    common.save_json(args.out, "first-frame", summary)
+    return summary
