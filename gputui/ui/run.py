@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from gputui.settings import Settings
 
+if TYPE_CHECKING:
+    from gputui.ui.app import CollectorLike
 
-def run_tui(settings: Settings) -> int:
+
+def run_tui(settings: Settings, collector: CollectorLike | None = None) -> int:
     """Build the collector, run the app until the user quits, close the collector.
 
     Textual and the collector are imported here, not at module level, so ``gputui --once`` never
@@ -13,6 +18,8 @@ def run_tui(settings: Settings) -> int:
 
     Args:
         settings: What the user asked for.
+        collector: A ready collector (``gputui replay`` passes a recording's player); built from
+            ``settings`` when None. Closed at the end either way.
 
     Returns:
         The exit status (0).
@@ -20,9 +27,11 @@ def run_tui(settings: Settings) -> int:
     from gputui.collect.collector import build_collector
     from gputui.ui.app import GpuTuiApp
 
-    collector = build_collector(settings)
+    chosen = collector if collector is not None else build_collector(settings)
     try:
-        GpuTuiApp(collector, settings).run()
+        GpuTuiApp(chosen, settings).run()
     finally:
-        collector.close()
+        close = getattr(chosen, "close", None)
+        if close is not None:
+            close()
     return 0
