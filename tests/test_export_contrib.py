@@ -1,0 +1,75 @@
+"""contrib/: the Grafana dashboard and the Prometheus rules only use metrics gputui exports, the
+rules pass ``promtool check rules``, and the example config loads."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+from prometheus_client.parser import text_string_to_metric_families
+
+from gputui.collect.collector import build_collector
+from gputui.config import load_config
+from gputui.export import render_once
+from gputui.settings import Settings
+
+CONTRIB = Path(__file__).resolve().parent.parent / "contrib"
+RULES = CONTRIB / "gputui-alerts.rules.yml"
+DASHBOARD = CONTRIB / "grafana-gputui-containers.json"
+METRIC = re.compile(r"\b(DCGM_FI_[A-Z_]+|gputui_[a-z_]+)\b")
+
+
+@pytest.fixture(scope="module")
+def exported() -> set[str]:
+    collector = build_collector(Settings(demo=True), once=True)
+    collector.request_health()
+    try:
+        text = render_once(collector.collect()).decode()
+    finally:
+        collector.close()
+    return {s.name for f in text_string_to_metric_families(text) for s in f.samples}
+
+
+def test_dashboard_queries_only_exported_metrics(exported: set[str]) -> None:
+    doc = json.loads(DASHBOARD.read_text())
+    exprs = [t["expr"] for p in doc["panels"] for t in p["targets"]]
+    exprs += [v["definition"] for v in doc["templating"]["list"] if "definition" in v]
+    used = {m for e in exprs for m in METRIC.findall(e)}
+    assert "gputui_container_gpu_memory_bytes" in used
+    assert used - exported == set()
+    ids = [p["id"] for p in doc["panels"]]
+    assert len(ids) == len(set(ids))
+
+
+def test_rules_use_only_exported_metrics(exported: set[str]) -> None:
+    used = set(METRIC.findall(RULES.read_text()))
+    assert {"DCGM_FI_DEV_GPU_UTIL", "DCGM_FI_DEV_GPU_TEMP", "DCGM_FI_DEV_FB_USED"} <= used
+    assert used - exported == set()
+    text = RULES.read_text()
+    assert "avg_over_time" in text and "stddev_over_time" in text
+
+
+def test_rules_pass_promtool() -> None:
+    promtool = shutil.which("promtool")
+    if promtool is None:
+        if os.environ.get("CI"):
+            pytest.fail("CI needs promtool (Debian's prometheus package, installed by .ci/run)")
+        pytest.skip("no promtool (apt-get install prometheus)")
+    result = subprocess.run(
+        [promtool, "check", "rules", str(RULES)], capture_output=True, text=True, timeout=60
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "SUCCESS: 8 rules found" in result.stdout
+
+
+def test_example_config_loads() -> None:
+    rules = {r.id: r for r in load_config(CONTRIB / "config.example.toml").alert_rules}
+    assert rules["gpu-util-high"].threshold == 95
+    assert rules["power-anomaly"].kind == "dynamic"
+    assert rules["container-memory-big"].severity == "critical"
+    assert "gpu-temperature-high" in rules
