@@ -157,3 +157,39 @@ def bar(percent: float | None, width: int) -> str:
     if rest and full < width:
         text += _EIGHTHS[rest]
     return text.ljust(width)
+
+
+_SPARKS = "▁▂▃▄▅▆▇█"
+
+
+def spark(values: list[float] | tuple[float, ...], width: int, low: float, high: float) -> str:
+    """A one-line sparkline on a fixed scale, newest sample at the right.
+
+    Fixed bounds (0-100 % for utilization) keep a flat 97 % from looking like wild swings, which
+    a min-max scaled sparkline would show. With fewer samples than cells the line is left-padded
+    with spaces (history builds up from the right); with more, each cell shows its bucket's max.
+
+    Args:
+        values: Samples, oldest first.
+        width: Cells (at least 1).
+        low: Value drawn as the lowest bar.
+        high: Value drawn as the full bar.
+
+    Returns:
+        Exactly ``width`` characters.
+    """
+    width = max(1, width)
+    if not values:
+        return " " * width
+    count = len(values)
+    if count > width:
+        # Bucket edges by integer arithmetic so every sample lands in exactly one cell.
+        cells = [max(values[i * count // width : (i + 1) * count // width]) for i in range(width)]
+    else:
+        cells = list(values)
+    extent = (high - low) or 1.0
+    top = len(_SPARKS) - 1
+    text = "".join(
+        _SPARKS[max(0, min(top, round((value - low) / extent * top)))] for value in cells
+    )
+    return text.rjust(width)

@@ -8,13 +8,13 @@ from dataclasses import replace
 
 from conftest import AppFactory
 from pilot_helpers import push, ready, tree_keys
-from textual.widgets import Sparkline
 from ui_factories import GIB, FakeCollector, cid, container, gpu, proc, snapshot, standard
 
 from gputui.derive.history import container_key
 from gputui.derive.tree import HOST_KEY, ORPHANS_KEY, OTHERS_KEY
 from gputui.model import HealthCheck, HealthStatus, SourceStatus
 from gputui.ui.widgets.container_tree import ContainerTree
+from gputui.ui.widgets.spark import Spark
 
 
 def _node(tree: ContainerTree, key: str):  # type: ignore[no-untyped-def]
@@ -316,7 +316,7 @@ async def test_history_sparklines_follow_snapshots_and_selection(make_app: AppFa
         expected = app.history.series(container_key(cid(1)), app.window)
         assert panel.container_row.spark.data == expected
         assert len(expected) == 4
-        sparks = panel.query(Sparkline)
+        sparks = panel.query(Spark)
         assert len(sparks) == 1 + 4 * 2  # container + 4 metrics x 2 GPUs
         data_before = card.util_spark.data
         await push(pilot, standard(1_000_010.0, util=99))

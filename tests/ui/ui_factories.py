@@ -5,6 +5,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
+from typing import Any
 
 from gputui.model import (
     ContainerInfo,
@@ -257,3 +258,20 @@ def demo_snapshots(count: int) -> list[Snapshot]:
         return [collector.collect() for _ in range(count)]
     finally:
         collector.close()
+
+
+def demo_app(refreshes: int = 40, **settings: object) -> Any:
+    """The app on the demo machine after ``refreshes`` refreshes, deterministic (fixed clock).
+
+    The history is pre-filled from the earlier refreshes and the collector then returns the last
+    one forever at an hour's interval, so a screenshot never depends on timing.
+    """
+    from gputui.settings import Settings
+    from gputui.ui.app import GpuTuiApp
+
+    snapshots = demo_snapshots(refreshes)
+    settings.setdefault("interval", 3600.0)
+    app = GpuTuiApp(FakeCollector([snapshots[-1]], mode="demo"), Settings(demo=True, **settings))  # type: ignore[arg-type]
+    for earlier in snapshots[:-1]:
+        app.history.record(earlier)
+    return app

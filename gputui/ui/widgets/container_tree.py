@@ -57,9 +57,22 @@ def _sep(parts: list[tuple[str, str] | str]) -> Text:
 
 
 def container_label(group_usage: ContainerUsage, memory: int | None, sm: int | None) -> Text:
-    """``name  image  svc  status  GPU all  13.0GiB  SM 60%`` plus idle / cgroup-only markers."""
+    """``name  [markers]  status  GPU all  13.0GiB  SM 60%  image  project/service``.
+
+    Markers and numbers come first so a narrow terminal cuts the image, not the facts.
+    """
     info = group_usage.info
     parts: list[tuple[str, str] | str] = [(fmt.safe_text(info.name, 40), EMPH)]
+    if not group_usage.known_to_engine:
+        parts += ["  ", ("[cgroup only: not known to Docker]", WARN)]
+    if group_usage.idle_reserved:
+        parts += ["  ", ("[idle: reserved GPU, no GPU process]", WARN)]
+    status = fmt.safe_text(info.status, 12)
+    parts += ["  ", (status, MUTED if info.running else WARN)]
+    if info.gpu_request is not None:
+        parts += [("  GPU ", MUTED), fmt.safe_text(fmt.gpu_request(info.gpu_request), 24)]
+    if group_usage.pids:
+        parts += ["  ", (fmt.size(memory), EMPH), ("  SM ", MUTED), fmt.pct(sm)]
     if info.image:
         parts += ["  ", (fmt.safe_text(info.image, 40), MUTED)]
     if info.compose_service:
@@ -70,21 +83,11 @@ def container_label(group_usage: ContainerUsage, memory: int | None, sm: int | N
         namespace = fmt.safe_text(info.k8s_namespace, 24, na="")
         pod = fmt.safe_text(info.k8s_pod, 40)
         parts += ["  ", (f"pod {namespace}/{pod}" if namespace else f"pod {pod}", "italic")]
-    status = fmt.safe_text(info.status, 12)
-    parts += ["  ", (status, MUTED if info.running else WARN)]
-    if info.gpu_request is not None:
-        parts += [("  GPU ", MUTED), fmt.safe_text(fmt.gpu_request(info.gpu_request), 24)]
-    if group_usage.pids:
-        parts += ["  ", (fmt.size(memory), EMPH), ("  SM ", MUTED), fmt.pct(sm)]
-    if not group_usage.known_to_engine:
-        parts += ["  ", ("[cgroup only: not known to Docker]", WARN)]
-    if group_usage.idle_reserved:
-        parts += ["  ", ("[idle: reserved GPU, no GPU process]", WARN)]
     return _sep(parts)
 
 
 def process_label(process: GpuProcess) -> Text:
-    """``611 (1)  root  python3 load.py  GPU0  13290MiB  SM 60%  CPU 12%  RSS 512MiB``."""
+    """``611 (1)  root  GPU0  13290MiB  SM 60%  CPU 12%  RSS 512MiB  python3 load.py``."""
     info, sample = process.info, process.sample
     parts: list[tuple[str, str] | str] = [(str(process.pid), EMPH)]
     if info.container_pid is not None and info.container_pid != process.pid:
@@ -101,8 +104,6 @@ def process_label(process: GpuProcess) -> Text:
     parts += [
         "  ",
         (fmt.safe_text(info.user, 16, na="?"), MUTED),
-        "  ",
-        fmt.safe_text(info.command or info.name, 60, na="?"),
         ("  GPU", MUTED),
         str(sample.gpu_index),
         "  ",
@@ -113,6 +114,8 @@ def process_label(process: GpuProcess) -> Text:
         fmt.pct(info.cpu_percent),
         ("  RSS ", MUTED),
         fmt.size(info.rss_bytes),
+        "  ",
+        fmt.safe_text(info.command or info.name, 120, na="?"),
     ]
     return _sep(parts)
 

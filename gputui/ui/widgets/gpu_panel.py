@@ -11,11 +11,12 @@ from textual.containers import Horizontal, VerticalScroll
 from textual.content import Content
 from textual.events import Resize
 from textual.widget import Widget
-from textual.widgets import Label, Sparkline
+from textual.widgets import Label
 
 from gputui.derive import fmt
 from gputui.derive.history import History, gpu_key
 from gputui.model import GpuSample
+from gputui.ui.widgets.spark import Spark
 
 #: Lines one full card takes (4 gauge lines + the sparkline row).
 CARD_HEIGHT = 5
@@ -185,15 +186,16 @@ class GpuCard(Widget):
     GpuCard { height: auto; }
     GpuCard .sparks { height: 1; }
     GpuCard .sparks Label { width: 5; color: $text-muted; }
-    GpuCard .sparks Sparkline { width: 1fr; height: 1; margin-right: 1; }
+    GpuCard .sparks Spark { margin-right: 1; }
+    GpuCard .sparks Spark.mem { color: $secondary; }
     """
 
     def __init__(self, index: int) -> None:
         super().__init__(id=f"gpu-{index}")
         self.index = index
         self.gauges = GpuGauges()
-        self.util_spark = Sparkline((), classes="util")
-        self.mem_spark = Sparkline((), classes="mem")
+        self.util_spark = Spark(classes="util")
+        self.mem_spark = Spark(classes="mem")
 
     def compose(self) -> ComposeResult:
         """Gauges, then the sparkline row."""

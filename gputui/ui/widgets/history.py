@@ -8,11 +8,12 @@ from __future__ import annotations
 from textual.app import ComposeResult
 from textual.containers import Horizontal, VerticalScroll
 from textual.widget import Widget
-from textual.widgets import Label, Sparkline, Static
+from textual.widgets import Label, Static
 
 from gputui.derive import fmt
 from gputui.derive.history import GPU_METRICS, History, container_key, gpu_key, window_label
 from gputui.model import ContainerUsage, GpuSample
+from gputui.ui.widgets.spark import Spark
 
 _METRIC_LABEL = {"util": "util %", "mem": "mem %", "power": "power W", "temp": "temp °C"}
 
@@ -34,7 +35,7 @@ class SeriesRow(Horizontal):
     DEFAULT_CSS = """
     SeriesRow { height: 1; }
     SeriesRow .name { width: 14; color: $text-muted; }
-    SeriesRow Sparkline { width: 1fr; height: 1; }
+    SeriesRow Spark { width: 1fr; }
     SeriesRow .value { width: 22; padding-left: 1; }
     """
 
@@ -42,7 +43,7 @@ class SeriesRow(Horizontal):
         super().__init__()
         self.metric = metric
         self.name_label = Label(name, classes="name")
-        self.spark = Sparkline((), min_color=None, max_color=None)
+        self.spark = Spark()
         self.value = Label("", classes="value")
 
     def compose(self) -> ComposeResult:
@@ -51,8 +52,10 @@ class SeriesRow(Horizontal):
         yield self.spark
         yield self.value
 
-    def show(self, values: tuple[float, ...]) -> None:
-        """Assign fresh data only when it changed (Sparkline repaints on assignment)."""
+    def show(self, values: tuple[float, ...], high: float | None = None) -> None:
+        """Assign fresh data only when it changed; ``high`` sets the scale (default: data max)."""
+        top = high if high is not None else max(values, default=1.0)
+        self.spark.set_scale(0.0, top or 1.0)
         if values != self.spark.data:
             self.spark.data = values
             self.value.update(_latest(values, self.metric))
@@ -119,4 +122,5 @@ class HistoryPanel(VerticalScroll):
                 widgets: list[Widget] = [title_widget, *rows.values()]
                 self.mount_all(widgets)
             for metric, row in rows.items():
-                row.show(history.series(gpu_key(gpu, metric), window))
+                high = gpu.power_limit_w if metric == "power" else 100.0
+                row.show(history.series(gpu_key(gpu, metric), window), high)
