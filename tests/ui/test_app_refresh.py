@@ -312,7 +312,7 @@ async def test_history_sparklines_follow_snapshots_and_selection(make_app: AppFa
         await pilot.press("4")
         await pilot.pause()
         panel = app.main.history_panel
-        assert "trainer-a" in str(panel.title_label.content)
+        assert "trainer-a" in str(panel.container_row.name_label.content)
         expected = app.history.series(container_key(cid(1)), app.window)
         assert panel.container_row.spark.data == expected
         assert len(expected) == 4

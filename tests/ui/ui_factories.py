@@ -264,13 +264,13 @@ def demo_app(refreshes: int = 40, **settings: object) -> Any:
     """The app on the demo machine after ``refreshes`` refreshes, deterministic (fixed clock).
 
     The history is pre-filled from the earlier refreshes and the collector then returns the last
-    one forever at an hour's interval, so a screenshot never depends on timing.
+    one forever (re-applying it changes nothing), so a screenshot never depends on timing.
     """
     from gputui.settings import Settings
     from gputui.ui.app import GpuTuiApp
 
     snapshots = demo_snapshots(refreshes)
-    settings.setdefault("interval", 3600.0)
+    settings.setdefault("interval", 1.0)
     app = GpuTuiApp(FakeCollector([snapshots[-1]], mode="demo"), Settings(demo=True, **settings))  # type: ignore[arg-type]
     for earlier in snapshots[:-1]:
         app.history.record(earlier)

@@ -98,12 +98,24 @@ class HistoryPanel(VerticalScroll):
             window: Seconds to show.
             container: The container selected in the tree, if any.
         """
-        name = "none selected" if container is None else fmt.safe_text(container.info.name, 40)
-        title = f"History: last {window_label(window)}  (w: change)  ·  container: {name}"
+        title = f"last {window_label(window)}  ·  w: change window"
         if str(self.title_label.content) != title:
             self.title_label.update(title)
+        # The container row: GPU memory of the container selected in the tree, on the scale of
+        # the memory of the GPUs it uses (so "half the GPU" looks like half).
+        name = "no container" if container is None else fmt.safe_text(container.info.name, 13)
+        if str(self.container_row.name_label.content) != name:
+            self.container_row.name_label.update(name)
+        totals = [
+            g.memory_total_bytes
+            for g in gpus
+            if container is not None
+            and g.index in container.gpu_indexes
+            and g.memory_total_bytes is not None
+        ]
         self.container_row.show(
-            () if container is None else history.series(container_key(container.info.id), window)
+            () if container is None else history.series(container_key(container.info.id), window),
+            float(sum(totals)) if totals else None,
         )
         ids = {gpu_key(g, "util")[1]: g for g in gpus}
         for gone in [i for i in self.rows if i not in ids]:

@@ -1,0 +1,51 @@
+"""Visual regression: the demo machine at 80x24 and 160x50 (SVGs in __snapshots__/)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from pilot_helpers import ready
+from ui_factories import demo_app
+
+SIZES = [pytest.param((80, 24), id="80x24"), pytest.param((160, 50), id="160x50")]
+
+
+def _before(*keys: str) -> Any:
+    async def run_before(pilot: Any) -> None:
+        await ready(pilot)
+        if keys:
+            await pilot.press(*keys)
+        await pilot.pause()
+        await pilot.pause()
+
+    return run_before
+
+
+@pytest.mark.parametrize("size", SIZES)
+def test_containers_tab(snap_compare: Any, size: tuple[int, int]) -> None:
+    assert snap_compare(demo_app(), terminal_size=size, run_before=_before())
+
+
+@pytest.mark.parametrize("size", SIZES)
+def test_processes_tab(snap_compare: Any, size: tuple[int, int]) -> None:
+    assert snap_compare(demo_app(), terminal_size=size, run_before=_before("2"))
+
+
+@pytest.mark.parametrize("size", SIZES)
+def test_health_tab(snap_compare: Any, size: tuple[int, int]) -> None:
+    assert snap_compare(demo_app(), terminal_size=size, run_before=_before("3"))
+
+
+@pytest.mark.parametrize("size", SIZES)
+def test_history_tab(snap_compare: Any, size: tuple[int, int]) -> None:
+    assert snap_compare(demo_app(), terminal_size=size, run_before=_before("j", "j", "4"))
+
+
+def test_help_screen(snap_compare: Any) -> None:
+    assert snap_compare(demo_app(), terminal_size=(80, 24), run_before=_before("question_mark"))
+
+
+def test_read_only_paused_light(snap_compare: Any) -> None:
+    app = demo_app(read_only=True)
+    assert snap_compare(app, terminal_size=(120, 30), run_before=_before("p", "d"))
