@@ -1,0 +1,107 @@
+"""Write screenshots/*.svg: every tab of the TUI on the demo machine, narrow and wide.
+
+Headless and deterministic: the demo runs on a fixed clock, the history is filled from the
+earlier refreshes, and the app then re-applies the last refresh (which changes nothing).
+
+    python scripts/screenshots.py [OUT_DIR]
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from gputui.collect import demo
+from gputui.collect.collector import Collector
+from gputui.collect.scenario import ScenarioSource
+from gputui.model import ExecResult, Snapshot
+from gputui.settings import Settings
+from gputui.ui.app import GpuTuiApp
+
+SIZES = {"narrow": (80, 24), "wide": (160, 50)}
+#: (file stem, keys pressed from a fresh start)
+VIEWS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("containers", ()),
+    ("processes", ("2",)),
+    ("health", ("3",)),
+    ("history", ("j", "j", "4")),
+    ("help", ("question_mark",)),
+)
+REFRESHES = 60
+
+
+class ReplayCollector:
+    """Hands the app the last demo refresh forever; actions go to a demo collector."""
+
+    mode = "demo"
+
+    def __init__(self, last: Snapshot, live: Collector) -> None:
+        self.last = last
+        self.live = live
+
+    def collect(self) -> Snapshot:
+        return self.last
+
+    def request_health(self) -> None:
+        pass
+
+    def exec_in_container(
+        self, container_id: str, argv: Sequence[str], timeout_s: float
+    ) -> ExecResult:
+        return self.live.exec_in_container(container_id, argv, timeout_s)
+
+    def interactive_exec_argv(self, container_id: str, argv: Sequence[str]) -> list[str] | None:
+        return None
+
+    def signal_process(self, pid: int, signum: int, start_time: float | None) -> str | None:
+        return self.live.signal_process(pid, signum, start_time)
+
+    def close(self) -> None:
+        self.live.close()
+
+
+def demo_collector() -> Collector:
+    clock = demo.demo_clock()
+    return Collector(
+        ScenarioSource(demo.DEMO_SCENARIO, wall=clock),
+        demo.DemoProcesses(),
+        demo.DemoContainers(),
+        mode="demo",
+        health=demo.demo_health,
+        hostname="demo-gpu-node",
+        clock=clock,
+    )
+
+
+async def shoot(out: Path, snapshots: list[Snapshot], name: str, keys: tuple[str, ...]) -> None:
+    for size_name, size in SIZES.items():
+        collector = ReplayCollector(snapshots[-1], demo_collector())
+        app = GpuTuiApp(collector, Settings(demo=True, interval=1.0))
+        for snapshot in snapshots[:-1]:
+            app.history.record(snapshot)
+        async with app.run_test(size=size) as pilot:
+            for _ in range(200):
+                if app.main.snapshot is not None and app.main.health_title:
+                    break
+                await pilot.pause(0.02)
+            await pilot.pause()
+            if keys:
+                await pilot.press(*keys)
+            await pilot.pause(0.2)
+            print(app.save_screenshot(filename=f"{name}-{size_name}.svg", path=str(out)))
+        collector.close()
+
+
+async def main(out: Path) -> None:
+    out.mkdir(parents=True, exist_ok=True)
+    collector = demo_collector()
+    snapshots = [collector.collect() for _ in range(REFRESHES)]
+    collector.close()
+    for name, keys in VIEWS:
+        await shoot(out, snapshots, name, keys)
+
+
+if __name__ == "__main__":
+    asyncio.run(main(Path(sys.argv[1]) if len(sys.argv) > 1 else Path("screenshots")))
