@@ -6,7 +6,7 @@ import signal
 import threading
 from collections.abc import Callable, Iterable, Sequence
 from functools import partial
-from typing import Any, Protocol
+from typing import Any
 
 from textual import work
 from textual.app import App, SuspendNotSupported, SystemCommand
@@ -17,50 +17,14 @@ from textual.worker import get_current_worker
 
 from gputui.derive import fmt
 from gputui.derive.history import WINDOWS, History, next_window, window_label
-from gputui.model import ExecResult, Snapshot
 from gputui.settings import Settings
+from gputui.ui.actions import PALETTE, WRITE_ACTIONS, CollectorLike
 from gputui.ui.messages import SelectionChanged, SnapshotReady
 from gputui.ui.screens.confirm import ConfirmScreen
 from gputui.ui.screens.exec_modal import ExecScreen, run_interactive
 from gputui.ui.screens.help import HelpScreen, binding_rows
-from gputui.ui.screens.main import TABS, MainScreen
+from gputui.ui.screens.main import MainScreen
 from gputui.ui.state import UiState, interval_label, step_interval
-
-
-class CollectorLike(Protocol):
-    """What the app needs from ``gputui.collect.collector.Collector``."""
-
-    mode: str
-
-    def collect(self) -> Snapshot: ...  # noqa: D102
-    def request_health(self) -> None: ...  # noqa: D102
-    def exec_in_container(  # noqa: D102
-        self, container_id: str, argv: Sequence[str], timeout_s: float
-    ) -> ExecResult: ...
-    def interactive_exec_argv(self, container_id: str, argv: Sequence[str]) -> list[str] | None: ...  # noqa: D102
-    def signal_process(self, pid: int, signum: int, start_time: float | None) -> str | None: ...  # noqa: D102
-
-
-#: Actions that change the machine; gone from keys, footer, help and palette with --read-only.
-WRITE_ACTIONS = frozenset({"exec_smi", "exec_interactive", "signal"})
-
-#: (title, help, action) offered in the command palette, in order.
-PALETTE: tuple[tuple[str, str, str], ...] = (
-    *((f"Show {t.title()} tab", f"Switch to the {t} tab", f"show_tab('{t}')") for t in TABS),
-    ("Pause / resume", "Stop or restart refreshing", "toggle_pause"),
-    ("Slower refresh", "Increase the refresh interval", "interval(1)"),
-    ("Faster refresh", "Decrease the refresh interval", "interval(-1)"),
-    ("Filter processes", "Filter the process table", "filter"),
-    ("Cycle sort", "Next process-table sort column", "sort"),
-    ("Cycle history window", "1 / 5 / 30 minute sparklines", "window"),
-    ("Re-run health checks", "Run the runtime-health checks now", "rerun_health"),
-    ("Toggle light / dark", "Switch between the light and dark theme", "toggle_theme"),
-    ("nvidia-smi in container", "Run nvidia-smi in the selected container", "exec_smi"),
-    ("nvidia-smi interactive", "Run nvidia-smi on the terminal", "exec_interactive"),
-    ("SIGTERM process", "Ask the selected process to terminate", "signal(15)"),
-    ("SIGKILL process", "Kill the selected process", "signal(9)"),
-    ("Keys", "List every key binding", "help"),
-)
 
 
 class GpuTuiApp(App[None]):

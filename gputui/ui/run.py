@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 from gputui.settings import Settings
 
 if TYPE_CHECKING:
-    from gputui.ui.app import CollectorLike
+    from gputui.ui.actions import CollectorLike
 
 
 def run_tui(settings: Settings, collector: CollectorLike | None = None) -> int:

@@ -19,16 +19,13 @@ from gputui.derive.history import History
 from gputui.derive.tree import build_groups
 from gputui.model import ContainerUsage, GpuProcess, HealthStatus, Snapshot
 from gputui.ui.messages import SelectionChanged
-from gputui.ui.state import UiState
+from gputui.ui.state import TABS, UiState
 from gputui.ui.widgets.container_tree import ContainerTree, NodeRef
 from gputui.ui.widgets.gpu_panel import GpuPanel
 from gputui.ui.widgets.header import HeaderBar
 from gputui.ui.widgets.health_panel import HealthPanel, worst_status
 from gputui.ui.widgets.history import HistoryPanel
 from gputui.ui.widgets.process_table import ProcessTable
-
-#: Tab pane ids in order (keys 1-4, Tab / shift+Tab).
-TABS: tuple[str, ...] = ("containers", "processes", "health", "history")
 
 #: Below this width the GPU panel goes above the tabs and every GPU takes one line.
 NARROW_WIDTH = 120

@@ -1,0 +1,49 @@
+"""What the app needs from a collector, and the actions it offers (no Textual imports).
+
+Kept apart from ``app.py`` so ``gputui.ui.run`` can name the collector type without loading
+Textual, and so the palette and read-only rules are plain data.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Protocol
+
+from gputui.model import ExecResult, Snapshot
+from gputui.ui.state import TABS
+
+
+class CollectorLike(Protocol):
+    """What the app needs from ``gputui.collect.collector.Collector``."""
+
+    mode: str
+
+    def collect(self) -> Snapshot: ...  # noqa: D102
+    def request_health(self) -> None: ...  # noqa: D102
+    def exec_in_container(  # noqa: D102
+        self, container_id: str, argv: Sequence[str], timeout_s: float
+    ) -> ExecResult: ...
+    def interactive_exec_argv(self, container_id: str, argv: Sequence[str]) -> list[str] | None: ...  # noqa: D102
+    def signal_process(self, pid: int, signum: int, start_time: float | None) -> str | None: ...  # noqa: D102
+
+
+#: Actions that change the machine; gone from keys, footer, help and palette with --read-only.
+WRITE_ACTIONS = frozenset({"exec_smi", "exec_interactive", "signal"})
+
+#: (title, help, action) offered in the command palette, in order.
+PALETTE: tuple[tuple[str, str, str], ...] = (
+    *((f"Show {t.title()} tab", f"Switch to the {t} tab", f"show_tab('{t}')") for t in TABS),
+    ("Pause / resume", "Stop or restart refreshing", "toggle_pause"),
+    ("Slower refresh", "Increase the refresh interval", "interval(1)"),
+    ("Faster refresh", "Decrease the refresh interval", "interval(-1)"),
+    ("Filter processes", "Filter the process table", "filter"),
+    ("Cycle sort", "Next process-table sort column", "sort"),
+    ("Cycle history window", "1 / 5 / 30 minute sparklines", "window"),
+    ("Re-run health checks", "Run the runtime-health checks now", "rerun_health"),
+    ("Toggle light / dark", "Switch between the light and dark theme", "toggle_theme"),
+    ("nvidia-smi in container", "Run nvidia-smi in the selected container", "exec_smi"),
+    ("nvidia-smi interactive", "Run nvidia-smi on the terminal", "exec_interactive"),
+    ("SIGTERM process", "Ask the selected process to terminate", "signal(15)"),
+    ("SIGKILL process", "Kill the selected process", "signal(9)"),
+    ("Keys", "List every key binding", "help"),
+)
