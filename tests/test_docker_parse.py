@@ -533,3 +533,40 @@ def test_no_cgroup_figures_for_remote_engines(tmp_path: Any) -> None:
     src._endpoint = _Endpoint("tcp://10.0.0.5:2376", False, None, explicit=True)
     info = ContainerInfo(id=CID, name="x", image="i", status="running", pid=1)
     assert src._with_usage([info])[0] == info
+
+
+def test_cgroup_candidates_v1_prefers_proc_path() -> None:
+    got = dp.cgroup_candidates("1", CID, "cgroupfs", None, PROC_CGROUP_V1)
+    assert got[0] == (0, f"cpuacct/docker/{CID}", "cpuacct.usage")
+    assert (1, f"memory/docker/{CID}", "memory.usage_in_bytes") in got
+    custom = "4:memory:/mine/x\n2:cpuacct:/mine/x\n"
+    got = dp.cgroup_candidates("1", CID, "cgroupfs", None, custom)
+    assert got[0] == (0, "cpuacct/mine/x", "cpuacct.usage")
+    assert next(c for c in got if c[0] == 1) == (1, "memory/mine/x", "memory.usage_in_bytes")
+
+
+def test_cgroup_candidates_v2_defaults() -> None:
+    got = dp.cgroup_candidates("2", CID, "systemd", None, "")
+    assert got == [
+        (0, f"system.slice/docker-{CID}.scope", "cpu.stat"),
+        (1, f"system.slice/docker-{CID}.scope", "memory.current"),
+    ]
+
+
+def test_cgroup_usage_v1_and_v2() -> None:
+    v1 = {
+        "cpuacct.usage": "123456789\n",
+        "memory.usage_in_bytes": "4096\n",
+        "memory.stat": "inactive_file 10\ntotal_inactive_file 96\n",
+        "memory.limit_in_bytes": "9223372036854771712\n",
+    }
+    assert dp.cgroup_usage("1", v1, 8000) == (123456789, 4000, 8000)
+    v2 = {
+        "cpu.stat": "usage_usec 5\n",
+        "memory.current": "4096\n",
+        "memory.stat": "inactive_file 96\n",
+        "memory.max": "2048\n",
+    }
+    assert dp.cgroup_usage("2", v2, 8000) == (5000, 4000, 2048)
+    assert dp.cgroup_usage("2", {"cpu.stat": "usage_usec 5\n"}, 8000) == (5000, None, None)
+    assert dp.cgroup_usage("1", {}, 8000) == (None, None, None)

@@ -370,36 +370,17 @@ class DockerSource:
         except OSError:
             return None
 
-    def _read_int(self, path: Path) -> int | None:
-        text = self._read_text(path)
-        return int(text) if text is not None and text.strip().isdigit() else None
-
     def _find_dirs(self, info: ContainerInfo, version: str) -> tuple[Path | None, Path | None]:
         """(cpu dir, memory dir) of a container's cgroup, or None where not found."""
-        engine = self._engine
-        defaults = dp.default_cgroup_paths(
-            info.id, engine.cgroup_driver if engine else None, self._cgroup_parent.get(info.id)
-        )
         proc = self._read_text(self._proc_root / str(info.pid) / "cgroup") if info.pid else None
-
-        def find(controller: str | None, mounts: Sequence[str], probe: str) -> Path | None:
-            # The init PID's own cgroup line is exact for any driver or --cgroup-parent; the
-            # engine's default layout is the fallback when /proc is not the host's.
-            paths = [p for p in [dp.cgroup_path_from_proc(proc or "", controller)] if p]
-            for rel in [*paths, *defaults]:
-                for mount in mounts:
-                    candidate = self._cgroup_root / mount / rel.lstrip("/")
-                    if (candidate / probe).exists():
-                        return candidate
-            return None
-
-        if version == "2":
-            both = find(None, [""], "memory.current")
-            return both, both
-        return (
-            find("cpuacct", ["cpuacct", "cpu,cpuacct", "cpuacct,cpu"], "cpuacct.usage"),
-            find("memory", ["memory"], "memory.usage_in_bytes"),
-        )
+        driver = self._engine.cgroup_driver if self._engine else None
+        found: list[Path | None] = [None, None]
+        for slot, rel, probe in dp.cgroup_candidates(
+            version, info.id, driver, self._cgroup_parent.get(info.id), proc or ""
+        ):
+            if found[slot] is None and (self._cgroup_root / rel / probe).exists():
+                found[slot] = self._cgroup_root / rel
+        return found[0], found[1]
 
     def _with_usage(self, containers: list[ContainerInfo]) -> list[ContainerInfo]:
         """Add CPU % and memory to running containers from their cgroup files.
@@ -425,31 +406,18 @@ class DockerSource:
             dirs = self._cgroup_dirs.get(info.id)
             if dirs is None or dirs == (None, None):
                 dirs = self._cgroup_dirs[info.id] = self._find_dirs(info, version)
-            cpu_dir, mem_dir = dirs
+            texts = {
+                name: self._read_text(folder / name)
+                for folder, names in zip(dirs, dp.CGROUP_FILES[version], strict=True)
+                if folder is not None
+                for name in names
+            }
+            cpu_ns, used, limit = dp.cgroup_usage(version, texts, engine.host_memory_bytes)
             cpu_pct: float | None = None
-            if cpu_dir is not None and system is not None:
-                if version == "2":
-                    usec = dp.parse_keyed(self._read_text(cpu_dir / "cpu.stat") or "")
-                    cpu_ns = usec["usage_usec"] * 1000 if "usage_usec" in usec else None
-                else:
-                    cpu_ns = self._read_int(cpu_dir / "cpuacct.usage")
-                prev = self._cpu_prev.get(info.id)
-                if cpu_ns is not None:
-                    if prev is not None:
-                        cpu_pct = dp.cpu_percent(cpu_ns - prev[0], system[0] - prev[1], system[1])
-                    self._cpu_prev[info.id] = (cpu_ns, system[0])
-            used = limit = None
-            if mem_dir is not None:
-                v2 = version == "2"
-                raw = self._read_int(
-                    mem_dir / ("memory.current" if v2 else "memory.usage_in_bytes")
-                )
-                stat = dp.parse_keyed(self._read_text(mem_dir / "memory.stat") or "")
-                used = dp.memory_used(raw, stat, version)
-                limit_text = self._read_text(
-                    mem_dir / ("memory.max" if v2 else "memory.limit_in_bytes")
-                )
-                limit = dp.memory_limit(limit_text, engine.host_memory_bytes)
+            if cpu_ns is not None and system is not None:
+                if (prev := self._cpu_prev.get(info.id)) is not None:
+                    cpu_pct = dp.cpu_percent(cpu_ns - prev[0], system[0] - prev[1], system[1])
+                self._cpu_prev[info.id] = (cpu_ns, system[0])
             usage[info.id] = dataclasses.replace(
                 info, cpu_percent=cpu_pct, memory_used_bytes=used, memory_limit_bytes=limit
             )

@@ -269,6 +269,45 @@ def memory_limit(raw: str | None, host_memory: int | None) -> int | None:
     return value
 
 
+#: Files read per cgroup version: (CPU files, memory files).
+CGROUP_FILES: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
+    "1": (("cpuacct.usage",), ("memory.usage_in_bytes", "memory.stat", "memory.limit_in_bytes")),
+    "2": (("cpu.stat",), ("memory.current", "memory.stat", "memory.max")),
+}
+
+
+def cgroup_usage(
+    version: str, texts: Mapping[str, str | None], host_memory: int | None
+) -> tuple[int | None, int | None, int | None]:
+    """CPU time and memory of one container from its cgroup files' texts.
+
+    Args:
+        version: ``"1"`` or ``"2"``.
+        texts: File name (as in :data:`CGROUP_FILES`) to its text, None or absent if unreadable.
+        host_memory: Reported as the limit of an unlimited cgroup.
+
+    Returns:
+        (CPU nanoseconds, memory used the docker CLI way, memory limit); None where unknown.
+    """
+
+    def number(name: str) -> int | None:
+        text = (texts.get(name) or "").strip()
+        return int(text) if text.isdigit() else None
+
+    mem_stat = parse_keyed(texts.get("memory.stat") or "")
+    if version == "2":
+        usec = parse_keyed(texts.get("cpu.stat") or "").get("usage_usec")
+        cpu_ns = None if usec is None else usec * 1000
+        usage, limit_name = number("memory.current"), "memory.max"
+    else:
+        cpu_ns = number("cpuacct.usage")
+        usage, limit_name = number("memory.usage_in_bytes"), "memory.limit_in_bytes"
+    if limit_name not in texts:
+        return cpu_ns, None, None
+    limit = memory_limit(texts[limit_name], host_memory)
+    return cpu_ns, memory_used(usage, mem_stat, version), limit
+
+
 def parse_keyed(text: str) -> dict[str, int]:
     """Parse a flat-keyed cgroup file (``memory.stat``, ``cpu.stat``): ``key value`` lines."""
     out: dict[str, int] = {}
@@ -335,6 +374,46 @@ def default_cgroup_paths(container_id: str, driver: str | None, parent: str | No
         return [f"/{base}/docker-{container_id}.scope"]
     base = (parent or "/docker").rstrip("/")
     return [f"{base}/{container_id}"]
+
+
+def cgroup_candidates(
+    version: str, container_id: str, driver: str | None, parent: str | None, proc_cgroup: str
+) -> list[tuple[int, str, str]]:
+    """Where to look for a container's cgroup directories, best guess first.
+
+    The init PID's own ``/proc/<pid>/cgroup`` line is exact for any driver or
+    ``--cgroup-parent``; the engine's default layout is the fallback when ``/proc`` is not the
+    host's.
+
+    Args:
+        version: ``"1"`` or ``"2"``.
+        container_id: Full id.
+        driver: ``cgroupfs`` or ``systemd``.
+        parent: ``HostConfig.CgroupParent``, if set.
+        proc_cgroup: Text of ``/proc/<init pid>/cgroup`` ("" when unreadable).
+
+    Returns:
+        (slot, directory relative to the cgroup root, file that must exist there); slot 0 is
+        the CPU directory, 1 the memory directory (the same directory on v2).
+    """
+    defaults = default_cgroup_paths(container_id, driver, parent)
+    if version == "2":
+        controllers: list[tuple[int, str | None, tuple[str, ...], str]] = [
+            (0, None, ("",), "cpu.stat"),
+            (1, None, ("",), "memory.current"),
+        ]
+    else:
+        cpu_mounts = ("cpuacct", "cpu,cpuacct", "cpuacct,cpu")
+        controllers = [
+            (0, "cpuacct", cpu_mounts, "cpuacct.usage"),
+            (1, "memory", ("memory",), "memory.usage_in_bytes"),
+        ]
+    out: list[tuple[int, str, str]] = []
+    for slot, controller, mounts, probe in controllers:
+        own = cgroup_path_from_proc(proc_cgroup, controller)
+        for path in ([own] if own else []) + defaults:
+            out += [(slot, f"{m}/{path.lstrip('/')}".lstrip("/"), probe) for m in mounts]
+    return out
 
 
 def classify_connect_error(message: str) -> tuple[str, str]:
