@@ -223,8 +223,8 @@ def report(results: dict[str, list[dict[str, Any]]], ui_rows: list[dict[str, Any
                  u["frame_cpu_ms"] * 1e3 / max(_unit(u, u["dim"]), 1)]
                 for u in ui_rows]  # fmt: skip
         text = common.table(
-            ["dim", "GPUs", "ctrs", "procs", "tab", "first ms", "apply ms", "p95", "frame CPU ms",
-             "us/unit"], rows,
+            ["dim", "GPUs", "ctrs", "procs", "tab", "1st apply ms", "apply ms", "p95",
+             "frame CPU ms", "us/unit"], rows,
         )  # fmt: skip
         for u in ui_rows:
             if u["dim"] == "target":

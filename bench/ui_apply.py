@@ -86,7 +86,9 @@ async def _frames(snaps: Sequence[Any], frames: int, tabs: Sequence[str]) -> dic
                     await pilot.pause()
                     cpu = max(0.0, time.thread_time() - c0 - idle_cpu)
                     if first_ms is None:
-                        first_ms = (t1 - t0) * 1e3  # the tab's first sync: rows created
+                        first_ms = (
+                            t1 - t0
+                        ) * 1e3  # the first apply after the tab switch (its own sync)
                         continue
                     applies.append(t1 - t0)
                     cpus.append(cpu)
