@@ -498,3 +498,20 @@ def test_visibility_of_the_real_proc() -> None:
 def test_constructor_does_no_io(tmp_path: Path) -> None:
     ProcSource(tmp_path / "does-not-exist")  # must not raise or touch the path
     assert not (tmp_path / "does-not-exist").exists()
+
+
+def test_parse_stat_counts_fields_after_the_last_parenthesis() -> None:
+    from gputui.collect.procs import parse_stat
+
+    # A command name may contain spaces and parentheses: fields are counted from the last ')'.
+    rest = "S 1 2 3 4 5 6 7 8 9 10 110 40 0 0 20 0 1 0 987654 1000 2048 0"
+    parsed = parse_stat(f"4242 (evil) name (x)) {rest}")
+    assert parsed is not None
+    assert (parsed.state, parsed.cpu_ticks, parsed.start_ticks, parsed.rss_pages) == (
+        "S",
+        150,
+        987654,
+        2048,
+    )
+    assert parse_stat("garbage") is None
+    assert parse_stat("1 (x) S 1 2") is None

@@ -8,6 +8,7 @@ prepared directory while psutil keeps describing real processes.
 
 from __future__ import annotations
 
+import os
 import signal
 import time
 from collections.abc import Callable, Iterable
@@ -29,15 +30,79 @@ MIN_CPU_INTERVAL_S = 0.1
 #: clock is stepped, which then makes a signal be refused as "PID reused": the safe way to fail.
 START_TIME_TOLERANCE_S = 0.005
 _DEFAULT_PROC_ROOT = Path("/proc")
+_CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
+_PAGE_SIZE = os.sysconf("SC_PAGE_SIZE")
 
 
 @dataclass(slots=True)
 class _Tracked:
-    """A psutil handle kept across refreshes, so ``cpu_percent`` has a previous sample."""
+    """One process across refreshes: facts fixed for its lifetime, and the last CPU sample.
 
-    proc: psutil.Process
+    The command line, name, user and start time are read once (through psutil); afterwards a
+    refresh reads only ``/proc/<pid>/stat`` (about 10 µs), whose start-time field also detects
+    PID reuse exactly (an integer tick count, no float tolerance needed).
+    """
+
+    start_ticks: int
+    command: str | None = None
+    name: str | None = None
+    user: str | None = None
+    start_time: float | None = None
+    denied: bool = False
+    cpu_ticks: int | None = None
     sampled_at: float | None = None
+    sampled_wall: float | None = None
     cpu_percent: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class _Stat:
+    """The fields of ``/proc/<pid>/stat`` a refresh needs."""
+
+    state: str
+    cpu_ticks: int
+    start_ticks: int
+    rss_pages: int
+
+
+def _read_small(path: str) -> str | None:
+    """Read a small /proc file with raw syscalls; None when it cannot be read.
+
+    pathlib and text I/O cost more than the read itself, and this runs for every GPU process on
+    every refresh.
+    """
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return None
+    try:
+        return os.read(fd, 4096).decode(errors="replace")
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+
+
+def parse_stat(text: str) -> _Stat | None:
+    """Parse ``/proc/<pid>/stat``; None when it is garbled.
+
+    The command name (field 2) is in parentheses and may itself contain spaces and parentheses,
+    so the fields are counted from the *last* closing parenthesis.
+    """
+    end = text.rfind(")")
+    if end < 0:
+        return None
+    fields = text[end + 2 :].split()
+    try:
+        # Field numbers in proc(5) are 1-based and count pid and comm: state is field 3.
+        return _Stat(
+            state=fields[0],
+            cpu_ticks=int(fields[11]) + int(fields[12]),
+            start_ticks=int(fields[19]),
+            rss_pages=int(fields[21]),
+        )
+    except (IndexError, ValueError):
+        return None
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,75 +156,95 @@ class ProcSource:
     def _read_one(self, pid: int) -> ProcessInfo:
         if pid <= 0:
             return ProcessInfo(pid, exists=False)
-        try:
-            fresh = psutil.Process(pid)
-        except psutil.NoSuchProcess:
+        stat = self._read_stat(pid)
+        if stat is None:
             return self._read_fixture_only(pid)
         tracked = self._tracked.get(pid)
-        # psutil's equality compares (pid, create time): a different process under the same PID
-        # must start a new CPU sample rather than subtract the old process's CPU time.
-        if tracked is None or tracked.proc != fresh:
+        if tracked is None or tracked.start_ticks != stat.start_ticks:
             if tracked is not None:  # PID reused: the old process's container facts are wrong too.
                 self._file_facts.pop(pid, None)
-            tracked = self._tracked[pid] = _Tracked(fresh)
-        proc = tracked.proc
-        denied = False
-        values: dict[str, object] = {}
+            tracked = self._track(pid, stat)
+            if tracked is None:
+                return ProcessInfo(pid, exists=False)
         try:
-            with proc.oneshot():
-                for key, getter in (
-                    ("cmdline", proc.cmdline),
-                    ("name", proc.name),
-                    ("user", proc.username),
-                    ("rss", lambda: proc.memory_info().rss),
-                    ("start", proc.create_time),
-                    ("cpu", lambda: self._cpu_percent(tracked)),
-                ):
-                    try:
-                        values[key] = getter()
-                    except psutil.ZombieProcess:
-                        continue  # A zombie still exists; it just has no cmdline/memory.
-                    except psutil.AccessDenied:
-                        denied = True
-        except psutil.NoSuchProcess:
-            self._tracked.pop(pid, None)
-            return ProcessInfo(pid, exists=False)
-        start = values.get("start")
-        start_time = start if isinstance(start, float) else None
-        try:
-            facts, facts_denied = self._facts(pid, start_time)
+            facts, facts_denied = self._facts(pid, tracked.start_time)
         except _Vanished:
             self._tracked.pop(pid, None)
             return ProcessInfo(pid, exists=False)
-        name = values.get("name")
-        name = name if isinstance(name, str) else facts.name
-        cmdline = values.get("cmdline")
-        command = " ".join(cmdline) if isinstance(cmdline, list) and cmdline else name
-        user, rss, cpu = values.get("user"), values.get("rss"), values.get("cpu")
+        zombie = stat.state == "Z"
         return ProcessInfo(
             pid,
-            command=command,
-            name=name,
-            user=user if isinstance(user, str) else None,
-            cpu_percent=cpu if isinstance(cpu, float) else None,
-            rss_bytes=rss if isinstance(rss, int) else None,
-            start_time=start_time,
+            command=tracked.command,
+            name=tracked.name or facts.name,
+            user=tracked.user,
+            cpu_percent=None if zombie else self._cpu_percent(tracked, stat.cpu_ticks),
+            rss_bytes=None if zombie else self._rss(pid, stat),
+            start_time=tracked.start_time,
             container_id=facts.container_id,
             runtime=facts.runtime,
             pod_uid=facts.pod_uid,
             container_pid=facts.container_pid,
-            access_denied=denied or facts_denied,
+            access_denied=tracked.denied or facts_denied,
         )
 
-    def _cpu_percent(self, tracked: _Tracked) -> float | None:
-        """CPU % since the previous sample; None until there is a previous sample."""
-        now = self._clock()
-        if tracked.sampled_at is None:
-            tracked.proc.cpu_percent(interval=None)  # Primes psutil; its 0.0 means nothing yet.
-            tracked.sampled_at = now
+    def _read_stat(self, pid: int) -> _Stat | None:
+        # Live facts always come from the real /proc (as psutil's do); a prepared proc_root only
+        # stands in for the cgroup and status files.
+        text = _read_small(f"/proc/{pid}/stat")
+        return None if text is None else parse_stat(text)
+
+    def _rss(self, pid: int, stat: _Stat) -> int:
+        # statm is what psutil, ps and top report; stat's rss field can lag it by the per-CPU
+        # counters the kernel has not folded in yet.
+        text = _read_small(f"/proc/{pid}/statm")
+        try:
+            return int((text or "").split()[1]) * _PAGE_SIZE
+        except (IndexError, ValueError):
+            return stat.rss_pages * _PAGE_SIZE
+
+    def _track(self, pid: int, stat: _Stat) -> _Tracked | None:
+        """Read the lifetime facts of a process seen for the first time (None: it is gone)."""
+        tracked = _Tracked(stat.start_ticks)
+        try:
+            proc = psutil.Process(pid)
+            with proc.oneshot():
+                for key, getter in (
+                    ("name", proc.name),
+                    ("user", proc.username),
+                    ("start_time", proc.create_time),
+                    ("command", proc.cmdline),
+                ):
+                    try:
+                        value = getter()
+                    except psutil.ZombieProcess:
+                        continue  # A zombie still exists; it just has no command line.
+                    except psutil.AccessDenied:
+                        tracked.denied = True
+                        continue
+                    if isinstance(value, list):  # the command line
+                        setattr(tracked, key, " ".join(value) or None)
+                    else:
+                        setattr(tracked, key, value)
+        except psutil.NoSuchProcess:
+            if not self._fixture:
+                return None
+        tracked.command = tracked.command or tracked.name
+        self._tracked[pid] = tracked
+        return tracked
+
+    def _cpu_percent(self, tracked: _Tracked, cpu_ticks: int) -> float | None:
+        """CPU % since the previous sample (100 = one core); None until there is one."""
+        now, wall = self._clock(), time.monotonic()
+        if tracked.sampled_at is None or tracked.cpu_ticks is None:
+            tracked.cpu_ticks, tracked.sampled_at, tracked.sampled_wall = cpu_ticks, now, wall
         elif now - tracked.sampled_at >= MIN_CPU_INTERVAL_S:
-            tracked.cpu_percent = tracked.proc.cpu_percent(interval=None)
-            tracked.sampled_at = now
+            # The injected clock decides *when* to sample (tests); the rate itself needs the
+            # real elapsed time, because the CPU ticks are real.
+            elapsed = wall - (tracked.sampled_wall or wall)
+            if elapsed > 0:
+                ticks = max(0, cpu_ticks - tracked.cpu_ticks)
+                tracked.cpu_percent = round(100.0 * ticks / _CLOCK_TICKS / elapsed, 1)
+            tracked.cpu_ticks, tracked.sampled_at, tracked.sampled_wall = cpu_ticks, now, wall
         return tracked.cpu_percent
 
     def _read_fixture_only(self, pid: int) -> ProcessInfo:
