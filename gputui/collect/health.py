@@ -10,7 +10,6 @@ No ``pynvml``, ``docker``, ``textual`` or ``rich`` import happens here or below.
 
 from __future__ import annotations
 
-import importlib.metadata
 import os
 import shutil
 import subprocess
@@ -154,6 +153,9 @@ def run_version_output(argv: Sequence[str]) -> str | None:
 
 def installed_version(distribution: str) -> str | None:
     """Version of an installed Python distribution, or None when it is not installed."""
+    # Imported here: importlib.metadata costs ~20 ms at start-up, and only this check needs it.
+    import importlib.metadata
+
     try:
         return importlib.metadata.version(distribution)
     except importlib.metadata.PackageNotFoundError:
