@@ -570,3 +570,14 @@ def test_cgroup_usage_v1_and_v2() -> None:
     assert dp.cgroup_usage("2", v2, 8000) == (5000, 4000, 2048)
     assert dp.cgroup_usage("2", {"cpu.stat": "usage_usec 5\n"}, 8000) == (5000, None, None)
     assert dp.cgroup_usage("1", {}, 8000) == (None, None, None)
+
+
+def test_cgroup_throttling_v1_and_v2_and_cpu_quota() -> None:
+    v1 = {"cpu.stat": "nr_periods 32\nnr_throttled 31\nthrottled_time 2698172151\n"}
+    assert dp.cgroup_throttling("1", v1) == (32, 31, 2.698172151)
+    v2 = {"cpu.stat": "usage_usec 5\nnr_periods 10\nnr_throttled 4\nthrottled_usec 250000\n"}
+    assert dp.cgroup_throttling("2", v2) == (10, 4, 0.25)
+    assert dp.cgroup_throttling("2", {"cpu.stat": "usage_usec 5\n"}) is None
+    assert dp.cpu_quota({"NanoCpus": 100_000_000}) == 0.1
+    assert dp.cpu_quota({"CpuQuota": 50_000, "CpuPeriod": 100_000}) == 0.5
+    assert dp.cpu_quota({"NanoCpus": 0, "CpuQuota": 0}) is None

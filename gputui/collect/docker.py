@@ -119,8 +119,9 @@ class DockerSource:
         self._stop_events = threading.Event()
         self._events_stream: Any = None
         self._events_thread: threading.Thread | None = None
-        self._cgroup_dirs: dict[str, tuple[Path | None, Path | None]] = {}
-        self._cpu_prev: dict[str, tuple[int, int]] = {}
+        self._cgroup_dirs: dict[str, tuple[Path | None, ...]] = {}
+        # Per container: (CPU ns, host CPU ticks, last CPU %) of the previous sample.
+        self._cpu_prev: dict[str, tuple[int, int, float | None]] = {}
 
     # --- connection ------------------------------------------------------------------------
 
@@ -370,17 +371,17 @@ class DockerSource:
         except OSError:
             return None
 
-    def _find_dirs(self, info: ContainerInfo, version: str) -> tuple[Path | None, Path | None]:
-        """(cpu dir, memory dir) of a container's cgroup, or None where not found."""
+    def _find_dirs(self, info: ContainerInfo, version: str) -> tuple[Path | None, ...]:
+        """The cgroup directory of each slot of ``CGROUP_FILES``, or None where not found."""
         proc = self._read_text(self._proc_root / str(info.pid) / "cgroup") if info.pid else None
         driver = self._engine.cgroup_driver if self._engine else None
-        found: list[Path | None] = [None, None]
+        found: list[Path | None] = [None] * len(dp.CGROUP_FILES[version])
         for slot, rel, probe in dp.cgroup_candidates(
             version, info.id, driver, self._cgroup_parent.get(info.id), proc or ""
         ):
             if found[slot] is None and (self._cgroup_root / rel / probe).exists():
                 found[slot] = self._cgroup_root / rel
-        return found[0], found[1]
+        return tuple(found)
 
     def _with_usage(self, containers: list[ContainerInfo]) -> list[ContainerInfo]:
         """Add CPU % and memory to running containers from their cgroup files.
@@ -404,7 +405,7 @@ class DockerSource:
         usage: dict[str, ContainerInfo] = {}
         for info in running:
             dirs = self._cgroup_dirs.get(info.id)
-            if dirs is None or dirs == (None, None):
+            if dirs is None or not any(dirs):
                 dirs = self._cgroup_dirs[info.id] = self._find_dirs(info, version)
             texts = {
                 name: self._read_text(folder / name)
@@ -415,11 +416,25 @@ class DockerSource:
             cpu_ns, used, limit = dp.cgroup_usage(version, texts, engine.host_memory_bytes)
             cpu_pct: float | None = None
             if cpu_ns is not None and system is not None:
-                if (prev := self._cpu_prev.get(info.id)) is not None:
-                    cpu_pct = dp.cpu_percent(cpu_ns - prev[0], system[0] - prev[1], system[1])
-                self._cpu_prev[info.id] = (cpu_ns, system[0])
+                prev = self._cpu_prev.get(info.id)
+                if prev is not None and system[0] == prev[1]:
+                    # Read again before the host's CPU counters moved (two refreshes within a
+                    # tick): no new sample, so keep the last figure rather than blank it.
+                    cpu_pct = prev[2]
+                else:
+                    if prev is not None:
+                        cpu_pct = dp.cpu_percent(cpu_ns - prev[0], system[0] - prev[1], system[1])
+                    self._cpu_prev[info.id] = (cpu_ns, system[0], cpu_pct)
+            throttling = dp.cgroup_throttling(version, texts)
+            periods, throttled, throttled_s = throttling or (None, None, None)
             usage[info.id] = dataclasses.replace(
-                info, cpu_percent=cpu_pct, memory_used_bytes=used, memory_limit_bytes=limit
+                info,
+                cpu_percent=cpu_pct,
+                memory_used_bytes=used,
+                memory_limit_bytes=limit,
+                cpu_periods=periods,
+                cpu_throttled_periods=throttled,
+                cpu_throttled_seconds=throttled_s,
             )
         for cid in [c for c in self._cpu_prev if c not in usage]:
             del self._cpu_prev[cid]

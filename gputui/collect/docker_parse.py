@@ -187,7 +187,17 @@ def parse_inspect(data: Mapping[str, Any]) -> ContainerInfo:
         restart_count=data.get("RestartCount"),
         oom_killed=state.get("OOMKilled"),
         exit_code=None if running or exit_code is None else int(exit_code),
+        cpu_quota_cpus=cpu_quota(host),
     )
+
+
+def cpu_quota(host: Mapping[str, Any]) -> float | None:
+    """The container's CPU limit in CPUs (``--cpus``, or ``--cpu-quota``/``--cpu-period``)."""
+    nano = host.get("NanoCpus") or 0
+    if nano > 0:
+        return float(nano) / 1e9
+    quota, period = host.get("CpuQuota") or 0, host.get("CpuPeriod") or 100_000
+    return float(quota) / float(period) if quota > 0 else None
 
 
 # --- CPU and memory, the docker CLI way -----------------------------------------------------
@@ -270,8 +280,13 @@ def memory_limit(raw: str | None, host_memory: int | None) -> int | None:
 
 
 #: Files read per cgroup version: (CPU files, memory files).
-CGROUP_FILES: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
-    "1": (("cpuacct.usage",), ("memory.usage_in_bytes", "memory.stat", "memory.limit_in_bytes")),
+CGROUP_FILES: dict[str, tuple[tuple[str, ...], ...]] = {
+    "1": (
+        ("cpuacct.usage",),
+        ("memory.usage_in_bytes", "memory.stat", "memory.limit_in_bytes"),
+        # CFS throttling lives with the cpu controller, which v1 may mount apart from cpuacct.
+        ("cpu.stat",),
+    ),
     "2": (("cpu.stat",), ("memory.current", "memory.stat", "memory.max")),
 }
 
@@ -306,6 +321,25 @@ def cgroup_usage(
         return cpu_ns, None, None
     limit = memory_limit(texts[limit_name], host_memory)
     return cpu_ns, memory_used(usage, mem_stat, version), limit
+
+
+def cgroup_throttling(
+    version: str, texts: Mapping[str, str | None]
+) -> tuple[int, int, float] | None:
+    """CFS throttling of one container: (periods, throttled periods, seconds throttled).
+
+    Both versions keep ``nr_periods``/``nr_throttled`` in ``cpu.stat``; the time is
+    ``throttled_usec`` on v2 and ``throttled_time`` (nanoseconds) on v1. None when the file is
+    missing (no CPU limit ever set still reports zeros, which is a valid answer).
+    """
+    stat = parse_keyed(texts.get("cpu.stat") or "")
+    if "nr_periods" not in stat or "nr_throttled" not in stat:
+        return None
+    if version == "2":
+        seconds = stat.get("throttled_usec", 0) / 1e6
+    else:
+        seconds = stat.get("throttled_time", 0) / 1e9
+    return stat["nr_periods"], stat["nr_throttled"], seconds
 
 
 def parse_keyed(text: str) -> dict[str, int]:
@@ -394,7 +428,8 @@ def cgroup_candidates(
 
     Returns:
         (slot, directory relative to the cgroup root, file that must exist there); slot 0 is
-        the CPU directory, 1 the memory directory (the same directory on v2).
+        the CPU-accounting directory, 1 the memory directory (the same directory on v2), and on
+        v1 slot 2 the cpu controller's (CFS throttling).
     """
     defaults = default_cgroup_paths(container_id, driver, parent)
     if version == "2":
@@ -407,6 +442,7 @@ def cgroup_candidates(
         controllers = [
             (0, "cpuacct", cpu_mounts, "cpuacct.usage"),
             (1, "memory", ("memory",), "memory.usage_in_bytes"),
+            (2, "cpu", ("cpu", "cpu,cpuacct", "cpuacct,cpu"), "cpu.stat"),
         ]
     out: list[tuple[int, str, str]] = []
     for slot, controller, mounts, probe in controllers:
