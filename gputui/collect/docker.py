@@ -18,6 +18,7 @@ import dataclasses
 import math
 import os
 import shutil
+import socket
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -107,6 +108,7 @@ class DockerSource:
         self._engine: EngineInfo | None = None
         self._api_version: str | None = None
         self._failure: SourceStatus | None = None
+        self._last_url: str | None = None  # the endpoint of the last connection attempt
         self._next_retry = 0.0
         self._backoff = _MIN_BACKOFF_S
         self._cache: dict[str, ContainerInfo] = {}
@@ -154,6 +156,7 @@ class DockerSource:
         client: docker.DockerClient | None = None
         try:
             endpoint = self._resolve()
+            self._last_url = endpoint.base_url
             self._count()  # the constructor negotiates the API version with GET /version
             client = docker.DockerClient(
                 base_url=endpoint.base_url,
@@ -296,7 +299,11 @@ class DockerSource:
             A reading whose status says whether the engine answered (with a fix text if not).
         """
         if self._client is None:
-            if self._failure is not None and self._clock() < self._next_retry:
+            if (
+                self._failure is not None
+                and self._clock() < self._next_retry
+                and not self._local_socket_answers()
+            ):
                 return ContainerReading(status=self._failure)
             failure = self._connect()
             if failure is not None:
@@ -310,6 +317,29 @@ class DockerSource:
         self._backoff = _MIN_BACKOFF_S
         containers = self._with_usage(sorted(self._cache.values(), key=lambda c: c.name))
         return ContainerReading(SourceStatus("docker", ok=True), tuple(containers), self._engine)
+
+    def _local_socket_answers(self) -> bool:
+        """Whether a local engine's unix socket accepts connections again (during back-off).
+
+        The back-off exists so a dead remote engine does not cost a connect timeout on every
+        refresh. A unix socket fails at once, so for a local engine a plain ``connect()`` (tens
+        of microseconds, no API call) tells when the engine is back: without it a restarted
+        engine stayed "unreachable" for up to the 10 s back-off.
+        """
+        url = self._last_url or ""
+        for scheme in ("unix://", "http+unix://"):
+            if url.startswith(scheme):
+                path = url[len(scheme) :]
+                break
+        else:
+            return False
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+            sock.settimeout(0.5)
+            try:
+                sock.connect(path)
+            except OSError:
+                return False
+        return True
 
     def _sync(self) -> None:
         """Apply events since the last read; list everything only when the stream was down."""

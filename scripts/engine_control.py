@@ -1,0 +1,301 @@
+"""Real Docker engines the disruption suite may stop and start, and a tiny offline image.
+
+Two kinds:
+
+* :class:`PrivateEngine`: a second, real ``dockerd`` with its own socket, data root, exec root
+  (so its own containerd) and its own bridge interface, with ``--iptables=false``. Stopping it
+  disturbs nobody else's containers, which makes it the default on a shared machine and in CI.
+  Never give it ``--bridge=none``: dockerd then *deletes* the host's ``docker0`` interface.
+* :class:`HostEngine`: the machine's own ``dockerd``, stopped with SIGTERM and started again
+  with the argv, working directory and environment it was started with. Every container of
+  that engine stops with it unless it runs with ``--live-restore``.
+
+Both guarantee a running engine afterwards: :meth:`ensure_running` is called from ``finally``
+blocks and atexit, and a Ctrl-C during a stop still ends in a start.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import tarfile
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+IMAGE = "gputui-disrupt:latest"
+
+
+def socket_answers(path: str, timeout: float = 1.0) -> bool:
+    """Whether an engine answers ``GET /_ping`` on the unix socket ``path``."""
+    try:
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+            sock.settimeout(timeout)
+            sock.connect(path)
+            sock.sendall(b"GET /_ping HTTP/1.0\r\nHost: docker\r\n\r\n")
+            head = sock.recv(64)
+    except OSError:
+        return False
+    return head.startswith(b"HTTP/1.") and b" 200 " in head.split(b"\r\n", 1)[0] + b" "
+
+
+def _wait(predicate: Any, timeout: float, step: float = 0.02) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(step)
+    return bool(predicate())
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    # A zombie child of ours is dead for our purposes.
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state != "Z"
+
+
+def rootfs_tar() -> bytes:
+    """A busybox-static root file system (sh, sleep, cat, true) as an in-memory tar archive."""
+    busybox = next(
+        (p for p in (shutil.which("busybox"), "/bin/busybox") if p and os.path.isfile(p)), None
+    )
+    if busybox is None:
+        raise RuntimeError("needs a static busybox (Debian: apt-get install busybox-static)")
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w") as tar:
+        for name in ("bin", "proc", "sys", "dev", "etc", "tmp"):
+            info = tarfile.TarInfo(name)
+            info.type, info.mode = tarfile.DIRTYPE, 0o755
+            tar.addfile(info)
+        data = Path(busybox).read_bytes()
+        info = tarfile.TarInfo("bin/busybox")
+        info.mode, info.size = 0o755, len(data)
+        tar.addfile(info, io.BytesIO(data))
+        for applet in ("sh", "sleep", "cat", "true", "env"):
+            link = tarfile.TarInfo(f"bin/{applet}")
+            link.type, link.linkname = tarfile.SYMTYPE, "busybox"
+            tar.addfile(link)
+    return buf.getvalue()
+
+
+def import_image(client: Any) -> str:
+    """Import :data:`IMAGE` into the engine behind ``client`` (no registry needed)."""
+    repo, tag = IMAGE.split(":")
+    client.api.import_image_from_data(
+        rootfs_tar(), repository=repo, tag=tag, changes=['CMD ["sleep", "3600"]']
+    )
+    return IMAGE
+
+
+class PrivateEngine:
+    """A second real dockerd, owned by this process (root only).
+
+    Args:
+        root: Directory for its socket, data root, exec root and log (removed by :meth:`close`).
+        live_restore: Start it with ``--live-restore`` (containers survive engine restarts).
+    """
+
+    def __init__(self, root: Path | None = None, *, live_restore: bool = True) -> None:
+        tag = uuid.uuid4().hex[:6]
+        self.root = root or Path(f"/tmp/gputui-engine-{tag}")
+        self.bridge = f"gtui{tag}"  # interface names are at most 15 characters
+        self.live_restore = live_restore
+        self.socket = str(self.root / "docker.sock")
+        self.url = f"unix://{self.socket}"
+        self.log = self.root / "dockerd.log"
+        self._proc: subprocess.Popen[bytes] | None = None
+        self._bridge_made = False
+
+    def _argv(self) -> list[str]:
+        argv = [
+            "dockerd",
+            "--host", self.url,
+            "--data-root", str(self.root / "data"),
+            "--exec-root", str(self.root / "exec"),
+            "--pidfile", str(self.root / "docker.pid"),
+            "--bridge", self.bridge,
+            "--iptables=false",
+            "--ip-masq=false",
+        ]  # fmt: skip
+        return [*argv, "--live-restore"] if self.live_restore else argv
+
+    def _make_bridge(self) -> None:
+        if self._bridge_made:
+            return
+        # An address range of its own; the containers here run with --network none anyway.
+        octet = 16 + int(self.bridge[-2:], 16) % 200
+        subprocess.run(["ip", "link", "add", self.bridge, "type", "bridge"], check=True)
+        self._bridge_made = True
+        subprocess.run(
+            ["ip", "addr", "add", f"10.{octet}.254.1/24", "dev", self.bridge], check=True
+        )
+        subprocess.run(["ip", "link", "set", self.bridge, "up"], check=True)
+
+    def running(self) -> bool:
+        """Whether our dockerd process is alive."""
+        return self._proc is not None and self._proc.poll() is None
+
+    def answers(self) -> bool:
+        """Whether the engine answers on its socket."""
+        return socket_answers(self.socket)
+
+    def start(self, timeout: float = 60.0) -> float:
+        """Start dockerd; returns the seconds until it answered ``/_ping``."""
+        self.root.mkdir(parents=True, exist_ok=True)
+        self._make_bridge()
+        t0 = time.monotonic()
+        with self.log.open("ab") as log:
+            self._proc = subprocess.Popen(
+                self._argv(), stdout=log, stderr=subprocess.STDOUT, start_new_session=True
+            )
+        if not _wait(self.answers, timeout):
+            raise RuntimeError(f"private dockerd did not answer within {timeout:g} s: {self.log}")
+        return time.monotonic() - t0
+
+    def stop(self, timeout: float = 60.0) -> float:
+        """SIGTERM dockerd and wait for it to exit; returns the seconds it took."""
+        t0 = time.monotonic()
+        proc = self._proc
+        if proc is None or proc.poll() is not None:
+            return 0.0
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+        return time.monotonic() - t0
+
+    def ensure_running(self) -> None:
+        """Start the engine again if it is down (private engines: only while not closed)."""
+        if not self.running():
+            self.start()
+
+    def close(self, client: Any = None) -> None:
+        """Remove its containers, stop it, delete its bridge and files."""
+        if client is not None and self.running():
+            for container in client.containers.list(all=True, sparse=True):
+                try:
+                    client.api.remove_container(container.id, force=True)
+                except Exception as exc:  # keep going: stopping the engine removes the rest
+                    print(f"engine_control: cannot remove {container.id[:12]}: {exc}")
+        self.stop()
+        # Containers that outlived a --live-restore engine: their shims hold the exec root.
+        for pid_file in (self.root / "exec").glob("**/init.pid"):
+            with contextlib.suppress(OSError, ValueError):
+                os.kill(int(pid_file.read_text()), signal.SIGKILL)
+        for shim in _pids_matching(str(self.root / "exec")):
+            with contextlib.suppress(OSError):
+                os.kill(shim, signal.SIGKILL)
+        if self._bridge_made:
+            subprocess.run(["ip", "link", "delete", self.bridge], check=False)
+            self._bridge_made = False
+        # dockerd bind-mounts its data root onto itself (and overlay mounts below it); a lazy
+        # unmount, deepest first, lets the directory go.
+        prefix = str(self.root) + "/"
+        mounts = [
+            line.split()[1]
+            for line in Path("/proc/mounts").read_text().splitlines()
+            if line.split()[1].startswith(prefix)
+        ]
+        for mount in sorted(mounts, key=len, reverse=True):
+            subprocess.run(["umount", "-l", mount], check=False, capture_output=True)
+        shutil.rmtree(self.root, ignore_errors=True)
+
+
+def _pids_matching(fragment: str) -> list[int]:
+    """PIDs whose command line contains ``fragment`` (this engine's shims and containerd)."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit() or int(entry) == os.getpid():
+            continue
+        try:
+            cmdline = Path(f"/proc/{entry}/cmdline").read_bytes().decode(errors="replace")
+        except OSError:
+            continue
+        if fragment in cmdline:
+            found.append(int(entry))
+    return found
+
+
+class HostEngine:
+    """This machine's own dockerd, restarted exactly the way it was started."""
+
+    socket = "/var/run/docker.sock"
+    url = "unix:///var/run/docker.sock"
+
+    def __init__(self, log: Path | None = None) -> None:
+        pid = self._find()
+        if pid is None:
+            raise RuntimeError("no dockerd process found (pgrep -x dockerd)")
+        self.argv = Path(f"/proc/{pid}/cmdline").read_bytes().rstrip(b"\0").split(b"\0")
+        self.cwd = os.readlink(f"/proc/{pid}/cwd")
+        raw = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
+        self.env = dict(kv.decode(errors="replace").split("=", 1) for kv in raw if b"=" in kv)
+        self.pid = pid
+        self.log = log or Path(f"/tmp/gputui-dockerd-{os.getpid()}.log")
+
+    @staticmethod
+    def _find() -> int | None:
+        out = subprocess.run(["pgrep", "-x", "dockerd"], capture_output=True, text=True).stdout
+        for line in out.split():
+            cmd = Path(f"/proc/{line}/cmdline").read_bytes()
+            if b"--data-root" not in cmd or b"/var/lib/docker" in cmd:
+                return int(line)
+        return None
+
+    def answers(self) -> bool:
+        """Whether the engine answers on the default socket."""
+        return socket_answers(self.socket)
+
+    def stop(self, timeout: float = 60.0) -> float:
+        """SIGTERM the host's dockerd and wait for it to exit."""
+        t0 = time.monotonic()
+        try:
+            os.kill(self.pid, signal.SIGTERM)
+        except ProcessLookupError:
+            return 0.0
+        if not _wait(lambda: not _pid_alive(self.pid), timeout, 0.05):
+            raise RuntimeError(f"dockerd {self.pid} did not exit within {timeout:g} s")
+        return time.monotonic() - t0
+
+    def start(self, timeout: float = 60.0) -> float:
+        """Start dockerd again with its original argv, cwd and environment."""
+        t0 = time.monotonic()
+        with self.log.open("ab") as log:
+            proc = subprocess.Popen(
+                [a.decode() for a in self.argv],
+                cwd=self.cwd,
+                env=self.env,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,  # it must outlive this script, as the original did
+            )
+        self.pid = proc.pid
+        if not _wait(self.answers, timeout):
+            raise RuntimeError(f"dockerd did not answer within {timeout:g} s (log: {self.log})")
+        return time.monotonic() - t0
+
+    def running(self) -> bool:
+        """Whether the dockerd we know of is alive."""
+        return _pid_alive(self.pid)
+
+    def ensure_running(self) -> None:
+        """Start dockerd if it is not running (the promise: never leave the host without one)."""
+        if not self.running() and not self.answers():
+            self.start()
