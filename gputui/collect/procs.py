@@ -83,6 +83,23 @@ def _read_small(path: str) -> str | None:
         os.close(fd)
 
 
+def clean_text(value: str) -> str:
+    """Turn psutil's undecodable bytes (lone surrogates) into U+FFFD.
+
+    psutil decodes command lines and names with ``surrogateescape``, so a process whose argv or
+    name holds bytes that are not UTF-8 comes back with lone surrogates, which no UTF-8 writer
+    accepts: ``gputui --once``, the exporter and the TUI would crash writing them. The
+    replacement keeps every valid character, terminal escapes included (those are removed only
+    where text is displayed, by ``fmt.safe_text``; JSON escapes them).
+    """
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        # surrogatepass, not surrogateescape: it encodes any lone surrogate, so this never raises.
+        return value.encode("utf-8", "surrogatepass").decode("utf-8", "replace")
+    return value
+
+
 def parse_stat(text: str) -> _Stat | None:
     """Parse ``/proc/<pid>/stat``; None when it is garbled.
 
@@ -222,7 +239,9 @@ class ProcSource:
                         tracked.denied = True
                         continue
                     if isinstance(value, list):  # the command line
-                        setattr(tracked, key, " ".join(value) or None)
+                        setattr(tracked, key, clean_text(" ".join(value)) or None)
+                    elif isinstance(value, str):
+                        setattr(tracked, key, clean_text(value))
                     else:
                         setattr(tracked, key, value)
         except psutil.NoSuchProcess:
