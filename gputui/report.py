@@ -278,13 +278,16 @@ def format_checks(checks: Iterable[HealthCheck], statuses: set[HealthStatus]) ->
         (c for c in checks if c.status in statuses), key=lambda c: STATUS_RANK[c.status]
     )
     for c in chosen:
-        lines.append(f"{c.status.value.upper():<5} {c.id}: {c.summary}")
+        # Summaries and fixes quote what containers and images say about themselves (env values
+        # such as NVIDIA_DRIVER_CAPABILITIES, runtime names): untrusted, like any label.
+        summary = fmt.safe_text(c.summary, 400)
+        lines.append(f"{c.status.value.upper():<5} {fmt.safe_text(c.id, 120)}: {summary}")
         if c.fix:
             for fix_line in c.fix.splitlines():
                 lines.append(
-                    f"      fix: {fix_line}"
+                    f"      fix: {fmt.safe_text(fix_line, 400)}"
                     if fix_line == c.fix.splitlines()[0]
-                    else f"           {fix_line}"
+                    else f"           {fmt.safe_text(fix_line, 400)}"
                 )
     return lines
 
@@ -320,7 +323,7 @@ def snapshot_to_text(snapshot: Snapshot, findings: Iterable[Finding] = ()) -> st
     for key in ("nvml", "docker"):
         s = snapshot.sources.get(key)
         if s is not None and not s.ok and s.fix:
-            lines.append(f"  fix: {s.fix}")
+            lines.append(f"  fix: {fmt.safe_text(s.fix, 400)}")
     if snapshot.visibility.host_pid_namespace is False:
         lines.append(
             "  note: gputui is not in the host PID namespace, so NVML's host PIDs cannot be "
@@ -410,8 +413,9 @@ def snapshot_to_text(snapshot: Snapshot, findings: Iterable[Finding] = ()) -> st
             [
                 fmt.safe_text(c.name, 32),
                 fmt.safe_text(c.image, 40, na="-") or "-",
-                status,
-                fmt.gpu_request(c.gpu_request),
+                fmt.safe_text(status, 40),
+                # NVIDIA_VISIBLE_DEVICES is an env value an image sets: untrusted text.
+                fmt.safe_text(fmt.gpu_request(c.gpu_request), 40),
                 fmt.mib(u.gpu_memory_bytes) if u.pids else "-",
                 ",".join(str(p) for p in u.pids) or "-",
                 fmt.safe_text(group, 40),
@@ -434,7 +438,7 @@ def snapshot_to_text(snapshot: Snapshot, findings: Iterable[Finding] = ()) -> st
         lines += ["", "Findings"]
         order = {"fail": 0, "warn": 1, "info": 2}
         for f in sorted(found, key=lambda f: order.get(f.severity, 3)):
-            lines.append(f"  {f.severity.upper():<5} {f.summary}")
+            lines.append(f"  {f.severity.upper():<5} {fmt.safe_text(f.summary, 400)}")
     problems = format_checks(snapshot.health, {HealthStatus.FAIL, HealthStatus.WARN})
     if problems:
         lines += ["", "Health (failing and warning checks; `gputui doctor` lists all)"]

@@ -29,13 +29,16 @@ THROTTLE_REASONS: tuple[tuple[int, str], ...] = (
 # from a container name, label or command line (terminal injection).
 _ANSI = re.compile(r"\x1b(\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(\x07|\x1b\\)?|[@-Z\\-_])")
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+# Lone surrogates (undecodable bytes as psutil and os.fsdecode return them) cannot be written by
+# any UTF-8 stream: one in a label would crash the report or the TUI mid-write.
+_SURROGATE = re.compile(r"[\ud800-\udfff]")
 
 
 def safe_text(value: str | None, limit: int = 200, na: str = NA) -> str:
     """Make an untrusted string safe and short enough to display on one line.
 
     Strips ANSI escape sequences, replaces other control characters (including newlines and tabs)
-    with ``?``/space, and truncates with an ellipsis.
+    with ``?``/space and lone surrogates with U+FFFD, and truncates with an ellipsis.
 
     Args:
         value: Text from a container, label or process; None for unknown.
@@ -48,7 +51,7 @@ def safe_text(value: str | None, limit: int = 200, na: str = NA) -> str:
     if value is None:
         return na
     text = _ANSI.sub("", value).replace("\n", " ").replace("\t", " ")
-    text = _CONTROL.sub("?", text)
+    text = _SURROGATE.sub("\ufffd", _CONTROL.sub("?", text))
     if len(text) > limit:
         text = text[: max(0, limit - 1)] + "…"
     return text
