@@ -8,9 +8,12 @@ from __future__ import annotations
 
 import functools
 import json
+import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+
+_CUDA_VERSION_RE = re.compile(r"[0-9]{1,4}(\.[0-9]{1,2})?")
 
 INIT_STATES = ("ok", "LibraryNotFound", "DriverNotLoaded", "NoPermission", "Unknown")
 FIELD_ERRORS = ("NotSupported", "NoPermission", "GpuIsLost", "Unknown", "Timeout")
@@ -145,6 +148,12 @@ def validate_scenario(data: Any, origin: str = "scenario") -> None:
     for key in ("driver_version", "cuda_driver_version", "nvml_version"):
         if key in data and not isinstance(data[key], str):
             raise ScenarioError(f"{origin}: {key} must be a string")
+    # The adapter turns it into NVML's integer (13000): anything else crashed the first read.
+    cuda = data.get("cuda_driver_version", "13.0")
+    if not _CUDA_VERSION_RE.fullmatch(cuda):
+        raise ScenarioError(
+            f"{origin}: cuda_driver_version must look like 13.0 or 12, got {json.dumps(cuda)[:40]}"
+        )
     gpus = data.get("gpus", [])
     if not isinstance(gpus, list):
         raise ScenarioError(f"{origin}: gpus must be a list")
@@ -153,10 +162,15 @@ def validate_scenario(data: Any, origin: str = "scenario") -> None:
     indexes = [g.get("index", i) for i, g in enumerate(gpus)]
     if len(set(indexes)) != len(indexes):
         raise ScenarioError(f"{origin}: GPU indexes must be unique")
-    for i, event in enumerate(data.get("xid_events", [])):
+    events = data.get("xid_events", [])
+    if not isinstance(events, list):
+        raise ScenarioError(f"{origin}: xid_events must be a list")
+    for i, event in enumerate(events):
         where = f"{origin}: xid_events[{i}]"
         if not isinstance(event, dict) or set(event) - {"gpu", "xid", "at_refresh"}:
             raise ScenarioError(f"{where}: expected {{gpu, xid, at_refresh}}")
+        if "xid" not in event:  # the player reads it unconditionally
+            raise ScenarioError(f"{where}: xid is required")
         if not all(isinstance(event.get(k, 0), int) for k in ("gpu", "xid", "at_refresh")):
             raise ScenarioError(f"{where}: gpu, xid and at_refresh must be integers")
 
