@@ -125,6 +125,7 @@ def test_cpu_limited_busy_loop_shows_throttling(
             FindingsEngine(),
             lambda fs: any(f.kind == "cpu_throttled" and busy.id in f.subject for f in fs),
         )
+        time.sleep(1.1)  # CPU % needs two samples a host tick apart
         info = _container(collector, busy.id)
     finally:
         collector.close()

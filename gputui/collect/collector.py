@@ -11,7 +11,9 @@ import socket
 import threading
 import time
 from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
+from typing import Any
 
 from gputui.collect.health_base import HealthInputs
 from gputui.collect.sources import ContainerSource, GpuSource, ProcessSource
@@ -75,6 +77,10 @@ class Collector:
         self._health_requested = threading.Event()
         self._checks: tuple[HealthCheck, ...] = ()
         self._last_good_containers: tuple[ContainerInfo, ...] = ()
+        # The Docker read runs beside the NVML and /proc reads: NVML's ctypes calls release the
+        # GIL, so the engine's round trips (and, on the first read, importing the Docker SDK)
+        # overlap them. One worker: reads never overlap each other.
+        self._docker_pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="gputui-docker")
 
     def request_health(self) -> None:
         """Make the next :meth:`collect` re-run the health checks (thread-safe)."""
@@ -82,10 +88,11 @@ class Collector:
 
     def collect(self) -> Snapshot:
         """Read every source once and return the joined snapshot (blocking)."""
+        docker_future = self._docker_pool.submit(self.containers.read)
         reading = self.gpu.read()
         pids = {p.pid for gpu in reading.gpus for p in gpu.processes}
         infos = self.procs.read(sorted(pids))
-        docker = self.containers.read()
+        docker = docker_future.result()
         if docker.status.ok:
             self._last_good_containers = docker.containers
         elif not docker.containers:
@@ -153,6 +160,49 @@ class Collector:
         """Release every source."""
         self.gpu.close()
         self.containers.close()
+        self._docker_pool.shutdown(wait=False)
+
+
+class DeferredContainers:
+    """A container source built on its first use, on the thread that first uses it.
+
+    Importing the Docker SDK costs about 90 ms; deferring it to the first read lets it run on
+    the Docker worker thread while NVML initialises (``--once`` start-up).
+    """
+
+    def __init__(self, factory: Callable[[], ContainerSource]) -> None:
+        self._factory = factory
+        self._source: ContainerSource | None = None
+        self._lock = threading.Lock()
+
+    def _get(self) -> ContainerSource:
+        with self._lock:
+            if self._source is None:
+                self._source = self._factory()
+            return self._source
+
+    def read(self) -> ContainerReading:
+        """The wrapped source's reading."""
+        return self._get().read()
+
+    def exec(self, container_id: str, argv: Sequence[str], timeout_s: float) -> ExecResult:
+        """Run ``argv`` in a container through the wrapped source."""
+        return self._get().exec(container_id, argv, timeout_s)
+
+    def interactive_exec_argv(self, container_id: str, argv: Sequence[str]) -> list[str] | None:
+        """The wrapped source's ``docker exec -it`` argv, when it has one."""
+        build = getattr(self._get(), "interactive_exec_argv", None)
+        return None if build is None else list(build(container_id, argv))
+
+    def close(self) -> None:
+        """Close the wrapped source if it was ever built."""
+        with self._lock:
+            if self._source is not None:
+                self._source.close()
+
+    def __getattr__(self, name: str) -> Any:
+        # Counters and other extras of the real source (e.g. ``api_calls`` for benchmarks).
+        return getattr(self._get(), name)
 
 
 def join_processes(reading: GpuReading, infos: dict[int, ProcessInfo]) -> tuple[GpuProcess, ...]:
@@ -241,8 +291,12 @@ def build_collector(settings: Settings, *, once: bool = False) -> Collector:
             clock=demo.demo_clock(),
             hostname="demo-gpu-node",
         )
-    from gputui.collect.docker import DockerSource
     from gputui.collect.procs import ProcSource
+
+    def docker_source() -> ContainerSource:
+        from gputui.collect.docker import DockerSource
+
+        return DockerSource()
 
     gpu: GpuSource
     if settings.scenario is not None:
@@ -252,11 +306,13 @@ def build_collector(settings: Settings, *, once: bool = False) -> Collector:
     else:
         from gputui.collect.nvml import NvmlSource
 
-        gpu = NvmlSource(slow_interval=settings.slow_interval, background=not once)
+        # --once skips PCIe throughput: it samples for 20 ms per direction per GPU, most of a
+        # one-shot's NVML time; the TUI and the exporter read it on their slow lane.
+        gpu = NvmlSource(slow_interval=settings.slow_interval, background=not once, pcie=not once)
     return Collector(
         gpu,
         ProcSource(),
-        DockerSource(),
+        DeferredContainers(docker_source),
         mode=settings.mode,
         health=health.run_checks,
         health_interval=settings.health_interval,

@@ -17,12 +17,9 @@ import contextlib
 import dataclasses
 import math
 import os
-import shutil
-import socket
 import threading
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -31,10 +28,16 @@ import docker.errors
 import requests
 from docker.context import ContextAPI
 from docker.context.config import get_current_context_name
-from docker.tls import TLSConfig
 from docker.utils import kwargs_from_env
 
 from gputui.collect import docker_parse as dp
+from gputui.collect.docker_endpoint import Endpoint as _Endpoint
+from gputui.collect.docker_endpoint import (
+    docker_cli_available,
+    interactive_argv,
+    unix_socket_answers,
+)
+from gputui.collect.docker_endpoint import one_line as _one_line
 from gputui.model import ContainerInfo, ContainerReading, EngineInfo, ExecResult, SourceStatus
 
 _T = TypeVar("_T")
@@ -49,26 +52,6 @@ _MIN_BACKOFF_S = 2.0
 _MAX_BACKOFF_S = 10.0
 # Errors that mean "the engine is not there (any more)": drop the client and back off.
 _CONNECTION_ERRORS = (docker.errors.DockerException, requests.exceptions.RequestException, OSError)
-
-
-def docker_cli_available() -> bool:
-    """True when the ``docker`` CLI is on PATH (needed for the interactive exec)."""
-    return shutil.which("docker") is not None
-
-
-def _one_line(exc: BaseException) -> str:
-    text = " ".join(str(exc).split()) or type(exc).__name__
-    return text if len(text) <= 300 else text[:297] + "..."
-
-
-@dataclass(frozen=True)
-class _Endpoint:
-    """Where the client connects, resolved the way the docker CLI does."""
-
-    base_url: str
-    tls: TLSConfig | bool
-    context: str | None
-    explicit: bool  # base_url was passed to DockerSource, not taken from env or context
 
 
 class DockerSource:
@@ -302,7 +285,7 @@ class DockerSource:
             if (
                 self._failure is not None
                 and self._clock() < self._next_retry
-                and not self._local_socket_answers()
+                and not unix_socket_answers(self._last_url)
             ):
                 return ContainerReading(status=self._failure)
             failure = self._connect()
@@ -317,29 +300,6 @@ class DockerSource:
         self._backoff = _MIN_BACKOFF_S
         containers = self._with_usage(sorted(self._cache.values(), key=lambda c: c.name))
         return ContainerReading(SourceStatus("docker", ok=True), tuple(containers), self._engine)
-
-    def _local_socket_answers(self) -> bool:
-        """Whether a local engine's unix socket accepts connections again (during back-off).
-
-        The back-off exists so a dead remote engine does not cost a connect timeout on every
-        refresh. A unix socket fails at once, so for a local engine a plain ``connect()`` (tens
-        of microseconds, no API call) tells when the engine is back: without it a restarted
-        engine stayed "unreachable" for up to the 10 s back-off.
-        """
-        url = self._last_url or ""
-        for scheme in ("unix://", "http+unix://"):
-            if url.startswith(scheme):
-                path = url[len(scheme) :]
-                break
-        else:
-            return False
-        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
-            sock.settimeout(0.5)
-            try:
-                sock.connect(path)
-            except OSError:
-                return False
-        return True
 
     def _sync(self) -> None:
         """Apply events since the last read; list everything only when the stream was down."""
@@ -556,18 +516,12 @@ class DockerSource:
         )
 
     def interactive_exec_argv(self, container_id: str, argv: Sequence[str]) -> list[str]:
-        """The docker CLI command for an interactive ``exec -it`` (run under ``App.suspend()``).
-
-        The CLI inherits ``DOCKER_HOST``/``DOCKER_CONTEXT`` from the environment, so a flag is only
-        added for an explicit ``base_url`` (``-H``) or a non-default context from the config file.
-        """
-        cmd = ["docker"]
+        """The docker CLI command for an interactive ``exec -it`` on this source's engine."""
         try:
-            endpoint = self._endpoint or self._resolve()
+            endpoint: _Endpoint | None = self._endpoint or self._resolve()
         except Exception:  # a broken context: let the CLI report it itself
             endpoint = None
-        if endpoint is not None and endpoint.explicit:
-            cmd += ["-H", endpoint.base_url]
-        elif endpoint is not None and endpoint.context not in (None, "default"):
-            cmd += ["--context", str(endpoint.context)]
-        return [*cmd, "exec", "-it", container_id, *argv]
+        return interactive_argv(endpoint, container_id, argv)
+
+
+__all__ = ["EVENT_ACTIONS", "DockerSource", "docker_cli_available"]

@@ -97,6 +97,7 @@ class NvmlSource:
         background: bool = True,
         retry_interval: float = 10.0,
         remember_unsupported: bool = True,
+        pcie: bool = True,
     ) -> None:
         self._nvml = nvml
         self._clock = clock
@@ -106,6 +107,7 @@ class NvmlSource:
         self._background = background
         self._retry_interval = retry_interval
         self._remember_unsupported = remember_unsupported
+        self._pcie = pcie
         self._initialised = False
         self._init_status = SourceStatus("nvml", ok=False, error="not initialised", kind="Pending")
         self._next_init = 0.0
@@ -158,7 +160,13 @@ class NvmlSource:
         self._init_status = SourceStatus("nvml", ok=True)
         if self._slow is None:
             self._slow = SlowLane(
-                nv, self._q, lambda: self._handles, self._clock, self._wall, self._slow_interval
+                nv,
+                self._q,
+                lambda: self._handles,
+                self._clock,
+                self._wall,
+                self._slow_interval,
+                pcie=self._pcie,
             )
             if self._background:
                 self._slow.start()

@@ -71,6 +71,7 @@ class SlowLane:
         clock: Monotonic clock.
         wall: Wall clock (sample timestamps are wall-clock microseconds).
         interval: Seconds between slow reads.
+        pcie: Whether to read PCIe throughput (off for one-shot reports).
     """
 
     def __init__(
@@ -81,8 +82,11 @@ class SlowLane:
         clock: Callable[[], float],
         wall: Callable[[], float],
         interval: float,
+        *,
+        pcie: bool = True,
     ) -> None:
         self._nv = nv
+        self._read_pcie = pcie
         self._query = query
         self._handles = handles
         self._clock = clock
@@ -128,12 +132,14 @@ class SlowLane:
         self._due = self._clock() + self._interval
         for index, handle in enumerate(list(self._handles())):
             try:
-                rx = self._query(
-                    index, nv.nvmlDeviceGetPcieThroughput, handle, nv.NVML_PCIE_UTIL_RX_BYTES
-                )
-                tx = self._query(
-                    index, nv.nvmlDeviceGetPcieThroughput, handle, nv.NVML_PCIE_UTIL_TX_BYTES
-                )
+                rx = tx = None
+                if self._read_pcie:
+                    rx = self._query(
+                        index, nv.nvmlDeviceGetPcieThroughput, handle, nv.NVML_PCIE_UTIL_RX_BYTES
+                    )
+                    tx = self._query(
+                        index, nv.nvmlDeviceGetPcieThroughput, handle, nv.NVML_PCIE_UTIL_TX_BYTES
+                    )
                 util = self._process_util(index, handle)
             except (GpuLost, NvmlGone):
                 continue  # the core read reports it
