@@ -34,7 +34,10 @@ class FindingRules:
         growth_max_drop_fraction: A fall by more than this fraction of the running peak means the
             memory is released now and then (a sawtooth), which is not a leak.
         idle_sm_threshold: A reserving container whose processes' SM % stays under this is idle.
-        idle_min_s: How long it must stay idle to be reported (0: at once).
+        idle_min_s: How long a reservation with no GPU process must last to be reported
+            (0: at once; its uptime is shown).
+        low_util_min_s: How long GPU processes must stay under the SM threshold to be reported
+            (a moment of low SM is normal between batches).
         throttle_ratio: Share of CFS periods throttled above which a container is flagged.
         memory_pressure_ratio: Memory use against the limit above which it is flagged.
     """
@@ -45,6 +48,7 @@ class FindingRules:
     growth_max_drop_fraction: float = 0.02
     idle_sm_threshold: float = 5.0
     idle_min_s: float = 0.0
+    low_util_min_s: float = 600.0
     throttle_ratio: float = 0.2
     memory_pressure_ratio: float = 0.9
 
@@ -320,7 +324,8 @@ class FindingsEngine:
         now = snapshot.taken_at
         since = self._idle_since.setdefault(info.id, now)
         observed = now - since
-        if observed < self.rules.idle_min_s:
+        wait = self.rules.low_util_min_s if usage.pids else self.rules.idle_min_s
+        if observed < wait:
             return None
         name = fmt.safe_text(info.name, 40)
         request = fmt.gpu_request(info.gpu_request)
