@@ -76,6 +76,7 @@ class Collector:
         self._health_due = 0.0
         self._health_requested = threading.Event()
         self._checks: tuple[HealthCheck, ...] = ()
+        self._health_state: tuple[object, ...] | None = None
         self._last_good_containers: tuple[ContainerInfo, ...] = ()
         # The Docker read runs beside the NVML and /proc reads: NVML's ctypes calls release the
         # GIL, so the engine's round trips (and, on the first read, importing the Docker SDK)
@@ -103,9 +104,15 @@ class Collector:
         visibility = self.procs.visibility()
         host_stats = self.procs.host_stats()
         now = self._clock()
+        # A GPU falling off the bus or a source going away (or coming back) re-runs the checks
+        # at once: the health view must explain it now, not at the next 30 s run.
+        state = _health_state(reading, docker)
         if self._health is not None and (
-            self._health_requested.is_set() or time.monotonic() >= self._health_due
+            self._health_requested.is_set()
+            or time.monotonic() >= self._health_due
+            or state != self._health_state
         ):
+            self._health_state = state
             self._health_requested.clear()
             self._health_due = time.monotonic() + self._health_interval
             self._checks = self._health(HealthInputs(reading, docker, processes, visibility))
@@ -203,6 +210,12 @@ class DeferredContainers:
     def __getattr__(self, name: str) -> Any:
         # Counters and other extras of the real source (e.g. ``api_calls`` for benchmarks).
         return getattr(self._get(), name)
+
+
+def _health_state(reading: GpuReading, docker: ContainerReading) -> tuple[object, ...]:
+    """What, when it changes, makes the health checks stale: lost GPUs and source states."""
+    lost = tuple(g.index for g in reading.gpus if g.lost)
+    return (lost, reading.status.ok, reading.status.kind, docker.status.ok, docker.status.kind)
 
 
 def join_processes(reading: GpuReading, infos: dict[int, ProcessInfo]) -> tuple[GpuProcess, ...]:

@@ -101,6 +101,23 @@ def test_fault_series_through_collector() -> None:
         _healthy(snaps[cycle + 4], pid)
 
 
+def test_health_follows_faults_without_waiting_for_its_interval() -> None:
+    """A GPU lost (or NVML gone) between two health runs is explained on that very refresh."""
+    collector = Collector(
+        ScenarioSource(_scenario(1)), ProcSource(), _NoDocker(), mode="scenario",
+        health=health.run_checks, health_interval=3600,
+    )  # fmt: skip
+    try:
+        snaps = [collector.collect() for _ in range(STEPS)]
+    finally:
+        collector.close()
+    assert _check(snaps[0], "gpu.lost:1") is HealthStatus.PASS
+    assert _check(snaps[1], "gpu.lost:1") is HealthStatus.FAIL
+    assert _check(snaps[2], "gpu.lost:1") is HealthStatus.PASS
+    assert _check(snaps[3], "nvml.loadable") is HealthStatus.FAIL
+    assert _check(snaps[4], "nvml.loadable") is not HealthStatus.FAIL
+
+
 class _NoDocker:
     """A container source with no engine (this test is about NVML; Docker stays out of it)."""
 
