@@ -69,7 +69,7 @@ cgroup_line = st.builds(
 )
 cgroup_text = st.one_of(
     st.lists(cgroup_line, max_size=14).map("\n".join),
-    st.text(max_size=2000),
+    st.text(max_size=400),
     st.binary(max_size=500).map(lambda b: b.decode("utf-8", "replace")),
 )
 nspid_text = st.one_of(
