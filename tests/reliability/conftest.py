@@ -8,7 +8,6 @@ skip, except in CI where they fail (a CI run must not pass by skipping them).
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import subprocess
@@ -23,60 +22,8 @@ REPO = Path(__file__).resolve().parents[2]
 if str(REPO) not in sys.path:  # scripts/ holds the engine helpers shared with the script
     sys.path.insert(0, str(REPO))
 
+
 from scripts.engine_control import PrivateEngine, import_image  # noqa: E402
-
-#: Bytes that must never reach a terminal from gputui's text output: C0 controls except
-#: newline (ESC among them), DEL, and the 8-bit C1 controls as UTF-8 (U+0080-U+009F).
-C0_EXCEPT_NEWLINE = bytes(b for b in range(32) if b != 0x0A) + b"\x7f"
-
-
-def terminal_unsafe(data: bytes) -> list[str]:
-    """Every control character in ``data`` a terminal would act on (empty when safe)."""
-    found = [f"0x{b:02x}" for b in data if b in C0_EXCEPT_NEWLINE]
-    text = data.decode("utf-8")  # must be valid UTF-8 as well
-    found += [f"U+{ord(c):04X}" for c in text if 0x80 <= ord(c) <= 0x9F]
-    return found
-
-
-def run_gputui(
-    *args: str, env: dict[str, str] | None = None, timeout: float = 120
-) -> subprocess.CompletedProcess[bytes]:
-    """``python -m gputui ARGS`` with bytes output (so bad bytes are seen, not decoded away)."""
-    return subprocess.run(
-        [sys.executable, "-m", "gputui", *args],
-        capture_output=True,
-        timeout=timeout,
-        env={**os.environ, **(env or {})},
-        cwd=REPO,
-    )
-
-
-def write_scenario(path: Path, data: dict[str, Any]) -> Path:
-    """Write a scenario file (atomically: a concurrent reader never sees half a file)."""
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps(data))
-    tmp.replace(path)
-    return path
-
-
-def gpu(index: int = 0, pids: list[int] | tuple[int, ...] = (), **fields: Any) -> dict[str, Any]:
-    """A scenario GPU with every core gauge set, running ``pids`` (100 MiB each)."""
-    base: dict[str, Any] = {
-        "index": index,
-        "uuid": f"GPU-rel-{index:04d}",
-        "name": "NVIDIA H200",
-        "memory_total_mib": 143771,
-        "memory_used_mib": 1000,
-        "utilization_gpu": 50,
-        "utilization_memory": 20,
-        "temperature_c": 50,
-        "power_w": 300.0,
-        "power_limit_w": 700,
-        "clock_sm_mhz": 1980,
-        "processes": [{"pid": p, "used_memory_mib": 100, "sm_util": 10} for p in pids],
-    }
-    base.update(fields)
-    return base
 
 
 def _in_ci() -> bool:

@@ -15,7 +15,7 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from conftest import gpu
+from rel_helpers import gpu
 
 from gputui.collect.collector import Collector
 from gputui.collect.docker import DockerSource

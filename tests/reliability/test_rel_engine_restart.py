@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from conftest import gpu, run_gputui, write_scenario
+from rel_helpers import gpu, run_gputui, write_scenario
 
 from gputui.collect.collector import Collector
 from gputui.collect.docker import DockerSource

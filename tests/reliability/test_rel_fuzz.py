@@ -21,9 +21,9 @@ except ImportError:  # Python 3.10
     import tomli as tomllib  # type: ignore[no-redef]
 
 import pytest
-from conftest import run_gputui
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from rel_helpers import run_gputui
 
 from gputui.collect.cgroups import has_relative_path, parse_cgroup, parse_nspid
 from gputui.collect.collector import Collector

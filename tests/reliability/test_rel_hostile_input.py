@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import gpu, run_gputui, terminal_unsafe, write_scenario
+from rel_helpers import gpu, run_gputui, terminal_unsafe, write_scenario
 
 from gputui.collect.collector import Collector
 from gputui.collect.docker import DockerSource

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import gpu, run_gputui, write_scenario
+from rel_helpers import gpu, run_gputui, write_scenario
 
 from gputui.collect import health
 from gputui.collect.collector import Collector

@@ -19,7 +19,7 @@ from typing import Any
 
 import psutil
 import pytest
-from conftest import gpu
+from rel_helpers import gpu
 
 from gputui.collect import procs as procs_module
 from gputui.collect.collector import Collector

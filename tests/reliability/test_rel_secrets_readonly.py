@@ -17,7 +17,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from conftest import gpu, run_gputui, write_scenario
+from rel_helpers import gpu, run_gputui, write_scenario
 
 from gputui.collect.collector import READ_ONLY_REASON, Collector, build_collector
 from gputui.collect.docker import DockerSource
