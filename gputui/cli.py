@@ -74,6 +74,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _add_config(parser)
     parser.add_argument(
+        "--bell", action="store_true", help="ring the terminal bell when an alert starts firing"
+    )
+    parser.add_argument(
         "--replay",
         metavar="FILE",
         type=Path,
@@ -102,7 +105,12 @@ def _settings(args: argparse.Namespace) -> Settings:
     if scenario is None and os.environ.get("GPUTUI_SCENARIO"):
         scenario = Path(os.environ["GPUTUI_SCENARIO"])
     return Settings(
-        interval=args.interval, read_only=args.read_only, demo=args.demo, scenario=scenario
+        interval=args.interval,
+        read_only=args.read_only,
+        demo=args.demo,
+        scenario=scenario,
+        config=args.config,
+        bell=args.bell,
     )
 
 

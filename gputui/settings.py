@@ -22,6 +22,9 @@ class Settings:
         health_interval: Seconds between runs of the runtime-health checks.
         slow_interval: Seconds between slow NVML reads (PCIe throughput, per-process utilization).
         exec_timeout: Bound on ``nvidia-smi`` inside a container.
+        config: The config file (``--config``); None reads the default XDG location, where a
+            missing file means the default alert rules.
+        bell: Ring the terminal bell when an alert starts firing (``--bell``).
     """
 
     interval: float = 1.0
@@ -32,6 +35,8 @@ class Settings:
     health_interval: float = 30.0
     slow_interval: float = 5.0
     exec_timeout: float = 15.0
+    config: Path | None = None
+    bell: bool = False
 
     @property
     def mode(self) -> str:
