@@ -10,7 +10,7 @@ from collections import deque
 from collections.abc import Iterable
 
 from gputui.derive.fmt import ratio
-from gputui.model import GpuSample, Snapshot
+from gputui.model import ContainerUsage, GpuSample, Snapshot
 
 #: The windows the history key cycles through, in seconds (1 min, 5 min, 30 min).
 WINDOWS: tuple[float, ...] = (60.0, 300.0, 1800.0)
@@ -18,7 +18,11 @@ WINDOWS: tuple[float, ...] = (60.0, 300.0, 1800.0)
 #: The GPU metrics kept per GPU, in display order.
 GPU_METRICS: tuple[str, ...] = ("util", "mem", "power", "temp")
 
-#: A series key: ``("gpu", <gpu id>, <metric>)`` or ``("container", <container id>, "gpu_mem")``.
+#: The container metrics kept per container: GPU memory (bytes), CPU % (100 = one core) and
+#: memory (bytes), the three the evidence view draws.
+CONTAINER_METRICS: tuple[str, ...] = ("gpu_mem", "cpu", "mem")
+
+#: A series key: ``("gpu", <gpu id>, <metric>)`` or ``("container", <container id>, <metric>)``.
 SeriesKey = tuple[str, str, str]
 
 
@@ -32,9 +36,19 @@ def gpu_key(gpu: GpuSample, metric: str) -> SeriesKey:
     return ("gpu", gpu_id(gpu), metric)
 
 
-def container_key(container_id: str) -> SeriesKey:
-    """The series key of a container's GPU memory."""
-    return ("container", container_id, "gpu_mem")
+def container_key(container_id: str, metric: str = "gpu_mem") -> SeriesKey:
+    """The series key of one metric of a container (default: its GPU memory)."""
+    return ("container", container_id, metric)
+
+
+def container_values(usage: ContainerUsage) -> dict[str, float | None]:
+    """A container's GPU memory, CPU % and memory at one refresh (None: not available)."""
+    info = usage.info
+    return {
+        "gpu_mem": float(usage.gpu_memory_bytes),
+        "cpu": info.cpu_percent,
+        "mem": None if info.memory_used_bytes is None else float(info.memory_used_bytes),
+    }
 
 
 def gpu_values(gpu: GpuSample) -> dict[str, float | None]:
@@ -102,11 +116,18 @@ class History:
         series.times.append(at)
         series.values.append(value)
 
-    def record(self, snapshot: Snapshot) -> None:
-        """Append every GPU metric and every container's GPU memory from one snapshot.
+    def clear(self) -> None:
+        """Forget every series (a replay jumped back in time: the old samples are the future)."""
+        self._series.clear()
+        self.last_time = None
 
-        Series not updated for longer than ``history_seconds`` (a GPU or container gone for good)
-        are dropped so the buffers do not grow with container churn.
+    def record(self, snapshot: Snapshot) -> None:
+        """Append every GPU metric and every container's metrics from one snapshot.
+
+        A container's series are dropped as soon as the engine stops listing it, so the buffers
+        do not grow with container churn; while Docker is unreachable the list is empty for
+        reasons other than the containers leaving, so their series are kept then. Any series not
+        updated for longer than ``history_seconds`` (a GPU gone for good) is dropped too.
         """
         at = snapshot.taken_at
         if self.last_time is not None and at <= self.last_time:
@@ -119,12 +140,25 @@ class History:
                 self.add(gpu_key(gpu, metric), at, value)
         for usage in snapshot.containers:
             if usage.pids or usage.info.running:
-                self.add(container_key(usage.info.id), at, float(usage.gpu_memory_bytes))
-        self._prune(at)
+                for metric, value in container_values(usage).items():
+                    self.add(container_key(usage.info.id, metric), at, value)
+        docker = snapshot.sources.get("docker")
+        live = {u.info.id for u in snapshot.containers} if docker is None or docker.ok else None
+        self._prune(at, live)
 
-    def _prune(self, now: float) -> None:
+    def _prune(self, now: float, live_containers: set[str] | None) -> None:
         horizon = now - self.history_seconds
-        stale = [key for key, s in self._series.items() if not s.times or s.times[-1] < horizon]
+        stale = [
+            key
+            for key, s in self._series.items()
+            if not s.times
+            or s.times[-1] < horizon
+            or (
+                live_containers is not None
+                and key[0] == "container"
+                and key[1] not in live_containers
+            )
+        ]
         for key in stale:
             del self._series[key]
 

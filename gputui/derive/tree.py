@@ -2,21 +2,28 @@
 
 Top level, in this order:
 
-1. containers that use a GPU, or reserved one and sit idle, or are known only from cgroups
-   (name order, so GPU memory changing every second never reshuffles the tree);
+1. containers that use a GPU, by GPU memory (largest first), then containers that reserved a
+   GPU and sit idle, then containers known only from cgroups without a GPU process (by name);
+   the order ``gputui.collect.collector.attribute_containers`` uses, so the tree and the
+   report agree on who comes first;
 2. ``host``: GPU processes outside any container;
 3. ``orphans``: GPU memory held by PIDs nobody can find;
 4. ``others``: the remaining containers (no GPU asked for, no GPU process), collapsed by default.
 
 Groups 2-4 appear only when non-empty.
+
+:func:`node_markers` turns findings and GPU shares into the short markers tree nodes carry.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from enum import Enum
 
-from gputui.model import ContainerInfo, ContainerUsage, GpuProcess, Snapshot
+from gputui.derive import fmt
+from gputui.derive.findings import HOST, Share
+from gputui.model import ContainerInfo, ContainerUsage, Finding, GpuProcess, Snapshot
 
 HOST_KEY = "host"
 ORPHANS_KEY = "orphans"
@@ -79,6 +86,17 @@ def _stub(container_id: str) -> ContainerUsage:
     )
 
 
+def _featured_order(group: Group) -> tuple[int, int, str, str]:
+    if group.processes:
+        rank = 0
+    elif group.usage is not None and group.usage.idle_reserved:
+        rank = 1
+    else:
+        rank = 2
+    name = group.usage.info.name if group.usage else group.key
+    return rank, -(group.gpu_memory_bytes or 0), name, group.key
+
+
 def build_groups(snapshot: Snapshot) -> tuple[Group, ...]:
     """Group a snapshot's GPU processes under their containers.
 
@@ -127,7 +145,7 @@ def build_groups(snapshot: Snapshot) -> tuple[Group, ...]:
         else:
             others.append(usage)
 
-    featured.sort(key=lambda g: (g.usage.info.name if g.usage else g.key, g.key))
+    featured.sort(key=_featured_order)
     groups = featured
     if host:
         processes = _ordered(host)
@@ -141,3 +159,94 @@ def build_groups(snapshot: Snapshot) -> tuple[Group, ...]:
         others.sort(key=lambda u: (not u.info.running, u.info.name, u.info.id))
         groups.append(Group(OTHERS_KEY, GroupKind.OTHERS, containers=tuple(others)))
     return tuple(groups)
+
+
+# -- markers ---------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Marker:
+    """A short flag on a tree node: ``shared GPU 1: 75%``, ``idle 12m``, ``OOM-killed``.
+
+    Attributes:
+        kind: The finding kind it comes from (``gpu_shared`` for sharing).
+        text: What the node shows (already safe: built from numbers and GPU indexes only).
+        severity: ``info``, ``warn`` or ``fail``.
+    """
+
+    kind: str
+    text: str
+    severity: str
+
+
+#: Markers keyed by the node they belong on: ``container:<id>``, ``pid:<pid>``, ``host``,
+#: ``orphans``.
+Markers = Mapping[str, tuple[Marker, ...]]
+
+
+def _number(finding: Finding, name: str) -> float | None:
+    value = finding.figure(name)
+    return float(value) if isinstance(value, (int, float)) else None
+
+
+def finding_marker(finding: Finding) -> Marker | None:
+    """The marker of one finding (None for kinds shown elsewhere, such as sharing)."""
+    kind, severity = finding.kind, finding.severity
+    if kind == "idle_reservation":
+        idle = _number(finding, "idle_seconds") or 0.0
+        sm = _number(finding, "sm_util") or 0.0
+        busy = (_number(finding, "gpu_processes") or 0) > 0
+        text = f"idle at {sm:.0f}% SM" if busy else "idle: reserved GPU, no GPU process"
+        if idle > 0:
+            text += f" for {fmt.duration(idle)}"
+        return Marker(kind, text, severity)
+    if kind == "memory_growth":
+        rate = _number(finding, "rate_mib_per_min") or 0.0
+        fill = _number(finding, "time_to_fill_s")
+        tail = f", full in {fmt.duration(fill)}" if fill else ""
+        return Marker(kind, f"GPU mem +{rate:.0f} MiB/min{tail}", severity)
+    if kind == "cpu_throttled":
+        ratio = (_number(finding, "throttled_ratio") or 0.0) * 100
+        return Marker(kind, f"CPU throttled {ratio:.0f}%", severity)
+    if kind == "memory_pressure":
+        used = _number(finding, "memory_used_bytes")
+        limit = _number(finding, "memory_limit_bytes")
+        return Marker(kind, f"mem {fmt.pct(fmt.ratio(used, limit))} of limit", severity)
+    if kind == "oom_killed":
+        return Marker(kind, "OOM-killed", severity)
+    if kind == "restarting":
+        count = _number(finding, "restart_count") or 0
+        return Marker(kind, f"restarts {count:.0f}", severity)
+    return None
+
+
+def _share_node(party: str) -> str:
+    if party == HOST:
+        return HOST_KEY
+    if party == "unknown":
+        return ORPHANS_KEY
+    return f"container:{party}"
+
+
+def node_markers(findings: Iterable[Finding], shares: Mapping[int, tuple[Share, ...]]) -> Markers:
+    """Markers for every node a finding or a shared GPU concerns.
+
+    Args:
+        findings: From :class:`gputui.derive.findings.FindingsEngine`.
+        shares: From :func:`gputui.derive.findings.gpu_shares` (GPUs with one party are skipped).
+
+    Returns:
+        Markers by node subject, sharing first, in GPU order.
+    """
+    out: dict[str, list[Marker]] = {}
+    for gpu, parties in sorted(shares.items()):
+        if len(parties) < 2:
+            continue
+        for share in parties:
+            text = f"shared GPU {gpu}: {share.memory_share * 100:.0f}%"
+            out.setdefault(_share_node(share.party), []).append(Marker("gpu_shared", text, "info"))
+    for finding in findings:
+        marker = finding_marker(finding)
+        if marker is not None:
+            out.setdefault(finding.subject, []).append(marker)
+    return {key: tuple(markers) for key, markers in out.items()}

@@ -11,6 +11,7 @@ from gputui.derive.history import (
     next_window,
     window_label,
 )
+from gputui.model import SourceStatus
 
 
 def test_maxlen_is_history_over_interval() -> None:
@@ -96,12 +97,38 @@ def test_record_skips_none_lost_and_duplicates() -> None:
 def test_prunes_series_gone_longer_than_history() -> None:
     h = History(10.0, 1.0)
     processes = [proc(10, 0, 1, cid(1))]
+    docker_down = {"docker": SourceStatus("docker", False, kind="unreachable")}
     h.record(snapshot(0.0, processes=processes, containers=[container(1, "a", processes)]))
     assert container_key(cid(1)) in set(h.keys())
-    h.record(snapshot(5.0))
+    # Docker unreachable: an empty container list says nothing about the containers; keep them.
+    h.record(snapshot(5.0, sources=docker_down))
     assert container_key(cid(1)) in set(h.keys())
-    h.record(snapshot(20.0))
+    h.record(snapshot(20.0, sources=docker_down))
     assert container_key(cid(1)) not in set(h.keys())
+    g = gpu(0)
+    assert h.series(gpu_key(g, "util"), 60) == (50.0, 50.0, 50.0)
+
+
+def test_container_series_dropped_when_the_container_leaves() -> None:
+    h = History(600.0, 1.0)
+    processes = [proc(10, 0, 2048, cid(1), cpu=150.0)]
+    one = container(1, "a", processes, cpu_percent=150.0, memory_used_bytes=3 * GIB)
+    h.record(snapshot(0.0, processes=processes, containers=[one]))
+    assert h.series(container_key(cid(1), "cpu"), 60) == (150.0,)
+    assert h.series(container_key(cid(1), "mem"), 60) == (3.0 * GIB,)
+    assert h.series(container_key(cid(1)), 60) == (2048.0 * 1024 * 1024,)
+    h.record(snapshot(1.0))  # Docker answered and no longer lists it
+    assert not any(key[0] == "container" for key in list(h.keys()))
+
+
+def test_clear_forgets_everything() -> None:
+    h = History(600.0, 1.0)
+    h.record(snapshot(10.0))
+    h.clear()
+    assert len(h) == 0
+    assert h.last_time is None
+    h.record(snapshot(5.0))  # earlier than before the clear: recorded, not skipped
+    assert h.last_time == 5.0
 
 
 def test_windows_cycle() -> None:

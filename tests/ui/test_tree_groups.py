@@ -15,10 +15,10 @@ from gputui.derive.tree import (
 def test_standard_order_and_kinds() -> None:
     groups = build_groups(standard())
     assert [g.key for g in groups] == [
-        cid(5),  # cgroup-only
-        cid(2),  # inference
+        cid(1),  # trainer-a: 15 GiB
+        cid(2),  # inference: 4 GiB
+        cid(5),  # cgroup-only: 0.5 GiB
         cid(3),  # reserved-idle
-        cid(1),  # trainer-a
         HOST_KEY,
         ORPHANS_KEY,
         OTHERS_KEY,
