@@ -7,7 +7,7 @@ Textual, and so the palette and read-only rules are plain data.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Protocol
+from typing import Protocol, cast
 
 from gputui.model import ExecResult, Snapshot
 from gputui.ui.state import TABS
@@ -27,6 +27,42 @@ class CollectorLike(Protocol):
     def signal_process(self, pid: int, signum: int, start_time: float | None) -> str | None: ...  # noqa: D102
 
 
+class PlayerLike(Protocol):
+    """The controls of ``gputui.replay.ReplayCollector`` the replay keys use.
+
+    Every call is an index move under a lock (no I/O), so the UI thread may make it.
+    """
+
+    paused: bool
+
+    @property
+    def position(self) -> int: ...  # noqa: D102
+    @property
+    def current(self) -> Snapshot: ...  # noqa: D102
+    @property
+    def start(self) -> float: ...  # noqa: D102
+    @property
+    def end(self) -> float: ...  # noqa: D102
+    def __len__(self) -> int: ...
+    def pause(self) -> None: ...  # noqa: D102
+    def resume(self) -> None: ...  # noqa: D102
+    def step(self, delta: int) -> Snapshot: ...  # noqa: D102
+    def seek(self, when: float) -> Snapshot: ...  # noqa: D102
+
+
+def player_of(collector: CollectorLike) -> PlayerLike | None:
+    """The collector as a replay player when it plays a recording, else None."""
+    if collector.mode == "replay" and hasattr(collector, "seek") and hasattr(collector, "step"):
+        return cast(PlayerLike, collector)
+    return None
+
+
+#: Actions only a replay offers; hidden everywhere (keys, footer, help, palette) otherwise.
+REPLAY_ACTIONS = frozenset({"replay_step", "replay_seek"})
+
+#: Seconds ``<`` / ``>`` (and ``[`` / ``]``) jump back / forward in a replay.
+SEEK_SECONDS = 60.0
+
 #: Actions that change the machine; gone from keys, footer, help and palette with --read-only.
 WRITE_ACTIONS = frozenset({"exec_smi", "exec_interactive", "signal"})
 
@@ -40,6 +76,11 @@ PALETTE: tuple[tuple[str, str, str], ...] = (
     ("Cycle sort", "Next process-table sort column", "sort"),
     ("Cycle history window", "1 / 5 / 30 minute sparklines", "window"),
     ("Re-run health checks", "Run the runtime-health checks now", "rerun_health"),
+    ("Evidence", "Everything about the selected container on one screen", "evidence"),
+    ("Replay: step back", "Show the previous recorded snapshot", "replay_step(-1)"),
+    ("Replay: step forward", "Show the next recorded snapshot", "replay_step(1)"),
+    ("Replay: back 60 s", "Jump a minute back in the recording", "replay_seek(-60)"),
+    ("Replay: forward 60 s", "Jump a minute forward in the recording", "replay_seek(60)"),
     ("Toggle light / dark", "Switch between the light and dark theme", "toggle_theme"),
     ("nvidia-smi in container", "Run nvidia-smi in the selected container", "exec_smi"),
     ("nvidia-smi interactive", "Run nvidia-smi on the terminal", "exec_interactive"),

@@ -2,58 +2,42 @@
 
 from __future__ import annotations
 
-import signal
 import threading
 from collections.abc import Callable, Iterable, Sequence
 from functools import partial
 from typing import Any
 
 from textual import work
-from textual.app import App, SuspendNotSupported, SystemCommand
+from textual.app import SystemCommand
 from textual.binding import Binding
-from textual.content import Content
 from textual.screen import Screen
 from textual.worker import get_current_worker
 
 from gputui.derive import fmt
+from gputui.derive.alerts import Alert
 from gputui.derive.history import WINDOWS, History, next_window, window_label
 from gputui.settings import Settings
-from gputui.ui.actions import PALETTE, WRITE_ACTIONS, CollectorLike
+from gputui.ui.actions import PALETTE, REPLAY_ACTIONS, WRITE_ACTIONS, CollectorLike, player_of
+from gputui.ui.analysis import Analysis, Analyzer, load_rules
+from gputui.ui.bindings import APP_BINDINGS
+from gputui.ui.machine_actions import MachineActions
 from gputui.ui.messages import SelectionChanged, SnapshotReady
-from gputui.ui.screens.confirm import ConfirmScreen
-from gputui.ui.screens.exec_modal import ExecScreen, run_interactive
+from gputui.ui.screens.evidence import EvidenceScreen
+from gputui.ui.screens.exec_modal import run_interactive
 from gputui.ui.screens.help import HelpScreen, binding_rows
 from gputui.ui.screens.main import MainScreen
 from gputui.ui.state import UiState, interval_label, step_interval
 
+#: Actions that only make sense with the monitor's tabs visible.
+MAIN_ONLY = frozenset({"filter", "sort", "show_tab", "signal", "evidence"})
 
-class GpuTuiApp(App[None]):
+
+class GpuTuiApp(MachineActions):
     """Who is using the GPUs, in which container, and is the GPU runtime healthy."""
 
     CSS_PATH = "gputui.tcss"
     TITLE = "gputui"
-    BINDINGS = [
-        Binding("q", "quit", "Quit"),
-        Binding("question_mark", "help", "Help", key_display="?"),
-        Binding("1", "show_tab('containers')", "Containers tab", show=False),
-        Binding("2", "show_tab('processes')", "Processes tab", show=False),
-        Binding("3", "show_tab('health')", "Health tab", show=False),
-        Binding("4", "show_tab('history')", "History tab", show=False),
-        Binding("slash", "filter", "Filter", key_display="/"),
-        Binding("s", "sort", "Sort"),
-        Binding("x", "exec_smi", "nvidia-smi", tooltip="nvidia-smi inside the container"),
-        Binding(
-            "X", "exec_interactive", "smi -it", show=False, tooltip="nvidia-smi on the terminal"
-        ),
-        Binding("T", "signal(15)", "SIGTERM", show=False, tooltip="SIGTERM the process (confirms)"),
-        Binding("K", "signal(9)", "SIGKILL", show=False, tooltip="SIGKILL the process (confirms)"),
-        Binding("r", "rerun_health", "Re-check", show=False, tooltip="Re-run health checks now"),
-        Binding("w", "window", "Window", show=False, tooltip="History window 1 / 5 / 30 min"),
-        Binding("p", "toggle_pause", "Pause"),
-        Binding("plus,equals_sign", "interval(1)", "Slower", show=False, key_display="+"),
-        Binding("minus", "interval(-1)", "Faster", show=False, key_display="-"),
-        Binding("d", "toggle_theme", "Light/dark", show=False, tooltip="Toggle light / dark"),
-    ]
+    BINDINGS = APP_BINDINGS
 
     def __init__(self, collector: CollectorLike, settings: Settings) -> None:
         super().__init__()
@@ -68,8 +52,14 @@ class GpuTuiApp(App[None]):
         self._wake = threading.Event()  # cuts the interval wait short (interval change, resume)
         self._go = threading.Event()  # clear while paused or suspended
         self._go.set()
+        self._jump = threading.Event()  # a replay moved: deliver its current snapshot next
         self._binding_state: tuple[object, ...] = ()
-        self.main = MainScreen(self.history)
+        rules, self._config_error = load_rules(settings.config)
+        self.main = MainScreen(self.history, len(rules))
+        # Used only by the collector thread once running (and by callers priming it before).
+        self.analyzer = Analyzer(rules)
+        self.analysis: Analysis | None = None
+        self._replay_at: tuple[int, int] | None = None
 
     # ------------------------------------------------------------------- collector loop
 
@@ -79,7 +69,9 @@ class GpuTuiApp(App[None]):
 
     def on_mount(self) -> None:
         """Start collecting."""
-        self.main.apply(None, self.ui_state, self.window)
+        self.main.apply(None, self.ui_state, self.window, None)
+        if self._config_error:
+            self.notify(f"{self._config_error}; using the default alert rules", severity="error")
         # After the first refresh, so the screen's widgets exist when the first snapshot lands.
         self.call_after_refresh(self.collect_loop)
 
@@ -96,10 +88,18 @@ class GpuTuiApp(App[None]):
         while not (self._stop.is_set() or worker.is_cancelled):
             if not self._go.wait(0.5):
                 continue
-            snapshot = self.collector.collect()
+            player = player_of(self.collector)
+            if player is not None and self._jump.is_set():
+                self._jump.clear()
+                snapshot = player.current  # stepped or sought: show where it landed, not after
+            else:
+                snapshot = self.collector.collect()
+            # The engines run here, on the worker, so the UI thread only draws the result.
+            analysis = self.analyzer.analyse(snapshot)
+            replay = None if player is None else (player.position, len(player))
             if self._stop.is_set():
                 break
-            self.post_message(SnapshotReady(snapshot))
+            self.post_message(SnapshotReady(snapshot, analysis, replay))
             self._wake.wait(self.interval)
             self._wake.clear()
 
@@ -107,19 +107,44 @@ class GpuTuiApp(App[None]):
         """Apply a snapshot (unless paused) in one batch, so the screen repaints once."""
         if self.paused:
             return
-        self.history.record(message.snapshot)
+        snapshot, analysis = message.snapshot, message.analysis
+        if self.history.last_time is not None and snapshot.taken_at < self.history.last_time:
+            self.history.clear()  # a replay jumped back: the buffered samples are its future
+        self.history.record(snapshot)
+        self.analysis = analysis
+        self._replay_at = message.replay
         with self.batch_update():
-            self.main.apply(message.snapshot, self.ui_state, self.window)
+            self.main.apply(snapshot, self.ui_state, self.window, analysis)
+            if isinstance(self.screen, EvidenceScreen):
+                self.screen.show(analysis, self.window)
+        self._announce(analysis.started)
         self._refresh_binding_state()
+
+    def _announce(self, started: Sequence[Alert]) -> None:
+        """A toast per alert that started firing (and the bell, when asked for)."""
+        for alert in started:
+            title = f"Alert {fmt.safe_text(alert.rule, 40)} firing"
+            text = fmt.safe_text(alert.message, 200)
+            if alert.severity == "critical":
+                self.notify(text, title=title, severity="error", timeout=10)
+            else:
+                self.notify(text, title=title, severity="warning", timeout=10)
+        if started and self.settings.bell:
+            self.bell()
 
     @property
     def ui_state(self) -> UiState:
         """What the header shows besides the snapshot."""
-        return UiState(self.interval, self.paused, self.settings.read_only, self.collector.mode)
+        player = player_of(self.collector)
+        paused = self.paused or (player is not None and player.paused)
+        mode = self.collector.mode
+        return UiState(self.interval, paused, self.settings.read_only, mode, self._replay_at)
 
     def _rerender(self) -> None:
         with self.batch_update():
-            self.main.apply(None, self.ui_state, self.window)
+            self.main.apply(None, self.ui_state, self.window, self.analysis)
+            if isinstance(self.screen, EvidenceScreen) and self.analysis is not None:
+                self.screen.show(self.analysis, self.window)
 
     # ------------------------------------------------------------------ key availability
 
@@ -129,8 +154,9 @@ class GpuTuiApp(App[None]):
 
     def _refresh_binding_state(self) -> None:
         # refresh_bindings recomposes the footer; only do it when availability really changed.
-        state = tuple(self.check_action(a, ()) for a in ("exec_smi", "signal", "sort"))
-        state += (self.paused,)
+        actions = ("exec_smi", "signal", "sort", "evidence")
+        state = tuple(self.check_action(a, ()) for a in actions)
+        state += (self.ui_state.paused,)
         if state != self._binding_state:
             self._binding_state = state
             self.refresh_bindings()
@@ -139,9 +165,15 @@ class GpuTuiApp(App[None]):
         """False hides an action (read-only); None shows its key dimmed (cannot apply now)."""
         if action in WRITE_ACTIONS and self.settings.read_only:
             return False
+        if action in REPLAY_ACTIONS and player_of(self.collector) is None:
+            return False
+        if isinstance(self.screen, EvidenceScreen) and action in MAIN_ONLY:
+            return False  # they act on tabs the evidence view covers
         if not self.is_running or self.screen is not self.main:
             return True
         container, process = self.main.selection()
+        if action == "evidence":
+            return True if container is not None else None
         if action in ("exec_smi", "exec_interactive"):
             return True if container is not None and container.info.running else None
         if action == "signal":
@@ -172,7 +204,7 @@ class GpuTuiApp(App[None]):
         self.push_screen(HelpScreen(binding_rows([*self.BINDINGS, *MainScreen.BINDINGS], enabled)))
 
     def action_show_tab(self, tab: str) -> None:
-        """Switch tabs (1-4)."""
+        """Switch tabs (1-5)."""
         self.main.show_tab(tab)
 
     def action_filter(self) -> None:
@@ -196,8 +228,46 @@ class GpuTuiApp(App[None]):
         self._wake.set()
         self.notify("Re-running health checks…", timeout=2)
 
+    def action_evidence(self) -> None:
+        """Everything about the selected container on one screen."""
+        container, _ = self.main.selection()
+        if container is None or self.analysis is None:
+            self.notify("Select a container (or one of its processes) first.", severity="warning")
+            return
+        screen = EvidenceScreen(container.info.id, self.history, self.window, self.analysis)
+        self.push_screen(screen)
+
+    def action_replay_step(self, delta: int) -> None:
+        """Replay: pause and show the previous / next recorded snapshot."""
+        player = player_of(self.collector)
+        if player is not None:
+            player.pause()  # stepping means looking closely: stop the playback there
+            player.step(delta)
+            self._show_jump()
+
+    def action_replay_seek(self, seconds: float) -> None:
+        """Replay: jump ``seconds`` back or forward (clamped to the recording)."""
+        player = player_of(self.collector)
+        if player is not None:
+            target = player.current.taken_at + seconds
+            player.seek(min(max(target, player.start), player.end))  # an index search, no I/O
+            self._show_jump()
+
+    def _show_jump(self) -> None:
+        self._jump.set()
+        self._wake.set()
+        self._rerender()
+        self._refresh_binding_state()
+
     def action_toggle_pause(self) -> None:
-        """Stop or restart collecting and applying snapshots."""
+        """Stop or restart collecting and applying snapshots (the player, in a replay)."""
+        player = player_of(self.collector)
+        if player is not None:
+            player.resume() if player.paused else player.pause()
+            self._wake.set()
+            self._rerender()
+            self._refresh_binding_state()
+            return
         self.paused = not self.paused
         if self.paused:
             self._go.clear()
@@ -214,70 +284,3 @@ class GpuTuiApp(App[None]):
         self._wake.set()
         self._rerender()
         self.notify(f"Refreshing every {interval_label(self.interval)}", timeout=2)
-
-    def action_toggle_theme(self) -> None:
-        """Light / dark."""
-        self.theme = "textual-light" if self.current_theme.dark else "textual-dark"
-
-    def action_exec_smi(self) -> None:
-        """Run nvidia-smi in the selected container, captured, in a modal."""
-        container, _ = self.main.selection()
-        if self.settings.read_only or container is None or not container.info.running:
-            self.notify("Select a running container first.", severity="warning")
-            return
-        cid, timeout = container.info.id, self.settings.exec_timeout
-        runner = partial(self.collector.exec_in_container, cid, ["nvidia-smi"], timeout)
-        self.push_screen(ExecScreen(fmt.safe_text(container.info.name, 60), runner))
-
-    def action_exec_interactive(self) -> None:
-        """Run nvidia-smi on the real terminal with the TUI suspended."""
-        container, _ = self.main.selection()
-        if self.settings.read_only or container is None or not container.info.running:
-            self.notify("Select a running container first.", severity="warning")
-            return
-        argv = self.collector.interactive_exec_argv(container.info.id, ["nvidia-smi"])
-        if argv is None:
-            self.notify("Interactive exec needs the docker CLI (not in demo mode); use x.")
-            return
-        self._go.clear()  # no collecting while the terminal belongs to someone else
-        try:
-            with self.suspend():
-                self.interactive_runner(argv)
-        except SuspendNotSupported:
-            self.notify("This terminal cannot be suspended here; x shows nvidia-smi's output.")
-        finally:
-            if not self.paused:
-                self._go.set()
-                self._wake.set()
-
-    def action_signal(self, signum: int) -> None:
-        """Confirm, then send SIGTERM / SIGKILL to the selected process."""
-        _, process = self.main.selection()
-        if self.settings.read_only or process is None or not process.info.exists:
-            self.notify("Select a running process first.", severity="warning")
-            return
-        name = signal.Signals(signum).name
-        command = fmt.safe_text(process.info.command or process.info.name, 80)
-        body = Content.assemble(
-            f"Send {name} to PID ",
-            (str(process.pid), "bold"),
-            "?\n",
-            (command, "$text-muted"),
-        )
-        pid, start = process.pid, process.info.start_time
-
-        def answered(yes: bool | None) -> None:
-            if yes:
-                self._send_signal(pid, signum, start)
-
-        self.push_screen(ConfirmScreen(f"{name} process {pid}", body), answered)
-
-    @work(thread=True, group="signal")
-    def _send_signal(self, pid: int, signum: int, start_time: float | None) -> None:
-        error = self.collector.signal_process(pid, signum, start_time)
-        name = signal.Signals(signum).name
-        if error is None:
-            self.call_from_thread(self.notify, f"Sent {name} to PID {pid}.")
-        else:
-            text = f"{name} to PID {pid} failed: {fmt.safe_text(error, 200)}"
-            self.call_from_thread(self.notify, text, severity="error")

@@ -6,8 +6,8 @@ from dataclasses import dataclass
 
 from gputui.settings import MIN_INTERVAL_S
 
-#: Tab pane ids in order (keys 1-4, Tab / shift+Tab).
-TABS: tuple[str, ...] = ("containers", "processes", "health", "history")
+#: Tab pane ids in order (keys 1-5, Tab / shift+Tab).
+TABS: tuple[str, ...] = ("containers", "processes", "health", "history", "alerts")
 
 #: The refresh periods ``+``/``-`` step through, in seconds.
 INTERVAL_STEPS: tuple[float, ...] = (0.1, 0.25, 0.5, 1.0, 2.0, 5.0, 10.0, 30.0)
@@ -46,12 +46,14 @@ class UiState:
 
     Attributes:
         interval: The refresh period in use.
-        paused: True while ``p`` holds the display.
+        paused: True while ``p`` holds the display (or the replay player).
         read_only: True when exec and signals are disabled.
-        mode: The collector's mode (``live``, ``scenario``, ``demo``).
+        mode: The collector's mode (``live``, ``scenario``, ``demo``, ``replay``).
+        replay: (index of the snapshot shown, snapshots in the recording) while replaying.
     """
 
     interval: float
     paused: bool = False
     read_only: bool = False
     mode: str = "live"
+    replay: tuple[int, int] | None = None

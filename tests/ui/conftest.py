@@ -14,6 +14,12 @@ from gputui.ui.app import GpuTuiApp
 AppFactory = Callable[..., GpuTuiApp]
 
 
+@pytest.fixture(autouse=True)
+def _no_user_config(monkeypatch: pytest.MonkeyPatch, tmp_path: Any) -> None:
+    """The default config path points at an empty directory: the user's rules never leak in."""
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg"))
+
+
 @pytest.fixture
 def make_app() -> AppFactory:
     """``make_app(collector=None, **settings)``: a long interval so only pushed frames change it."""

@@ -22,9 +22,16 @@ async def ready(pilot: Pilot[None], tries: int = 100) -> GpuTuiApp:
     return app
 
 
-async def push(pilot: Pilot[None], snapshot: Snapshot) -> None:
-    """Deliver a snapshot the way the collector thread does."""
-    pilot.app.post_message(SnapshotReady(snapshot))
+async def push(pilot: Pilot[None], snapshot: Snapshot, analyse: bool = False) -> None:
+    """Deliver a snapshot the way the collector thread does.
+
+    ``analyse`` runs the app's findings and alert engines on it first, as the collector thread
+    does (call it only while that thread waits out its interval, so the engines see one feeder).
+    """
+    app = pilot.app
+    assert isinstance(app, GpuTuiApp)
+    analysis = app.analyzer.analyse(snapshot) if analyse else None
+    app.post_message(SnapshotReady(snapshot, analysis))
     await pilot.pause()
     await pilot.pause()
 

@@ -26,11 +26,13 @@ async def test_tree_structure_and_markers(make_app: AppFactory) -> None:
     async with app.run_test(size=(160, 50)) as pilot:
         await ready(pilot)
         tree = app.main.ctree
+        # GPU users by GPU memory (trainer 15 GiB, inference 4 GiB, cgroup-only 0.5 GiB), then
+        # the idle reservation: the collector's order.
         assert tree_keys(app) == [
-            f"c:{cid(5)}",
-            f"c:{cid(2)}",
-            f"c:{cid(3)}",
             f"c:{cid(1)}",
+            f"c:{cid(2)}",
+            f"c:{cid(5)}",
+            f"c:{cid(3)}",
             f"g:{HOST_KEY}",
             f"g:{ORPHANS_KEY}",
             f"g:{OTHERS_KEY}",
@@ -49,7 +51,7 @@ async def test_tree_structure_and_markers(make_app: AppFactory) -> None:
             "611 (1)",
             "root",
             "python3 /lab/load.py 12 120",
-            "GPU0",
+            "GPU 0",
             "13290MiB",
             "SM 30%",
         ):
@@ -69,12 +71,14 @@ async def test_refresh_keeps_expansion_cursor_and_node_identity(make_app: AppFac
         trainer = _node(tree, f"c:{cid(1)}")
         trainer.collapse()
         _node(tree, "g:others").expand()
+        await pilot.pause()  # let the tree re-lay its lines before placing the cursor by line
         inference_proc = _node(tree, "p:700:1")
         tree.move_cursor(inference_proc)
         await pilot.pause()
-        # A new container sorting first appears above the cursor; values change everywhere.
+        # A new container holding the most GPU memory sorts first, above the cursor; values
+        # change everywhere.
         base = standard(2_000_000.0, util=80)
-        extra = proc(1234, 0, 100, cid(9), "new job")
+        extra = proc(1234, 0, 100_000, cid(9), "new job")
         processes = (*base.processes, extra)
         containers = (*base.containers, container(9, "aaa-new", processes))
         await push(pilot, replace(base, processes=processes, containers=containers))

@@ -260,11 +260,12 @@ def demo_snapshots(count: int) -> list[Snapshot]:
         collector.close()
 
 
-def demo_app(refreshes: int = 40, **settings: object) -> Any:
+def demo_app(refreshes: int = 330, **settings: object) -> Any:
     """The app on the demo machine after ``refreshes`` refreshes, deterministic (fixed clock).
 
-    The history is pre-filled from the earlier refreshes and the collector then returns the last
-    one forever (re-applying it changes nothing), so a screenshot never depends on timing.
+    The history and the findings / alert engines are fed the earlier refreshes and the collector
+    then returns the last one forever (re-applying it changes nothing), so a screenshot never
+    depends on timing. 330 refreshes (s) let the 5-minute GPU-utilization alert fire.
     """
     from gputui.settings import Settings
     from gputui.ui.app import GpuTuiApp
@@ -274,4 +275,5 @@ def demo_app(refreshes: int = 40, **settings: object) -> Any:
     app = GpuTuiApp(FakeCollector([snapshots[-1]], mode="demo"), Settings(demo=True, **settings))  # type: ignore[arg-type]
     for earlier in snapshots[:-1]:
         app.history.record(earlier)
+        app.analyzer.analyse(earlier)
     return app

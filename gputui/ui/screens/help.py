@@ -29,12 +29,28 @@ def _bindings(bindings: Iterable[BindingType]) -> list[Binding]:
     return [b for b in bindings if isinstance(b, Binding)]
 
 
+#: Readable names of the keys Textual spells out.
+KEY_NAMES = {
+    "question_mark": "?",
+    "slash": "/",
+    "plus": "+",
+    "minus": "-",
+    "equals_sign": "=",
+    "comma": ",",
+    "full_stop": ".",
+    "less_than_sign": "<",
+    "greater_than_sign": ">",
+    "left_square_bracket": "[",
+    "right_square_bracket": "]",
+}
+
+
 def key_label(binding: Binding) -> str:
-    """How a binding's key is shown: ``key_display`` or a readable form of the key."""
-    if binding.key_display:
+    """How a binding's key is shown: every key it has, else ``key_display`` or a readable form."""
+    keys = [key.strip() for key in binding.key.split(",")]
+    if binding.key_display and len(keys) == 1:
         return binding.key_display
-    names = {"question_mark": "?", "slash": "/", "plus": "+", "minus": "-", "equals_sign": "="}
-    return "/".join(names.get(key.strip(), key.strip()) for key in binding.key.split(","))
+    return "/".join(KEY_NAMES.get(key, key) for key in keys)
 
 
 def help_content(rows: list[tuple[str, str]]) -> Content:

@@ -1,4 +1,4 @@
-"""The monitor screen: header, GPU panel, the four tabs, footer.
+"""The monitor screen: header, GPU panel, the five tabs, footer.
 
 Only this screen holds the snapshot. ``apply`` hands each widget its slice; widgets on hidden
 tabs are skipped and caught up when their tab is shown, so a refresh costs what is visible.
@@ -18,8 +18,10 @@ from textual.widgets import DataTable, Footer, Input, Static, TabbedContent, Tab
 from gputui.derive.history import History
 from gputui.derive.tree import build_groups
 from gputui.model import ContainerUsage, GpuProcess, HealthStatus, Snapshot
+from gputui.ui.analysis import Analysis, worst_severity
 from gputui.ui.messages import SelectionChanged
 from gputui.ui.state import TABS, UiState
+from gputui.ui.widgets.alerts_panel import AlertsPanel
 from gputui.ui.widgets.container_tree import ContainerTree, NodeRef
 from gputui.ui.widgets.gpu_panel import GpuPanel
 from gputui.ui.widgets.header import HeaderBar
@@ -41,10 +43,12 @@ class MainScreen(Screen[None]):
         Binding("escape", "close_filter", "Close filter", show=False),
     ]
 
-    def __init__(self, history: History) -> None:
+    def __init__(self, history: History, rules: int = 0) -> None:
         super().__init__()
         self.history = history
+        self.rules = rules
         self.snapshot: Snapshot | None = None
+        self.analysis: Analysis | None = None
         self.state = UiState(interval=1.0)
         self.window = 300.0
         self.header = HeaderBar(id="header")
@@ -53,12 +57,14 @@ class MainScreen(Screen[None]):
         self.table = ProcessTable(id="procs")
         self.health = HealthPanel(id="health-panel")
         self.history_panel = HistoryPanel(id="history-panel")
+        self.alerts = AlertsPanel(id="alerts-panel")
         self.filter_input = Input(
             placeholder="filter: command, container, user or PID", id="filter"
         )
         self.proc_status = Static("", id="proc-status")
         self._synced: dict[str, Snapshot | None] = dict.fromkeys(TABS)
         self._health_title: str = ""
+        self._alerts_title: str = ""
 
     def compose(self) -> ComposeResult:
         """Header, body (GPU panel + tabs), footer."""
@@ -76,13 +82,15 @@ class MainScreen(Screen[None]):
                     yield self.health
                 with TabPane("History", id="history"):
                     yield self.history_panel
+                with TabPane("Alerts", id="alerts"):
+                    yield self.alerts
         yield Footer()
 
     def on_mount(self) -> None:
         """Start with the tree focused and the filter hidden."""
         self.filter_input.display = False
         self.ctree.focus()
-        self.header.show(None, self.state)
+        self.header.show(None, self.state, None)
 
     # ----------------------------------------------------------------- applying snapshots
 
@@ -91,23 +99,34 @@ class MainScreen(Screen[None]):
         """The id of the visible tab pane."""
         return self.query_one(TabbedContent).active or TABS[0]
 
-    def apply(self, snapshot: Snapshot | None, state: UiState, window: float) -> None:
+    def apply(
+        self,
+        snapshot: Snapshot | None,
+        state: UiState,
+        window: float,
+        analysis: Analysis | None,
+    ) -> None:
         """Show one snapshot (call inside ``App.batch_update``).
 
         Args:
             snapshot: The refresh; None re-renders the last one (pause, interval, window change).
             state: Header state.
             window: History window in seconds.
+            analysis: The snapshot's findings, alerts and GPU shares (from the collector thread).
         """
         if snapshot is not None:
             self.snapshot = snapshot
+        if analysis is not None:
+            self.analysis = analysis
         self.state = state
         self.window = window
-        self.header.show(self.snapshot, state)
+        self.header.show(self.snapshot, state, self.analysis)
         if self.snapshot is None:
             return
-        self.gpus.show(self.snapshot.gpus, self.history, window)
+        shares = self.analysis.shares if self.analysis is not None else None
+        self.gpus.show(self.snapshot.gpus, self.history, window, shares)
         self._update_health_title(self.snapshot)
+        self._update_alerts_title()
         self.sync_tab(self.active_tab)
 
     def sync_tab(self, tab: str, force: bool = False) -> None:
@@ -116,8 +135,9 @@ class MainScreen(Screen[None]):
         if snapshot is None or (self._synced.get(tab) is snapshot and not force):
             return
         self._synced[tab] = snapshot
+        analysis = self.analysis
         if tab == "containers":
-            self.ctree.sync(build_groups(snapshot))
+            self.ctree.sync(build_groups(snapshot), analysis.markers if analysis else None)
         elif tab == "processes":
             self.table.sync(snapshot)
             self._update_proc_status()
@@ -125,6 +145,8 @@ class MainScreen(Screen[None]):
             self.health.show(snapshot.health)
         elif tab == "history":
             self.history_panel.show(snapshot.gpus, self.history, self.window, self.tree_container)
+        elif tab == "alerts":
+            self.alerts.show(analysis.alerts if analysis else None, self.rules)
 
     def _update_health_title(self, snapshot: Snapshot) -> None:
         worst = worst_status(snapshot.health)
@@ -146,6 +168,26 @@ class MainScreen(Screen[None]):
             style = {HealthStatus.FAIL: "bold $text-error", HealthStatus.WARN: "bold $text-warning"}
             tab.label = Content.styled(title, style.get(worst, "")) if worst else Content(title)
             self._health_title = title
+
+    def _update_alerts_title(self) -> None:
+        state = self.analysis.alerts if self.analysis is not None else None
+        firing = state.firing if state is not None else ()
+        title = f"Alerts ⚠ {len(firing)}" if firing else "Alerts"
+        if title == self._alerts_title:
+            return
+        try:
+            tab = self.query_one(TabbedContent).get_tab("alerts")
+        except NoMatches:
+            return  # not composed yet; the next snapshot sets the title
+        worst = worst_severity(firing)
+        style = "bold $text-error" if worst == "critical" else "bold $text-warning"
+        tab.label = Content.styled(title, style) if firing else Content(title)
+        self._alerts_title = title
+
+    @property
+    def alerts_title(self) -> str:
+        """The Alerts tab's current title."""
+        return self._alerts_title
 
     @property
     def health_title(self) -> str:
@@ -210,6 +252,7 @@ class MainScreen(Screen[None]):
             "processes": self.table,
             "health": self.health.table,
             "history": self.history_panel,
+            "alerts": self.alerts.active,
         }
         widget = focus.get(tab)
         if widget is not None and not (tab == "processes" and self.filter_input.has_focus):

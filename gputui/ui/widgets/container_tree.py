@@ -18,7 +18,7 @@ from textual.widgets import Tree
 from textual.widgets.tree import TreeNode
 
 from gputui.derive import fmt
-from gputui.derive.tree import Group, GroupKind, process_key
+from gputui.derive.tree import HOST_KEY, ORPHANS_KEY, Group, GroupKind, Marker, Markers, process_key
 from gputui.model import ContainerUsage, GpuProcess
 
 ERROR = "bold red"
@@ -56,17 +56,36 @@ def _sep(parts: list[tuple[str, str] | str]) -> Text:
     return Text.assemble(*parts, no_wrap=True, overflow="ellipsis")
 
 
-def container_label(group_usage: ContainerUsage, memory: int | None, sm: int | None) -> Text:
+#: Marker severity -> style.
+MARKER_STYLE = {"fail": ERROR, "warn": WARN, "info": "bold cyan"}
+
+
+def marker_parts(markers: tuple[Marker, ...]) -> list[tuple[str, str] | str]:
+    """``  [shared GPU 1: 75%]  [CPU throttled 45%]``: one bracketed flag per marker."""
+    parts: list[tuple[str, str] | str] = []
+    for marker in markers:
+        parts += ["  ", (f"[{marker.text}]", MARKER_STYLE.get(marker.severity, WARN))]
+    return parts
+
+
+def container_label(
+    group_usage: ContainerUsage,
+    memory: int | None,
+    sm: int | None,
+    markers: tuple[Marker, ...] = (),
+) -> Text:
     """``name  [markers]  status  GPU all  13.0GiB  SM 60%  image  project/service``.
 
-    Markers and numbers come first so a narrow terminal cuts the image, not the facts.
+    Markers and numbers come first so a narrow terminal cuts the image, not the facts. The
+    idle marker comes from the findings (with how long) when they ran, else from the snapshot.
     """
     info = group_usage.info
     parts: list[tuple[str, str] | str] = [(fmt.safe_text(info.name, 40), EMPH)]
     if not group_usage.known_to_engine:
         parts += ["  ", ("[cgroup only: not known to Docker]", WARN)]
-    if group_usage.idle_reserved:
+    if group_usage.idle_reserved and not any(m.kind == "idle_reservation" for m in markers):
         parts += ["  ", ("[idle: reserved GPU, no GPU process]", WARN)]
+    parts += marker_parts(markers)
     status = fmt.safe_text(info.status, 12)
     parts += ["  ", (status, MUTED if info.running else WARN)]
     if info.gpu_request is not None:
@@ -86,15 +105,15 @@ def container_label(group_usage: ContainerUsage, memory: int | None, sm: int | N
     return _sep(parts)
 
 
-def process_label(process: GpuProcess) -> Text:
-    """``611 (1)  root  GPU0  13290MiB  SM 60%  CPU 12%  RSS 512MiB  python3 load.py``."""
+def process_label(process: GpuProcess, markers: tuple[Marker, ...] = ()) -> Text:
+    """``611 (1)  root  GPU 0  13290MiB  SM 60%  CPU 12%  [markers]  RSS 512MiB  python3 …``."""
     info, sample = process.info, process.sample
     parts: list[tuple[str, str] | str] = [(str(process.pid), EMPH)]
     if info.container_pid is not None and info.container_pid != process.pid:
         parts += [(f" ({info.container_pid})", MUTED)]
     if not info.exists:
         parts += [
-            ("  GPU", MUTED),
+            ("  GPU ", MUTED),
             str(sample.gpu_index),
             "  ",
             (fmt.mib(sample.used_memory_bytes), EMPH),
@@ -104,7 +123,7 @@ def process_label(process: GpuProcess) -> Text:
     parts += [
         "  ",
         (fmt.safe_text(info.user, 16, na="?"), MUTED),
-        ("  GPU", MUTED),
+        ("  GPU ", MUTED),
         str(sample.gpu_index),
         "  ",
         (fmt.mib(sample.used_memory_bytes), EMPH),
@@ -112,6 +131,7 @@ def process_label(process: GpuProcess) -> Text:
         fmt.pct(sample.sm_util),
         ("  CPU ", MUTED),
         fmt.pct(info.cpu_percent),
+        *marker_parts(markers),
         ("  RSS ", MUTED),
         fmt.size(info.rss_bytes),
         "  ",
@@ -120,17 +140,18 @@ def process_label(process: GpuProcess) -> Text:
     return _sep(parts)
 
 
-def _group_item(group: Group) -> _Item:
+def _group_item(group: Group, markers: Markers) -> _Item:
     children = tuple(
         _Item(
             NodeRef(f"p:{process_key(p)}", "process", group.usage, p),
-            process_label(p),
+            process_label(p, markers.get(f"pid:{p.pid}", ())),
         )
         for p in group.processes
     )
     if group.kind is GroupKind.CONTAINER and group.usage is not None:
         ref = NodeRef(f"c:{group.key}", "container", group.usage)
-        label = container_label(group.usage, group.gpu_memory_bytes, group.sm_util)
+        mine = markers.get(f"container:{group.key}", ())
+        label = container_label(group.usage, group.gpu_memory_bytes, group.sm_util, mine)
         return _Item(ref, label, children or None)
     count = len(group.processes)
     if group.kind is GroupKind.HOST:
@@ -143,6 +164,7 @@ def _group_item(group: Group) -> _Item:
                 (fmt.size(group.gpu_memory_bytes), EMPH),
                 ("  SM ", MUTED),
                 fmt.pct(group.sm_util),
+                *marker_parts(markers.get(HOST_KEY, ())),
             ]
         )
         return _Item(NodeRef("g:host", "host"), label, children)
@@ -152,6 +174,7 @@ def _group_item(group: Group) -> _Item:
                 ("unfindable GPU memory", ERROR),
                 "  ",
                 (fmt.size(group.gpu_memory_bytes), EMPH),
+                *marker_parts(markers.get(ORPHANS_KEY, ())),
                 (f"  held by {count} PID{'s' if count != 1 else ''} not visible here", MUTED),
             ]
         )
@@ -159,7 +182,7 @@ def _group_item(group: Group) -> _Item:
     others = tuple(
         _Item(
             NodeRef(f"c:{u.info.id}", "container", u),
-            container_label(u, None, None),
+            container_label(u, None, None, markers.get(f"container:{u.info.id}", ())),
         )
         for u in group.containers
     )
@@ -190,17 +213,20 @@ class ContainerTree(Tree[NodeRef]):
         node = self.cursor_node
         return None if node is None else node.data
 
-    def sync(self, groups: Sequence[Group]) -> None:
+    def sync(self, groups: Sequence[Group], markers: Markers | None = None) -> None:
         """Reconcile the tree with a new set of groups (keyed, in place).
 
         Args:
             groups: From :func:`gputui.derive.tree.build_groups`.
+            markers: Sharing and finding markers by subject (see
+                :func:`gputui.derive.tree.node_markers`).
         """
+        markers = markers or {}
         cursor = self.cursor_node
         cursor_key = cursor.data.key if cursor is not None and cursor.data else None
         cursor_parent = cursor.parent if cursor is not None else None
         parent_key = cursor_parent.data.key if cursor_parent and cursor_parent.data else None
-        self._reconcile(self.root, tuple(_group_item(g) for g in groups))
+        self._reconcile(self.root, tuple(_group_item(g, markers) for g in groups))
         if cursor_key is None:
             if self.cursor_line == -1 and self.root.children:
                 self.call_after_refresh(self._move_to, self.root.children[0])

@@ -6,6 +6,8 @@ collapses to one line, so eight GPUs fit on an 80x24 terminal next to the contai
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from textual.app import ComposeResult
 from textual.containers import Horizontal, VerticalScroll
 from textual.content import Content
@@ -14,6 +16,7 @@ from textual.widget import Widget
 from textual.widgets import Label
 
 from gputui.derive import fmt
+from gputui.derive.findings import Share
 from gputui.derive.history import History, gpu_key
 from gputui.model import GpuSample
 from gputui.ui.widgets.spark import Spark
@@ -62,17 +65,61 @@ def _power_value(gpu: GpuSample) -> str:
     return f"{fmt.watts(gpu.power_w, na='?')[:-1]}/{fmt.watts(gpu.power_limit_w)}"
 
 
-def compact_line(gpu: GpuSample, width: int) -> Content:
+def share_parts(shares: tuple[Share, ...], width: int) -> list[Part]:
+    """``shared: trainer 62% SM 40 · host 38% SM 5``, fitted into ``width`` cells.
+
+    The biggest parties come first; when they do not all fit, the smallest are folded into
+    ``+N``, then names are shortened (never below 6 cells: a name is the point of the line).
+
+    Args:
+        shares: The GPU's parties, biggest first (two or more).
+        width: Cells available.
+
+    Returns:
+        Styled parts; party names pass through ``safe_text``.
+    """
+
+    def figure(share: Share) -> str:
+        sm = f" SM {share.sm_util}" if share.sm_util is not None else ""
+        return f" {share.memory_share * 100:.0f}%{sm}"
+
+    def needed(shown: tuple[Share, ...], names: int, rest: int) -> int:
+        more = len(f" +{rest}") if rest else 0
+        joins = 3 * (len(shown) - 1)
+        return len("shared: ") + sum(len(figure(s)) for s in shown) + joins + names + more
+
+    shown = shares
+    while len(shown) > 2 and needed(shown, 6 * len(shown), len(shares) - len(shown)) > width:
+        shown = shown[:-1]
+    rest = len(shares) - len(shown)
+    names = [fmt.safe_text(s.label, 40) for s in shown]
+    room = width - needed(shown, 0, rest)
+    if sum(len(n) for n in names) > room:
+        each = max(6, room // len(shown))
+        names = [fmt.safe_text(n, each) for n in names]
+    parts: list[Part] = [("shared: ", "bold $text-warning")]
+    for index, (share, name) in enumerate(zip(shown, names, strict=True)):
+        if index:
+            parts.append((" · ", "$text-muted"))
+        parts += [(name, "bold"), figure(share)]
+    if rest:
+        parts.append((f" +{rest}", "$text-muted"))
+    return parts
+
+
+def compact_line(gpu: GpuSample, width: int, shared: bool = False) -> Content:
     """One line for one GPU: index, name, util and memory bars, temperature, power.
 
     Args:
         gpu: The sample.
         width: Cells available.
+        shared: Two or more parties use the GPU: a ``⇄`` after the name says so.
 
     Returns:
         The styled line.
     """
-    head = f"{gpu.index} {_short_name(gpu.name)[:10]:<10} "
+    name = f"{_short_name(gpu.name)[:8]:<8}{' ⇄' if shared else '  '}"
+    head = f"{gpu.index} {name} "
     if gpu.lost:
         return Content.assemble(
             (head, "bold"),
@@ -103,12 +150,14 @@ def compact_line(gpu: GpuSample, width: int) -> Content:
     )
 
 
-def card_lines(gpu: GpuSample, width: int) -> Content:
+def card_lines(gpu: GpuSample, width: int, shares: tuple[Share, ...] = ()) -> Content:
     """The four gauge lines of a full card.
 
     Args:
         gpu: The sample.
         width: Cells available.
+        shares: The GPU's parties; two or more put a ``shared:`` line in the title row (in place
+            of P-state and fan, which matter less than who is competing for the GPU).
 
     Returns:
         Title, util + memory, temperature + power, clocks + throttle reasons.
@@ -118,12 +167,16 @@ def card_lines(gpu: GpuSample, width: int) -> Content:
         title += ["  ", (" LOST ", "bold reverse $text-error")]
         error = fmt.safe_text(gpu.error, max(10, width), na="GPU is lost (fallen off the bus?)")
         return Content.assemble(*title, "\n", (error, "$text-error"), "\n\n")
-    if gpu.pstate is not None:
-        title += [("  P", "$text-muted"), str(gpu.pstate)]
-    if gpu.fan_percent is not None:
-        title += [("  fan ", "$text-muted"), fmt.pct(gpu.fan_percent)]
     if gpu.mig_mode_current:
         title += ["  ", ("MIG", "bold $text-accent")]
+    if len(shares) >= 2:
+        used = sum(len(p) if isinstance(p, str) else len(p[0]) for p in title)
+        title += ["  ", *share_parts(shares, width - used - 2)]
+    else:
+        if gpu.pstate is not None:
+            title += [("  P", "$text-muted"), str(gpu.pstate)]
+        if gpu.fan_percent is not None:
+            title += [("  fan ", "$text-muted"), fmt.pct(gpu.fan_percent)]
     half = max(16, (width - 2) // 2)
     mem_pct = fmt.ratio(gpu.memory_used_bytes, gpu.memory_total_bytes)
     temp = None if gpu.temperature_c is None else float(gpu.temperature_c)
@@ -160,11 +213,13 @@ class GpuGauges(Widget):
     def __init__(self) -> None:
         super().__init__()
         self.sample: GpuSample | None = None
+        self.shares: tuple[Share, ...] = ()
 
-    def set_sample(self, sample: GpuSample) -> None:
+    def set_sample(self, sample: GpuSample, shares: tuple[Share, ...] = ()) -> None:
         """Show a sample; frozen samples compare by value, so an unchanged GPU costs nothing."""
-        if sample != self.sample:
+        if sample != self.sample or shares != self.shares:
             self.sample = sample
+            self.shares = shares
             self.refresh()
 
     def render(self) -> Content:
@@ -175,8 +230,8 @@ class GpuGauges(Widget):
         if self.parent is not None and self.parent.parent is not None:
             panel = self.parent.parent
             if panel.has_class("-compact"):
-                return compact_line(self.sample, width)
-        return card_lines(self.sample, width)
+                return compact_line(self.sample, width, len(self.shares) >= 2)
+        return card_lines(self.sample, width, self.shares)
 
 
 class GpuCard(Widget):
@@ -206,9 +261,16 @@ class GpuCard(Widget):
             yield Label("mem")
             yield self.mem_spark
 
-    def show(self, sample: GpuSample, history: History, window: float, sparks: bool) -> None:
+    def show(
+        self,
+        sample: GpuSample,
+        history: History,
+        window: float,
+        sparks: bool,
+        shares: tuple[Share, ...] = (),
+    ) -> None:
         """Update gauges always; sparklines only when shown and only with changed data."""
-        self.gauges.set_sample(sample)
+        self.gauges.set_sample(sample, shares)
         self.set_class(sample.lost, "-lost")
         if not sparks:
             return
@@ -238,14 +300,22 @@ class GpuPanel(VerticalScroll):
         super().__init__(id=id)
         self.cards: dict[int, GpuCard] = {}
 
-    def show(self, gpus: tuple[GpuSample, ...], history: History, window: float) -> None:
+    def show(
+        self,
+        gpus: tuple[GpuSample, ...],
+        history: History,
+        window: float,
+        shares: Mapping[int, tuple[Share, ...]] | None = None,
+    ) -> None:
         """Display the GPUs of one snapshot.
 
         Args:
             gpus: The samples, by index.
             history: Where the sparkline series come from.
             window: Seconds of history the sparklines show.
+            shares: Per GPU index, the parties using it (from the snapshot's analysis).
         """
+        shares = shares or {}
         indexes = [gpu.index for gpu in gpus]
         if list(self.cards) != indexes:
             for index in [i for i in self.cards if i not in indexes]:
@@ -258,7 +328,7 @@ class GpuPanel(VerticalScroll):
             self.update_compact()
         sparks = not self.has_class("-compact")
         for gpu in gpus:
-            self.cards[gpu.index].show(gpu, history, window, sparks)
+            self.cards[gpu.index].show(gpu, history, window, sparks, shares.get(gpu.index, ()))
 
     def update_compact(self) -> None:
         """Cards when they fit, one line per GPU when they do not (or the screen is narrow)."""

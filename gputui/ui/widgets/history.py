@@ -24,8 +24,10 @@ def _latest(values: tuple[float, ...], metric: str) -> str:
     last, peak = values[-1], max(values)
     if metric == "power":
         return f"{last:.0f} (max {peak:.0f})"
-    if metric == "gpu_mem":
+    if metric in ("gpu_mem", "mem"):
         return f"{fmt.size(last)} (max {fmt.size(peak)})"
+    if metric == "cpu":
+        return f"{last:.0f}% (max {peak:.0f}%)"
     return f"{last:.0f} (max {peak:.0f})"
 
 

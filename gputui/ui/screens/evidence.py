@@ -1,0 +1,322 @@
+"""The evidence view (``e``): everything about one container that says why its job is slow.
+
+One screen assembles what is otherwise spread over tabs and tools: the container's findings, its
+GPU processes, its GPUs and who else uses them, CPU use against its quota and how often the
+scheduler throttled it, memory against its limit, OOM kills and restarts, and sparklines of its
+GPU memory, CPU and memory. It follows the live refreshes while open.
+"""
+
+from __future__ import annotations
+
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import VerticalScroll
+from textual.content import Content
+from textual.screen import Screen
+from textual.widgets import Footer, Static
+
+from gputui.derive import fmt
+from gputui.derive.history import History, container_key, window_label
+from gputui.model import ContainerUsage, GpuSample, Snapshot
+from gputui.ui.analysis import Analysis
+from gputui.ui.widgets.history import SeriesRow
+
+Part = str | tuple[str, str]
+
+SEVERITY_STYLE = {
+    "fail": "bold reverse $text-error",
+    "warn": "bold $text-warning",
+    "info": "bold $text-accent",
+}
+
+
+def _section(title: str) -> list[Part]:
+    return ["\n", (title, "bold $accent"), "\n"]
+
+
+def _fact(label: str, *value: Part) -> list[Part]:
+    return [("  " + label.ljust(12), "$text-muted"), *value, "\n"]
+
+
+def title_content(usage: ContainerUsage, gone: bool) -> Content:
+    """``Evidence  trainer  running  nvcr.io/…  3f2a1b4c5d6e  lab/trainer``."""
+    info = usage.info
+    parts: list[Part] = [
+        ("Evidence  ", "$text-muted"),
+        (fmt.safe_text(info.name, 60), "bold"),
+        "  ",
+        (fmt.safe_text(info.status, 12), "" if info.running else "bold $text-warning"),
+        "  ",
+        (fmt.safe_text(info.image, 60, na=""), "$text-muted"),
+        "  ",
+        (info.short_id, "$text-muted"),
+    ]
+    if info.compose_service:
+        project = fmt.safe_text(info.compose_project, 24, na="")
+        service = fmt.safe_text(info.compose_service, 24)
+        parts += ["  ", (f"{project}/{service}" if project else service, "italic")]
+    if gone:
+        gone_text = " GONE: no longer listed; last known facts "
+        parts += ["  ", (gone_text, "bold reverse $text-warning")]
+    return Content.assemble(*parts)
+
+
+def _findings(usage: ContainerUsage, analysis: Analysis) -> list[Part]:
+    parts = _section("Findings")
+    findings = analysis.findings_for(usage.info.id, usage.pids)
+    if not findings:
+        quiet = "none: no sharing, growth, idling, throttling, memory pressure, OOM or restarts"
+        return [*parts, ("  " + quiet, "$text-muted"), "\n"]
+    for finding in findings:
+        style = SEVERITY_STYLE.get(finding.severity, "bold")
+        summary = fmt.safe_text(finding.summary, 300)
+        parts += [("  " + finding.severity.ljust(5), style), " ", summary, "\n"]
+    return parts
+
+
+def _processes(usage: ContainerUsage, snapshot: Snapshot) -> list[Part]:
+    parts = _section("GPU processes")
+    mine = [p for p in snapshot.processes if p.container_id == usage.info.id]
+    if not mine:
+        none = "  none (no process of this container holds GPU memory)"
+        return [*parts, (none, "$text-muted"), "\n"]
+    for process in sorted(mine, key=lambda p: (p.pid, p.sample.gpu_index)):
+        info, sample = process.info, process.sample
+        parts += [
+            ("  PID ", "$text-muted"),
+            (str(process.pid).ljust(8), "bold"),
+            ("GPU ", "$text-muted"),
+            str(sample.gpu_index).ljust(3),
+            (fmt.mib(sample.used_memory_bytes).rjust(10), "bold"),
+            ("  SM ", "$text-muted"),
+            fmt.pct(sample.sm_util).rjust(4),
+            ("  CPU ", "$text-muted"),
+            fmt.pct(info.cpu_percent).rjust(5),
+            "  ",
+            fmt.safe_text(info.command or info.name, 100, na="?"),
+            "\n",
+        ]
+    return parts
+
+
+def _gpu_indexes(usage: ContainerUsage) -> list[int]:
+    indexes = set(usage.gpu_indexes)
+    request = usage.info.gpu_request
+    if isinstance(request, tuple):
+        indexes |= {int(r) for r in request if r.isdigit()}
+    return sorted(indexes)
+
+
+def _gpus(usage: ContainerUsage, analysis: Analysis) -> list[Part]:
+    parts = _section("GPUs")
+    by_index: dict[int, GpuSample] = {g.index: g for g in analysis.snapshot.gpus}
+    indexes = _gpu_indexes(usage)
+    if not indexes:
+        request = fmt.gpu_request(usage.info.gpu_request)
+        return [*parts, (f"  none in use (GPU request: {request})", "$text-muted"), "\n"]
+    for index in indexes:
+        gpu = by_index.get(index)
+        parts += [("  GPU ", "$text-muted"), (str(index), "bold")]
+        if gpu is not None:
+            parts += [
+                ("  util ", "$text-muted"),
+                fmt.pct(gpu.utilization_gpu),
+                ("  mem ", "$text-muted"),
+                f"{fmt.size(gpu.memory_used_bytes)}/{fmt.size(gpu.memory_total_bytes)}",
+                ("  throttle ", "$text-muted"),
+                fmt.throttle(gpu.throttle_reasons),
+            ]
+        shares = analysis.shares.get(index, ())
+        if len(shares) >= 2:
+            parts += ["\n", ("    shared: ", "bold $text-warning")]
+            for n, share in enumerate(shares):
+                label = fmt.safe_text(share.label, 40)
+                me = share.party == usage.info.id
+                sm = "" if share.sm_util is None else f" SM {share.sm_util}%"
+                size = fmt.size(share.memory_bytes)
+                memory = f"{share.memory_share * 100:.0f}% of memory ({size})"
+                parts += [
+                    (" · " if n else "", "$text-muted"),
+                    (label + (" (this)" if me else ""), "bold" if me else ""),
+                    f" {memory}{sm}",
+                ]
+        else:
+            parts += [("  not shared", "$text-success")]
+        parts.append("\n")
+    return parts
+
+
+def _cpu(usage: ContainerUsage) -> list[Part]:
+    info = usage.info
+    parts = _section("CPU")
+    used = info.cpu_percent
+    if info.cpu_quota_cpus:
+        of_quota = fmt.ratio(used, info.cpu_quota_cpus * 100)
+        level = "bold $text-warning" if (of_quota or 0) >= 90 else ""
+        parts += _fact(
+            "use",
+            fmt.pct(used),
+            (f"  of a {info.cpu_quota_cpus:g}-CPU quota: ", "$text-muted"),
+            (fmt.pct(of_quota), level),
+        )
+    else:
+        parts += _fact("use", fmt.pct(used), ("  (100% = one core; no CPU quota)", "$text-muted"))
+    periods, throttled = info.cpu_periods, info.cpu_throttled_periods
+    if periods is None or throttled is None:
+        parts += _fact("throttling", ("not known (cgroup cpu.stat not readable)", "$text-muted"))
+    else:
+        share = fmt.ratio(throttled, periods)
+        level = "bold $text-warning" if (share or 0) >= 20 else ""
+        parts += _fact(
+            "throttled",
+            (f"{throttled} of {periods} periods ({fmt.pct(share)})", level),
+            ("  since start", "$text-muted"),
+        )
+    if info.cpu_throttled_seconds is not None:
+        parts += _fact("time", f"{info.cpu_throttled_seconds:.1f} s throttled in total")
+    return parts
+
+
+def _memory(usage: ContainerUsage, snapshot: Snapshot) -> list[Part]:
+    info = usage.info
+    parts = _section("Memory")
+    used, limit = info.memory_used_bytes, info.memory_limit_bytes
+    host = snapshot.host_stats.memory_total_bytes if snapshot.host_stats else None
+    if host is None and snapshot.engine is not None:
+        host = snapshot.engine.host_memory_bytes
+    if used is None:
+        limit_text = "" if limit is None else f" (limit {fmt.size(limit)})"
+        parts += _fact("use", (f"not known{limit_text}", "$text-muted"))
+    elif limit is not None and (host is None or limit < host):
+        share = fmt.ratio(used, limit)
+        level = "bold $text-error" if (share or 0) >= 90 else ""
+        text = f"{fmt.size(used)} of its {fmt.size(limit)} limit ({fmt.pct(share)})"
+        parts += _fact("use", (text, level))
+    else:
+        parts += _fact("use", fmt.size(used), ("  (no memory limit)", "$text-muted"))
+    oom = info.oom_killed
+    parts += _fact(
+        "OOM-killed",
+        ("yes" if oom else "no" if oom is not None else fmt.NA, "bold $text-error" if oom else ""),
+    )
+    restarts = info.restart_count
+    restart_style = "bold $text-warning" if restarts else ""
+    parts += _fact("restarts", (fmt.NA if restarts is None else str(restarts), restart_style))
+    return parts
+
+
+def evidence_content(usage: ContainerUsage, analysis: Analysis) -> Content:
+    """The text sections of the evidence view (untrusted text through ``safe_text``).
+
+    Args:
+        usage: The container (its last known state when it is gone).
+        analysis: The latest snapshot's analysis: findings, shares, GPUs, processes.
+
+    Returns:
+        Findings, GPU processes, GPUs, CPU and memory sections.
+    """
+    snapshot = analysis.snapshot
+    return Content.assemble(
+        *_findings(usage, analysis),
+        *_processes(usage, snapshot),
+        *_gpus(usage, analysis),
+        *_cpu(usage),
+        *_memory(usage, snapshot),
+    )
+
+
+class EvidenceScreen(Screen[None]):
+    """One container's evidence, refreshed with every snapshot while open.
+
+    Args:
+        container_id: The container to show.
+        history: The app's ring buffers (the container's series).
+        window: Seconds of history the sparklines show.
+        analysis: The latest analysis, shown at once.
+    """
+
+    BINDINGS = [
+        Binding("escape,e,q", "close", "Close"),
+        Binding("j", "scroll_down", "Down", show=False),
+        Binding("k", "scroll_up", "Up", show=False),
+    ]
+
+    DEFAULT_CSS = """
+    EvidenceScreen #ev-title { height: 1; padding: 0 1; background: $panel; }
+    EvidenceScreen #ev-scroll { padding: 0 1; }
+    EvidenceScreen #ev-history-title { height: 1; margin-top: 1; color: $accent; text-style: bold; }
+    """
+
+    def __init__(
+        self, container_id: str, history: History, window: float, analysis: Analysis
+    ) -> None:
+        super().__init__()
+        self.container_id = container_id
+        self.history = history
+        self.window = window
+        self.analysis = analysis
+        self.usage: ContainerUsage | None = None
+        self.title_line = Static("", id="ev-title")
+        self.body = Static("", id="ev-body")
+        self.history_title = Static("", id="ev-history-title")
+        self.rows = {
+            "gpu_mem": SeriesRow("GPU memory", "gpu_mem"),
+            "cpu": SeriesRow("CPU %", "cpu"),
+            "mem": SeriesRow("memory", "mem"),
+        }
+        self._shown: tuple[str, str] | None = None
+
+    def compose(self) -> ComposeResult:
+        """Title, the sections, the sparklines, footer."""
+        yield self.title_line
+        with VerticalScroll(id="ev-scroll"):
+            yield self.body
+            yield self.history_title
+            yield from self.rows.values()
+        yield Footer()
+
+    def on_mount(self) -> None:
+        """Show the analysis the screen was opened with."""
+        self.show(self.analysis, self.window)
+
+    def show(self, analysis: Analysis, window: float) -> None:
+        """Refresh for a new snapshot (or history window)."""
+        self.window = window
+        current = analysis.snapshot.container(self.container_id)
+        gone = current is None
+        if not gone:
+            self.analysis, self.usage = analysis, current
+        # A container that left keeps the facts of the last snapshot that listed it.
+        usage, analysis = self.usage, self.analysis
+        if usage is None:
+            self.title_line.update(Content.styled("This container is no longer listed.", "bold"))
+            return
+        title, body = title_content(usage, gone), evidence_content(usage, analysis)
+        # Content equality ignores styles; the plain text changes whenever a fact does.
+        if self._shown != (title.plain, body.plain):
+            self._shown = (title.plain, body.plain)
+            self.title_line.update(title)
+            self.body.update(body)
+        self.history_title.update(f"History  ·  last {window_label(window)}  (w: change window)")
+        self._sparks(usage, analysis.snapshot)
+
+    def _sparks(self, usage: ContainerUsage, snapshot: Snapshot) -> None:
+        cid = usage.info.id
+        gpu_total = [
+            g.memory_total_bytes
+            for g in snapshot.gpus
+            if g.index in usage.gpu_indexes and g.memory_total_bytes is not None
+        ]
+        cpu_top = usage.info.cpu_quota_cpus * 100 if usage.info.cpu_quota_cpus else None
+        limit = usage.info.memory_limit_bytes
+        scales = {
+            "gpu_mem": float(sum(gpu_total)) if gpu_total else None,
+            "cpu": cpu_top,
+            "mem": float(limit) if limit else None,
+        }
+        for metric, row in self.rows.items():
+            row.show(self.history.series(container_key(cid, metric), self.window), scales[metric])
+
+    def action_close(self) -> None:
+        """Back to the monitor."""
+        self.dismiss(None)

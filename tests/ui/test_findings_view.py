@@ -1,0 +1,239 @@
+"""Who is stealing the GPU, in the TUI: sharing, finding markers, host line, evidence view."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from conftest import AppFactory
+from pilot_helpers import push, ready
+from ui_factories import GIB, FakeCollector, cid, container, gpu, proc, snapshot, standard
+
+from gputui.model import HostStats, Snapshot
+from gputui.ui.screens.evidence import EvidenceScreen
+from gputui.ui.screens.main import MainScreen
+
+HOST = HostStats(
+    cpu_percent=38.0,
+    cpu_count=224,
+    load_avg=(71.2, 69.8, 66.1),
+    memory_used_bytes=812 * GIB,
+    memory_total_bytes=2048 * GIB,
+    swap_used_bytes=0,
+    swap_total_bytes=0,
+)
+
+
+def slow_trainer(taken_at: float, periods: int, throttled: int) -> Snapshot:
+    """A trainer sharing GPU 0 with the host, CPU-throttled, near its memory limit, OOM-killed
+    once and restarted: everything the evidence view has to explain."""
+    processes = [
+        proc(611, 0, 62_000, cid(1), "python train.py", sm=40),
+        proc(900, 0, 38_000, None, "python notebook.py", user="alice", sm=25),
+    ]
+    trainer = container(
+        1,
+        "trainer",
+        processes,
+        cpu_percent=395.0,
+        cpu_quota_cpus=4.0,
+        cpu_periods=periods,
+        cpu_throttled_periods=throttled,
+        cpu_throttled_seconds=12.5,
+        memory_used_bytes=int(15.5 * GIB),
+        memory_limit_bytes=16 * GIB,
+        oom_killed=True,
+        restart_count=4,
+    )
+    base = snapshot(taken_at, gpus=[gpu(0, util=97, used_gib=100.0)], processes=processes)
+    return replace(base, containers=(trainer,), host_stats=HOST)
+
+
+async def test_shared_gpu_flagged_in_card_and_tree(make_app: AppFactory) -> None:
+    app = make_app()
+    async with app.run_test(size=(160, 50)) as pilot:
+        await ready(pilot)  # standard(): GPU 0 and GPU 1 each used by several parties
+        labels = {k: str(n.label) for k, n in app.main.ctree.nodes_by_key.items()}
+        assert "[shared GPU 0: 95%]" in labels[f"c:{cid(1)}"]  # trainer-a, 13290 of 14058 MiB
+        assert "[shared GPU 1: 29%]" in labels[f"c:{cid(1)}"]
+        assert "[shared GPU 1: 57%]" in labels[f"c:{cid(2)}"]
+        assert "[shared GPU 0: 2%]" in labels["g:host"]
+        assert "[shared GPU 1: 14%]" in labels["g:orphans"]
+        card = app.main.gpus.cards[0].gauges.render().plain.splitlines()[0]
+        # Three parties in 64 columns: the two biggest by name, the third folded into +1.
+        assert card.startswith("GPU 0 H200  shared: trainer")
+        assert "95% SM 30 · cgroup" in card
+        assert card.endswith("4% SM 30 +1")
+
+
+async def test_two_party_card_names_both_with_sm(make_app: AppFactory) -> None:
+    app = make_app(FakeCollector([slow_trainer(1.0, 10, 0)]))
+    async with app.run_test(size=(160, 50)) as pilot:
+        await ready(pilot)
+        card = app.main.gpus.cards[0].gauges.render().plain.splitlines()[0]
+        assert card == "GPU 0 H200  shared: trainer 62% SM 40 · host 38% SM 25"
+
+
+async def test_unshared_gpu_has_no_marker(make_app: AppFactory) -> None:
+    processes = [proc(10, 0, 1000, cid(1))]
+    only = snapshot(processes=processes, containers=[container(1, "solo", processes)])
+    app = make_app(FakeCollector([only]))
+    async with app.run_test(size=(160, 50)) as pilot:
+        await ready(pilot)
+        assert "shared" not in str(app.main.ctree.nodes_by_key[f"c:{cid(1)}"].label)
+        assert "shared" not in app.main.gpus.cards[0].gauges.render().plain
+
+
+async def test_compact_gpu_line_marks_sharing(make_app: AppFactory) -> None:
+    app = make_app()
+    async with app.run_test(size=(80, 24)) as pilot:
+        await ready(pilot)
+        await pilot.pause()
+        assert "⇄" in app.main.gpus.cards[0].gauges.render().plain
+
+
+async def test_findings_become_tree_markers(make_app: AppFactory) -> None:
+    app = make_app()
+    async with app.run_test(size=(200, 50)) as pilot:
+        await ready(pilot)
+        await push(pilot, slow_trainer(1_000_100.0, 1000, 100), analyse=True)
+        await push(pilot, slow_trainer(1_000_110.0, 1100, 190), analyse=True)  # 90 of 100
+        label = str(app.main.ctree.nodes_by_key[f"c:{cid(1)}"].label)
+        for marker in (
+            "[shared GPU 0: 62%]",
+            "[CPU throttled 90%]",
+            "[mem 97% of limit]",
+            "[OOM-killed]",
+            "[restarts 4]",
+        ):
+            assert marker in label, marker
+
+
+async def test_idle_reservation_marker_says_how_long(make_app: AppFactory) -> None:
+    app = make_app()
+    async with app.run_test(size=(200, 50)) as pilot:
+        await ready(pilot)  # the collector thread analysed standard() at t = 1_000_000
+        await push(pilot, standard(1_000_090.0), analyse=True)
+        label = str(app.main.ctree.nodes_by_key[f"c:{cid(3)}"].label)
+        assert "[idle: reserved GPU, no GPU process for 1m]" in label
+        assert label.count("[idle") == 1  # the finding replaces the snapshot-only marker
+
+
+async def test_memory_growth_marks_the_process(make_app: AppFactory) -> None:
+    app = make_app()
+    async with app.run_test(size=(200, 50)) as pilot:
+        await ready(pilot)
+        for step in range(5):
+            processes = [proc(611, 0, 1000 + 200 * step, cid(1))]
+            snap = snapshot(
+                3_000_000.0 + 30 * step,
+                processes=processes,
+                containers=[container(1, "leaky", processes)],
+            )
+            await push(pilot, snap, analyse=True)
+        assert "[GPU mem +400 MiB/min" in str(app.main.ctree.nodes_by_key["p:611:0"].label)
+        assert "[GPU mem +400 MiB/min" in str(app.main.ctree.nodes_by_key[f"c:{cid(1)}"].label)
+
+
+async def test_host_line_in_wide_header(make_app: AppFactory) -> None:
+    app = make_app(FakeCollector([slow_trainer(1.0, 10, 0)]))
+    async with app.run_test(size=(160, 50)) as pilot:
+        await ready(pilot)
+        first, second = app.main.header.text.split("\n")
+        assert "lab-1" in first
+        assert (
+            second == "host  CPU 38% of 224  load 71.20 69.80 66.10  mem 812GiB/2.0TiB  swap 0B/0B"
+        )
+
+
+async def test_narrow_header_is_one_line(make_app: AppFactory) -> None:
+    app = make_app(FakeCollector([slow_trainer(1.0, 10, 0)], mode="demo"), read_only=True)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await ready(pilot)
+        await pilot.pause()
+        text = app.main.header.text
+        assert "\n" not in text
+        assert len(text) <= 78
+        for kept in ("gputui", "0 fail", "DEMO"):
+            assert kept in text, text
+        assert app.main.header.size.height == 1
+
+
+async def test_evidence_view_answers_why_slow(make_app: AppFactory) -> None:
+    app = make_app(FakeCollector([slow_trainer(1_000_000.0, 1000, 100)]))
+    async with app.run_test(size=(160, 50)) as pilot:
+        await ready(pilot)
+        await push(pilot, slow_trainer(1_000_010.0, 1100, 190), analyse=True)
+        assert app.main.ctree.selected is not None
+        assert app.main.ctree.selected.key == f"c:{cid(1)}"
+        await pilot.press("e")
+        await pilot.pause()
+        screen = app.screen
+        assert isinstance(screen, EvidenceScreen)
+        title = str(screen.title_line.content)
+        assert "trainer" in title and "running" in title
+        body = str(screen.body.content)
+        for fact in (
+            "CPU throttled in 90% of scheduler periods at its limit of 4 CPUs",  # finding
+            "killed by the kernel's OOM killer",
+            "restarted 4 times",
+            "PID 611",  # its GPU process
+            "62000MiB",
+            "GPU 0  util 97%",
+            "trainer (this) 62% of memory",  # shares
+            "host 38% of memory",
+            "395%  of a 4-CPU quota: 99%",
+            "190 of 1100 periods (17%)",
+            "12.5 s throttled in total",
+            "15.5GiB of its 16.0GiB limit (97%)",
+            "OOM-killed  yes",
+            "restarts    4",
+        ):
+            assert fact in body, fact
+        assert screen.rows["cpu"].spark.data == (395.0, 395.0)
+        assert screen.rows["mem"].spark.data[-1] == 15.5 * GIB
+        # It follows the refreshes while open.
+        await push(pilot, slow_trainer(1_000_020.0, 1200, 290), analyse=True)
+        assert "290 of 1200 periods" in str(screen.body.content)
+        # Keys for the monitor's tabs are not offered here.
+        assert app.check_action("sort", ()) is False
+        assert app.check_action("filter", ()) is False
+        await pilot.press("escape")
+        await pilot.pause()
+        assert isinstance(app.screen, MainScreen)
+
+
+async def test_evidence_for_a_gone_container_keeps_the_last_facts(make_app: AppFactory) -> None:
+    app = make_app()
+    async with app.run_test(size=(160, 50)) as pilot:
+        await ready(pilot)
+        await pilot.press("e")
+        await pilot.pause()
+        screen = app.screen
+        assert isinstance(screen, EvidenceScreen)
+        await push(pilot, snapshot(2_000_000.0))
+        assert "GONE" in str(screen.title_line.content)
+        assert "PID 611" in str(screen.body.content)
+
+
+async def test_evidence_from_the_process_table_and_without_a_container(
+    make_app: AppFactory,
+) -> None:
+    app = make_app()
+    async with app.run_test(size=(160, 50)) as pilot:
+        await ready(pilot)
+        await pilot.press("2")
+        await pilot.pause()
+        table = app.main.table
+        keys = table.row_keys()
+        table.move_cursor(row=keys.index("900:0"))  # Xorg on the host: no container
+        await pilot.pause()
+        assert app.check_action("evidence", ()) is None  # shown dimmed: nothing to show
+        await pilot.press("e")
+        await pilot.pause()
+        assert isinstance(app.screen, MainScreen)
+        table.move_cursor(row=keys.index("700:1"))
+        await pilot.pause()
+        await pilot.press("e")
+        await pilot.pause()
+        assert isinstance(app.screen, EvidenceScreen)
+        assert app.screen.container_id == cid(2)
