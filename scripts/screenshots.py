@@ -1,4 +1,4 @@
-"""Write screenshots/*.svg: every tab of the TUI on the demo machine, narrow and wide.
+"""Write screenshots/*.svg: every tab, the evidence view and help on the demo machine.
 
 Headless and deterministic: the demo runs on a fixed clock, the history is filled from the
 earlier refreshes, and the app then re-applies the last refresh (which changes nothing).
@@ -9,7 +9,9 @@ earlier refreshes, and the app then re-applies the last refresh (which changes n
 from __future__ import annotations
 
 import asyncio
+import os
 import sys
+import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -27,9 +29,13 @@ VIEWS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("processes", ("2",)),
     ("health", ("3",)),
     ("history", ("j", "j", "4")),
+    ("alerts", ("5",)),
+    # Five lines down: the inference server sharing GPU 1 with the host, restarted 3 times.
+    ("evidence", ("j", "j", "j", "j", "j", "e")),
     ("help", ("question_mark",)),
 )
-REFRESHES = 60
+#: Enough refreshes (one per simulated second) for the 5-minute GPU-utilization alert to fire.
+REFRESHES = 330
 
 
 class ReplayCollector:
@@ -81,6 +87,7 @@ async def shoot(out: Path, snapshots: list[Snapshot], name: str, keys: tuple[str
         app = GpuTuiApp(collector, Settings(demo=True, interval=1.0))
         for snapshot in snapshots[:-1]:
             app.history.record(snapshot)
+            app.analyzer.analyse(snapshot)  # trends and alert durations, as if it had run
         async with app.run_test(size=size) as pilot:
             for _ in range(200):
                 if app.main.snapshot is not None and app.main.health_title:
@@ -96,6 +103,8 @@ async def shoot(out: Path, snapshots: list[Snapshot], name: str, keys: tuple[str
 
 async def main(out: Path) -> None:
     out.mkdir(parents=True, exist_ok=True)
+    # The default alert rules, whatever the config of whoever runs the script says.
+    os.environ["XDG_CONFIG_HOME"] = tempfile.mkdtemp(prefix="gputui-screenshots-")
     collector = demo_collector()
     snapshots = [collector.collect() for _ in range(REFRESHES)]
     collector.close()

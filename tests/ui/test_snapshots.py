@@ -42,6 +42,18 @@ def test_history_tab(snap_compare: Any, size: tuple[int, int]) -> None:
     assert snap_compare(demo_app(), terminal_size=size, run_before=_before("j", "j", "4"))
 
 
+@pytest.mark.parametrize("size", SIZES)
+def test_alerts_tab(snap_compare: Any, size: tuple[int, int]) -> None:
+    assert snap_compare(demo_app(), terminal_size=size, run_before=_before("5"))
+
+
+@pytest.mark.parametrize("size", SIZES)
+def test_evidence_view(snap_compare: Any, size: tuple[int, int]) -> None:
+    # Five lines down: the inference server sharing GPU 1 with the host, restarted 3 times.
+    keys = ("j",) * 5 + ("e",)
+    assert snap_compare(demo_app(), terminal_size=size, run_before=_before(*keys))
+
+
 def test_help_screen(snap_compare: Any) -> None:
     assert snap_compare(demo_app(), terminal_size=(80, 24), run_before=_before("question_mark"))
 
