@@ -15,12 +15,15 @@ import pytest
 from gputui.collect.docker import DockerSource, docker_cli_available
 from gputui.model import ContainerInfo, ContainerReading
 
+TEST_LABEL = "gputui-test"  # the label tests/conftest.py puts on every test container
+
 pytestmark = pytest.mark.docker
 
 
 @pytest.fixture
-def source(docker_engine: Any) -> Iterator[DockerSource]:
-    src = DockerSource()
+def source(docker_engine: Any, free_run_id: str) -> Iterator[DockerSource]:
+    # Only this run's containers: API-call counts must not depend on other users of the engine.
+    src = DockerSource(label=f"{TEST_LABEL}={free_run_id}")
     yield src
     src.close()
 

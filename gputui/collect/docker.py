@@ -69,6 +69,7 @@ class DockerSource:
         *,
         cgroup_root: str | os.PathLike[str] = "/sys/fs/cgroup",
         proc_root: str | os.PathLike[str] = "/proc",
+        label: str | None = None,
     ) -> None:
         """Remember the settings; no I/O happens until the first :meth:`read`.
 
@@ -78,8 +79,11 @@ class DockerSource:
             clock: Monotonic clock, injectable for back-off tests.
             cgroup_root: Where the host's cgroup hierarchy is mounted (tests point it elsewhere).
             proc_root: Where the host's ``/proc`` is.
+            label: Only watch containers carrying this label (``key`` or ``key=value``), as
+                ``docker ps --filter label=...`` does; None watches every container.
         """
         self.api_calls = 0
+        self._label_filter: dict[str, list[str]] = {"label": [label]} if label else {}
         self._base_url = base_url
         self._timeout = timeout
         self._clock = clock
@@ -227,7 +231,11 @@ class DockerSource:
                 self._count()
                 stream = client.api.events(
                     since=since,
-                    filters={"type": "container", "event": list(EVENT_ACTIONS)},
+                    filters={
+                        "type": "container",
+                        "event": list(EVENT_ACTIONS),
+                        **self._label_filter,
+                    },
                     decode=True,
                 )
             except Exception:  # engine gone: read() notices through its own list call
@@ -317,7 +325,7 @@ class DockerSource:
             # events arrived; re-inspecting all of them would cost one call per container.
             listed = {
                 c["Id"]: (c.get("State"), "/".join(c.get("Names") or ()).lstrip("/"))
-                for c in self._call(api.containers, all=True)
+                for c in self._call(api.containers, all=True, filters=self._label_filter)
             }
             for cid in [c for c in self._cache if c not in listed]:
                 self._forget(cid)
