@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Iterable, Sequence
+from dataclasses import replace
 from typing import Any
 
 from gputui.model import (
@@ -328,13 +329,53 @@ _DEMO_SMI = """\
 """
 
 
+#: Per running container: (CPU % around which it moves, CPU quota in CPUs or None, share of
+#: scheduler periods throttled, memory used in GiB). The bert pod is held at its 4-CPU quota.
+_USAGE: dict[str, tuple[float, float | None, float, float]] = {
+    TRAINER: (140.0, None, 0.0, 48.0),
+    BERT: (395.0, 4.0, 0.35, 29.5),
+    VLLM: (101.0, None, 0.0, 14.2),
+    NOTEBOOK: (0.4, 2.0, 0.0, 1.1),
+    REDIS: (2.5, 1.0, 0.0, 0.3),
+}
+
+
 class DemoContainers:
     """Containers of the simulated machine (a :class:`ContainerSource`)."""
 
+    def __init__(self) -> None:
+        self._step = 0
+
     def read(self) -> ContainerReading:
-        """The fixed container set."""
+        """The fixed container set, with CPU, memory and throttling that move a little."""
+        self._step += 1
+        step = self._step
+        containers = []
+        for info in DEMO_CONTAINERS:
+            usage = _USAGE.get(info.id)
+            if usage is None or not info.running:
+                containers.append(info)
+                continue
+            cpu, quota, throttled, mem_gib = usage
+            periods = 10 * step  # 100 ms CFS periods at 1 Hz
+            containers.append(
+                replace(
+                    info,
+                    # Like docker stats: no CPU figure until there are two samples.
+                    cpu_percent=round(cpu * (1 + 0.05 * math.sin(step / 4)), 1)
+                    if step > 1
+                    else None,
+                    memory_used_bytes=int(mem_gib * 2**30 * (1 + 0.01 * math.sin(step / 9))),
+                    cpu_quota_cpus=quota,
+                    cpu_periods=periods if quota else None,
+                    cpu_throttled_periods=int(periods * throttled) if quota else None,
+                    cpu_throttled_seconds=round(periods * throttled * 0.04, 2) if quota else None,
+                )
+            )
         return ContainerReading(
-            status=SourceStatus("docker", ok=True), containers=DEMO_CONTAINERS, engine=DEMO_ENGINE
+            status=SourceStatus("docker", ok=True),
+            containers=tuple(containers),
+            engine=DEMO_ENGINE,
         )
 
     def exec(self, container_id: str, argv: Sequence[str], timeout_s: float) -> ExecResult:
