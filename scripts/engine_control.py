@@ -3,9 +3,11 @@
 Two kinds:
 
 * :class:`PrivateEngine`: a second, real ``dockerd`` with its own socket, data root, exec root
-  (so its own containerd) and its own bridge interface, with ``--iptables=false``. Stopping it
-  disturbs nobody else's containers, which makes it the default on a shared machine and in CI.
-  Never give it ``--bridge=none``: dockerd then *deletes* the host's ``docker0`` interface.
+  (so its own containerd), in a network namespace of its own (``unshare --net``) and with
+  ``--iptables=false``. Stopping it disturbs nobody else's containers, which makes it the
+  default on a shared machine and in CI. The network namespace matters: a second dockerd in
+  the host's namespace either fights over ``docker0`` or, with ``--bridge=none``, *deletes*
+  it, breaking the host engine's default network.
 * :class:`HostEngine`: the machine's own ``dockerd``, stopped with SIGTERM and started again
   with the argv, working directory and environment it was started with. Every container of
   that engine stops with it unless it runs with ``--live-restore``.
@@ -113,38 +115,24 @@ class PrivateEngine:
     def __init__(self, root: Path | None = None, *, live_restore: bool = True) -> None:
         tag = uuid.uuid4().hex[:6]
         self.root = root or Path(f"/tmp/gputui-engine-{tag}")
-        self.bridge = f"gtui{tag}"  # interface names are at most 15 characters
         self.live_restore = live_restore
         self.socket = str(self.root / "docker.sock")
         self.url = f"unix://{self.socket}"
         self.log = self.root / "dockerd.log"
         self._proc: subprocess.Popen[bytes] | None = None
-        self._bridge_made = False
 
     def _argv(self) -> list[str]:
         argv = [
+            "unshare", "--net", "--",  # its own docker0, invisible to the host's engine
             "dockerd",
             "--host", self.url,
             "--data-root", str(self.root / "data"),
             "--exec-root", str(self.root / "exec"),
             "--pidfile", str(self.root / "docker.pid"),
-            "--bridge", self.bridge,
             "--iptables=false",
             "--ip-masq=false",
         ]  # fmt: skip
         return [*argv, "--live-restore"] if self.live_restore else argv
-
-    def _make_bridge(self) -> None:
-        if self._bridge_made:
-            return
-        # An address range of its own; the containers here run with --network none anyway.
-        octet = 16 + int(self.bridge[-2:], 16) % 200
-        subprocess.run(["ip", "link", "add", self.bridge, "type", "bridge"], check=True)
-        self._bridge_made = True
-        subprocess.run(
-            ["ip", "addr", "add", f"10.{octet}.254.1/24", "dev", self.bridge], check=True
-        )
-        subprocess.run(["ip", "link", "set", self.bridge, "up"], check=True)
 
     def running(self) -> bool:
         """Whether our dockerd process is alive."""
@@ -157,7 +145,6 @@ class PrivateEngine:
     def start(self, timeout: float = 60.0) -> float:
         """Start dockerd; returns the seconds until it answered ``/_ping``."""
         self.root.mkdir(parents=True, exist_ok=True)
-        self._make_bridge()
         t0 = time.monotonic()
         with self.log.open("ab") as log:
             self._proc = subprocess.Popen(
@@ -187,7 +174,7 @@ class PrivateEngine:
             self.start()
 
     def close(self, client: Any = None) -> None:
-        """Remove its containers, stop it, delete its bridge and files."""
+        """Remove its containers, stop it, delete its files."""
         if client is not None and self.running():
             for container in client.containers.list(all=True, sparse=True):
                 try:
@@ -202,9 +189,6 @@ class PrivateEngine:
         for shim in _pids_matching(str(self.root / "exec")):
             with contextlib.suppress(OSError):
                 os.kill(shim, signal.SIGKILL)
-        if self._bridge_made:
-            subprocess.run(["ip", "link", "delete", self.bridge], check=False)
-            self._bridge_made = False
         # dockerd bind-mounts its data root onto itself (and overlay mounts below it); a lazy
         # unmount, deepest first, lets the directory go.
         prefix = str(self.root) + "/"

@@ -1,9 +1,10 @@
 """Fixtures of the disruption suite: a private real dockerd, the gputui CLI, scenario files.
 
-The engine-restart tests stop and start a *second* dockerd of their own (``PrivateEngine``,
-own socket, data root and bridge), so the machine's engine and everybody's containers on it
-are never touched. It needs root and a ``dockerd`` binary, as CI has; without them those tests
-skip, except in CI where they fail (a CI run must not pass by skipping them).
+The engine-restart tests stop and start a *second* dockerd of their own (``PrivateEngine``:
+own socket, data root and network namespace), so the machine's engine and everybody's
+containers on it are never touched. It needs root, ``dockerd`` and ``unshare``, as CI has;
+without them those tests skip, except in CI where they fail (a CI run must not pass by
+skipping them).
 """
 
 from __future__ import annotations
@@ -36,8 +37,8 @@ def private_engine() -> Iterator[tuple[PrivateEngine, Any]]:
     reason = None
     if os.geteuid() != 0:
         reason = "stopping and starting a dockerd needs root"
-    elif shutil.which("dockerd") is None or shutil.which("ip") is None:
-        reason = "no dockerd (or ip) binary"
+    elif shutil.which("dockerd") is None or shutil.which("unshare") is None:
+        reason = "no dockerd (or unshare) binary"
     if reason:
         if _in_ci():
             pytest.fail(f"engine restart tests required in CI but {reason}")
