@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from gputui.derive.findings import FindingsEngine
 from gputui.replay import ReplayCollector, read_recording
 
@@ -45,3 +47,33 @@ def test_replay_collector_steps_through_the_recording() -> None:
     times = [first.taken_at] + [player.collect().taken_at for _ in range(5)]
     assert times == sorted(times)
     assert len(set(times)) == 6
+
+
+async def test_h200_recording_in_the_tui(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Pilot test: the TUI on the recorded machine shows both containers and the host process
+    # with the memory nvidia-smi reported, and steps through the recording.
+    from gputui.settings import Settings
+    from gputui.ui.app import GpuTuiApp
+
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path))  # no user alert rules
+    player = ReplayCollector(read_recording(RECORDING), source=str(RECORDING))
+    app = GpuTuiApp(player, Settings(interval=60.0, read_only=True))
+    async with app.run_test(size=(160, 50)) as pilot:
+        for _ in range(200):
+            if app.main.snapshot is not None:
+                break
+            await pilot.pause(0.02)
+        snapshot = app.main.snapshot
+        assert snapshot is not None
+        assert "REPLAY" in app.main.header.text
+        tree = app.query_one("ContainerTree")
+        labels = [str(node.label) for node in tree.root.children]  # type: ignore[attr-defined]
+        assert any(label.startswith("share-a") and "6.7GiB" in label for label in labels), labels
+        assert any(label.startswith("share-b") for label in labels), labels
+        assert any(label.startswith("host") and "1.7GiB" in label for label in labels), labels
+        await pilot.press("full_stop")
+        for _ in range(100):
+            if player.position == 1:
+                break
+            await pilot.pause(0.02)
+        assert player.position == 1
