@@ -19,6 +19,7 @@ from gputui.derive import fmt
 from gputui.derive.findings import Share
 from gputui.derive.history import History, gpu_key
 from gputui.model import GpuSample
+from gputui.ui.widgets.repaint import changed_regions
 from gputui.ui.widgets.spark import Spark
 
 #: Lines one full card takes (4 gauge lines + the sparkline row).
@@ -214,16 +215,27 @@ class GpuGauges(Widget):
         super().__init__()
         self.sample: GpuSample | None = None
         self.shares: tuple[Share, ...] = ()
+        self._shown: Content | None = None  # what the last render drew
 
     def set_sample(self, sample: GpuSample, shares: tuple[Share, ...] = ()) -> None:
         """Show a sample; frozen samples compare by value, so an unchanged GPU costs nothing."""
         if sample != self.sample or shares != self.shares:
             self.sample = sample
             self.shares = shares
-            self.refresh()
+            # Repaint only the cells that changed: at steady state util, power and the share
+            # figures move while the name, clocks and most bars stay put.
+            regions = changed_regions(self._shown, self._content(), self.size.width)
+            if regions is None:
+                self.refresh()
+            elif regions:
+                self.refresh(*regions)
 
     def render(self) -> Content:
         """Lay the gauges out for the current width and compactness."""
+        self._shown = self._content()
+        return self._shown
+
+    def _content(self) -> Content:
         if self.sample is None:
             return Content("")
         width = self.size.width

@@ -20,6 +20,7 @@ from gputui.derive.fmt import safe_text
 from gputui.model import HealthStatus, HostStats, Snapshot, SourceStatus
 from gputui.ui.analysis import Analysis, worst_severity
 from gputui.ui.state import UiState, interval_label
+from gputui.ui.widgets.repaint import changed_regions
 
 _SOURCE_LABELS = {"nvml": "NVML", "docker": "Docker", "procs": "procs"}
 _KIND_TEXT = {
@@ -303,11 +304,18 @@ class HeaderBar(Widget):
         lines = self.size.height or 2
         content = header_content(*self._inputs, width=width, lines=lines)
         if not same_content(content, self._last):
+            # Only the changed cells: the host's CPU figure moves every refresh, and repainting
+            # both full-width lines for it was most of the idle terminal output.
+            regions = changed_regions(self._last, content, self.size.width)
             self._last = content
-            self.refresh()
+            if regions is None:
+                self.refresh()
+            elif regions:
+                self.refresh(*regions)
 
     def on_resize(self, event: Resize) -> None:
-        """Re-fit the segments to the new width."""
+        """Re-fit the segments to the new width (and repaint it all: the size changed)."""
+        self._last = None
         self._rebuild()
 
     def render(self) -> Content:
