@@ -9,10 +9,11 @@ or terminal sequences.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import partial
 
-from rich.text import Text
+from rich.text import Span, Text
 from textual.binding import Binding
 from textual.widgets import Tree
 from textual.widgets.tree import TreeNode
@@ -47,13 +48,83 @@ class NodeRef:
 @dataclass(frozen=True, slots=True)
 class _Item:
     ref: NodeRef
-    label: Text
+    # Every raw value the label is built from: a node whose inputs are unchanged keeps its
+    # label, so a refresh builds (and repaints) labels only for nodes whose figures moved.
+    inputs: tuple[object, ...]
+    build: Callable[[], Text]
     children: tuple[_Item, ...] | None = None  # None: a leaf
     expand: bool = True
 
 
+#: What ``Text.append`` strips (rich.control.strip_control_codes): bell, backspace, VT, FF, CR.
+_STRIPPED = frozenset("\x07\x08\x0b\x0c\x0d")
+
+
 def _sep(parts: list[tuple[str, str] | str]) -> Text:
-    return Text.assemble(*parts, no_wrap=True, overflow="ellipsis")
+    """``Text.assemble(*parts, no_wrap=True, overflow="ellipsis")``, built in one go.
+
+    ``Text.assemble`` appends part by part (15 appends, each stripping control codes); a label is
+    rebuilt for every moving node on every refresh, so join once and place the spans directly.
+    """
+    texts: list[str] = []
+    spans: list[Span] = []
+    offset = 0
+    for part in parts:
+        text, style = (part, "") if isinstance(part, str) else part
+        if text:
+            end = offset + len(text)
+            if style:
+                spans.append(Span(offset, end, style))
+            texts.append(text)
+            offset = end
+    plain = "".join(texts)
+    if not _STRIPPED.isdisjoint(plain):
+        # Stripping would shift the spans; let rich do it part by part (never for safe_text).
+        return Text.assemble(*parts, no_wrap=True, overflow="ellipsis")
+    return Text(plain, no_wrap=True, overflow="ellipsis", spans=spans)
+
+
+def container_inputs(
+    usage: ContainerUsage, memory: int | None, sm: int | None, markers: tuple[Marker, ...]
+) -> tuple[object, ...]:
+    """What :func:`container_label` reads (not CPU/memory figures that move every refresh)."""
+    info = usage.info
+    return (
+        info.name,
+        usage.known_to_engine,
+        usage.idle_reserved,
+        markers,
+        info.status,
+        info.running,
+        info.gpu_request,
+        bool(usage.pids),
+        memory,
+        sm,
+        info.image,
+        info.compose_project,
+        info.compose_service,
+        info.k8s_pod,
+        info.k8s_namespace,
+    )
+
+
+def process_inputs(process: GpuProcess, markers: tuple[Marker, ...]) -> tuple[object, ...]:
+    """What :func:`process_label` reads."""
+    info, sample = process.info, process.sample
+    return (
+        process.pid,
+        info.container_pid,
+        info.exists,
+        sample.gpu_index,
+        sample.used_memory_bytes,
+        info.user,
+        sample.sm_util,
+        info.cpu_percent,
+        markers,
+        info.rss_bytes,
+        info.command,
+        info.name,
+    )
 
 
 #: Marker severity -> style.
@@ -140,54 +211,81 @@ def process_label(process: GpuProcess, markers: tuple[Marker, ...] = ()) -> Text
     return _sep(parts)
 
 
+def _process_item(usage: ContainerUsage | None, process: GpuProcess, markers: Markers) -> _Item:
+    mine = markers.get(f"pid:{process.pid}", ())
+    return _Item(
+        NodeRef(f"p:{process_key(process)}", "process", usage, process),
+        process_inputs(process, mine),
+        partial(process_label, process, mine),
+    )
+
+
+def _container_item(
+    usage: ContainerUsage,
+    memory: int | None,
+    sm: int | None,
+    markers: Markers,
+    children: tuple[_Item, ...] | None,
+) -> _Item:
+    mine = markers.get(f"container:{usage.info.id}", ())
+    return _Item(
+        NodeRef(f"c:{usage.info.id}", "container", usage),
+        container_inputs(usage, memory, sm, mine),
+        partial(container_label, usage, memory, sm, mine),
+        children,
+    )
+
+
+def _host_label(count: int, memory: int | None, sm: int | None, mine: tuple[Marker, ...]) -> Text:
+    return _sep(
+        [
+            ("host", EMPH),
+            ("  processes outside containers: ", MUTED),
+            str(count),
+            "  ",
+            (fmt.size(memory), EMPH),
+            ("  SM ", MUTED),
+            fmt.pct(sm),
+            *marker_parts(mine),
+        ]
+    )
+
+
+def _orphans_label(count: int, memory: int | None, mine: tuple[Marker, ...]) -> Text:
+    return _sep(
+        [
+            ("unfindable GPU memory", ERROR),
+            "  ",
+            (fmt.size(memory), EMPH),
+            *marker_parts(mine),
+            (f"  held by {count} PID{'s' if count != 1 else ''} not visible here", MUTED),
+        ]
+    )
+
+
+def _others_label(count: int) -> Text:
+    return _sep([("other containers", EMPH), (f"  {count} without GPU use", MUTED)])
+
+
 def _group_item(group: Group, markers: Markers) -> _Item:
-    children = tuple(
-        _Item(
-            NodeRef(f"p:{process_key(p)}", "process", group.usage, p),
-            process_label(p, markers.get(f"pid:{p.pid}", ())),
-        )
-        for p in group.processes
-    )
+    children = tuple(_process_item(group.usage, p, markers) for p in group.processes)
     if group.kind is GroupKind.CONTAINER and group.usage is not None:
-        ref = NodeRef(f"c:{group.key}", "container", group.usage)
-        mine = markers.get(f"container:{group.key}", ())
-        label = container_label(group.usage, group.gpu_memory_bytes, group.sm_util, mine)
-        return _Item(ref, label, children or None)
+        # The group key is the container id, so this is the node key c:<group.key>.
+        memory, sm = group.gpu_memory_bytes, group.sm_util
+        return _container_item(group.usage, memory, sm, markers, children or None)
     count = len(group.processes)
+    memory, sm = group.gpu_memory_bytes, group.sm_util
     if group.kind is GroupKind.HOST:
-        label = _sep(
-            [
-                ("host", EMPH),
-                ("  processes outside containers: ", MUTED),
-                str(count),
-                "  ",
-                (fmt.size(group.gpu_memory_bytes), EMPH),
-                ("  SM ", MUTED),
-                fmt.pct(group.sm_util),
-                *marker_parts(markers.get(HOST_KEY, ())),
-            ]
-        )
-        return _Item(NodeRef("g:host", "host"), label, children)
+        mine = markers.get(HOST_KEY, ())
+        build = partial(_host_label, count, memory, sm, mine)
+        return _Item(NodeRef("g:host", "host"), (count, memory, sm, mine), build, children)
     if group.kind is GroupKind.ORPHANS:
-        label = _sep(
-            [
-                ("unfindable GPU memory", ERROR),
-                "  ",
-                (fmt.size(group.gpu_memory_bytes), EMPH),
-                *marker_parts(markers.get(ORPHANS_KEY, ())),
-                (f"  held by {count} PID{'s' if count != 1 else ''} not visible here", MUTED),
-            ]
-        )
-        return _Item(NodeRef("g:orphans", "orphans"), label, children)
-    others = tuple(
-        _Item(
-            NodeRef(f"c:{u.info.id}", "container", u),
-            container_label(u, None, None, markers.get(f"container:{u.info.id}", ())),
-        )
-        for u in group.containers
-    )
-    label = _sep([("other containers", EMPH), (f"  {len(others)} without GPU use", MUTED)])
-    return _Item(NodeRef("g:others", "others"), label, others, expand=False)
+        mine = markers.get(ORPHANS_KEY, ())
+        build = partial(_orphans_label, count, memory, mine)
+        return _Item(NodeRef("g:orphans", "orphans"), (count, memory, mine), build, children)
+    others = tuple(_container_item(u, None, None, markers, None) for u in group.containers)
+    build = partial(_others_label, len(others))
+    return _Item(NodeRef("g:others", "others"), (len(others),), build, others, expand=False)
 
 
 class ContainerTree(Tree[NodeRef]):
@@ -205,7 +303,8 @@ class ContainerTree(Tree[NodeRef]):
         self.show_root = False
         self.guide_depth = 3
         self.nodes_by_key: dict[str, TreeNode[NodeRef]] = {}
-        self._labels: dict[str, Text] = {}
+        self._inputs: dict[str, tuple[object, ...]] = {}
+        self._relabelled: list[TreeNode[NodeRef]] = []
 
     @property
     def selected(self) -> NodeRef | None:
@@ -227,6 +326,7 @@ class ContainerTree(Tree[NodeRef]):
         cursor_parent = cursor.parent if cursor is not None else None
         parent_key = cursor_parent.data.key if cursor_parent and cursor_parent.data else None
         self._reconcile(self.root, tuple(_group_item(g, markers) for g in groups))
+        self._repaint_relabelled()
         if cursor_key is None:
             if self.cursor_line == -1 and self.root.children:
                 self.call_after_refresh(self._move_to, self.root.children[0])
@@ -253,7 +353,7 @@ class ContainerTree(Tree[NodeRef]):
             self._forget(child)
         if node.data is not None and self.nodes_by_key.get(node.data.key) is node:
             del self.nodes_by_key[node.data.key]
-            self._labels.pop(node.data.key, None)
+            self._inputs.pop(node.data.key, None)
 
     def _reconcile(self, parent: TreeNode[NodeRef], items: tuple[_Item, ...]) -> None:
         wanted = {item.ref.key for item in items}
@@ -279,18 +379,42 @@ class ContainerTree(Tree[NodeRef]):
             if node is None:
                 before = position if position < len(parent.children) else None
                 node = parent.add(
-                    item.label,
+                    item.build(),
                     item.ref,
                     before=before,
                     expand=expand,
                     allow_expand=item.children is not None,
                 )
                 self.nodes_by_key[key] = node
-                self._labels[key] = item.label
+                self._inputs[key] = item.inputs
             else:
                 node.data = item.ref
-                if self._labels.get(key) != item.label:
-                    self._labels[key] = item.label
-                    node.set_label(item.label)
-                node.allow_expand = item.children is not None
+                if self._inputs.get(key) != item.inputs:
+                    self._inputs[key] = item.inputs
+                    self._relabel(node, item.build())
+                if node.allow_expand != (item.children is not None):
+                    node.allow_expand = item.children is not None
             self._reconcile(node, item.children or ())
+
+    def _relabel(self, node: TreeNode[NodeRef], label: Text) -> None:
+        # TreeNode.set_label queues one call_later per node, each scanning the visible lines
+        # (12,000 messages a refresh at 2,000 processes). Set the label and bump the node's
+        # render-cache counter the way set_label does, and repaint the visible ones once, after
+        # the reconcile (_repaint_relabelled). Labels are single-line (safe_text), so the
+        # first-line cut Tree.process_label makes is needed only for multi-line text.
+        node._label = label if "\n" not in label.plain else self.process_label(label)
+        node._updates += 1
+        self._relabelled.append(node)
+
+    def _repaint_relabelled(self) -> None:
+        changed, self._relabelled = self._relabelled, []
+        lines = self._tree_lines_cached
+        if lines is None:
+            return  # the structure changed: the whole tree is rebuilt and repainted anyway
+        top, height = self.scroll_offset.y, self.size.height
+        for node in changed:
+            # Only lines on screen; a node off screen or under a collapsed parent is drawn from
+            # its new label when it is scrolled to or expanded (its render cache key changed).
+            line = node._line
+            if top <= line < top + height and line < len(lines) and lines[line].node is node:
+                self._refresh_line(line)
