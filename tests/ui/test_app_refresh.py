@@ -157,13 +157,13 @@ async def test_process_table_keyed_cell_updates(make_app: AppFactory) -> None:
         assert table.selected is not None
         assert table.selected.pid == 612
         calls: list[tuple[object, object]] = []
-        original = table.update_cell
+        original = table.write_cells
 
-        def spy(row_key, column_key, value, *, update_width=False):  # type: ignore[no-untyped-def]
-            calls.append((row_key, column_key))
-            return original(row_key, column_key, value, update_width=update_width)
+        def spy(key, cells):  # type: ignore[no-untyped-def]
+            calls.extend((key, column) for column in cells)
+            return original(key, cells)
 
-        table.update_cell = spy  # type: ignore[method-assign]
+        table.write_cells = spy  # type: ignore[method-assign]
         base = standard(2_000_000.0)
         changed = tuple(
             replace(p, sample=replace(p.sample, used_memory_bytes=60_000 * 1024 * 1024))
@@ -174,6 +174,7 @@ async def test_process_table_keyed_cell_updates(make_app: AppFactory) -> None:
         )
         await push(pilot, replace(base, processes=changed))
         assert calls == [("612:1", "mem")]  # only the one changed cell
+        assert table.get_cell("612:1", "mem").text.plain == "60000MiB"  # and it shows
         assert "800:0" not in table.row_keys()
         assert table.row_keys()[0] == "612:1"  # re-sorted by GPU memory
         assert table.selected is not None
