@@ -7,6 +7,7 @@ No third-party imports: this module is imported by the data layer and the UI ali
 
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass, field
 from enum import Enum
 
@@ -483,6 +484,28 @@ class HostInfo:
     nvml_version: str | None = None
 
 
+# Snapshot.container() is called once per process by every consumer (reports, findings, UI
+# rows); a linear scan made that O(processes x containers). The index lives beside the frozen
+# snapshot rather than in it, so serialisation and equality never see it; a few entries cover
+# the snapshots in flight (collector thread, UI thread, an exporter scrape).
+_INDEX_LOCK = threading.Lock()
+_INDEX: dict[int, tuple[tuple[ContainerUsage, ...], dict[str, ContainerUsage]]] = {}
+_INDEX_SIZE = 8
+
+
+def _container_index(containers: tuple[ContainerUsage, ...]) -> dict[str, ContainerUsage]:
+    with _INDEX_LOCK:
+        hit = _INDEX.get(id(containers))
+        # The tuple itself is kept in the entry, so its id cannot be reused while it is cached.
+        if hit is not None and hit[0] is containers:
+            return hit[1]
+        index = {u.info.id: u for u in containers}
+        _INDEX[id(containers)] = (containers, index)
+        while len(_INDEX) > _INDEX_SIZE:
+            del _INDEX[next(iter(_INDEX))]
+        return index
+
+
 @dataclass(frozen=True, slots=True)
 class Snapshot:
     """Everything gputui knows at one refresh: the single object the UI and reports consume.
@@ -516,11 +539,8 @@ class Snapshot:
     host_stats: HostStats | None = None
 
     def container(self, container_id: str) -> ContainerUsage | None:
-        """The container with this id, or None."""
-        for usage in self.containers:
-            if usage.info.id == container_id:
-                return usage
-        return None
+        """The container with this id, or None (O(1): the id index is built once per snapshot)."""
+        return _container_index(self.containers).get(container_id)
 
     @property
     def host_processes(self) -> tuple[GpuProcess, ...]:
