@@ -38,6 +38,7 @@ from gputui.collect.docker_endpoint import (
     unix_socket_answers,
 )
 from gputui.collect.docker_endpoint import one_line as _one_line
+from gputui.collect.fileio import read_small
 from gputui.model import ContainerInfo, ContainerReading, EngineInfo, ExecResult, SourceStatus
 
 _T = TypeVar("_T")
@@ -364,10 +365,7 @@ class DockerSource:
     # --- CPU and memory --------------------------------------------------------------------
 
     def _read_text(self, path: Path) -> str | None:
-        try:
-            return path.read_text()
-        except OSError:
-            return None
+        return read_small(path)
 
     def _find_dirs(self, info: ContainerInfo, version: str) -> tuple[Path | None, ...]:
         """The cgroup directory of each slot of ``CGROUP_FILES``, or None where not found."""

@@ -18,6 +18,7 @@ from pathlib import Path
 import psutil
 
 from gputui.collect.cgroups import has_relative_path, parse_cgroup, parse_nspid
+from gputui.collect.fileio import read_small
 from gputui.model import HostStats, ProcessInfo, Visibility
 
 __all__ = ["ProcSource"]
@@ -63,24 +64,6 @@ class _Stat:
     cpu_ticks: int
     start_ticks: int
     rss_pages: int
-
-
-def _read_small(path: str) -> str | None:
-    """Read a small /proc file with raw syscalls; None when it cannot be read.
-
-    pathlib and text I/O cost more than the read itself, and this runs for every GPU process on
-    every refresh.
-    """
-    try:
-        fd = os.open(path, os.O_RDONLY)
-    except OSError:
-        return None
-    try:
-        return os.read(fd, 4096).decode(errors="replace")
-    except OSError:
-        return None
-    finally:
-        os.close(fd)
 
 
 def clean_text(value: str) -> str:
@@ -207,13 +190,13 @@ class ProcSource:
     def _read_stat(self, pid: int) -> _Stat | None:
         # Live facts always come from the real /proc (as psutil's do); a prepared proc_root only
         # stands in for the cgroup and status files.
-        text = _read_small(f"/proc/{pid}/stat")
+        text = read_small(f"/proc/{pid}/stat")
         return None if text is None else parse_stat(text)
 
     def _rss(self, pid: int, stat: _Stat) -> int:
         # statm is what psutil, ps and top report; stat's rss field can lag it by the per-CPU
         # counters the kernel has not folded in yet.
-        text = _read_small(f"/proc/{pid}/statm")
+        text = read_small(f"/proc/{pid}/statm")
         try:
             return int((text or "").split()[1]) * _PAGE_SIZE
         except (IndexError, ValueError):
