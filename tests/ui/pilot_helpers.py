@@ -39,3 +39,8 @@ async def push(pilot: Pilot[None], snapshot: Snapshot, analyse: bool = False) ->
 def tree_keys(app: GpuTuiApp) -> list[str]:
     """Top-level node keys of the container tree, in order."""
     return [n.data.key for n in app.main.ctree.root.children if n.data is not None]
+
+
+def screen_lines(app: GpuTuiApp) -> list[str]:
+    """The text of every line the current screen draws (what a terminal would show)."""
+    return [strip.text for strip in app.screen._compositor.render_strips()]

@@ -32,6 +32,15 @@ from gputui.ui.widgets.process_table import ProcessTable
 #: Below this width the GPU panel goes above the tabs and every GPU takes one line.
 NARROW_WIDTH = 120
 
+#: The smallest terminal the layout is drawn in; below it a message says so instead.
+MIN_WIDTH, MIN_HEIGHT = 40, 12
+
+
+def too_small_text(width: int, height: int) -> str:
+    """``gputui needs at least 40x12 — this terminal is 35x10`` (with a multiplication sign)."""
+    x = "\N{MULTIPLICATION SIGN}"
+    return f"gputui needs at least {MIN_WIDTH}{x}{MIN_HEIGHT} — this terminal is {width}{x}{height}"
+
 
 class MainScreen(Screen[None]):
     """Everything the monitor shows at once."""
@@ -62,12 +71,14 @@ class MainScreen(Screen[None]):
             placeholder="filter: command, container, user or PID", id="filter"
         )
         self.proc_status = Static("", id="proc-status")
+        self.too_small = Static("", id="too-small")
         self._synced: dict[str, Snapshot | None] = dict.fromkeys(TABS)
         self._health_title: str = ""
         self._alerts_title: str = ""
 
     def compose(self) -> ComposeResult:
         """Header, body (GPU panel + tabs), footer."""
+        yield self.too_small
         yield self.header
         with Container(id="body"):
             yield self.gpus
@@ -237,7 +248,17 @@ class MainScreen(Screen[None]):
     # ------------------------------------------------------------------------- events
 
     def on_resize(self, event: Resize) -> None:
-        """Narrow terminals stack the GPU panel above the tabs, one line per GPU."""
+        """Narrow terminals stack the GPU panel above the tabs, one line per GPU.
+
+        Below the minimum size the layout is hidden behind a message naming the minimum (it is
+        kept, and comes back as it was when the terminal grows).
+        """
+        width, height = event.size
+        small = width < MIN_WIDTH or height < MIN_HEIGHT
+        if small:
+            self.too_small.update(too_small_text(width, height))
+        if small != self.has_class("-too-small"):
+            self.set_class(small, "-too-small")
         narrow = event.size.width < NARROW_WIDTH
         if narrow != self.has_class("-narrow"):
             self.set_class(narrow, "-narrow")

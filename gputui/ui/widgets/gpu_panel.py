@@ -57,13 +57,18 @@ def _short_name(name: str | None) -> str:
 
 def _mem_value(gpu: GpuSample) -> str:
     used, total = gpu.memory_used_bytes, gpu.memory_total_bytes
+    if used is None:
+        return fmt.NA  # "N/A/141GiB" reads badly; the total alone says nothing about use
     return f"{fmt.size(used)}/{fmt.size(total)}"
 
 
 def _power_value(gpu: GpuSample) -> str:
+    """``684/700W``; ``N/A`` (never a bare ``/700W``) when the reading is missing."""
+    if gpu.power_w is None:
+        return fmt.NA
     if gpu.power_limit_w is None:
         return fmt.watts(gpu.power_w)
-    return f"{fmt.watts(gpu.power_w, na='?')[:-1]}/{fmt.watts(gpu.power_limit_w)}"
+    return f"{gpu.power_w:.0f}/{fmt.watts(gpu.power_limit_w)}"
 
 
 def share_parts(shares: tuple[Share, ...], width: int) -> list[Part]:

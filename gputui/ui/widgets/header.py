@@ -50,7 +50,8 @@ class Segment:
     """A run of header text that is kept, shortened or dropped as a whole.
 
     Attributes:
-        priority: 0 is never dropped; higher numbers go first when space runs out.
+        priority: 0 is never dropped (its short form, if any, is the last resort); higher
+            numbers go first when space runs out.
         parts: The full form.
         short: A shorter form tried before dropping, if any.
     """
@@ -84,6 +85,13 @@ def fit(segments: list[Segment], width: int) -> list[Part]:
             if total() <= width:
                 break
         chosen[index] = None
+    # Still too wide with only the essentials left: those with a short form take it (rightmost
+    # first) rather than being cut off at the right edge.
+    for index in reversed(range(len(segments))):
+        if total() <= width:
+            break
+        if segments[index].priority == 0 and segments[index].short is not None:
+            chosen[index] = segments[index].short
     return [part for c in chosen if c is not None for part in c]
 
 
@@ -207,12 +215,17 @@ def _replay(state: UiState, snapshot: Snapshot | None) -> list[Segment]:
 
 
 def _markers(state: UiState) -> list[Segment]:
+    # READ-ONLY and PAUSED (like alerts and failures) are never dropped: a user must always see
+    # that actions are off. DEMO / SCENARIO only say where the data comes from: they go before
+    # the alert and failure counts do. REPLAY is also why actions are off: kept.
     out = []
-    names = {"demo": "DEMO", "scenario": "SCENARIO", "replay": "REPLAY"}
-    if state.mode in names:
-        out.append(Segment(0, ["  ", (f" {names[state.mode]} ", "bold reverse $text-accent")]))
+    badge = "bold reverse $text-accent"
+    if state.mode == "replay":
+        out.append(Segment(0, ["  ", (" REPLAY ", badge)]))
+    elif state.mode in ("demo", "scenario"):
+        out.append(Segment(3, ["  ", (f" {state.mode.upper()} ", badge)]))
     if state.read_only and state.mode != "replay":  # a replay is always read-only: no news
-        out.append(Segment(3, ["  ", (" READ-ONLY ", "bold reverse $text-accent")], [" RO"]))
+        out.append(Segment(0, ["  ", (" READ-ONLY ", badge)], [" ", (" RO ", badge)]))
     if state.paused:
         out.append(Segment(0, ["  ", (" PAUSED ", "bold reverse $text-warning")]))
     return out
