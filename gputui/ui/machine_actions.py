@@ -22,6 +22,9 @@ from gputui.ui.screens.confirm import ConfirmScreen
 from gputui.ui.screens.exec_modal import ExecScreen
 from gputui.ui.screens.main import MainScreen
 
+#: Why a write action did nothing when reached anyway (keys and palette entries are hidden).
+READ_ONLY_REFUSAL = "Read-only mode: nvidia-smi in containers and signals are off."
+
 
 class MachineActions(App[None]):
     """exec / interactive exec / signals and the theme toggle, on the selected row."""
@@ -39,10 +42,18 @@ class MachineActions(App[None]):
         """Light / dark."""
         self.theme = "textual-light" if self.current_theme.dark else "textual-dark"
 
+    def _refused(self) -> bool:
+        """True (after saying so) in read-only mode: a write action invoked directly refuses."""
+        if self.settings.read_only:
+            self.notify(READ_ONLY_REFUSAL, severity="warning")
+        return self.settings.read_only
+
     def action_exec_smi(self) -> None:
         """Run nvidia-smi in the selected container, captured, in a modal."""
+        if self._refused():
+            return
         container, _ = self.main.selection()
-        if self.settings.read_only or container is None or not container.info.running:
+        if container is None or not container.info.running:
             self.notify("Select a running container first.", severity="warning")
             return
         cid, timeout = container.info.id, self.settings.exec_timeout
@@ -51,8 +62,10 @@ class MachineActions(App[None]):
 
     def action_exec_interactive(self) -> None:
         """Run nvidia-smi on the real terminal with the TUI suspended."""
+        if self._refused():
+            return
         container, _ = self.main.selection()
-        if self.settings.read_only or container is None or not container.info.running:
+        if container is None or not container.info.running:
             self.notify("Select a running container first.", severity="warning")
             return
         argv = self.collector.interactive_exec_argv(container.info.id, ["nvidia-smi"])
@@ -72,8 +85,10 @@ class MachineActions(App[None]):
 
     def action_signal(self, signum: int) -> None:
         """Confirm, then send SIGTERM / SIGKILL to the selected process."""
+        if self._refused():
+            return
         _, process = self.main.selection()
-        if self.settings.read_only or process is None or not process.info.exists:
+        if process is None or not process.info.exists:
             self.notify("Select a running process first.", severity="warning")
             return
         name = signal.Signals(signum).name

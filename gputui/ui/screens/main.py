@@ -148,7 +148,9 @@ class MainScreen(Screen[None]):
         self._synced[tab] = snapshot
         analysis = self.analysis
         if tab == "containers":
-            self.ctree.sync(build_groups(snapshot), analysis.markers if analysis else None)
+            docker = snapshot.sources.get("docker")
+            stale = docker is not None and not docker.ok
+            self.ctree.sync(build_groups(snapshot), analysis.markers if analysis else None, stale)
         elif tab == "processes":
             self.table.sync(snapshot)
             self._update_proc_status()

@@ -23,6 +23,9 @@ from gputui.derive.tree import HOST_KEY, ORPHANS_KEY, Group, GroupKind, Marker, 
 from gputui.model import ContainerUsage, GpuProcess
 
 ERROR = "bold red"
+#: Shown on every container (and the others group) while the Docker engine is unreachable: the
+#: collector keeps the last container list, which must not pass for live.
+STALE_TEXT = "[engine unreachable: last known]"
 WARN = "bold dark_orange"
 MUTED = "dim"
 EMPH = "bold"
@@ -60,7 +63,7 @@ class _Item:
 _STRIPPED = frozenset("\x07\x08\x0b\x0c\x0d")
 
 
-def _sep(parts: list[tuple[str, str] | str]) -> Text:
+def _sep(parts: list[tuple[str, str] | str], dim: bool = False) -> Text:
     """``Text.assemble(*parts, no_wrap=True, overflow="ellipsis")``, built in one go.
 
     ``Text.assemble`` appends part by part (15 appends, each stripping control codes); a label is
@@ -78,18 +81,24 @@ def _sep(parts: list[tuple[str, str] | str]) -> Text:
             texts.append(text)
             offset = end
     plain = "".join(texts)
+    style = MUTED if dim else ""
     if not _STRIPPED.isdisjoint(plain):
         # Stripping would shift the spans; let rich do it part by part (never for safe_text).
-        return Text.assemble(*parts, no_wrap=True, overflow="ellipsis")
-    return Text(plain, no_wrap=True, overflow="ellipsis", spans=spans)
+        return Text.assemble(*parts, style=style, no_wrap=True, overflow="ellipsis")
+    return Text(plain, style=style, no_wrap=True, overflow="ellipsis", spans=spans)
 
 
 def container_inputs(
-    usage: ContainerUsage, memory: int | None, sm: int | None, markers: tuple[Marker, ...]
+    usage: ContainerUsage,
+    memory: int | None,
+    sm: int | None,
+    markers: tuple[Marker, ...],
+    stale: bool = False,
 ) -> tuple[object, ...]:
     """What :func:`container_label` reads (not CPU/memory figures that move every refresh)."""
     info = usage.info
     return (
+        stale,
         info.name,
         usage.known_to_engine,
         usage.idle_reserved,
@@ -144,14 +153,20 @@ def container_label(
     memory: int | None,
     sm: int | None,
     markers: tuple[Marker, ...] = (),
+    stale: bool = False,
 ) -> Text:
     """``name  [markers]  status  GPU all  13.0GiB  SM 60%  image  project/service``.
 
     Markers and numbers come first so a narrow terminal cuts the image, not the facts. The
     idle marker comes from the findings (with how long) when they ran, else from the snapshot.
+    ``stale``: the engine is unreachable and this is its last known list: the row is dimmed and
+    says so (a cgroup-only container is not from the engine and stays as it is).
     """
     info = group_usage.info
+    stale = stale and group_usage.known_to_engine
     parts: list[tuple[str, str] | str] = [(fmt.safe_text(info.name, 40), EMPH)]
+    if stale:
+        parts += ["  ", (STALE_TEXT, MUTED)]
     if not group_usage.known_to_engine:
         parts += ["  ", ("[cgroup only: not known to Docker]", WARN)]
     if group_usage.idle_reserved and not any(m.kind == "idle_reservation" for m in markers):
@@ -173,7 +188,7 @@ def container_label(
         namespace = fmt.safe_text(info.k8s_namespace, 24, na="")
         pod = fmt.safe_text(info.k8s_pod, 40)
         parts += ["  ", (f"pod {namespace}/{pod}" if namespace else f"pod {pod}", "italic")]
-    return _sep(parts)
+    return _sep(parts, dim=stale)
 
 
 def process_label(process: GpuProcess, markers: tuple[Marker, ...] = ()) -> Text:
@@ -226,12 +241,13 @@ def _container_item(
     sm: int | None,
     markers: Markers,
     children: tuple[_Item, ...] | None,
+    stale: bool = False,
 ) -> _Item:
     mine = markers.get(f"container:{usage.info.id}", ())
     return _Item(
         NodeRef(f"c:{usage.info.id}", "container", usage),
-        container_inputs(usage, memory, sm, mine),
-        partial(container_label, usage, memory, sm, mine),
+        container_inputs(usage, memory, sm, mine, stale),
+        partial(container_label, usage, memory, sm, mine, stale),
         children,
     )
 
@@ -263,16 +279,20 @@ def _orphans_label(count: int, memory: int | None, mine: tuple[Marker, ...]) -> 
     )
 
 
-def _others_label(count: int) -> Text:
-    return _sep([("other containers", EMPH), (f"  {count} without GPU use", MUTED)])
+def _others_label(count: int, stale: bool = False) -> Text:
+    parts: list[tuple[str, str] | str] = [("other containers", EMPH)]
+    if stale:
+        parts += ["  ", (STALE_TEXT, MUTED)]
+    parts.append((f"  {count} without GPU use", MUTED))
+    return _sep(parts, dim=stale)
 
 
-def _group_item(group: Group, markers: Markers) -> _Item:
+def _group_item(group: Group, markers: Markers, stale: bool = False) -> _Item:
     children = tuple(_process_item(group.usage, p, markers) for p in group.processes)
     if group.kind is GroupKind.CONTAINER and group.usage is not None:
         # The group key is the container id, so this is the node key c:<group.key>.
         memory, sm = group.gpu_memory_bytes, group.sm_util
-        return _container_item(group.usage, memory, sm, markers, children or None)
+        return _container_item(group.usage, memory, sm, markers, children or None, stale)
     count = len(group.processes)
     memory, sm = group.gpu_memory_bytes, group.sm_util
     if group.kind is GroupKind.HOST:
@@ -283,9 +303,10 @@ def _group_item(group: Group, markers: Markers) -> _Item:
         mine = markers.get(ORPHANS_KEY, ())
         build = partial(_orphans_label, count, memory, mine)
         return _Item(NodeRef("g:orphans", "orphans"), (count, memory, mine), build, children)
-    others = tuple(_container_item(u, None, None, markers, None) for u in group.containers)
-    build = partial(_others_label, len(others))
-    return _Item(NodeRef("g:others", "others"), (len(others),), build, others, expand=False)
+    others = tuple(_container_item(u, None, None, markers, None, stale) for u in group.containers)
+    build = partial(_others_label, len(others), stale)
+    inputs = (len(others), stale)
+    return _Item(NodeRef("g:others", "others"), inputs, build, others, expand=False)
 
 
 class ContainerTree(Tree[NodeRef]):
@@ -312,20 +333,23 @@ class ContainerTree(Tree[NodeRef]):
         node = self.cursor_node
         return None if node is None else node.data
 
-    def sync(self, groups: Sequence[Group], markers: Markers | None = None) -> None:
+    def sync(
+        self, groups: Sequence[Group], markers: Markers | None = None, stale: bool = False
+    ) -> None:
         """Reconcile the tree with a new set of groups (keyed, in place).
 
         Args:
             groups: From :func:`gputui.derive.tree.build_groups`.
             markers: Sharing and finding markers by subject (see
                 :func:`gputui.derive.tree.node_markers`).
+            stale: The Docker engine is unreachable: the containers are its last known list.
         """
         markers = markers or {}
         cursor = self.cursor_node
         cursor_key = cursor.data.key if cursor is not None and cursor.data else None
         cursor_parent = cursor.parent if cursor is not None else None
         parent_key = cursor_parent.data.key if cursor_parent and cursor_parent.data else None
-        self._reconcile(self.root, tuple(_group_item(g, markers) for g in groups))
+        self._reconcile(self.root, tuple(_group_item(g, markers, stale) for g in groups))
         self._repaint_relabelled()
         if cursor_key is None:
             if self.cursor_line == -1 and self.root.children:
