@@ -13,6 +13,17 @@ from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
+# The cgroup-file half of parsing lives in cgroup_stats (module size); re-exported here.
+from gputui.collect.cgroup_stats import CGROUP_FILES as CGROUP_FILES
+from gputui.collect.cgroup_stats import cgroup_candidates as cgroup_candidates
+from gputui.collect.cgroup_stats import cgroup_path_from_proc as cgroup_path_from_proc
+from gputui.collect.cgroup_stats import cgroup_throttling as cgroup_throttling
+from gputui.collect.cgroup_stats import cgroup_usage as cgroup_usage
+from gputui.collect.cgroup_stats import default_cgroup_paths as default_cgroup_paths
+from gputui.collect.cgroup_stats import memory_limit as memory_limit
+from gputui.collect.cgroup_stats import memory_used as memory_used
+from gputui.collect.cgroup_stats import parse_keyed as parse_keyed
+from gputui.collect.cgroup_stats import parse_proc_stat as parse_proc_stat
 from gputui.model import ContainerInfo, EngineInfo
 
 #: Environment keys gputui reads from ``Config.Env``; every other value is dropped unseen.
@@ -237,219 +248,12 @@ def cpu_percent_from_stats(stats: Mapping[str, Any]) -> float | None:
     return cpu_percent(cur_total - pre_total, cur_sys - pre_sys, online)
 
 
-def memory_used(usage: int | None, stat: Mapping[str, int], cgroup_version: str) -> int | None:
-    """The docker CLI's ``calculateMemUsageUnixNoCache``: usage minus inactive file pages.
-
-    Args:
-        usage: ``memory.usage_in_bytes`` (v1) or ``memory.current`` (v2).
-        stat: Parsed ``memory.stat``.
-        cgroup_version: ``"1"`` or ``"2"``.
-    """
-    if usage is None:
-        return None
-    key = "total_inactive_file" if cgroup_version == "1" else "inactive_file"
-    inactive = stat.get(key)
-    if inactive is not None and inactive < usage:
-        return usage - inactive
-    return usage
-
-
 def memory_from_stats(stats: Mapping[str, Any]) -> tuple[int | None, int | None]:
     """(used, limit) bytes from a stats payload; the key present tells v1 from v2."""
     mem: Mapping[str, Any] = stats.get("memory_stats") or {}
     detail: Mapping[str, int] = mem.get("stats") or {}
     version = "1" if "total_inactive_file" in detail else "2"
     return memory_used(mem.get("usage"), detail, version), mem.get("limit")
-
-
-def memory_limit(raw: str | None, host_memory: int | None) -> int | None:
-    """Container memory limit from ``memory.limit_in_bytes``/``memory.max``.
-
-    An unlimited cgroup (``max`` on v2, a near-2**63 number on v1) reports the host's memory, as
-    the engine does for ``docker stats``.
-    """
-    if raw is None:
-        return host_memory
-    text = raw.strip()
-    if text == "max" or not text.isdigit():
-        return host_memory
-    value = int(text)
-    if host_memory is not None and value > host_memory:
-        return host_memory
-    return value
-
-
-#: Files read per cgroup version: (CPU files, memory files).
-CGROUP_FILES: dict[str, tuple[tuple[str, ...], ...]] = {
-    "1": (
-        ("cpuacct.usage",),
-        ("memory.usage_in_bytes", "memory.stat", "memory.limit_in_bytes"),
-        # CFS throttling lives with the cpu controller, which v1 may mount apart from cpuacct.
-        ("cpu.stat",),
-    ),
-    "2": (("cpu.stat",), ("memory.current", "memory.stat", "memory.max")),
-}
-
-
-def cgroup_usage(
-    version: str, texts: Mapping[str, str | None], host_memory: int | None
-) -> tuple[int | None, int | None, int | None]:
-    """CPU time and memory of one container from its cgroup files' texts.
-
-    Args:
-        version: ``"1"`` or ``"2"``.
-        texts: File name (as in :data:`CGROUP_FILES`) to its text, None or absent if unreadable.
-        host_memory: Reported as the limit of an unlimited cgroup.
-
-    Returns:
-        (CPU nanoseconds, memory used the docker CLI way, memory limit); None where unknown.
-    """
-
-    def number(name: str) -> int | None:
-        text = (texts.get(name) or "").strip()
-        return int(text) if text.isdigit() else None
-
-    mem_stat = parse_keyed(texts.get("memory.stat") or "")
-    if version == "2":
-        usec = parse_keyed(texts.get("cpu.stat") or "").get("usage_usec")
-        cpu_ns = None if usec is None else usec * 1000
-        usage, limit_name = number("memory.current"), "memory.max"
-    else:
-        cpu_ns = number("cpuacct.usage")
-        usage, limit_name = number("memory.usage_in_bytes"), "memory.limit_in_bytes"
-    if limit_name not in texts:
-        return cpu_ns, None, None
-    limit = memory_limit(texts[limit_name], host_memory)
-    return cpu_ns, memory_used(usage, mem_stat, version), limit
-
-
-def cgroup_throttling(
-    version: str, texts: Mapping[str, str | None]
-) -> tuple[int, int, float] | None:
-    """CFS throttling of one container: (periods, throttled periods, seconds throttled).
-
-    Both versions keep ``nr_periods``/``nr_throttled`` in ``cpu.stat``; the time is
-    ``throttled_usec`` on v2 and ``throttled_time`` (nanoseconds) on v1. None when the file is
-    missing (no CPU limit ever set still reports zeros, which is a valid answer).
-    """
-    stat = parse_keyed(texts.get("cpu.stat") or "")
-    if "nr_periods" not in stat or "nr_throttled" not in stat:
-        return None
-    if version == "2":
-        seconds = stat.get("throttled_usec", 0) / 1e6
-    else:
-        seconds = stat.get("throttled_time", 0) / 1e9
-    return stat["nr_periods"], stat["nr_throttled"], seconds
-
-
-def parse_keyed(text: str) -> dict[str, int]:
-    """Parse a flat-keyed cgroup file (``memory.stat``, ``cpu.stat``): ``key value`` lines."""
-    out: dict[str, int] = {}
-    for line in text.splitlines():
-        key, _, value = line.partition(" ")
-        if value.strip().isdigit():
-            out[key] = int(value.strip())
-    return out
-
-
-def parse_proc_stat(text: str, clock_ticks: int) -> tuple[int, int] | None:
-    """Host CPU time and online CPUs from ``/proc/stat``, as the engine computes them.
-
-    The engine's ``system_cpu_usage`` is the sum of the first seven fields of the ``cpu`` line
-    (user, nice, system, idle, iowait, irq, softirq) in nanoseconds (moby
-    ``daemon/stats/collector_unix.go``); online CPUs are the ``cpuN`` lines.
-
-    Returns:
-        (nanoseconds, online CPUs), or None when the text has no ``cpu`` line.
-    """
-    total: int | None = None
-    online = 0
-    for line in text.splitlines():
-        if line.startswith("cpu "):
-            fields = line.split()[1:8]
-            total = sum(int(f) for f in fields) * 1_000_000_000 // clock_ticks
-        elif line.startswith("cpu") and line[3:4].isdigit():
-            online += 1
-    if total is None:
-        return None
-    return total, online
-
-
-def cgroup_path_from_proc(text: str, controller: str | None) -> str | None:
-    """The cgroup path of a process for one v1 controller (or the v2 line when None).
-
-    Args:
-        text: ``/proc/<pid>/cgroup``.
-        controller: ``memory``/``cpuacct`` on v1, None for the unified v2 hierarchy.
-
-    Returns:
-        The absolute path, or None when absent or relative (a private cgroup namespace shows
-        ``..`` components that cannot be joined to the host's cgroup root).
-    """
-    for line in text.splitlines():
-        # Paths may contain ':' (cri-containerd), so never split more than twice.
-        parts = line.split(":", 2)
-        if len(parts) != 3:
-            continue
-        _, controllers, path = parts
-        wanted = controllers == "" if controller is None else controller in controllers.split(",")
-        if wanted:
-            return path if path.startswith("/") and ".." not in path.split("/") else None
-    return None
-
-
-def default_cgroup_paths(container_id: str, driver: str | None, parent: str | None) -> list[str]:
-    """Where the engine puts a container's cgroup when its init PID cannot tell us.
-
-    cgroupfs: ``<parent or /docker>/<id>``; systemd: ``<parent or system.slice>/docker-<id>.scope``.
-    """
-    if driver == "systemd":
-        base = (parent or "system.slice").strip("/")
-        return [f"/{base}/docker-{container_id}.scope"]
-    base = (parent or "/docker").rstrip("/")
-    return [f"{base}/{container_id}"]
-
-
-def cgroup_candidates(
-    version: str, container_id: str, driver: str | None, parent: str | None, proc_cgroup: str
-) -> list[tuple[int, str, str]]:
-    """Where to look for a container's cgroup directories, best guess first.
-
-    The init PID's own ``/proc/<pid>/cgroup`` line is exact for any driver or
-    ``--cgroup-parent``; the engine's default layout is the fallback when ``/proc`` is not the
-    host's.
-
-    Args:
-        version: ``"1"`` or ``"2"``.
-        container_id: Full id.
-        driver: ``cgroupfs`` or ``systemd``.
-        parent: ``HostConfig.CgroupParent``, if set.
-        proc_cgroup: Text of ``/proc/<init pid>/cgroup`` ("" when unreadable).
-
-    Returns:
-        (slot, directory relative to the cgroup root, file that must exist there); slot 0 is
-        the CPU-accounting directory, 1 the memory directory (the same directory on v2), and on
-        v1 slot 2 the cpu controller's (CFS throttling).
-    """
-    defaults = default_cgroup_paths(container_id, driver, parent)
-    if version == "2":
-        controllers: list[tuple[int, str | None, tuple[str, ...], str]] = [
-            (0, None, ("",), "cpu.stat"),
-            (1, None, ("",), "memory.current"),
-        ]
-    else:
-        cpu_mounts = ("cpuacct", "cpu,cpuacct", "cpuacct,cpu")
-        controllers = [
-            (0, "cpuacct", cpu_mounts, "cpuacct.usage"),
-            (1, "memory", ("memory",), "memory.usage_in_bytes"),
-            (2, "cpu", ("cpu", "cpu,cpuacct", "cpuacct,cpu"), "cpu.stat"),
-        ]
-    out: list[tuple[int, str, str]] = []
-    for slot, controller, mounts, probe in controllers:
-        own = cgroup_path_from_proc(proc_cgroup, controller)
-        for path in ([own] if own else []) + defaults:
-            out += [(slot, f"{m}/{path.lstrip('/')}".lstrip("/"), probe) for m in mounts]
-    return out
 
 
 def classify_connect_error(message: str) -> tuple[str, str]:
