@@ -98,6 +98,8 @@ def cmd_soak(args: argparse.Namespace) -> dict[str, Any]:
     from gputui.collect.scenario import ScenarioSource
 
     what = set(args.what.split(","))
+    if "both" in what:  # the documented spelling for collector and TUI together
+        what = {"collector", "tui"}
     seconds, period = args.minutes * 60, 1.0 / args.hz
     sleepers = Sleepers()
     containers = Containers(docker_sdk.from_env(timeout=60)) if args.soak_containers else None
