@@ -119,20 +119,28 @@ def _fail(message: str) -> int:
     return EXIT_USAGE
 
 
-def _once(settings: Settings, as_json: bool) -> int:
+def _collect_once(settings: Settings) -> Snapshot | str:
+    """One snapshot with fresh health checks, or the one-line error for a bad scenario."""
     from gputui.collect.collector import build_collector
     from gputui.collect.scenario import ScenarioError
-    from gputui.derive.findings import FindingsEngine
 
     try:
         collector = build_collector(settings, once=True)
     except ScenarioError as exc:
-        return _fail(str(exc))
+        return str(exc)
     try:
         collector.request_health()
-        snapshot = collector.collect()
+        return collector.collect()
     finally:
         collector.close()
+
+
+def _once(settings: Settings, as_json: bool) -> int:
+    from gputui.derive.findings import FindingsEngine
+
+    snapshot = _collect_once(settings)
+    if isinstance(snapshot, str):
+        return _fail(snapshot)
     findings = FindingsEngine().update(snapshot)
     return _print_snapshot(snapshot, findings, as_json)
 
@@ -155,21 +163,13 @@ def doctor(argv: Sequence[str]) -> int:
     parser.add_argument("--demo", action="store_true", help="check the simulated machine")
     parser.add_argument("--scenario", metavar="FILE", type=Path, help="replace NVML with FILE")
     args = parser.parse_args(argv)
-    from gputui.collect.collector import build_collector
-    from gputui.collect.scenario import ScenarioError
     from gputui.model import HealthStatus
     from gputui.report import check_to_json, format_checks
 
-    settings = Settings(demo=args.demo, scenario=args.scenario)
-    try:
-        collector = build_collector(settings, once=True)
-    except ScenarioError as exc:
-        return _fail(str(exc))
-    try:
-        collector.request_health()
-        checks = collector.collect().health
-    finally:
-        collector.close()
+    snapshot = _collect_once(Settings(demo=args.demo, scenario=args.scenario))
+    if isinstance(snapshot, str):
+        return _fail(snapshot)
+    checks = snapshot.health
     if args.json:
         json.dump({"health": [check_to_json(c) for c in checks]}, sys.stdout, indent=2)
         sys.stdout.write("\n")
