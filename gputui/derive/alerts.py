@@ -17,6 +17,7 @@ from dataclasses import dataclass, replace
 from enum import Enum
 
 from gputui.derive.fmt import ratio
+from gputui.derive.windows import SampledWindow, newer
 from gputui.model import Snapshot
 
 
@@ -197,7 +198,7 @@ class AlertEngine:
             if rule.metric not in METRICS:
                 raise ValueError(f"rule {rule.id}: unknown metric {rule.metric!r}")
         self._active: dict[tuple[str, str], Alert] = {}
-        self._windows: dict[tuple[str, str], deque[tuple[float, float]]] = {}
+        self._windows: dict[tuple[str, str], SampledWindow] = {}
         self._history: deque[Alert] = deque(maxlen=history_limit)
 
     def update(self, snapshot: Snapshot) -> AlertState:
@@ -217,6 +218,8 @@ class AlertEngine:
                     self._clear(key, now)
         for key in [k for k in self._active if k not in seen]:
             self._clear(key, now)  # the value disappeared (GPU lost, container gone): resolve
+        for key in [k for k in self._windows if k not in seen]:
+            del self._windows[key]  # bounded by what exists now, not by everything ever seen
         order = {AlertPhase.FIRING: 0, AlertPhase.PENDING: 1}
         active = sorted(
             self._active.values(), key=lambda a: (order[a.phase], a.since, a.rule, a.subject)
@@ -228,12 +231,14 @@ class AlertEngine:
     ) -> float | None:
         if rule.kind != "dynamic":
             return rule.threshold
-        window = self._windows.setdefault(key, deque())
-        while window and window[0][0] < now - rule.window_s:
-            window.popleft()
+        window = self._windows.get(key)
+        if window is None:
+            # A subsample of the window (see derive/windows.py): statistics over a few hundred
+            # points cost the same at any refresh rate.
+            window = self._windows[key] = SampledWindow(rule.window_s, combine=newer)
         # The bound comes from the window *before* this value: a spike must not widen its own sigma.
-        past = [v for _, v in window]
-        window.append((now, value))
+        past = window.values()
+        window.add(now, value)
         if len(past) < max(rule.min_samples, 2):
             return None
         mean = math.fsum(past) / len(past)

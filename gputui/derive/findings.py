@@ -13,10 +13,10 @@ scenario-driven snapshot sequences. :class:`FindingsEngine` keeps the little sta
 
 from __future__ import annotations
 
-import collections
 from dataclasses import dataclass
 
 from gputui.derive import fmt
+from gputui.derive.windows import SampledWindow
 from gputui.model import ContainerUsage, Finding, GpuProcess, Snapshot
 
 _MIB = 1024 * 1024
@@ -155,7 +155,7 @@ class FindingsEngine:
 
     def __init__(self, rules: FindingRules | None = None) -> None:
         self.rules = rules or FindingRules()
-        self._memory: dict[str, collections.deque[tuple[float, float]]] = {}
+        self._memory: dict[str, SampledWindow] = {}
         self._idle_since: dict[str, float] = {}
         self._cpu_prev: dict[str, tuple[int, int]] = {}
 
@@ -194,11 +194,11 @@ class FindingsEngine:
         }
         out = []
         for key, (value, label, gpu) in series.items():
-            window = self._memory.setdefault(key, collections.deque())
-            window.append((now, value))
-            while window and window[0][0] < now - self.rules.growth_window_s:
-                window.popleft()
-            finding = self._growth_finding(key, label, list(window), free.get(gpu, 0))
+            window = self._memory.get(key)
+            if window is None:
+                window = self._memory[key] = SampledWindow(self.rules.growth_window_s)
+            window.add(now, value)
+            finding = self._growth_finding(key, label, window.points(), free.get(gpu, 0))
             if finding is not None:
                 out.append(finding)
         for key in [k for k in self._memory if k not in series]:
