@@ -8,7 +8,7 @@ This is the only module that imports ``docker``. Design, in short:
 * The container set is one list plus one cached inspect per container, kept fresh by a thread
   reading the events stream; with nothing changing, :meth:`DockerSource.read` makes no API call.
 * CPU and memory come from the containers' cgroup files, not from the stats API (see
-  :meth:`DockerSource._with_usage` for why), with the docker CLI's formulas.
+  :mod:`gputui.collect.cgroup_sampler` for why), with the docker CLI's formulas.
 """
 
 from __future__ import annotations
@@ -31,6 +31,7 @@ from docker.context.config import get_current_context_name
 from docker.utils import kwargs_from_env
 
 from gputui.collect import docker_parse as dp
+from gputui.collect.cgroup_sampler import CgroupSampler
 from gputui.collect.docker_endpoint import Endpoint as _Endpoint
 from gputui.collect.docker_endpoint import (
     docker_cli_available,
@@ -38,7 +39,6 @@ from gputui.collect.docker_endpoint import (
     unix_socket_answers,
 )
 from gputui.collect.docker_endpoint import one_line as _one_line
-from gputui.collect.fileio import read_small
 from gputui.model import ContainerInfo, ContainerReading, EngineInfo, ExecResult, SourceStatus
 
 _T = TypeVar("_T")
@@ -88,8 +88,7 @@ class DockerSource:
         self._base_url = base_url
         self._timeout = timeout
         self._clock = clock
-        self._cgroup_root = Path(cgroup_root)
-        self._proc_root = Path(proc_root)
+        self._sampler = CgroupSampler(Path(cgroup_root), Path(proc_root))
         self._lock = threading.Lock()  # guards the fields the events thread writes
         self._client: docker.DockerClient | None = None
         self._endpoint: _Endpoint | None = None
@@ -100,7 +99,6 @@ class DockerSource:
         self._next_retry = 0.0
         self._backoff = _MIN_BACKOFF_S
         self._cache: dict[str, ContainerInfo] = {}
-        self._cgroup_parent: dict[str, str | None] = {}
         self._dirty: set[str] = set()
         self._gone: set[str] = set()
         self._need_resync = True
@@ -109,9 +107,6 @@ class DockerSource:
         self._stop_events = threading.Event()
         self._events_stream: Any = None
         self._events_thread: threading.Thread | None = None
-        self._cgroup_dirs: dict[str, tuple[Path | None, ...]] = {}
-        # Per container: (CPU ns, host CPU ticks, last CPU %) of the previous sample.
-        self._cpu_prev: dict[str, tuple[int, int, float | None]] = {}
 
     # --- connection ------------------------------------------------------------------------
 
@@ -165,9 +160,7 @@ class DockerSource:
             info, version, endpoint.base_url, endpoint.context, self._api_version
         )
         self._cache.clear()
-        self._cgroup_parent.clear()
-        self._cgroup_dirs.clear()
-        self._cpu_prev.clear()
+        self._sampler.clear()
         self._start_events(client)
         return None
 
@@ -349,8 +342,7 @@ class DockerSource:
                 retry.add(cid)
                 continue
             self._cache[cid] = dp.parse_inspect(data)
-            self._cgroup_parent[cid] = (data.get("HostConfig") or {}).get("CgroupParent") or None
-            self._cgroup_dirs.pop(cid, None)  # a restart means a new init PID and cgroup
+            self._sampler.inspected(cid, (data.get("HostConfig") or {}).get("CgroupParent") or None)
             del data  # holds Config.Env: never keep it past parsing
         if retry:
             with self._lock:
@@ -358,83 +350,28 @@ class DockerSource:
 
     def _forget(self, cid: str) -> None:
         self._cache.pop(cid, None)
-        self._cgroup_parent.pop(cid, None)
-        self._cgroup_dirs.pop(cid, None)
-        self._cpu_prev.pop(cid, None)
+        self._sampler.forget(cid)
 
     # --- CPU and memory --------------------------------------------------------------------
 
-    def _read_text(self, path: Path) -> str | None:
-        return read_small(path)
-
-    def _find_dirs(self, info: ContainerInfo, version: str) -> tuple[Path | None, ...]:
-        """The cgroup directory of each slot of ``CGROUP_FILES``, or None where not found."""
-        proc = self._read_text(self._proc_root / str(info.pid) / "cgroup") if info.pid else None
-        driver = self._engine.cgroup_driver if self._engine else None
-        found: list[Path | None] = [None] * len(dp.CGROUP_FILES[version])
-        for slot, rel, probe in dp.cgroup_candidates(
-            version, info.id, driver, self._cgroup_parent.get(info.id), proc or ""
-        ):
-            if found[slot] is None and (self._cgroup_root / rel / probe).exists():
-                found[slot] = self._cgroup_root / rel
-        return tuple(found)
-
     def _with_usage(self, containers: list[ContainerInfo]) -> list[ContainerInfo]:
-        """Add CPU % and memory to running containers from their cgroup files.
-
-        Why cgroup files and not the stats API: ``stats(stream=False)`` blocks 1-2 s per
-        container, and streaming stats needs one thread and one daemon-side collector per
-        container (1,000 containers, 1,000 threads). The engine itself computes ``docker stats``
-        from these same files, so reading them gives the same numbers at a few file reads per
-        container, no threads and no daemon load. The cost: it needs the engine's host
-        ``/sys/fs/cgroup`` and ``/proc`` (gputui on the host, or with ``--pid=host
-        --cgroupns=host``); for a remote engine (tcp://, ssh://, a Docker Desktop VM) the figures
-        stay None, as do GPU-process mappings, which need the host's ``/proc`` anyway.
-        """
-        engine = self._engine
-        running = [c for c in containers if c.running]
-        if not running or engine is None or not self._local():
+        """Add CPU %, memory and throttling from the cgroup files (local engines only)."""
+        if self._engine is None or not self._local():
             return containers
-        version = engine.cgroup_version or "1"
-        proc_stat = self._read_text(self._proc_root / "stat")
-        system = dp.parse_proc_stat(proc_stat or "", os.sysconf("SC_CLK_TCK"))
-        usage: dict[str, ContainerInfo] = {}
-        for info in running:
-            dirs = self._cgroup_dirs.get(info.id)
-            if dirs is None or not any(dirs):
-                dirs = self._cgroup_dirs[info.id] = self._find_dirs(info, version)
-            texts = {
-                name: self._read_text(folder / name)
-                for folder, names in zip(dirs, dp.CGROUP_FILES[version], strict=True)
-                if folder is not None
-                for name in names
-            }
-            cpu_ns, used, limit = dp.cgroup_usage(version, texts, engine.host_memory_bytes)
-            cpu_pct: float | None = None
-            if cpu_ns is not None and system is not None:
-                prev = self._cpu_prev.get(info.id)
-                if prev is not None and system[0] == prev[1]:
-                    # Read again before the host's CPU counters moved (two refreshes within a
-                    # tick): no new sample, so keep the last figure rather than blank it.
-                    cpu_pct = prev[2]
-                else:
-                    if prev is not None:
-                        cpu_pct = dp.cpu_percent(cpu_ns - prev[0], system[0] - prev[1], system[1])
-                    self._cpu_prev[info.id] = (cpu_ns, system[0], cpu_pct)
-            throttling = dp.cgroup_throttling(version, texts)
-            periods, throttled, throttled_s = throttling or (None, None, None)
-            usage[info.id] = dataclasses.replace(
-                info,
-                cpu_percent=cpu_pct,
-                memory_used_bytes=used,
-                memory_limit_bytes=limit,
-                cpu_periods=periods,
-                cpu_throttled_periods=throttled,
-                cpu_throttled_seconds=throttled_s,
-            )
-        for cid in [c for c in self._cpu_prev if c not in usage]:
-            del self._cpu_prev[cid]
-        return [usage.get(c.id, c) for c in containers]
+        return self._sampler.sample(containers, self._engine)
+
+    # The sampler's caches, under the names the cache-size checks look for.
+    @property
+    def _cgroup_parent(self) -> dict[str, str | None]:
+        return self._sampler.parent
+
+    @property
+    def _cgroup_dirs(self) -> dict[str, tuple[Path | None, ...]]:
+        return self._sampler.dirs
+
+    @property
+    def _cpu_prev(self) -> dict[str, tuple[int, int, float | None]]:
+        return self._sampler.cpu_prev
 
     def _local(self) -> bool:
         url = self._endpoint.base_url if self._endpoint else ""
