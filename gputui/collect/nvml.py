@@ -142,11 +142,11 @@ class NvmlSource:
         except nv.NVMLError as exc:
             kind = error_name(exc)
             self._init_status = SourceStatus(
-                "nvml", ok=False, error=f"NVML: {exc}", kind=kind, fix=INIT_FIXES.get(kind)
+                "nvml", ok=False, error=str(exc), kind=kind, fix=INIT_FIXES.get(kind)
             )
             return False
         except OSError as exc:  # a broken libnvidia-ml.so can fail in ctypes itself
-            self._init_status = SourceStatus("nvml", ok=False, error=f"NVML: {exc}", kind="OSError")
+            self._init_status = SourceStatus("nvml", ok=False, error=str(exc), kind="OSError")
             return False
         self._versions = (
             self._system(nv.nvmlSystemGetDriverVersion),
@@ -252,7 +252,7 @@ class NvmlSource:
             if kind == "GpuIsLost":
                 raise GpuLost("GPU is lost (fallen off the bus): XID 79 likely") from exc
             if kind in _SOURCE_ERRORS:
-                raise NvmlGone(kind, f"NVML: {exc}") from exc
+                raise NvmlGone(kind, str(exc)) from exc
             if kind in ("NotSupported", "FunctionNotFound"):
                 # Asking again costs up to 0.1 ms per call on H200 and will never succeed.
                 if self._remember_unsupported:
