@@ -293,6 +293,13 @@ class DockerSource:
             failure = self._connect()
             if failure is not None:
                 return self._fail(failure)
+        elif self._local() and not unix_socket_answers(self._last_url):
+            # With nothing changing a read makes no API call, so a stopped engine would look
+            # fine until the events thread saw its stream end; a connect() to the local socket
+            # (no API call, tens of microseconds) tells at once.
+            message = f"the Docker engine at {self._last_url} does not accept connections"
+            kind, fix = dp.classify_connect_error(f"ConnectionRefusedError: {message}")
+            return self._fail(SourceStatus("docker", False, message, kind, fix))
         try:
             self._sync()
         except _CONNECTION_ERRORS as exc:
