@@ -59,6 +59,15 @@ GPUTUI_CONTAINER_FLAGS = (
     "--pid=host --cgroupns=host -v /var/run/docker.sock:/var/run/docker.sock:ro --gpus all"
 )
 
+#: Short names for the statuses every check module uses.
+PASS, INFO, WARN, FAIL, SKIP = (
+    HealthStatus.PASS,
+    HealthStatus.INFO,
+    HealthStatus.WARN,
+    HealthStatus.FAIL,
+    HealthStatus.SKIP,
+)
+
 #: Runtimes that inject GPUs the legacy way (OCI hook, no CDI): the ones the systemd
 #: ``daemon-reload`` hazard applies to.
 LEGACY_RUNTIMES = frozenset({"runc", "nvidia", ""})

@@ -15,19 +15,16 @@ from gputui.collect.health_base import (
     DOCS_DOCKER_SPECIALIZED,
     DOCS_TOOLKIT_INSTALL,
     DOCS_TOOLKIT_TROUBLESHOOTING,
+    FAIL,
+    INFO,
+    PASS,
+    SKIP,
+    WARN,
     CheckContext,
     docker_skip,
     read_text,
 )
 from gputui.model import ContainerInfo, EngineInfo, HealthCheck, HealthStatus
-
-PASS, INFO, WARN, FAIL, SKIP = (
-    HealthStatus.PASS,
-    HealthStatus.INFO,
-    HealthStatus.WARN,
-    HealthStatus.FAIL,
-    HealthStatus.SKIP,
-)
 
 CONFIGURE_RUNTIME_FIX = (
     "sudo nvidia-ctk runtime configure --runtime=docker\n"

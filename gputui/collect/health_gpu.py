@@ -15,19 +15,16 @@ from gputui.collect.health_base import (
     DOCS_MIG,
     DOCS_PERSISTENCE,
     DOCS_XID,
+    FAIL,
+    INFO,
+    PASS,
+    SKIP,
+    WARN,
     CheckContext,
     nvml_skip,
 )
 from gputui.derive.fmt import THROTTLE_REASONS
-from gputui.model import GpuSample, HealthCheck, HealthStatus
-
-PASS, INFO, WARN, FAIL, SKIP = (
-    HealthStatus.PASS,
-    HealthStatus.INFO,
-    HealthStatus.WARN,
-    HealthStatus.FAIL,
-    HealthStatus.SKIP,
-)
+from gputui.model import GpuSample, HealthCheck
 
 # --------------------------------------------------------------------------------------------
 # Per-GPU checks

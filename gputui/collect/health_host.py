@@ -14,21 +14,18 @@ from gputui.collect.health_base import (
     DOCS_CDI,
     DOCS_NVML_UNKNOWN_ERROR,
     DOCS_TOOLKIT_INSTALL,
+    FAIL,
     GPUTUI_CONTAINER_FLAGS,
+    INFO,
     LEGACY_RUNTIMES,
+    PASS,
+    SKIP,
+    WARN,
     CheckContext,
     docker_skip,
     read_text,
 )
 from gputui.model import ContainerInfo, EngineInfo, HealthCheck, HealthStatus
-
-PASS, INFO, WARN, FAIL, SKIP = (
-    HealthStatus.PASS,
-    HealthStatus.INFO,
-    HealthStatus.WARN,
-    HealthStatus.FAIL,
-    HealthStatus.SKIP,
-)
 
 # --------------------------------------------------------------------------------------------
 # toolkit.installed

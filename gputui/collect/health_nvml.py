@@ -14,6 +14,11 @@ from gputui.collect.health_base import (
     DOCS_NVML_PYTHON,
     DOCS_NVML_UNKNOWN_ERROR,
     DOCS_TOOLKIT_TROUBLESHOOTING,
+    FAIL,
+    INFO,
+    PASS,
+    SKIP,
+    WARN,
     CheckContext,
     major_minor,
     nvml_skip,
@@ -21,14 +26,6 @@ from gputui.collect.health_base import (
     version_tuple,
 )
 from gputui.model import ContainerInfo, HealthCheck, HealthStatus
-
-PASS, INFO, WARN, FAIL, SKIP = (
-    HealthStatus.PASS,
-    HealthStatus.INFO,
-    HealthStatus.WARN,
-    HealthStatus.FAIL,
-    HealthStatus.SKIP,
-)
 
 # --------------------------------------------------------------------------------------------
 # nvml.loadable
