@@ -69,11 +69,11 @@ def measure_point(
     n_gpus: int, container_pids: Sequence[int], proc_pids: Sequence[int], cycles: int
 ) -> tuple[dict[str, Any], list[Any]]:
     """Collect ``cycles`` warm cycles at one point; returns figures and a few snapshots."""
-    from gputui.collect import health
     from gputui.collect.collector import Collector
-    from gputui.collect.docker import DockerSource
-    from gputui.collect.procs import ProcSource
-    from gputui.collect.scenario import ScenarioSource
+    from gputui.collect.docker.source import DockerSource
+    from gputui.collect.linux.processes import ProcSource
+    from gputui.collect.standins.scenario import ScenarioSource
+    from gputui.health import registry as health
 
     pids = [*container_pids, *proc_pids]
     gpu, procs = Timed(ScenarioSource(scenario(n_gpus, pids))), Timed(ProcSource())
@@ -242,8 +242,8 @@ def report(results: dict[str, list[dict[str, Any]]], ui_rows: list[dict[str, Any
 
 def cmd_live(args: argparse.Namespace) -> dict[str, Any]:
     """The real collector of this machine (NVML, /proc, Docker), as ``gputui`` builds it."""
-    from gputui.collect.collector import build_collector
     from gputui.settings import Settings
+    from gputui.wiring import build_collector
 
     coll = build_collector(Settings(health_interval=_HEALTH_OFF))
     gpu, procs, dock = Timed(coll.gpu), Timed(coll.procs), Timed(coll.containers)

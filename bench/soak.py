@@ -21,7 +21,7 @@ from bench.tui import gputui_argv
 def cmd_api_calls(args: argparse.Namespace) -> dict[str, Any]:
     import docker as docker_sdk
 
-    from gputui.collect.docker import DockerSource
+    from gputui.collect.docker.source import DockerSource
 
     containers = Containers(docker_sdk.from_env(timeout=60))
     try:
@@ -91,11 +91,11 @@ def _slope_mb_per_h(samples: list[tuple[float, int]], skip: float) -> tuple[floa
 def cmd_soak(args: argparse.Namespace) -> dict[str, Any]:
     import docker as docker_sdk
 
-    from gputui.collect import health
     from gputui.collect.collector import Collector
-    from gputui.collect.docker import DockerSource
-    from gputui.collect.procs import ProcSource
-    from gputui.collect.scenario import ScenarioSource
+    from gputui.collect.docker.source import DockerSource
+    from gputui.collect.linux.processes import ProcSource
+    from gputui.collect.standins.scenario import ScenarioSource
+    from gputui.health import registry as health
 
     what = set(args.what.split(","))
     if "both" in what:  # the documented spelling for collector and TUI together

@@ -121,8 +121,8 @@ def _fail(message: str) -> int:
 
 def _collect_once(settings: Settings) -> Snapshot | str:
     """One snapshot with fresh health checks, or the one-line error for a bad scenario."""
-    from gputui.collect.collector import build_collector
-    from gputui.collect.scenario import ScenarioError
+    from gputui.collect.standins.scenario import ScenarioError
+    from gputui.wiring import build_collector
 
     try:
         collector = build_collector(settings, once=True)
@@ -208,7 +208,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
     if settings.scenario is not None and not args.demo:
         # Validate before anything starts, so a bad file is a one-line error, not a broken UI.
-        from gputui.collect.scenario import ScenarioError, load_scenario
+        from gputui.collect.standins.scenario import ScenarioError, load_scenario
 
         try:
             load_scenario(settings.scenario)
@@ -238,7 +238,7 @@ def _source_settings(args: argparse.Namespace) -> Settings | str:
     if args.demo and args.scenario is not None:
         return "--demo and --scenario cannot be combined"
     if args.scenario is not None:
-        from gputui.collect.scenario import ScenarioError, load_scenario
+        from gputui.collect.standins.scenario import ScenarioError, load_scenario
 
         try:
             load_scenario(args.scenario)
@@ -295,7 +295,7 @@ def export(argv: Sequence[str]) -> int:
     settings = _source_settings(args)
     if isinstance(settings, str):
         return _fail(settings)
-    from gputui.collect.collector import build_collector
+    from gputui.wiring import build_collector
 
     collector = build_collector(settings, once=args.once)
     if args.once:
@@ -344,9 +344,9 @@ def record(argv: Sequence[str]) -> int:
         return _fail("--keep must not be negative")
     if not args.file.parent.is_dir():
         return _fail(f"cannot record to {args.file}: no directory {args.file.parent}")
-    from gputui.collect.collector import build_collector
     from gputui.replay import RecordWriter
     from gputui.replay import record as record_loop
+    from gputui.wiring import build_collector
 
     writer = RecordWriter(args.file, max_bytes=args.max_bytes, keep=args.keep)
     collector = build_collector(settings, once=args.count == 1)

@@ -175,3 +175,16 @@ def parse_alerts(data: Mapping[str, Any], origin: str = "config") -> tuple[Alert
     # A rule with a default's id replaces that default (how to change a built-in threshold).
     mine = {r.id for r in rules}
     return tuple(r for r in DEFAULT_RULES if r.id not in mine) + tuple(rules)
+
+
+def load_rules(path: Path | None) -> tuple[tuple[AlertRule, ...], str | None]:
+    """The alert rules of ``path`` (None: the default XDG file), and the problem if unusable.
+
+    The CLI validates the file before the UI starts; if it has since become invalid, the TUI
+    still starts, on the default rules, and says why (a monitor that refuses to run because of
+    its alert config helps nobody).
+    """
+    try:
+        return load_config(path).alert_rules, None
+    except ConfigError as exc:
+        return DEFAULT_RULES, str(exc)

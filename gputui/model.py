@@ -8,14 +8,13 @@ No third-party imports: this module is imported by the data layer and the UI ali
 from __future__ import annotations
 
 import threading
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from enum import Enum
 
-# The per-GPU types live in their own module (size); they are part of this vocabulary.
-from gputui.model_gpu import GpuProcessSample, GpuSample, MigInstance, XidEvent
-
 __all__ = [
     "STATUS_RANK",
+    "THROTTLE_REASONS",
     "ContainerInfo",
     "ContainerReading",
     "ContainerUsage",
@@ -36,7 +35,116 @@ __all__ = [
     "SourceStatus",
     "Visibility",
     "XidEvent",
+    "worst_status",
 ]
+
+# --- GPUs, as NVML reports them ------------------------------------------------------------
+
+#: NVML clock-event (throttle) reason bits and their short names, most severe first.
+THROTTLE_REASONS: tuple[tuple[int, str], ...] = (
+    (0x40, "HW thermal"),
+    (0x08, "HW slowdown"),
+    (0x80, "HW power brake"),
+    (0x20, "SW thermal"),
+    (0x04, "SW power cap"),
+    (0x10, "sync boost"),
+    (0x02, "app clocks"),
+    (0x100, "display clock"),
+    (0x01, "idle"),
+)
+
+
+@dataclass(frozen=True, slots=True)
+class GpuProcessSample:
+    """One process on one GPU as NVML reports it (host PID namespace).
+
+    Attributes:
+        pid: Host PID.
+        gpu_index: Index of the GPU (the parent GPU for MIG).
+        used_memory_bytes: GPU memory held by the process, None when NVML says N/A.
+        kind: ``"C"`` (compute), ``"G"`` (graphics) or ``"C+G"``.
+        sm_util: SM utilization 0-100 from the last process-utilization sample, None if never seen.
+        mem_util: Memory-controller utilization 0-100, likewise.
+        enc_util: Encoder utilization 0-100, likewise.
+        dec_util: Decoder utilization 0-100, likewise.
+        mig_gi_id: GPU instance id on a MIG GPU, else None.
+        mig_ci_id: Compute instance id on a MIG GPU, else None.
+    """
+
+    pid: int
+    gpu_index: int
+    used_memory_bytes: int | None
+    kind: str = "C"
+    sm_util: int | None = None
+    mem_util: int | None = None
+    enc_util: int | None = None
+    dec_util: int | None = None
+    mig_gi_id: int | None = None
+    mig_ci_id: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class MigInstance:
+    """A MIG device under a physical GPU."""
+
+    index: int
+    uuid: str | None
+    gpu_instance_id: int | None
+    compute_instance_id: int | None
+    memory_used_bytes: int | None
+    memory_total_bytes: int | None
+
+
+@dataclass(frozen=True, slots=True)
+class GpuSample:
+    """Every gauge of one physical GPU at one refresh.
+
+    Attributes that NVML could not provide are None. ``lost`` marks a GPU whose every query fails
+    (fallen off the bus, ``GpuIsLost``); ``error`` then says how.
+    """
+
+    index: int
+    uuid: str | None
+    name: str | None
+    lost: bool = False
+    error: str | None = None
+    utilization_gpu: int | None = None
+    utilization_memory: int | None = None
+    memory_used_bytes: int | None = None
+    memory_total_bytes: int | None = None
+    temperature_c: int | None = None
+    power_w: float | None = None
+    power_limit_w: float | None = None
+    clock_sm_mhz: int | None = None
+    clock_mem_mhz: int | None = None
+    clock_sm_max_mhz: int | None = None
+    clock_mem_max_mhz: int | None = None
+    pstate: int | None = None
+    fan_percent: int | None = None
+    pcie_rx_kbps: int | None = None
+    pcie_tx_kbps: int | None = None
+    throttle_reasons: int | None = None
+    ecc_mode_current: bool | None = None
+    ecc_mode_pending: bool | None = None
+    ecc_uncorrected_volatile: int | None = None
+    remapped_rows_pending: bool | None = None
+    remapped_rows_failure: bool | None = None
+    encoder_util: int | None = None
+    decoder_util: int | None = None
+    persistence_mode: bool | None = None
+    mig_mode_current: bool | None = None
+    mig_mode_pending: bool | None = None
+    mig_instances: tuple[MigInstance, ...] = ()
+    processes: tuple[GpuProcessSample, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class XidEvent:
+    """A critical XID error reported by the driver for one GPU."""
+
+    gpu_index: int
+    xid: int
+    at: float
 
 
 class HealthStatus(str, Enum):
@@ -485,3 +593,12 @@ class Snapshot:
     def orphan_processes(self) -> tuple[GpuProcess, ...]:
         """GPU memory held by PIDs that do not exist (in this PID namespace)."""
         return tuple(p for p in self.processes if not p.info.exists)
+
+
+def worst_status(checks: Iterable[HealthCheck]) -> HealthStatus | None:
+    """The worst status among ``checks`` (``fail`` < ``warn`` < ``info`` < ``pass`` < ``skip``).
+
+    Returns:
+        None for no checks at all: nothing was judged.
+    """
+    return min((c.status for c in checks), key=STATUS_RANK.__getitem__, default=None)

@@ -42,9 +42,9 @@ import docker
 import psutil
 
 from gputui.collect.collector import Collector
-from gputui.collect.docker import DockerSource
-from gputui.collect.procs import ProcSource
-from gputui.collect.scenario import ScenarioSource
+from gputui.collect.docker.source import DockerSource
+from gputui.collect.linux.processes import ProcSource
+from gputui.collect.standins.scenario import ScenarioSource
 from gputui.model import Snapshot
 from scripts.engine_control import IMAGE, HostEngine, PrivateEngine, import_image
 

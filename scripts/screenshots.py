@@ -15,9 +15,10 @@ import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
-from gputui.collect import demo
+from gputui import wiring
 from gputui.collect.collector import Collector
-from gputui.collect.scenario import ScenarioSource
+from gputui.collect.standins import demo
+from gputui.collect.standins.scenario import ScenarioSource
 from gputui.model import ExecResult, Snapshot
 from gputui.settings import Settings
 from gputui.ui.app import GpuTuiApp
@@ -75,7 +76,7 @@ def demo_collector() -> Collector:
         demo.DemoProcesses(),
         demo.DemoContainers(),
         mode="demo",
-        health=demo.demo_health,
+        health=wiring.demo_health,
         hostname="demo-gpu-node",
         clock=clock,
     )

@@ -15,9 +15,9 @@ from typing import Any
 
 import pytest
 
-from gputui.collect import demo
 from gputui.collect.collector import Collector
-from gputui.collect.scenario import ScenarioSource
+from gputui.collect.standins import demo
+from gputui.collect.standins.scenario import ScenarioSource
 from gputui.config import ConfigError, default_config_path, load_config, parse_duration
 from gputui.derive.alerts import DEFAULT_RULES, AlertEngine, AlertPhase, AlertRule, AlertState
 

@@ -8,7 +8,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gputui.collect.cgroups import CgroupMatch, has_relative_path, parse_cgroup, parse_nspid
+from gputui.collect.linux.membership import (
+    CgroupMatch,
+    has_relative_path,
+    parse_cgroup,
+    parse_nspid,
+)
 
 # Real ids from the research notes (measured hosts and datadog-agent test data).
 DOCKER_ID = "c3da37be2142bda84fb414cdb8eb48548f2b3b6b9c24da6b37de18a260e967d8"

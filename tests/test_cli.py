@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from gputui.collect.scenario import ScenarioError, validate_scenario
+from gputui.collect.standins.scenario import ScenarioError, validate_scenario
 
 
 def gputui(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:

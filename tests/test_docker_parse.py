@@ -7,7 +7,8 @@ from typing import Any
 
 import pytest
 
-from gputui.collect import docker_parse as dp
+from gputui.collect.docker import parse as dp
+from gputui.collect.linux import cgroup_usage as cg
 
 CID = "a2e6557fca65b70eb4eadef3eaafbd69c8f4484ae776eb1655cba8272992604d"
 
@@ -297,9 +298,9 @@ def test_cpu_percent_needs_a_previous_sample() -> None:
         "precpu_stats": {"cpu_usage": {"total_usage": 0}, "throttling_data": {}},
     }
     assert dp.cpu_percent_from_stats(first) is None
-    assert dp.cpu_percent(10, 0, 2) is None
-    assert dp.cpu_percent(-1, 10, 2) is None
-    assert dp.cpu_percent(0, 10, 2) == 0.0
+    assert cg.cpu_percent(10, 0, 2) is None
+    assert cg.cpu_percent(-1, 10, 2) is None
+    assert cg.cpu_percent(0, 10, 2) == 0.0
 
 
 def test_memory_from_stats() -> None:
@@ -308,11 +309,11 @@ def test_memory_from_stats() -> None:
 
 
 def test_memory_used_subtracts_only_when_smaller() -> None:
-    assert dp.memory_used(100, {"total_inactive_file": 30}, "1") == 70
-    assert dp.memory_used(100, {"inactive_file": 30}, "1") == 100  # v1 uses the total_ key
-    assert dp.memory_used(100, {"inactive_file": 30}, "2") == 70
-    assert dp.memory_used(100, {"inactive_file": 300}, "2") == 100
-    assert dp.memory_used(None, {}, "2") is None
+    assert cg.memory_used(100, {"total_inactive_file": 30}, "1") == 70
+    assert cg.memory_used(100, {"inactive_file": 30}, "1") == 100  # v1 uses the total_ key
+    assert cg.memory_used(100, {"inactive_file": 30}, "2") == 70
+    assert cg.memory_used(100, {"inactive_file": 300}, "2") == 100
+    assert cg.memory_used(None, {}, "2") is None
 
 
 @pytest.mark.parametrize(
@@ -326,12 +327,12 @@ def test_memory_used_subtracts_only_when_smaller() -> None:
     ],
 )
 def test_memory_limit(raw: str | None, host: int | None, expected: int | None) -> None:
-    assert dp.memory_limit(raw, host) == expected
+    assert cg.memory_limit(raw, host) == expected
 
 
 def test_parse_keyed() -> None:
     text = "usage_usec 123456\nuser_usec 100000\nsystem_usec 23456\nnr_periods 0\nbogus\n"
-    assert dp.parse_keyed(text) == {
+    assert cg.parse_keyed(text) == {
         "usage_usec": 123456,
         "user_usec": 100000,
         "system_usec": 23456,
@@ -346,11 +347,11 @@ def test_parse_proc_stat_matches_engine() -> None:
         "cpu1 1761 0 637 27281 154 0 67 7 0 0\n"
         "intr 1 2 3\nctxt 5\n"
     )
-    total, online = dp.parse_proc_stat(text, 100) or (0, 0)
+    total, online = cg.parse_proc_stat(text, 100) or (0, 0)
     # first seven fields only (steal and guest are left out, as moby does)
     assert total == (2976 + 0 + 1269 + 55204 + 293 + 0 + 78) * 10_000_000
     assert online == 2
-    assert dp.parse_proc_stat("intr 1\n", 100) is None
+    assert cg.parse_proc_stat("intr 1\n", 100) is None
 
 
 PROC_CGROUP_V1 = "\n".join(
@@ -364,21 +365,21 @@ PROC_CGROUP_V1 = "\n".join(
 
 
 def test_cgroup_path_from_proc() -> None:
-    assert dp.cgroup_path_from_proc(PROC_CGROUP_V1, "memory") == f"/docker/{CID}"
-    assert dp.cgroup_path_from_proc(PROC_CGROUP_V1, "cpuacct") == f"/docker/{CID}"
-    assert dp.cgroup_path_from_proc(PROC_CGROUP_V1, None) == f"/docker/{CID}"
-    assert dp.cgroup_path_from_proc(PROC_CGROUP_V1, "blkio") is None
+    assert cg.cgroup_path_from_proc(PROC_CGROUP_V1, "memory") == f"/docker/{CID}"
+    assert cg.cgroup_path_from_proc(PROC_CGROUP_V1, "cpuacct") == f"/docker/{CID}"
+    assert cg.cgroup_path_from_proc(PROC_CGROUP_V1, None) == f"/docker/{CID}"
+    assert cg.cgroup_path_from_proc(PROC_CGROUP_V1, "blkio") is None
     # colons inside the path (cri-containerd) survive
     cri = "8:memory:/kubepods.slice/pod.slice:cri-containerd:abc"
-    assert dp.cgroup_path_from_proc(cri, "memory") == "/kubepods.slice/pod.slice:cri-containerd:abc"
+    assert cg.cgroup_path_from_proc(cri, "memory") == "/kubepods.slice/pod.slice:cri-containerd:abc"
     # a private cgroup namespace gives relative paths: unusable against the host root
-    assert dp.cgroup_path_from_proc("0::../../docker-x.scope", None) is None
+    assert cg.cgroup_path_from_proc("0::../../docker-x.scope", None) is None
 
 
 def test_default_cgroup_paths() -> None:
-    assert dp.default_cgroup_paths(CID, "cgroupfs", None) == [f"/docker/{CID}"]
-    assert dp.default_cgroup_paths(CID, None, "/custom/") == [f"/custom/{CID}"]
-    assert dp.default_cgroup_paths(CID, "systemd", None) == [f"/system.slice/docker-{CID}.scope"]
+    assert cg.default_cgroup_paths(CID, "cgroupfs", None) == [f"/docker/{CID}"]
+    assert cg.default_cgroup_paths(CID, None, "/custom/") == [f"/custom/{CID}"]
+    assert cg.default_cgroup_paths(CID, "systemd", None) == [f"/system.slice/docker-{CID}.scope"]
 
 
 # --- engine facts ---------------------------------------------------------------------------
@@ -465,7 +466,7 @@ def _write(path: Any, text: str) -> None:
 
 
 def _source_on_tree(tmp_path: Any, version: str, driver: str) -> Any:
-    from gputui.collect.docker import DockerSource, _Endpoint
+    from gputui.collect.docker.source import DockerSource, _Endpoint
     from gputui.model import EngineInfo
 
     src = DockerSource(cgroup_root=tmp_path / "cg", proc_root=tmp_path / "proc")
@@ -526,7 +527,7 @@ def test_cgroup_v1_tree_from_proc_path(tmp_path: Any) -> None:
 
 
 def test_no_cgroup_figures_for_remote_engines(tmp_path: Any) -> None:
-    from gputui.collect.docker import _Endpoint
+    from gputui.collect.docker.source import _Endpoint
     from gputui.model import ContainerInfo
 
     src = _source_on_tree(tmp_path, "2", "systemd")
@@ -536,17 +537,17 @@ def test_no_cgroup_figures_for_remote_engines(tmp_path: Any) -> None:
 
 
 def test_cgroup_candidates_v1_prefers_proc_path() -> None:
-    got = dp.cgroup_candidates("1", CID, "cgroupfs", None, PROC_CGROUP_V1)
+    got = cg.cgroup_candidates("1", CID, "cgroupfs", None, PROC_CGROUP_V1)
     assert got[0] == (0, f"cpuacct/docker/{CID}", "cpuacct.usage")
     assert (1, f"memory/docker/{CID}", "memory.usage_in_bytes") in got
     custom = "4:memory:/mine/x\n2:cpuacct:/mine/x\n"
-    got = dp.cgroup_candidates("1", CID, "cgroupfs", None, custom)
+    got = cg.cgroup_candidates("1", CID, "cgroupfs", None, custom)
     assert got[0] == (0, "cpuacct/mine/x", "cpuacct.usage")
     assert next(c for c in got if c[0] == 1) == (1, "memory/mine/x", "memory.usage_in_bytes")
 
 
 def test_cgroup_candidates_v2_defaults() -> None:
-    got = dp.cgroup_candidates("2", CID, "systemd", None, "")
+    got = cg.cgroup_candidates("2", CID, "systemd", None, "")
     assert got == [
         (0, f"system.slice/docker-{CID}.scope", "cpu.stat"),
         (1, f"system.slice/docker-{CID}.scope", "memory.current"),
@@ -560,24 +561,24 @@ def test_cgroup_usage_v1_and_v2() -> None:
         "memory.stat": "inactive_file 10\ntotal_inactive_file 96\n",
         "memory.limit_in_bytes": "9223372036854771712\n",
     }
-    assert dp.cgroup_usage("1", v1, 8000) == (123456789, 4000, 8000)
+    assert cg.cgroup_usage("1", v1, 8000) == (123456789, 4000, 8000)
     v2 = {
         "cpu.stat": "usage_usec 5\n",
         "memory.current": "4096\n",
         "memory.stat": "inactive_file 96\n",
         "memory.max": "2048\n",
     }
-    assert dp.cgroup_usage("2", v2, 8000) == (5000, 4000, 2048)
-    assert dp.cgroup_usage("2", {"cpu.stat": "usage_usec 5\n"}, 8000) == (5000, None, None)
-    assert dp.cgroup_usage("1", {}, 8000) == (None, None, None)
+    assert cg.cgroup_usage("2", v2, 8000) == (5000, 4000, 2048)
+    assert cg.cgroup_usage("2", {"cpu.stat": "usage_usec 5\n"}, 8000) == (5000, None, None)
+    assert cg.cgroup_usage("1", {}, 8000) == (None, None, None)
 
 
 def test_cgroup_throttling_v1_and_v2_and_cpu_quota() -> None:
     v1 = {"cpu.stat": "nr_periods 32\nnr_throttled 31\nthrottled_time 2698172151\n"}
-    assert dp.cgroup_throttling("1", v1) == (32, 31, 2.698172151)
+    assert cg.cgroup_throttling("1", v1) == (32, 31, 2.698172151)
     v2 = {"cpu.stat": "usage_usec 5\nnr_periods 10\nnr_throttled 4\nthrottled_usec 250000\n"}
-    assert dp.cgroup_throttling("2", v2) == (10, 4, 0.25)
-    assert dp.cgroup_throttling("2", {"cpu.stat": "usage_usec 5\n"}) is None
+    assert cg.cgroup_throttling("2", v2) == (10, 4, 0.25)
+    assert cg.cgroup_throttling("2", {"cpu.stat": "usage_usec 5\n"}) is None
     assert dp.cpu_quota({"NanoCpus": 100_000_000}) == 0.1
     assert dp.cpu_quota({"CpuQuota": 50_000, "CpuPeriod": 100_000}) == 0.5
     assert dp.cpu_quota({"NanoCpus": 0, "CpuQuota": 0}) is None

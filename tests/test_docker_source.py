@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from gputui.collect.docker import DockerSource, docker_cli_available
+from gputui.collect.docker.source import DockerSource, docker_cli_available
 from gputui.model import ContainerInfo, ContainerReading
 
 TEST_LABEL = "gputui-test"  # the label tests/conftest.py puts on every test container
@@ -161,7 +161,7 @@ def test_memory_matches_docker_stats(
     source: DockerSource, run_container: Any, docker_engine: Any
 ) -> None:
     """Same number as the engine's stats API (one slow call, tests only)."""
-    from gputui.collect.docker_parse import memory_from_stats
+    from gputui.collect.docker.parse import memory_from_stats
 
     ct = run_container(["sleep", "300"], mem_limit="32m")
     info = find(source.read(), ct.id)

@@ -13,10 +13,10 @@ from pathlib import Path
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from gputui.collect.collector import build_collector
 from gputui.config import load_config
 from gputui.export import render_once
 from gputui.settings import Settings
+from gputui.wiring import build_collector
 
 CONTRIB = Path(__file__).resolve().parent.parent / "contrib"
 RULES = CONTRIB / "gputui-alerts.rules.yml"

@@ -11,9 +11,9 @@ from collections.abc import Iterator
 import pytest
 
 from gputui.collect.collector import Collector, attribute_containers, join_processes
-from gputui.collect.demo import DemoContainers
-from gputui.collect.procs import ProcSource
-from gputui.collect.scenario import ScenarioSource
+from gputui.collect.linux.processes import ProcSource
+from gputui.collect.standins.demo import DemoContainers
+from gputui.collect.standins.scenario import ScenarioSource
 from gputui.derive.findings import (
     FindingRules,
     FindingsEngine,

@@ -14,9 +14,9 @@ from typing import Any
 import docker.types
 
 from gputui.collect.collector import Collector
-from gputui.collect.docker import DockerSource
-from gputui.collect.procs import ProcSource
-from gputui.collect.scenario import ScenarioSource
+from gputui.collect.docker.source import DockerSource
+from gputui.collect.linux.processes import ProcSource
+from gputui.collect.standins.scenario import ScenarioSource
 from gputui.derive.findings import FindingsEngine
 from gputui.model import ContainerInfo, Finding
 

@@ -16,17 +16,12 @@ from test_health_support import (
     run,
 )
 
-from gputui.collect import health, health_gpu
-from gputui.collect.health import (
-    HealthInputs,
-    HealthRoots,
-    format_checks,
-    installed_version,
-    run_checks,
-    run_version_output,
-    worst_status,
-)
-from gputui.model import HealthCheck, HealthStatus
+from gputui.collect.sources import HealthInputs
+from gputui.health import gpu as health_gpu
+from gputui.health import registry as health
+from gputui.health.base import HealthRoots
+from gputui.health.registry import installed_version, run_checks, run_version_output
+from gputui.model import HealthCheck, HealthStatus, worst_status
 
 S = HealthStatus
 
@@ -182,7 +177,7 @@ def test_run_checks_defaults_work_on_this_machine() -> None:
     assert {c.id for c in checks} >= HOST_IDS
 
 
-# --- worst_status / format_checks -----------------------------------------------------------
+# --- worst_status -----------------------------------------------------------
 
 
 def _check(status: HealthStatus, check_id: str = "x.y", **kw: object) -> HealthCheck:
@@ -197,46 +192,11 @@ def _check(status: HealthStatus, check_id: str = "x.y", **kw: object) -> HealthC
         ([S.SKIP, S.INFO, S.PASS], S.INFO),
         ([S.SKIP, S.PASS], S.PASS),
         ([S.SKIP], S.SKIP),
-        ([], S.SKIP),
+        ([], None),
     ],
 )
-def test_worst_status(statuses: list[HealthStatus], worst: HealthStatus) -> None:
+def test_worst_status(statuses: list[HealthStatus], worst: HealthStatus | None) -> None:
     assert worst_status(_check(s) for s in statuses) is worst
-
-
-def test_format_checks_lines_and_filter() -> None:
-    checks = [
-        _check(S.PASS, "a.ok"),
-        _check(
-            S.WARN,
-            "b.warn",
-            details=("saw this",),
-            fix="first line\nsecond line",
-            docs="https://example.invalid/doc",
-        ),
-        _check(S.INFO, "c.info", docs="https://example.invalid/info"),
-    ]
-    assert format_checks(checks) == [
-        "PASS  a.ok  pass summary",
-        "WARN  b.warn  warn summary",
-        "      fix: first line",
-        "           second line",
-        "      docs: https://example.invalid/doc",
-        "INFO  c.info  info summary",
-    ]
-    assert format_checks(checks, include={S.WARN}, details=True) == [
-        "WARN  b.warn  warn summary",
-        "      saw this",
-        "      fix: first line",
-        "           second line",
-        "      docs: https://example.invalid/doc",
-    ]
-
-
-def test_format_checks_strips_terminal_escapes() -> None:
-    line = format_checks([_check(S.FAIL, "container.cuda:evil\x1b[2J")])[0]
-    assert "\x1b" not in line
-    assert line.startswith("FAIL  container.cuda:evil")
 
 
 # --- the default helpers ----------------------------------------------------------------------

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from test_health_support import gpu_reading, inputs, make_roots, run
 
-from gputui.collect.docker import DockerSource
+from gputui.collect.docker.source import DockerSource
 from gputui.model import ContainerReading, HealthCheck, HealthStatus
 
 pytestmark = pytest.mark.docker

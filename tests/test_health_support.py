@@ -12,7 +12,9 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from gputui.collect.health import HealthInputs, HealthRoots, run_checks
+from gputui.collect.sources import HealthInputs
+from gputui.health.base import HealthRoots
+from gputui.health.registry import run_checks
 from gputui.model import (
     ContainerInfo,
     ContainerReading,

@@ -11,9 +11,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from gputui.collect.docker_parse import parse_inspect
-from gputui.collect.health import run_checks
-from gputui.collect.health_base import HealthInputs
+from gputui.collect.docker.parse import parse_inspect
+from gputui.collect.sources import HealthInputs
+from gputui.health.registry import run_checks
 from gputui.model import (
     ContainerReading,
     EngineInfo,

@@ -9,8 +9,8 @@ from typing import Any
 import pynvml
 import pytest
 
-from gputui.collect.nvml import NvmlSource
-from gputui.collect.scenario import ScenarioNvml, ScenarioSource
+from gputui.collect.nvml.source import NvmlSource
+from gputui.collect.standins.scenario import ScenarioNvml, ScenarioSource
 
 MIB = 1024 * 1024
 

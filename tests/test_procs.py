@@ -16,7 +16,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from gputui.collect.procs import ProcSource
+from gputui.collect.linux.processes import ProcSource
 from gputui.model import ProcessInfo, Visibility
 
 DOCKER_ID = "c3da37be2142bda84fb414cdb8eb48548f2b3b6b9c24da6b37de18a260e967d8"
@@ -121,7 +121,7 @@ def test_live_child_container_fields_match_our_own_cgroup(
     sleeper: subprocess.Popen[bytes],
 ) -> None:
     # The child inherits our cgroup and PID namespace, so its facts are predictable from ours.
-    from gputui.collect.cgroups import parse_cgroup, parse_nspid
+    from gputui.collect.linux.membership import parse_cgroup, parse_nspid
 
     ours = parse_cgroup(Path("/proc/self/cgroup").read_text())
     own_ns_pid = parse_nspid(Path(f"/proc/{sleeper.pid}/status").read_text())
@@ -501,7 +501,7 @@ def test_constructor_does_no_io(tmp_path: Path) -> None:
 
 
 def test_parse_stat_counts_fields_after_the_last_parenthesis() -> None:
-    from gputui.collect.procs import parse_stat
+    from gputui.collect.linux.processes import parse_stat
 
     # A command name may contain spaces and parentheses: fields are counted from the last ')'.
     rest = "S 1 2 3 4 5 6 7 8 9 10 110 40 0 0 20 0 1 0 987654 1000 2048 0"

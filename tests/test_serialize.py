@@ -13,7 +13,6 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from gputui import model
-from gputui.collect.collector import build_collector
 from gputui.model import ContainerInfo, HealthCheck, HealthStatus, Snapshot
 from gputui.report import snapshot_to_json
 from gputui.serialize import (
@@ -25,6 +24,7 @@ from gputui.serialize import (
     snapshot_to_record,
 )
 from gputui.settings import Settings
+from gputui.wiring import build_collector
 
 FIXTURE = Path(__file__).parent / "fixtures" / "h200-lab-once.json"
 

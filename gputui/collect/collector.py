@@ -15,8 +15,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from typing import Any
 
-from gputui.collect.health_base import HealthInputs
-from gputui.collect.sources import ContainerSource, GpuSource, ProcessSource
+from gputui.collect.sources import ContainerSource, GpuSource, HealthInputs, ProcessSource
 from gputui.model import (
     ContainerInfo,
     ContainerReading,
@@ -29,7 +28,6 @@ from gputui.model import (
     ProcessInfo,
     Snapshot,
 )
-from gputui.settings import Settings
 
 HealthRunner = Callable[[HealthInputs], tuple[HealthCheck, ...]]
 
@@ -274,60 +272,3 @@ def attribute_containers(
         return group, -u.gpu_memory_bytes, u.info.name
 
     return tuple(sorted(usages, key=order))
-
-
-def build_collector(settings: Settings, *, once: bool = False) -> Collector:
-    """Wire the real (or scenario, or demo) sources for ``settings``.
-
-    Args:
-        settings: What the user asked for.
-        once: A single collection (``--once``): no background threads, slow reads inline.
-
-    Raises:
-        ScenarioError: the scenario file is unreadable or invalid.
-    """
-    from gputui.collect import health
-
-    if settings.demo:
-        from gputui.collect import demo
-        from gputui.collect.scenario import ScenarioSource
-
-        return Collector(
-            ScenarioSource(demo.DEMO_SCENARIO, wall=demo.wall_clock),
-            demo.DemoProcesses(),
-            demo.DemoContainers(),
-            mode="demo",
-            health=demo.demo_health,
-            health_interval=settings.health_interval,
-            read_only=settings.read_only,
-            # A simulated clock keeps the demo's ages and timestamps the same on every run.
-            clock=demo.demo_clock(),
-            hostname="demo-gpu-node",
-        )
-    from gputui.collect.procs import ProcSource
-
-    def docker_source() -> ContainerSource:
-        from gputui.collect.docker import DockerSource
-
-        return DockerSource()
-
-    gpu: GpuSource
-    if settings.scenario is not None:
-        from gputui.collect.scenario import ScenarioSource
-
-        gpu = ScenarioSource.from_file(settings.scenario)
-    else:
-        from gputui.collect.nvml import NvmlSource
-
-        # --once skips PCIe throughput: it samples for 20 ms per direction per GPU, most of a
-        # one-shot's NVML time; the TUI and the exporter read it on their slow lane.
-        gpu = NvmlSource(slow_interval=settings.slow_interval, background=not once, pcie=not once)
-    return Collector(
-        gpu,
-        ProcSource(),
-        DeferredContainers(docker_source),
-        mode=settings.mode,
-        health=health.run_checks,
-        health_interval=settings.health_interval,
-        read_only=settings.read_only,
-    )

@@ -8,11 +8,13 @@ All methods may block and are called from the collector thread only, never from 
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from typing import Protocol
 
 from gputui.model import (
     ContainerReading,
     ExecResult,
+    GpuProcess,
     GpuReading,
     HostStats,
     ProcessInfo,
@@ -70,3 +72,20 @@ class ContainerSource(Protocol):
     def close(self) -> None:
         """Stop background threads and close the client (idempotent)."""
         ...
+
+
+@dataclass(frozen=True)
+class HealthInputs:
+    """What the other sources read, handed to the checks.
+
+    Attributes:
+        gpu: The latest NVML reading.
+        containers: The latest Docker reading.
+        processes: GPU processes joined with their containers.
+        visibility: Whether gputui sees the host PID and cgroup namespaces.
+    """
+
+    gpu: GpuReading
+    containers: ContainerReading
+    processes: tuple[GpuProcess, ...]
+    visibility: Visibility

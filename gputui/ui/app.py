@@ -13,12 +13,13 @@ from textual.binding import Binding
 from textual.screen import Screen
 from textual.worker import get_current_worker
 
+from gputui.config import load_rules
 from gputui.derive import fmt
 from gputui.derive.alerts import Alert
+from gputui.derive.analysis import Analysis, Analyzer
 from gputui.derive.history import WINDOWS, History, next_window, window_label
 from gputui.settings import Settings
 from gputui.ui.actions import PALETTE, REPLAY_ACTIONS, WRITE_ACTIONS, CollectorLike, player_of
-from gputui.ui.analysis import Analysis, Analyzer, load_rules
 from gputui.ui.bindings import APP_BINDINGS
 from gputui.ui.machine_actions import MachineActions
 from gputui.ui.messages import SelectionChanged, SnapshotReady

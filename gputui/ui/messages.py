@@ -7,8 +7,8 @@ from dataclasses import replace
 from textual.message import Message
 
 from gputui.derive.alerts import AlertState
+from gputui.derive.analysis import Analysis
 from gputui.model import Finding, Snapshot
-from gputui.ui.analysis import Analysis
 
 
 class SnapshotReady(Message):

@@ -24,8 +24,8 @@ def run_tui(settings: Settings, collector: CollectorLike | None = None) -> int:
     Returns:
         The exit status (0).
     """
-    from gputui.collect.collector import build_collector
     from gputui.ui.app import GpuTuiApp
+    from gputui.wiring import build_collector
 
     chosen = collector if collector is not None else build_collector(settings)
     try:

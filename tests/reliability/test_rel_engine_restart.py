@@ -17,9 +17,9 @@ from typing import Any
 from rel_helpers import gpu, run_gputui, write_scenario
 
 from gputui.collect.collector import Collector
-from gputui.collect.docker import DockerSource
-from gputui.collect.procs import ProcSource
-from gputui.collect.scenario import ScenarioSource
+from gputui.collect.docker.source import DockerSource
+from gputui.collect.linux.processes import ProcSource
+from gputui.collect.standins.scenario import ScenarioSource
 from gputui.model import Snapshot
 
 RESTARTS = 2

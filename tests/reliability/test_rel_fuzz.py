@@ -25,11 +25,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from rel_helpers import run_gputui
 
-from gputui.collect.cgroups import has_relative_path, parse_cgroup, parse_nspid
 from gputui.collect.collector import Collector
-from gputui.collect.procs import ProcSource, parse_stat
-from gputui.collect.scenario import ScenarioError, ScenarioSource, validate_scenario
-from gputui.collect.scenario_format import (
+from gputui.collect.linux.membership import has_relative_path, parse_cgroup, parse_nspid
+from gputui.collect.linux.processes import ProcSource, parse_stat
+from gputui.collect.standins.scenario import ScenarioError, ScenarioSource, validate_scenario
+from gputui.collect.standins.scenario_format import (
     BOOL_FIELDS,
     ERROR_KEYS,
     FIELD_ERRORS,

@@ -22,9 +22,9 @@ import pytest
 from rel_helpers import gpu, run_gputui, terminal_unsafe, write_scenario
 
 from gputui.collect.collector import Collector
-from gputui.collect.docker import DockerSource
-from gputui.collect.procs import ProcSource
-from gputui.collect.scenario import ScenarioSource
+from gputui.collect.docker.source import DockerSource
+from gputui.collect.linux.processes import ProcSource
+from gputui.collect.standins.scenario import ScenarioSource
 from gputui.derive.fmt import safe_text
 
 ESC_SEQS = "\x1b[2J\x1b[31mRED\x1b]0;pwned-title\x07\x1b]52;c;cHduZWQ=\x07\x9b31m\x1bPq#\x1b\\"

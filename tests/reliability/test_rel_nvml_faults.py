@@ -15,10 +15,10 @@ from typing import Any
 import pytest
 from rel_helpers import gpu, run_gputui, write_scenario
 
-from gputui.collect import health
 from gputui.collect.collector import Collector
-from gputui.collect.procs import ProcSource
-from gputui.collect.scenario import ScenarioSource
+from gputui.collect.linux.processes import ProcSource
+from gputui.collect.standins.scenario import ScenarioSource
+from gputui.health import registry as health
 from gputui.model import HealthStatus, Snapshot
 
 FIELD_FAULTS = {

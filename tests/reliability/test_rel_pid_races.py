@@ -21,11 +21,11 @@ import psutil
 import pytest
 from rel_helpers import gpu
 
-from gputui.collect import procs as procs_module
 from gputui.collect.collector import Collector
-from gputui.collect.docker import DockerSource
-from gputui.collect.procs import ProcSource
-from gputui.collect.scenario import ScenarioSource
+from gputui.collect.docker.source import DockerSource
+from gputui.collect.linux import processes as procs_module
+from gputui.collect.linux.processes import ProcSource
+from gputui.collect.standins.scenario import ScenarioSource
 
 NOBODY = 65534
 

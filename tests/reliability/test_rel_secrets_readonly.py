@@ -19,11 +19,12 @@ from typing import Any
 
 from rel_helpers import gpu, run_gputui, write_scenario
 
-from gputui.collect.collector import READ_ONLY_REASON, Collector, build_collector
-from gputui.collect.docker import DockerSource
-from gputui.collect.procs import ProcSource
-from gputui.collect.scenario import ScenarioSource
+from gputui.collect.collector import READ_ONLY_REASON, Collector
+from gputui.collect.docker.source import DockerSource
+from gputui.collect.linux.processes import ProcSource
+from gputui.collect.standins.scenario import ScenarioSource
 from gputui.settings import Settings
+from gputui.wiring import build_collector
 
 
 def test_environment_values_never_leave(run_container: Callable[..., Any], tmp_path: Path) -> None:

@@ -9,9 +9,9 @@ from pilot_helpers import push, ready
 from ui_factories import FakeCollector, gpu, snapshot, standard
 
 from gputui.derive.alerts import Alert, AlertPhase, AlertRule
+from gputui.derive.analysis import Analysis, Analyzer
 from gputui.model import Snapshot
 from gputui.replay import ReplayCollector
-from gputui.ui.analysis import Analysis, Analyzer
 from gputui.ui.messages import SnapshotReady
 
 HOT_RULE = """

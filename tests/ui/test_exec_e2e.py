@@ -15,10 +15,10 @@ from typing import Any
 from pilot_helpers import ready
 from textual.widgets import Static
 
-from gputui.collect.collector import build_collector
 from gputui.settings import Settings
 from gputui.ui.app import GpuTuiApp
 from gputui.ui.screens.exec_modal import ExecScreen
+from gputui.wiring import build_collector
 
 
 def _host_pid(container: Any) -> int:

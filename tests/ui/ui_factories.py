@@ -240,9 +240,10 @@ class FakeCollector:
 
 def demo_snapshots(count: int) -> list[Snapshot]:
     """``count`` consecutive refreshes of the built-in demo machine on a fixed clock."""
-    from gputui.collect import demo
+    from gputui import wiring
     from gputui.collect.collector import Collector
-    from gputui.collect.scenario import ScenarioSource
+    from gputui.collect.standins import demo
+    from gputui.collect.standins.scenario import ScenarioSource
 
     clock = demo.demo_clock()
     collector = Collector(
@@ -250,7 +251,7 @@ def demo_snapshots(count: int) -> list[Snapshot]:
         demo.DemoProcesses(),
         demo.DemoContainers(),
         mode="demo",
-        health=demo.demo_health,
+        health=wiring.demo_health,
         hostname="demo-gpu-node",
         clock=clock,
     )

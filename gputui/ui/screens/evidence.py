@@ -16,9 +16,9 @@ from textual.screen import Screen
 from textual.widgets import Footer, Static
 
 from gputui.derive import fmt
+from gputui.derive.analysis import Analysis
 from gputui.derive.history import History, container_key, window_label
 from gputui.model import ContainerUsage, GpuSample, Snapshot
-from gputui.ui.analysis import Analysis
 from gputui.ui.widgets.history import SeriesRow
 
 Part = str | tuple[str, str]

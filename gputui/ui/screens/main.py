@@ -15,17 +15,17 @@ from textual.events import Resize
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Input, Static, TabbedContent, TabPane, Tree
 
+from gputui.derive.analysis import Analysis, worst_severity
 from gputui.derive.history import History
 from gputui.derive.tree import build_groups
-from gputui.model import ContainerUsage, GpuProcess, HealthStatus, Snapshot
-from gputui.ui.analysis import Analysis, worst_severity
+from gputui.model import ContainerUsage, GpuProcess, HealthStatus, Snapshot, worst_status
 from gputui.ui.messages import SelectionChanged
 from gputui.ui.state import TABS, UiState
 from gputui.ui.widgets.alerts_panel import AlertsPanel
 from gputui.ui.widgets.container_tree import ContainerTree, NodeRef
 from gputui.ui.widgets.gpu_panel import GpuPanel
 from gputui.ui.widgets.header import HeaderBar
-from gputui.ui.widgets.health_panel import HealthPanel, worst_status
+from gputui.ui.widgets.health_panel import HealthPanel
 from gputui.ui.widgets.history import HistoryPanel
 from gputui.ui.widgets.process_table import ProcessTable
 

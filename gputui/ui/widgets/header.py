@@ -16,9 +16,9 @@ from textual.events import Resize
 from textual.widget import Widget
 
 from gputui.derive import fmt
+from gputui.derive.analysis import Analysis, worst_severity
 from gputui.derive.fmt import safe_text
 from gputui.model import HealthStatus, HostStats, Snapshot, SourceStatus
-from gputui.ui.analysis import Analysis, worst_severity
 from gputui.ui.state import UiState, interval_label
 from gputui.ui.widgets.repaint import changed_regions
 

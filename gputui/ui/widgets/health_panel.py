@@ -23,12 +23,6 @@ STATUS_STYLE = {
 }
 
 
-def worst_status(checks: Iterable[HealthCheck]) -> HealthStatus | None:
-    """The worst status among the checks, None when there are none."""
-    statuses = [check.status for check in checks]
-    return min(statuses, key=STATUS_RANK.__getitem__) if statuses else None
-
-
 def ordered(checks: Iterable[HealthCheck]) -> list[HealthCheck]:
     """Worst first, then by id, so problems sit at the top."""
     return sorted(checks, key=lambda c: (STATUS_RANK[c.status], c.id))

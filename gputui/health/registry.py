@@ -14,20 +14,20 @@ import os
 import shutil
 import subprocess
 import traceback
-from collections.abc import Callable, Collection, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from functools import partial
 
-from gputui.collect.health_base import (
+from gputui.collect.sources import HealthInputs
+from gputui.health.base import (
     CheckContext,
     DistVersion,
-    HealthInputs,
     HealthRoots,
     RunVersion,
     Which,
     docker_skip,
     nvml_skip,
 )
-from gputui.collect.health_docker import (
+from gputui.health.docker import (
     check_container_gpu_unrequested,
     check_container_gpu_visible,
     check_container_runtime,
@@ -35,7 +35,7 @@ from gputui.collect.health_docker import (
     check_docker_engine,
     check_docker_nvidia_runtime,
 )
-from gputui.collect.health_gpu import (
+from gputui.health.gpu import (
     check_gpu_ecc,
     check_gpu_lost,
     check_gpu_mig,
@@ -44,23 +44,21 @@ from gputui.collect.health_gpu import (
     check_gpu_throttle,
     check_gpu_xid,
 )
-from gputui.collect.health_host import (
+from gputui.health.host import (
     check_cdi_specs,
     check_cgroup_driver,
     check_cgroup_nvml_hazard,
     check_gputui_visibility,
     check_toolkit_installed,
 )
-from gputui.collect.health_nvml import (
+from gputui.health.nvml import (
     check_container_cuda,
     check_nvml_bindings,
     check_nvml_driver,
     check_nvml_loadable,
     check_nvml_version_mismatch,
 )
-from gputui.derive.fmt import safe_text
 from gputui.model import (
-    STATUS_RANK,
     ContainerInfo,
     GpuSample,
     HealthCheck,
@@ -71,13 +69,9 @@ __all__ = [
     "CONTAINER_CHECKS",
     "GPU_CHECKS",
     "HOST_CHECKS",
-    "HealthInputs",
-    "HealthRoots",
-    "format_checks",
     "installed_version",
     "run_checks",
     "run_version_output",
-    "worst_status",
 ]
 
 HostCheck = Callable[[CheckContext], HealthCheck]
@@ -247,47 +241,3 @@ def _guarded(
             )
         ]
     return [] if check is None else [check]
-
-
-def worst_status(checks: Iterable[HealthCheck]) -> HealthStatus:
-    """The worst status among ``checks`` (``fail`` < ``warn`` < ``info`` < ``pass`` < ``skip``).
-
-    Returns ``skip`` for no checks at all: nothing was judged.
-    """
-    return min((c.status for c in checks), key=STATUS_RANK.__getitem__, default=HealthStatus.SKIP)
-
-
-def format_checks(
-    checks: Iterable[HealthCheck],
-    include: Collection[HealthStatus] | None = None,
-    details: bool = False,
-) -> list[str]:
-    """Plain-text lines for ``--once`` / ``doctor`` output (no markup, no colour).
-
-    Each check becomes ``STATUS  id  summary``, followed by indented details (when asked),
-    ``fix:`` lines and a ``docs:`` line. Untrusted text (container names, error strings) is
-    stripped of control characters so it cannot drive the terminal.
-
-    Args:
-        checks: The checks, in the order to print.
-        include: Statuses to print; None prints all.
-        details: Also print what each check saw.
-
-    Returns:
-        The lines, without trailing newlines.
-    """
-    lines: list[str] = []
-    for check in checks:
-        if include is not None and check.status not in include:
-            continue
-        status = check.status.value.upper()
-        lines.append(f"{status:<4}  {safe_text(check.id, 120)}  {safe_text(check.summary, 400)}")
-        if details:
-            lines.extend(f"      {safe_text(d, 400)}" for d in check.details)
-        if check.fix:
-            fix_lines = check.fix.splitlines()
-            lines.append(f"      fix: {safe_text(fix_lines[0], 400)}")
-            lines.extend(f"           {safe_text(f, 400)}" for f in fix_lines[1:])
-        if check.docs and check.status in (HealthStatus.FAIL, HealthStatus.WARN):
-            lines.append(f"      docs: {safe_text(check.docs, 400)}")
-    return lines

@@ -10,7 +10,7 @@ import os
 import re
 from pathlib import Path
 
-from gputui.collect.health_base import (
+from gputui.health.base import (
     DOCS_CDI,
     DOCS_NVML_UNKNOWN_ERROR,
     DOCS_TOOLKIT_INSTALL,

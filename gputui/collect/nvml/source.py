@@ -22,7 +22,7 @@ from collections.abc import Callable
 from types import ModuleType
 from typing import Any, TypeVar
 
-from gputui.collect.nvml_slow import GpuLost, NvmlGone, SlowLane, error_name
+from gputui.collect.nvml.slow_lane import GpuLost, NvmlGone, SlowLane, error_name
 from gputui.model import GpuProcessSample, GpuReading, GpuSample, MigInstance, SourceStatus
 
 __all__ = ["INIT_FIXES", "NvmlSource", "error_class", "error_name", "load_pynvml"]

@@ -1,6 +1,6 @@
 """Where the Docker engine is, and small helpers around reaching it (no Docker SDK import).
 
-Kept apart from :mod:`gputui.collect.docker` so that module stays about talking to the engine.
+Kept apart from :mod:`gputui.collect.docker.source`, which is about talking to the engine.
 """
 
 from __future__ import annotations

@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from gputui.collect.health_base import (
+from gputui.health.base import (
     DOCS_CUDA_COMPAT,
     DOCS_NVML_PYTHON,
     DOCS_NVML_UNKNOWN_ERROR,

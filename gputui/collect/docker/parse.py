@@ -14,16 +14,7 @@ from datetime import datetime, timedelta, timezone
 from typing import Any
 
 # The cgroup-file half of parsing lives in cgroup_stats (module size); re-exported here.
-from gputui.collect.cgroup_stats import CGROUP_FILES as CGROUP_FILES
-from gputui.collect.cgroup_stats import cgroup_candidates as cgroup_candidates
-from gputui.collect.cgroup_stats import cgroup_path_from_proc as cgroup_path_from_proc
-from gputui.collect.cgroup_stats import cgroup_throttling as cgroup_throttling
-from gputui.collect.cgroup_stats import cgroup_usage as cgroup_usage
-from gputui.collect.cgroup_stats import default_cgroup_paths as default_cgroup_paths
-from gputui.collect.cgroup_stats import memory_limit as memory_limit
-from gputui.collect.cgroup_stats import memory_used as memory_used
-from gputui.collect.cgroup_stats import parse_keyed as parse_keyed
-from gputui.collect.cgroup_stats import parse_proc_stat as parse_proc_stat
+from gputui.collect.linux.cgroup_usage import cpu_percent, memory_used
 from gputui.model import ContainerInfo, EngineInfo
 
 #: Environment keys gputui reads from ``Config.Env``; every other value is dropped unseen.
@@ -212,23 +203,6 @@ def cpu_quota(host: Mapping[str, Any]) -> float | None:
 
 
 # --- CPU and memory, the docker CLI way -----------------------------------------------------
-
-
-def cpu_percent(cpu_delta: float, system_delta: float, online_cpus: float) -> float | None:
-    """The docker CLI's ``calculateCPUPercentUnix``: container CPU time over host CPU time.
-
-    Args:
-        cpu_delta: Container CPU nanoseconds between two samples.
-        system_delta: Host CPU nanoseconds (all CPUs, from ``/proc/stat``) between them.
-        online_cpus: Online CPUs.
-
-    Returns:
-        Percent where 100 is one core, or None when a delta is not positive (the CLI shows 0
-        then; None keeps "no data" apart from "idle").
-    """
-    if cpu_delta < 0 or system_delta <= 0 or online_cpus <= 0:
-        return None
-    return cpu_delta / system_delta * online_cpus * 100.0
 
 
 def cpu_percent_from_stats(stats: Mapping[str, Any]) -> float | None:

@@ -12,14 +12,12 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from gputui.collect.sources import HealthInputs
 from gputui.model import (
     ContainerInfo,
-    ContainerReading,
     GpuProcess,
-    GpuReading,
     HealthCheck,
     HealthStatus,
-    Visibility,
 )
 
 #: ``shutil.which``-shaped lookup: command name → absolute path, or None.
@@ -91,23 +89,6 @@ class HealthRoots:
     daemon_json: str = "/etc/docker/daemon.json"
     cdi_dirs: tuple[str, ...] = ("/etc/cdi", "/var/run/cdi")
     dev: str = "/dev"
-
-
-@dataclass(frozen=True)
-class HealthInputs:
-    """What the other sources read, handed to the checks.
-
-    Attributes:
-        gpu: The latest NVML reading.
-        containers: The latest Docker reading.
-        processes: GPU processes joined with their containers.
-        visibility: Whether gputui sees the host PID and cgroup namespaces.
-    """
-
-    gpu: GpuReading
-    containers: ContainerReading
-    processes: tuple[GpuProcess, ...]
-    visibility: Visibility
 
 
 @dataclass(frozen=True)

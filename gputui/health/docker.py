@@ -10,7 +10,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from gputui.collect.health_base import (
+from gputui.health.base import (
     DOCS_DOCKER_DAEMON_ACCESS,
     DOCS_DOCKER_SPECIALIZED,
     DOCS_TOOLKIT_INSTALL,

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import time
 
-from gputui.collect.health_base import (
+from gputui.health.base import (
     DOCS_MEMORY_ERRORS,
     DOCS_MIG,
     DOCS_PERSISTENCE,
@@ -23,8 +23,7 @@ from gputui.collect.health_base import (
     CheckContext,
     nvml_skip,
 )
-from gputui.derive.fmt import THROTTLE_REASONS
-from gputui.model import GpuSample, HealthCheck
+from gputui.model import THROTTLE_REASONS, GpuSample, HealthCheck
 
 # --------------------------------------------------------------------------------------------
 # Per-GPU checks

@@ -10,10 +10,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
-from pathlib import Path
 
-from gputui.config import ConfigError, load_config
-from gputui.derive.alerts import DEFAULT_RULES, Alert, AlertEngine, AlertRule, AlertState
+from gputui.derive.alerts import Alert, AlertEngine, AlertRule, AlertState
 from gputui.derive.findings import FindingsEngine, Share, gpu_shares
 from gputui.derive.tree import Markers, node_markers
 from gputui.model import Finding, Snapshot
@@ -57,19 +55,6 @@ class Analysis:
             if any(share.party == container_id for share in parties)
         }
         return tuple(f for f in self.findings if f.subject in subjects or f.subject in gpus)
-
-
-def load_rules(path: Path | None) -> tuple[tuple[AlertRule, ...], str | None]:
-    """The alert rules of ``path`` (None: the default XDG file), and the problem if unusable.
-
-    The CLI validates the file before the UI starts; if it has since become invalid, the TUI
-    still starts, on the default rules, and says why (a monitor that refuses to run because of
-    its alert config helps nobody).
-    """
-    try:
-        return load_config(path).alert_rules, None
-    except ConfigError as exc:
-        return DEFAULT_RULES, str(exc)
 
 
 def worst_severity(alerts: Iterable[Alert]) -> str | None:

@@ -1,9 +1,9 @@
 """Scenario files: NVML replaced by a JSON description, everything else real.
 
 A scenario is loaded into :class:`ScenarioNvml`, a stand-in with the *shape of the pynvml module*
-that raises the real ``pynvml.NVMLError_*`` classes. :class:`ScenarioSource` feeds it to the real
-:class:`~gputui.collect.nvml.NvmlSource`, so a scenario exercises exactly the code that reads a real
-GPU: per-field errors, lost GPUs, init failures and time series all go through one path.
+that raises the real ``pynvml.NVMLError_*`` classes. :class:`ScenarioSource` feeds it to the
+real :class:`~gputui.collect.nvml.source.NvmlSource`, so a scenario exercises exactly the code that
+reads a real GPU: per-field errors, lost GPUs, init failures and time series all take one path.
 
 The format is documented in docs/scenario-format.md.
 """
@@ -15,8 +15,13 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
-from gputui.collect.nvml import NvmlSource, error_class, load_pynvml
-from gputui.collect.scenario_format import ScenarioError, at, load_scenario, validate_scenario
+from gputui.collect.nvml.source import NvmlSource, error_class, load_pynvml
+from gputui.collect.standins.scenario_format import (
+    ScenarioError,
+    at,
+    load_scenario,
+    validate_scenario,
+)
 from gputui.model import GpuReading
 
 __all__ = [

@@ -8,7 +8,7 @@ This is the only module that imports ``docker``. Design, in short:
 * The container set is one list plus one cached inspect per container, kept fresh by a thread
   reading the events stream; with nothing changing, :meth:`DockerSource.read` makes no API call.
 * CPU and memory come from the containers' cgroup files, not from the stats API (see
-  :mod:`gputui.collect.cgroup_sampler` for why), with the docker CLI's formulas.
+  :mod:`gputui.collect.linux.cgroup_usage` for why), with the docker CLI's formulas.
 """
 
 from __future__ import annotations
@@ -30,15 +30,15 @@ from docker.context import ContextAPI
 from docker.context.config import get_current_context_name
 from docker.utils import kwargs_from_env
 
-from gputui.collect import docker_parse as dp
-from gputui.collect.cgroup_sampler import CgroupSampler
-from gputui.collect.docker_endpoint import Endpoint as _Endpoint
-from gputui.collect.docker_endpoint import (
+from gputui.collect.docker import parse as dp
+from gputui.collect.docker.endpoint import Endpoint as _Endpoint
+from gputui.collect.docker.endpoint import (
     docker_cli_available,
     interactive_argv,
     unix_socket_answers,
 )
-from gputui.collect.docker_endpoint import one_line as _one_line
+from gputui.collect.docker.endpoint import one_line as _one_line
+from gputui.collect.linux.cgroup_usage import CgroupSampler
 from gputui.model import ContainerInfo, ContainerReading, EngineInfo, ExecResult, SourceStatus
 
 _T = TypeVar("_T")

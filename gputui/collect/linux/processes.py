@@ -17,8 +17,8 @@ from pathlib import Path
 
 import psutil
 
-from gputui.collect.cgroups import has_relative_path, parse_cgroup, parse_nspid
-from gputui.collect.fileio import read_small
+from gputui.collect.linux.fileio import read_small
+from gputui.collect.linux.membership import has_relative_path, parse_cgroup, parse_nspid
 from gputui.model import HostStats, ProcessInfo, Visibility
 
 __all__ = ["ProcSource"]

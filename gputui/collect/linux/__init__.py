@@ -1,0 +1,1 @@
+"""Linux side: /proc processes, cgroup membership (PID to container) and cgroup usage."""

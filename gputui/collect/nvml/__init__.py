@@ -1,0 +1,1 @@
+"""NVML adapter: the only importer of pynvml, and its slow lane for the expensive reads."""

@@ -1,0 +1,1 @@
+"""Stand-ins with the real sources' interfaces: scenario files and the ``--demo`` machine."""
