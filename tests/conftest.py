@@ -9,6 +9,7 @@ Without an engine the docker tests skip, except in CI (``CI`` set) or with
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import io
 import os
 import shutil
@@ -118,10 +119,29 @@ def test_image(docker_engine: Any) -> str:
     if busybox is None:
         _no_docker("no busybox binary to build the test image (apt-get install busybox-static)")
         raise AssertionError("unreachable")
+    rootfs = _rootfs_tar(busybox)
+    digest = hashlib.sha256(rootfs).hexdigest()[:16]
+    # Reuse the image when its rootfs is unchanged: importing on every run left an untagged
+    # image behind each time. The label records which rootfs the tag holds.
+    previous = None
+    with contextlib.suppress(Exception):
+        previous = docker_engine.api.inspect_image(TEST_IMAGE)
+    if (
+        previous is not None
+        and ((previous.get("Config") or {}).get("Labels") or {}).get("gputui-test.rootfs") == digest
+    ):
+        return TEST_IMAGE
     repository, tag = TEST_IMAGE.split(":")
     docker_engine.api.import_image_from_data(
-        _rootfs_tar(busybox), repository=repository, tag=tag, changes=['CMD ["sleep", "3600"]']
+        rootfs,
+        repository=repository,
+        tag=tag,
+        changes=['CMD ["sleep", "3600"]', f"LABEL gputui-test.rootfs={digest}"],
     )
+    if previous is not None:
+        # The old rootfs lost its tag; remove it unless a container still uses it.
+        with contextlib.suppress(Exception):
+            docker_engine.api.remove_image(previous["Id"])
     return TEST_IMAGE
 
 
