@@ -7,6 +7,7 @@ callers never special-case missing data. Shared by the text report and the UI.
 from __future__ import annotations
 
 import re
+import unicodedata
 
 from gputui.model import THROTTLE_REASONS
 
@@ -24,6 +25,9 @@ _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 _INVISIBLE = re.compile(
     "[\u00ad\u061c\u115f\u1160\u180e\u200b-\u200f\u202a-\u202e\u2060-\u206f\ufeff\ufff9-\ufffb]"
 )
+# Categories that never show as themselves: controls, format, surrogates, private use,
+# unassigned, line and paragraph separators.
+_HIDDEN_CATEGORIES = frozenset({"Cc", "Cf", "Cs", "Co", "Cn", "Zl", "Zp"})
 # Line and paragraph separators end a line in some terminals and log viewers.
 _SEPARATORS = re.compile("[\u2028\u2029\x85]")
 # Lone surrogates (undecodable bytes as psutil and os.fsdecode return them) cannot be written by
@@ -51,6 +55,13 @@ def safe_text(value: str | None, limit: int = 200, na: str = NA) -> str:
         return na
     text = _SEPARATORS.sub(" ", _ANSI.sub("", value).replace("\n", " ").replace("\t", " "))
     text = _SURROGATE.sub("\ufffd", _INVISIBLE.sub("?", _CONTROL.sub("?", text)))
+    if not text.isprintable():
+        # Rare: a format or private-use character outside the common set above (Unicode grows
+        # new ones). Per-character only here, so the usual printable text costs one C call.
+        text = "".join(
+            "?" if ch != " " and unicodedata.category(ch) in _HIDDEN_CATEGORIES else ch
+            for ch in text
+        )
     if len(text) > limit:
         text = text[: max(0, limit - 1)] + "…"
     return text
