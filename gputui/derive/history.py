@@ -18,9 +18,6 @@ WINDOWS: tuple[float, ...] = (60.0, 300.0, 1800.0)
 #: The GPU metrics kept per GPU, in display order.
 GPU_METRICS: tuple[str, ...] = ("util", "mem", "power", "temp")
 
-#: The container metrics kept per container: GPU memory (bytes), CPU % (100 = one core) and
-#: memory (bytes), the three the evidence view draws.
-CONTAINER_METRICS: tuple[str, ...] = ("gpu_mem", "cpu", "mem")
 
 #: A series key: ``("gpu", <gpu id>, <metric>)`` or ``("container", <container id>, <metric>)``.
 SeriesKey = tuple[str, str, str]

@@ -8,8 +8,7 @@ what the NVML source put in the :class:`GpuReading`.
 
 from __future__ import annotations
 
-import time
-
+from gputui import timestamps
 from gputui.health.base import (
     DOCS_MEMORY_ERRORS,
     DOCS_MIG,
@@ -303,7 +302,7 @@ XID_MEANINGS: dict[int, str] = {
 
 
 def _when(at: float) -> str:
-    return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(at))
+    return timestamps.utc(at)
 
 
 def check_gpu_xid(ctx: CheckContext) -> HealthCheck:
