@@ -585,11 +585,6 @@ class Snapshot:
         return _container_index(self.containers).get(container_id)
 
     @property
-    def host_processes(self) -> tuple[GpuProcess, ...]:
-        """GPU processes that run on the host (not in any container) and still exist."""
-        return tuple(p for p in self.processes if p.container_id is None and p.info.exists)
-
-    @property
     def orphan_processes(self) -> tuple[GpuProcess, ...]:
         """GPU memory held by PIDs that do not exist (in this PID namespace)."""
         return tuple(p for p in self.processes if not p.info.exists)
