@@ -229,6 +229,8 @@ class ProcessInfo:
         pod_uid: Kubernetes pod UID from the cgroup path, or None.
         container_pid: The PID inside the process's own PID namespace (last ``NSpid`` field).
         access_denied: True when some facts could not be read for permission reasons.
+        proc_hidden: True when the process exists but ``/proc`` hides it from gputui (``hidepid``
+            mount option): its GPU memory is held by a process of another user, not an orphan.
     """
 
     pid: int
@@ -244,6 +246,7 @@ class ProcessInfo:
     pod_uid: str | None = None
     container_pid: int | None = None
     access_denied: bool = False
+    proc_hidden: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -255,10 +258,13 @@ class Visibility:
             None when unknown.
         private_cgroup_namespace: True when other processes' cgroup paths show ``..`` (gputui runs
             in its own cgroup namespace), None when unknown.
+        proc_hidepid: The ``hidepid=`` value of the ``/proc`` mount (``2``, ``invisible``...) when
+            it hides other users' processes from gputui; None when it hides nothing (or unknown).
     """
 
     host_pid_namespace: bool | None = None
     private_cgroup_namespace: bool | None = None
+    proc_hidepid: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
