@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import pwd
@@ -16,6 +17,7 @@ from pathlib import Path
 import psutil
 import pytest
 
+from gputui.collect.linux import processes as procs_module
 from gputui.collect.linux.processes import ProcSource
 from gputui.model import ProcessInfo, Visibility
 
@@ -247,6 +249,7 @@ def test_real_pid_reuse_is_a_new_process(
 ) -> None:
     old = spawn(BUSY_CODE)
     _write_proc(tmp_path, old.pid, f"0::/docker/{DOCKER_ID}\n", "NSpid:\t1\n")
+    _host_namespace(tmp_path)
     source = ProcSource(tmp_path)
     assert source.read([old.pid])[old.pid].cpu_percent is None
     time.sleep(0.3)
@@ -281,15 +284,17 @@ def test_sigterm_to_a_child(sleeper: subprocess.Popen[bytes]) -> None:
     assert sleeper.wait(timeout=10) == -signal.SIGTERM
 
 
-def test_signal_without_start_time_is_sent(sleeper: subprocess.Popen[bytes]) -> None:
-    assert ProcSource().send_signal(sleeper.pid, signal.SIGKILL, None) is None
-    assert sleeper.wait(timeout=10) == -signal.SIGKILL
+def _start(pid: int) -> float:
+    start = ProcSource().read([pid])[pid].start_time
+    assert start is not None
+    return start
 
 
 def test_signal_to_an_exited_process(sleeper: subprocess.Popen[bytes]) -> None:
+    start = _start(sleeper.pid)
     sleeper.kill()
     sleeper.wait()
-    assert ProcSource().send_signal(sleeper.pid, signal.SIGTERM, None) == (
+    assert ProcSource().send_signal(sleeper.pid, signal.SIGTERM, start) == (
         f"process {sleeper.pid} has already exited"
     )
 
@@ -309,31 +314,36 @@ def test_invalid_signal_number(sleeper: subprocess.Popen[bytes], signum: int) ->
 
 
 def test_signal_zero_probes_without_delivering(sleeper: subprocess.Popen[bytes]) -> None:
-    assert ProcSource().send_signal(sleeper.pid, 0, None) is None
+    assert ProcSource().send_signal(sleeper.pid, 0, _start(sleeper.pid)) is None
     time.sleep(0.1)
     assert sleeper.poll() is None
 
 
 def test_signal_permission_denied(sleeper: subprocess.Popen[bytes]) -> None:
     owner = pwd.getpwuid(os.getuid()).pw_name
+    start = _start(sleeper.pid)
     # Signal 0 only probes permission, so nothing is delivered even if the check were wrong.
-    message = _as_nobody(lambda: ProcSource().send_signal(sleeper.pid, 0, None))
+    message = _as_nobody(lambda: ProcSource().send_signal(sleeper.pid, 0, start))
     assert message == (
         f"permission denied: process {sleeper.pid} belongs to {owner} "
         "(run gputui as that user or root)"
     )
 
 
-def test_access_denied_psutil_fields_are_flagged(
+def test_access_denied_command_line_is_flagged(
     sleeper: subprocess.Popen[bytes], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # Running as root nothing psutil reads here is ever denied (and as nobody, cmdline, stat,
-    # statm and status of other users stay world-readable without hidepid), so psutil's
-    # AccessDenied is simulated for the command line only.
-    def denied(self: psutil.Process) -> list[str]:
-        raise psutil.AccessDenied(self.pid)
+    # Running as root nothing read here is ever denied (and as nobody, cmdline, stat, statm and
+    # status of other users stay world-readable without hidepid), so the kernel's EACCES is
+    # simulated for the command line only.
+    real = procs_module.read_capped
 
-    monkeypatch.setattr(psutil.Process, "cmdline", denied)
+    def denied(path: str | os.PathLike[str], limit: int) -> tuple[bytes | None, int]:
+        if str(path).endswith("/cmdline"):
+            return None, errno.EACCES
+        return real(path, limit)
+
+    monkeypatch.setattr(procs_module, "read_capped", denied)
     info = ProcSource().read([sleeper.pid])[sleeper.pid]
     assert info.exists
     assert info.access_denied
@@ -342,6 +352,13 @@ def test_access_denied_psutil_fields_are_flagged(
 
 
 # --- a prepared proc_root ---------------------------------------------------------------------
+
+
+def _host_namespace(root: Path) -> None:
+    """Make a prepared root say what the real /proc says in the host PID namespace."""
+    (root / "self" / "ns").mkdir(parents=True, exist_ok=True)
+    (root / "self" / "ns" / "pid").symlink_to("pid:[4026531836]")
+    (root / "self" / "status").write_text(f"Name:\tpython\nNSpid:\t{os.getpid()}\n")
 
 
 def _write_proc(root: Path, pid: int, cgroup: str | None, status: str | None) -> None:

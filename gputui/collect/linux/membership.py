@@ -1,9 +1,10 @@
-"""Pure parsers for ``/proc/<pid>/cgroup`` and ``/proc/<pid>/status`` text (no I/O).
+"""Pure parsers for ``/proc/<pid>/cgroup``, ``/proc/<pid>/status`` and mountinfo text (no I/O).
 
 The container id of a process is read from its cgroup path, the one fact every runtime (Docker,
 containerd, CRI-O, podman, Kubernetes) leaves in a common place. Every function here takes text
 and never raises, whatever the text (the tests fuzz them): the files are read from other processes
-and may be truncated, garbled, or shaped by a runtime nobody has seen yet.
+and may be truncated, garbled, or shaped by a runtime nobody has seen yet. Each parser also bounds
+how much of its input it looks at, so an oversized file costs no more than a normal one.
 """
 
 from __future__ import annotations
@@ -11,7 +12,33 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-__all__ = ["CgroupMatch", "has_relative_path", "parse_cgroup", "parse_nspid"]
+__all__ = [
+    "MAX_CGROUP_CHARS",
+    "MAX_MOUNTINFO_CHARS",
+    "MAX_STATUS_CHARS",
+    "CgroupMatch",
+    "ProcMount",
+    "has_relative_path",
+    "hides_other_users",
+    "parse_cgroup",
+    "parse_nspid",
+    "parse_nspid_fields",
+    "parse_proc_mount",
+]
+
+#: A cgroup file has one line per hierarchy (about 13 on cgroup v1, one on v2), each path at most
+#: PATH_MAX: more text than this is not a cgroup file and is ignored.
+MAX_CGROUP_CHARS = 64 * 1024
+MAX_CGROUP_LINES = 64
+_PATH_MAX = 4096
+#: ``/proc/<pid>/status`` is about 1.5 KiB; only a process in thousands of supplementary groups
+#: (its ``Groups:`` line precedes ``NSpid:``) comes near this.
+MAX_STATUS_CHARS = 64 * 1024
+#: The kernel nests PID namespaces at most 32 deep (MAX_PID_NS_LEVEL), so NSpid has at most 33.
+MAX_NSPID_FIELDS = 33
+#: A host with thousands of container mounts has a mountinfo of a few hundred KiB.
+MAX_MOUNTINFO_CHARS = 1024 * 1024
+MAX_MOUNTINFO_LINES = 20_000
 
 # One path component that names a container: an optional runtime prefix, the 64-hex id, and an
 # optional systemd ``.scope`` suffix. Matched against WHOLE components, which is what skips the
@@ -140,9 +167,10 @@ def _lines(text: str) -> list[tuple[str, str, str]]:
     Only two splits per line: the path itself may contain ``:`` (the cri-containerd form).
     """
     triples: list[tuple[str, str, str]] = []
-    for line in text.splitlines():
+    for line in text[:MAX_CGROUP_CHARS].splitlines()[:MAX_CGROUP_LINES]:
         fields = line.strip().split(":", 2)
-        if len(fields) == 3:
+        # A path longer than PATH_MAX cannot be a real cgroup: skip it rather than scan it.
+        if len(fields) == 3 and len(fields[2]) <= _PATH_MAX:
             triples.append((fields[0], fields[1], fields[2]))
     return triples
 
@@ -191,6 +219,31 @@ def has_relative_path(text: str) -> bool:
     return any(".." in path.split("/") for _, _, path in _lines(text))
 
 
+def parse_nspid_fields(status_text: str) -> tuple[int, ...] | None:
+    """All fields of the ``NSpid:`` line: the PID in each namespace, the reader's first.
+
+    Args:
+        status_text: Contents of ``/proc/<pid>/status``.
+
+    Returns:
+        The PIDs (one field: the process is in the reader's own PID namespace), or None when the
+        line is absent (kernel before 4.1), garbled, or longer than any kernel writes.
+    """
+    for line in status_text[:MAX_STATUS_CHARS].splitlines():
+        if not line.startswith("NSpid:"):
+            continue
+        fields = line[len("NSpid:") :].split(maxsplit=MAX_NSPID_FIELDS)
+        # A digit-only regex rather than str.isdigit(): the latter accepts "²", which int()
+        # rejects; the length bound keeps int() away from its huge-string limit.
+        if not 0 < len(fields) <= MAX_NSPID_FIELDS or not all(
+            _NSPID_FIELD_RE.fullmatch(f) for f in fields
+        ):
+            return None
+        pids = tuple(int(f) for f in fields)
+        return pids if all(p > 0 for p in pids) else None
+    return None
+
+
 def parse_nspid(status_text: str) -> int | None:
     """The PID of a process inside its own PID namespace (last field of the ``NSpid:`` line).
 
@@ -203,14 +256,74 @@ def parse_nspid(status_text: str) -> int | None:
     Returns:
         The PID, or None when the line is absent (kernel before 4.1) or garbled.
     """
-    for line in status_text.splitlines():
-        if not line.startswith("NSpid:"):
+    fields = parse_nspid_fields(status_text)
+    return fields[-1] if fields else None
+
+
+@dataclass(frozen=True, slots=True)
+class ProcMount:
+    """The options of a procfs mount that decide what gputui may see.
+
+    Attributes:
+        hidepid: The ``hidepid=`` value as the kernel writes it (``1``/``noaccess``,
+            ``2``/``invisible``, ``4``/``ptraceable``), None when absent or ``0``/``off``.
+        gid: The ``gid=`` option: members of this group see every process anyway.
+    """
+
+    hidepid: str | None
+    gid: int | None
+
+
+_HIDEPID_OFF = frozenset({"0", "off"})
+_MOUNT_GID_RE = re.compile(r"[0-9]{1,10}")
+
+
+def parse_proc_mount(mountinfo: str, mount_point: str = "/proc") -> ProcMount | None:
+    """The procfs mounted at ``mount_point``, from ``/proc/self/mountinfo`` text.
+
+    When several procfs are stacked on the same point, the last line (the topmost) wins.
+
+    Args:
+        mountinfo: Contents of ``/proc/self/mountinfo``.
+        mount_point: Where the procfs of interest is mounted.
+
+    Returns:
+        Its options, or None when no procfs is mounted there (or the text is garbled).
+    """
+    found: ProcMount | None = None
+    for line in mountinfo[:MAX_MOUNTINFO_CHARS].splitlines()[:MAX_MOUNTINFO_LINES]:
+        # ``id parent maj:min root mount-point mount-options [optional...] - fstype source
+        # super-options``: the optional fields vary in number, hence the split on " - ".
+        head, sep, tail = line.partition(" - ")
+        fields, after = head.split(), tail.split()
+        if not sep or len(fields) < 6 or len(after) < 3 or after[0] != "proc":
             continue
-        fields = line[len("NSpid:") :].split()
-        # A digit-only regex rather than str.isdigit(): the latter accepts "²", which int()
-        # rejects; the length bound keeps int() away from its huge-string limit.
-        if not fields or not all(_NSPID_FIELD_RE.fullmatch(f) for f in fields):
-            return None
-        pid = int(fields[-1])
-        return pid if pid > 0 else None
-    return None
+        if fields[4] != mount_point:
+            continue
+        hidepid: str | None = None
+        gid: int | None = None
+        # procfs options are per mount since Linux 5.8 and per superblock before: read both.
+        for option in (fields[5] + "," + after[2]).split(","):
+            key, _, value = option.partition("=")
+            if key == "hidepid" and value:
+                hidepid = None if value in _HIDEPID_OFF else value[:16]
+            elif key == "gid" and _MOUNT_GID_RE.fullmatch(value):
+                gid = int(value)
+        found = ProcMount(hidepid, gid)
+    return found
+
+
+def hides_other_users(mount: ProcMount | None, euid: int, groups: frozenset[int]) -> bool:
+    """Whether a procfs with these options hides other users' processes from this reader.
+
+    Args:
+        mount: The procfs options (None: no procfs found, nothing known to be hidden).
+        euid: The reader's effective uid; root (with its ptrace capability) sees everything.
+        groups: The reader's effective and supplementary group ids.
+
+    Returns:
+        True when ``hidepid`` is set and the reader is neither root nor in the ``gid=`` group.
+    """
+    if mount is None or mount.hidepid is None or euid == 0:
+        return False
+    return mount.gid is None or mount.gid not in groups

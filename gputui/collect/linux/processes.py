@@ -8,6 +8,7 @@ prepared directory while psutil keeps describing real processes.
 
 from __future__ import annotations
 
+import errno
 import os
 import signal
 import time
@@ -17,8 +18,17 @@ from pathlib import Path
 
 import psutil
 
-from gputui.collect.linux.fileio import read_small
-from gputui.collect.linux.membership import has_relative_path, parse_cgroup, parse_nspid
+from gputui.collect.linux.membership import (
+    MAX_CGROUP_CHARS,
+    MAX_MOUNTINFO_CHARS,
+    MAX_STATUS_CHARS,
+    has_relative_path,
+    hides_other_users,
+    parse_cgroup,
+    parse_nspid,
+    parse_nspid_fields,
+    parse_proc_mount,
+)
 from gputui.model import HostStats, ProcessInfo, Visibility
 
 __all__ = ["ProcSource"]
@@ -31,6 +41,22 @@ MIN_CPU_INTERVAL_S = 0.1
 #: clock is stepped, which then makes a signal be refused as "PID reused": the safe way to fail.
 START_TIME_TOLERANCE_S = 0.005
 _DEFAULT_PROC_ROOT = Path("/proc")
+#: The kernel never hands out a PID above this (PID_MAX_LIMIT on 64-bit): anything larger from
+#: NVML is garbage, and os.kill() would overflow a C int on it.
+PID_MAX_LIMIT = 4_194_304
+#: The inode of the initial (host) PID namespace, fixed by the kernel (PROC_PID_INIT_INO):
+#: ``/proc/self/ns/pid`` names it exactly when gputui runs in the host's PID namespace.
+HOST_PID_NS_LINK = f"pid:[{0xEFFFFFFC}]"
+#: ``task->flags`` bit of a kernel thread (field 9 of ``/proc/<pid>/stat``).
+PF_KTHREAD = 0x00200000
+#: Read limits per file: stat is about 300 bytes (its command name is at most 64), statm under
+#: 100; one argument may be 128 KiB (MAX_ARG_STRLEN), a longer command line is cut there.
+MAX_STAT_BYTES = 4096
+MAX_STATM_BYTES = 512
+MAX_CMDLINE_BYTES = 128 * 1024
+#: How often the /proc mount options (hidepid) are read again: a remount that fixes them is
+#: noticed without a restart, and mountinfo is not read on every refresh.
+MOUNT_RECHECK_S = 30.0
 _CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 _PAGE_SIZE = os.sysconf("SC_PAGE_SIZE")
 
@@ -39,12 +65,15 @@ _PAGE_SIZE = os.sysconf("SC_PAGE_SIZE")
 class _Tracked:
     """One process across refreshes: facts fixed for its lifetime, and the last CPU sample.
 
-    The command line, name, user and start time are read once (through psutil); afterwards a
-    refresh reads only ``/proc/<pid>/stat`` (about 10 µs), whose start-time field also detects
-    PID reuse exactly (an integer tick count, no float tolerance needed).
+    The user and start time are read once (through psutil), the command line and name when the
+    process is first seen and again whenever it execs another program; a refresh otherwise reads
+    only ``/proc/<pid>/stat`` (about 10 µs). Its start-time field detects PID reuse exactly (an
+    integer tick count, no float tolerance needed) and its :attr:`_Stat.image` fields change on
+    every exec.
     """
 
     start_ticks: int
+    image: tuple[str, int, int, int, int] = ("", 0, 0, 0, 0)
     command: str | None = None
     name: str | None = None
     user: str | None = None
@@ -58,22 +87,53 @@ class _Tracked:
 
 @dataclass(frozen=True, slots=True)
 class _Stat:
-    """The fields of ``/proc/<pid>/stat`` a refresh needs."""
+    """The fields of ``/proc/<pid>/stat`` gputui needs.
 
+    Attributes:
+        comm: The command name (field 2; at most 64 characters, kernel threads included).
+        state: One-letter state (``R``, ``S``, ``Z``...).
+        ppid: Parent PID.
+        flags: ``task->flags`` (``PF_KTHREAD`` marks a kernel thread).
+        cpu_ticks: User plus system time, in clock ticks.
+        start_ticks: Start time in clock ticks since boot.
+        rss_pages: Resident set size in pages.
+        code_start: Start of the program text (0 when not permitted to see it).
+        code_end: End of the program text.
+        arg_start: Address of the argument block.
+        arg_end: End of the argument block.
+    """
+
+    comm: str
     state: str
+    ppid: int
+    flags: int
     cpu_ticks: int
     start_ticks: int
     rss_pages: int
+    code_start: int = 0
+    code_end: int = 0
+    arg_start: int = 0
+    arg_end: int = 0
+
+    @property
+    def image(self) -> tuple[str, int, int, int, int]:
+        """What an exec changes: the name and the addresses of the program text and arguments.
+
+        A new program gets a new name, or (same binary, address space layout randomised) a new
+        text address; the kernel shows the addresses as 0 to readers not allowed to trace the
+        process, for whom the name alone tells.
+        """
+        return (self.comm, self.code_start, self.code_end, self.arg_start, self.arg_end)
 
 
 def clean_text(value: str) -> str:
-    """Turn psutil's undecodable bytes (lone surrogates) into U+FFFD.
+    """Turn undecodable bytes (lone surrogates from ``surrogateescape``) into U+FFFD.
 
-    psutil decodes command lines and names with ``surrogateescape``, so a process whose argv or
-    name holds bytes that are not UTF-8 comes back with lone surrogates, which no UTF-8 writer
-    accepts: ``gputui --once``, the exporter and the TUI would crash writing them. The
-    replacement keeps every valid character, terminal escapes included (those are removed only
-    where text is displayed, by ``fmt.safe_text``; JSON escapes them).
+    Command lines and names are decoded with ``surrogateescape`` (as psutil and ``os.fsdecode``
+    do), so a process whose argv or name holds bytes that are not UTF-8 comes back with lone
+    surrogates, which no UTF-8 writer accepts: ``gputui --once``, the exporter and the TUI would
+    crash writing them. The replacement keeps every valid character, terminal escapes included
+    (those are removed only where text is displayed, by ``fmt.safe_text``; JSON escapes them).
     """
     try:
         value.encode("utf-8")
@@ -83,26 +143,108 @@ def clean_text(value: str) -> str:
     return value
 
 
+#: Decimal digits of any 64-bit counter: a longer field is garbage, not a number.
+_MAX_INT_DIGITS = 20
+
+
+def _num(field: str) -> int:
+    """A non-negative decimal stat field; ValueError for anything else (signs, huge numbers)."""
+    if not field.isascii() or not field.isdigit() or len(field) > _MAX_INT_DIGITS:
+        raise ValueError(field)
+    return int(field)
+
+
 def parse_stat(text: str) -> _Stat | None:
-    """Parse ``/proc/<pid>/stat``; None when it is garbled.
+    """Parse ``/proc/<pid>/stat``; None when it is garbled or oversized.
 
     The command name (field 2) is in parentheses and may itself contain spaces and parentheses,
     so the fields are counted from the *last* closing parenthesis.
     """
-    end = text.rfind(")")
-    if end < 0:
+    if len(text) > MAX_STAT_BYTES:
+        return None
+    start, end = text.find("("), text.rfind(")")
+    if start < 0 or end < start:
         return None
     fields = text[end + 2 :].split()
+
+    def optional(index: int) -> int:
+        # The text and argument addresses came with later kernels (2.6.x, 3.5): absent means 0.
+        return _num(fields[index]) if index < len(fields) else 0
+
     try:
-        # Field numbers in proc(5) are 1-based and count pid and comm: state is field 3.
+        # Field numbers in proc(5) are 1-based and count pid and comm: state is field 3, so
+        # field n is fields[n - 3].
         return _Stat(
-            state=fields[0],
-            cpu_ticks=int(fields[11]) + int(fields[12]),
-            start_ticks=int(fields[19]),
-            rss_pages=int(fields[21]),
+            comm=text[start + 1 : end][:64],
+            state=fields[0][:1],
+            ppid=_num(fields[1]),
+            flags=_num(fields[6]),
+            cpu_ticks=_num(fields[11]) + _num(fields[12]),
+            start_ticks=_num(fields[19]),
+            rss_pages=_num(fields[21]),
+            code_start=optional(23),
+            code_end=optional(24),
+            arg_start=optional(45),
+            arg_end=optional(46),
         )
     except (IndexError, ValueError):
         return None
+
+
+def parse_cmdline(data: bytes) -> list[str]:
+    """Split ``/proc/<pid>/cmdline`` bytes into arguments, the way psutil does.
+
+    Arguments are NUL-separated with a trailing NUL; a process that rewrote its command line
+    (``setproctitle``) may use spaces instead. Undecodable bytes become U+FFFD; line breaks are
+    read as psutil reads them (CR and CR LF as LF).
+
+    Args:
+        data: The file's bytes (possibly cut at a read limit).
+
+    Returns:
+        The arguments; empty for a kernel thread or a zombie.
+    """
+    text = data.decode("utf-8", "surrogateescape").replace("\r\n", "\n").replace("\r", "\n")
+    if not text:
+        return []
+    sep = "\x00" if text.endswith("\x00") else " "
+    if text.endswith(sep):
+        text = text[:-1]
+    args = text.split(sep)
+    if sep == "\x00" and len(args) == 1 and " " in text:
+        args = text.split(" ")
+    return [clean_text(arg) for arg in args]
+
+
+def read_capped(path: str | os.PathLike[str], limit: int) -> tuple[bytes | None, int]:
+    """Read at most ``limit`` bytes of a file.
+
+    Args:
+        path: The file.
+        limit: The most bytes to read; a longer file is cut there.
+
+    Returns:
+        ``(data, 0)``, or ``(None, errno)`` when it could not be opened or read.
+    """
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    except OSError as exc:
+        return None, exc.errno or errno.EIO
+    try:
+        chunks: list[bytes] = []
+        size = 0
+        # /proc files arrive whole in one read; the loop is for the rest of the file system.
+        while size < limit:
+            chunk = os.read(fd, limit - size)
+            if not chunk:
+                break
+            chunks.append(chunk)
+            size += len(chunk)
+        return b"".join(chunks), 0
+    except OSError as exc:
+        return None, exc.errno or errno.EIO
+    finally:
+        os.close(fd)
 
 
 @dataclass(frozen=True, slots=True)
@@ -120,6 +262,10 @@ class _Vanished(Exception):
     """The process disappeared while its files were being read."""
 
 
+_DENIED = frozenset({errno.EACCES, errno.EPERM})
+_TEXT_LIMITS = {"cgroup": MAX_CGROUP_CHARS, "status": MAX_STATUS_CHARS}
+
+
 class ProcSource:
     """A :class:`~gputui.collect.sources.ProcessSource` over psutil and ``/proc``."""
 
@@ -134,6 +280,8 @@ class ProcSource:
         self._host_pid_ns: bool | None = None
         self._relative_seen = False
         self._host_cpu_primed = False
+        self._hidepid: str | None = None
+        self._mount_read_at: float | None = None
 
     def read(self, pids: Iterable[int]) -> dict[int, ProcessInfo]:
         """Facts for each PID.
@@ -142,7 +290,8 @@ class ProcSource:
             pids: Host PIDs (duplicates are fine).
 
         Returns:
-            One entry per PID; ``exists=False`` for a PID that is gone.
+            One entry per PID; ``exists=False`` for a PID that is gone, ``proc_hidden=True`` for
+            one that exists but ``/proc`` does not show (``hidepid``).
         """
         wanted = set(pids)
         result = {pid: self._read_one(pid) for pid in wanted}
@@ -154,11 +303,17 @@ class ProcSource:
         return result
 
     def _read_one(self, pid: int) -> ProcessInfo:
-        if pid <= 0:
+        if not 0 < pid <= PID_MAX_LIMIT:
             return ProcessInfo(pid, exists=False)
-        stat = self._read_stat(pid)
+        stat, error = self._read_stat(pid)
         if stat is None:
-            return self._read_fixture_only(pid)
+            self._tracked.pop(pid, None)
+            if error in _DENIED:  # hidepid=1: the directory is listed, its files are not
+                return _hidden(pid)
+            fixture = self._read_fixture_only(pid)
+            if fixture is not None:
+                return fixture
+            return _hidden(pid) if _exists_unseen(pid) else ProcessInfo(pid, exists=False)
         tracked = self._tracked.get(pid)
         if tracked is None or tracked.start_ticks != stat.start_ticks:
             if tracked is not None:  # PID reused: the old process's container facts are wrong too.
@@ -166,6 +321,10 @@ class ProcSource:
             tracked = self._track(pid, stat)
             if tracked is None:
                 return ProcessInfo(pid, exists=False)
+        elif tracked.image != stat.image and not self._read_command(pid, tracked, stat):
+            # The process exec'd another program: its command line and name are new.
+            self._tracked.pop(pid, None)
+            return ProcessInfo(pid, exists=False)
         try:
             facts, facts_denied = self._facts(pid, tracked.start_time)
         except _Vanished:
@@ -187,18 +346,21 @@ class ProcSource:
             access_denied=tracked.denied or facts_denied,
         )
 
-    def _read_stat(self, pid: int) -> _Stat | None:
+    def _read_stat(self, pid: int) -> tuple[_Stat | None, int]:
+        """``/proc/<pid>/stat`` parsed, or (None, errno); errno 0 when it was garbled."""
         # Live facts always come from the real /proc (as psutil's do); a prepared proc_root only
         # stands in for the cgroup and status files.
-        text = read_small(f"/proc/{pid}/stat")
-        return None if text is None else parse_stat(text)
+        data, error = read_capped(f"/proc/{pid}/stat", MAX_STAT_BYTES)
+        if data is None:
+            return None, error
+        return parse_stat(data.decode(errors="replace")), 0
 
     def _rss(self, pid: int, stat: _Stat) -> int:
         # statm is what psutil, ps and top report; stat's rss field can lag it by the per-CPU
         # counters the kernel has not folded in yet.
-        text = read_small(f"/proc/{pid}/statm")
+        data, _ = read_capped(f"/proc/{pid}/statm", MAX_STATM_BYTES)
         try:
-            return int((text or "").split()[1]) * _PAGE_SIZE
+            return _num((data or b"").decode(errors="replace").split()[1]) * _PAGE_SIZE
         except (IndexError, ValueError):
             return stat.rss_pages * _PAGE_SIZE
 
@@ -208,31 +370,53 @@ class ProcSource:
         try:
             proc = psutil.Process(pid)
             with proc.oneshot():
-                for key, getter in (
-                    ("name", proc.name),
-                    ("user", proc.username),
-                    ("start_time", proc.create_time),
-                    ("command", proc.cmdline),
-                ):
-                    try:
-                        value = getter()
-                    except psutil.ZombieProcess:
-                        continue  # A zombie still exists; it just has no command line.
-                    except psutil.AccessDenied:
-                        tracked.denied = True
-                        continue
-                    if isinstance(value, list):  # the command line
-                        setattr(tracked, key, clean_text(" ".join(value)) or None)
-                    elif isinstance(value, str):
-                        setattr(tracked, key, clean_text(value))
-                    else:
-                        setattr(tracked, key, value)
+                try:
+                    tracked.user = clean_text(proc.username())
+                except psutil.AccessDenied:
+                    tracked.denied = True
+                try:
+                    tracked.start_time = proc.create_time()
+                except psutil.AccessDenied:
+                    tracked.denied = True
+        except psutil.ZombieProcess:
+            pass  # A zombie still exists; what it has left is read below.
         except psutil.NoSuchProcess:
             if not self._fixture:
                 return None
-        tracked.command = tracked.command or tracked.name
+        if not self._read_command(pid, tracked, stat) and not self._fixture:
+            return None
         self._tracked[pid] = tracked
         return tracked
+
+    def _read_command(self, pid: int, tracked: _Tracked, stat: _Stat) -> bool:
+        """(Re)read the command line and name into ``tracked``; False when the process is gone.
+
+        Read directly (not through psutil) so that the read is bounded: a command line can be
+        megabytes long.
+        """
+        data, error = read_capped(f"/proc/{pid}/cmdline", MAX_CMDLINE_BYTES)
+        args: list[str] = []
+        if data is None:
+            if error in _DENIED:
+                tracked.denied = True
+            elif error in (errno.ENOENT, errno.ESRCH):
+                return False
+        else:
+            args = parse_cmdline(data)
+        command = " ".join(args) or None
+        if command is not None and data is not None and len(data) >= MAX_CMDLINE_BYTES:
+            command += "…"  # cut at the read limit
+        name = stat.comm
+        # comm is cut to 15 characters; psutil (and ps) then show argv[0]'s base name instead
+        # when it starts with the same characters ("gnome-keyring-d" → "gnome-keyring-daemon").
+        if len(name) >= 15 and args:
+            extended = os.path.basename(args[0])
+            if extended.startswith(name):
+                name = extended
+        tracked.name = name or None
+        tracked.command = command or tracked.name
+        tracked.image = stat.image
+        return True
 
     def _cpu_percent(self, tracked: _Tracked, cpu_ticks: int) -> float | None:
         """CPU % since the previous sample (100 = one core); None until there is one."""
@@ -249,13 +433,16 @@ class ProcSource:
             tracked.cpu_ticks, tracked.sampled_at, tracked.sampled_wall = cpu_ticks, now, wall
         return tracked.cpu_percent
 
-    def _read_fixture_only(self, pid: int) -> ProcessInfo:
-        """A PID psutil cannot see: gone, unless a prepared ``proc_root`` describes it."""
-        self._tracked.pop(pid, None)
-        # On the real /proc a directory that appears after NoSuchProcess is a new process under a
-        # reused PID, so only a prepared root is trusted here.
+    def _read_fixture_only(self, pid: int) -> ProcessInfo | None:
+        """A PID the real /proc does not show, as a prepared ``proc_root`` describes it.
+
+        Returns:
+            None when there is no prepared root describing it.
+        """
+        # On the real /proc a directory that appears after the stat read failed is a new process
+        # under a reused PID, so only a prepared root is trusted here.
         if not self._fixture or not (self._root / str(pid)).is_dir():
-            return ProcessInfo(pid, exists=False)
+            return None
         try:
             facts, denied = self._facts(pid, None)
         except _Vanished:
@@ -302,19 +489,19 @@ class ProcSource:
         return facts, denied
 
     def _read_text(self, pid: int, leaf: str) -> tuple[str | None, bool]:
-        """Read ``<proc_root>/<pid>/<leaf>``: (text or None, permission denied)."""
-        try:
-            return (self._root / str(pid) / leaf).read_text(errors="replace"), False
-        except PermissionError:
+        """Read ``<proc_root>/<pid>/<leaf>`` up to its size limit: (text or None, denied)."""
+        data, error = read_capped(self._root / str(pid) / leaf, _TEXT_LIMITS[leaf])
+        if data is not None:
+            return data.decode(errors="replace"), False
+        if error in _DENIED:
             return None, True
-        except (FileNotFoundError, ProcessLookupError) as exc:
+        if error in (errno.ENOENT, errno.ESRCH):
             # A prepared root may simply lack the file for a live process: that process then
             # looks like a host process. On the real /proc it means the process just exited.
             if self._fixture:
                 return None, False
-            raise _Vanished from exc
-        except OSError:
-            return None, False
+            raise _Vanished
+        return None, False
 
     def host_stats(self) -> HostStats:
         """The host's CPU (since the previous call), load, memory and swap."""
@@ -338,41 +525,93 @@ class ProcSource:
         )
 
     def visibility(self) -> Visibility:
-        """Whether gputui sees the host PID namespace and the host cgroup namespace.
+        """Whether gputui sees the host PID namespace, the host cgroup namespace, all processes.
 
         Returns:
-            Kernel thread ``kthreadd`` as PID 2 proves the host PID namespace (kernel threads
-            live only there). ``..`` in any cgroup path read so far, or in PID 1's, proves a
-            private cgroup namespace; PID 1's clean path proves the opposite only when PID 1 is
-            the host's init, i.e. in the host PID namespace.
+            The host PID namespace is proven by ``<proc>/self/ns/pid`` naming the initial PID
+            namespace (its inode is fixed) while ``/proc`` shows gputui's own namespace (a single
+            ``NSpid`` field); without the link, by kernel thread ``kthreadd`` as PID 2. ``..``
+            in any cgroup path read so far, or in PID 1's, proves a private cgroup namespace;
+            PID 1's clean path proves the opposite only when PID 1 is the host's init, i.e. in
+            the host PID namespace. ``hidepid`` comes from the mount options of ``/proc``.
         """
+        hidepid = self._proc_hidepid()
         if self._host_pid_ns is None:
-            try:
-                comm = (self._root / "2" / "comm").read_text(errors="replace").strip()
-                self._host_pid_ns = comm == "kthreadd"
-            except FileNotFoundError:
-                self._host_pid_ns = False
-            except OSError:
-                pass  # Unknown for now (permission, I/O); ask again next time.
+            self._host_pid_ns = self._detect_host_pid_ns(hidepid is not None)
         if not self._relative_seen:
-            try:
-                init_cgroup = (self._root / "1" / "cgroup").read_text(errors="replace")
-            except OSError:
-                init_cgroup = None
+            data, _ = read_capped(self._root / "1" / "cgroup", MAX_CGROUP_CHARS)
+            init_cgroup = None if data is None else data.decode(errors="replace")
             if init_cgroup is not None and has_relative_path(init_cgroup):
                 self._relative_seen = True
             elif init_cgroup is None or not self._host_pid_ns:
-                return Visibility(self._host_pid_ns, None)
-        return Visibility(self._host_pid_ns, self._relative_seen)
+                return Visibility(self._host_pid_ns, None, hidepid)
+        return Visibility(self._host_pid_ns, self._relative_seen, hidepid)
+
+    def _detect_host_pid_ns(self, hidden: bool) -> bool | None:
+        """True/False when proven, None when it cannot be told (asked again next time)."""
+        try:
+            link: str | None = os.readlink(self._root / "self" / "ns" / "pid")
+        except OSError:
+            link = None  # a prepared root without it, or a kernel without namespaces
+        same_view = self._proc_shows_own_namespace()
+        if link is not None:
+            if link != HOST_PID_NS_LINK:
+                return False
+            return same_view
+        if same_view is False:
+            return False
+        data, error = read_capped(self._root / "2" / "comm", 64)
+        if data is not None:
+            return data.decode(errors="replace").strip() == "kthreadd" and same_view
+        if error == errno.ENOENT and not hidden:
+            return False
+        # Unknown for now (permission, I/O, or hidepid hiding kthreadd); ask again next time.
+        return None
+
+    def _proc_shows_own_namespace(self) -> bool | None:
+        """Whether ``/proc`` shows gputui's own PID namespace (not an ancestor's or another's).
+
+        ``NSpid`` lists a PID from the namespace of the ``/proc`` mount down to the process's
+        own: a single field means both are the same, so PIDs and ``/proc`` entries agree.
+        """
+        data, _ = read_capped(self._root / "self" / "status", MAX_STATUS_CHARS)
+        if data is None:
+            # Unresolvable /proc/self: the mount belongs to a namespace gputui is not in.
+            return True if self._fixture else None
+        fields = parse_nspid_fields(data.decode(errors="replace"))
+        if fields is None:
+            return True if self._fixture else None
+        if len(fields) > 1:
+            return False
+        return self._fixture or fields[0] == os.getpid()
+
+    def _proc_hidepid(self) -> str | None:
+        """The ``hidepid`` value of the ``/proc`` mount when it hides processes from gputui."""
+        now = time.monotonic()
+        if self._mount_read_at is not None and now - self._mount_read_at < MOUNT_RECHECK_S:
+            return self._hidepid
+        self._mount_read_at = now
+        data, _ = read_capped(self._root / "self" / "mountinfo", MAX_MOUNTINFO_CHARS)
+        mount = None if data is None else parse_proc_mount(data.decode(errors="replace"))
+        groups = frozenset((os.getegid(), *os.getgroups()))
+        self._hidepid = (
+            mount.hidepid if mount and hides_other_users(mount, os.geteuid(), groups) else None
+        )
+        return self._hidepid
 
     def send_signal(self, pid: int, signum: int, start_time: float | None) -> str | None:
         """Send ``signum`` to ``pid`` if it is still the process that started at ``start_time``.
 
+        Refused: PIDs that are not one process (0, negatives), PID 1, gputui itself and its
+        parent, kernel threads, any PID while gputui is not known to be in the host PID namespace
+        (NVML's host PIDs would name other processes here), and a process whose start time is
+        unknown (a reused PID could not be told apart). The process is pinned with a pidfd
+        before it is checked, so a PID reused between the checks and the signal is never hit.
+
         Args:
             pid: Host PID.
             signum: Signal number, e.g. ``signal.SIGTERM``.
-            start_time: The start time the caller saw (``ProcessInfo.start_time``); None skips the
-                PID-reuse check because there is nothing to compare.
+            start_time: The start time the caller saw (``ProcessInfo.start_time``).
 
         Returns:
             None on success, else a one-line reason.
@@ -380,19 +619,60 @@ class ProcSource:
         if pid <= 0:
             # os.kill(0 or negative) would signal whole process groups.
             return f"refusing to signal PID {pid}"
+        if pid > PID_MAX_LIMIT:
+            return f"refusing to signal PID {pid}: above the kernel's PID limit"
         if not 0 <= signum < signal.NSIG:
             # os.kill truncates large numbers to a C int: 2**32 + 9 would arrive as SIGKILL.
             return f"cannot send signal {signum} to process {pid}: not a signal number"
+        refusal = _protected(pid)
+        if refusal is not None:
+            return refusal
+        host = self.visibility().host_pid_namespace
+        if host is not True:
+            why = (
+                "gputui is not in the host PID namespace"
+                if host is False
+                else "gputui cannot tell whether it is in the host PID namespace"
+            )
+            return f"refusing to signal PID {pid}: {why}, so NVML's PID may name another process"
+        if start_time is None:
+            return (
+                f"refusing to signal PID {pid}: its start time is unknown, so a reused PID "
+                "cannot be ruled out"
+            )
         try:
-            proc = psutil.Process(pid)
-            if start_time is not None and not _same_start(proc.create_time(), start_time):
-                return f"PID {pid} now belongs to another process"
-            if proc.status() == psutil.STATUS_ZOMBIE:
-                return f"process {pid} has already exited (a zombie its parent has not reaped)"
-            proc.send_signal(signum)
-        except psutil.NoSuchProcess:
+            pidfd: int | None = os.pidfd_open(pid)
+        except ProcessLookupError:
             return f"process {pid} has already exited"
-        except psutil.AccessDenied:
+        except OSError:
+            pidfd = None  # kernel before 5.3: os.kill after the checks, a narrower race
+        try:
+            return self._checked_send(pid, signum, start_time, pidfd)
+        finally:
+            if pidfd is not None:
+                os.close(pidfd)
+
+    def _checked_send(
+        self, pid: int, signum: int, start_time: float, pidfd: int | None
+    ) -> str | None:
+        """The checks that need the process itself, then the signal (through ``pidfd``)."""
+        stat = self._signal_stat(pid)
+        try:
+            if not _same_start(psutil.Process(pid).create_time(), start_time):
+                return f"PID {pid} now belongs to another process"
+            if stat is None:
+                return f"refusing to signal PID {pid}: cannot read /proc/{pid}/stat"
+            if stat.flags & PF_KTHREAD or stat.ppid == 2:
+                return f"refusing to signal PID {pid}: it is a kernel thread"
+            if stat.state == "Z":
+                return f"process {pid} has already exited (a zombie its parent has not reaped)"
+            if pidfd is not None:
+                signal.pidfd_send_signal(pidfd, signum)
+            else:
+                os.kill(pid, signum)
+        except (psutil.NoSuchProcess, ProcessLookupError):
+            return f"process {pid} has already exited"
+        except (psutil.AccessDenied, PermissionError):
             return (
                 f"permission denied: process {pid} belongs to {_owner(pid)} "
                 "(run gputui as that user or root)"
@@ -400,6 +680,47 @@ class ProcSource:
         except OSError as exc:  # Any other errno: the caller wants a reason, not a traceback.
             return f"cannot send signal {signum} to process {pid}: {exc.strerror or exc}"
         return None
+
+    def _signal_stat(self, pid: int) -> _Stat | None:
+        """``<proc_root>/<pid>/stat`` (the real one when a prepared root lacks it)."""
+        data, _ = read_capped(self._root / str(pid) / "stat", MAX_STAT_BYTES)
+        if data is None and self._fixture:
+            data, _ = read_capped(f"/proc/{pid}/stat", MAX_STAT_BYTES)
+        return None if data is None else parse_stat(data.decode(errors="replace"))
+
+
+def _protected(pid: int) -> str | None:
+    """Why ``pid`` must never be signalled from gputui, or None."""
+    if pid == 1:
+        return "refusing to signal PID 1: it is init (the whole system or container stops)"
+    if pid == 2:
+        return "refusing to signal PID 2: it is kthreadd, a kernel thread"
+    if pid == os.getpid():
+        return f"refusing to signal PID {pid}: it is gputui itself"
+    if pid == os.getppid():
+        return f"refusing to signal PID {pid}: it is gputui's parent process"
+    return None
+
+
+def _hidden(pid: int) -> ProcessInfo:
+    """A process that exists while ``/proc`` hides it from gputui (``hidepid``)."""
+    return ProcessInfo(pid, exists=True, access_denied=True, proc_hidden=True)
+
+
+def _exists_unseen(pid: int) -> bool:
+    """Whether ``pid`` exists although ``/proc`` did not show it.
+
+    ``kill(pid, 0)`` delivers nothing; EPERM means a process of another user holds the PID,
+    which only ``hidepid`` keeps out of ``/proc``. Success (a process gputui may signal, so
+    never hidden from it) means the PID was just reused: treated as gone, like ESRCH.
+    """
+    try:
+        os.kill(pid, 0)
+    except PermissionError:
+        return True
+    except OSError:
+        return False
+    return False
 
 
 def _same_start(a: float | None, b: float | None) -> bool:
@@ -410,11 +731,11 @@ def _same_start(a: float | None, b: float | None) -> bool:
 
 
 def _status_field(status_text: str, key: str) -> str | None:
-    """The value of ``key:`` in ``/proc/<pid>/status`` text, or None."""
-    for line in status_text.splitlines():
+    """The value of ``key:`` in ``/proc/<pid>/status`` text (at most 64 characters), or None."""
+    for line in status_text[:MAX_STATUS_CHARS].splitlines():
         name, sep, value = line.partition(":")
         if sep and name == key:
-            return value.strip() or None
+            return value.strip()[:64] or None
     return None
 
 
