@@ -307,3 +307,34 @@ def test_nvml_down_does_not_break_host_checks(tmp_path: Path) -> None:
     checks = run(inputs(gpu_reading(ok=False, kind="LibraryNotFound")), make_roots(tmp_path))
     assert checks["toolkit.installed"].status is S.PASS
     assert checks["cdi.specs"].status is S.INFO
+
+
+# --- gputui.visibility: /proc mounted with hidepid ------------------------------------------------
+
+
+@pytest.mark.parametrize("host_pid", [True, None])
+@pytest.mark.parametrize("hidepid", ["2", "invisible"])
+def test_visibility_hidepid_is_named_with_its_fix(
+    tmp_path: Path, host_pid: bool | None, hidepid: str
+) -> None:
+    # With hidepid, kthreadd (PID 2) is hidden too, so the PID namespace may read as unknown:
+    # the cause is the mount option, and the check must say so rather than blame a namespace.
+    visibility = Visibility(host_pid, False, proc_hidepid=hidepid)
+    check = run(inputs(visibility=visibility), make_roots(tmp_path))["gputui.visibility"]
+    assert check.status is S.WARN
+    assert check.summary == (
+        f"/proc is mounted with hidepid={hidepid}: processes of other users are hidden"
+    )
+    assert check.fix is not None
+    assert "Run gputui as root" in check.fix
+    assert f"remount,hidepid={hidepid},gid=" in check.fix
+    assert "--pid=host" not in check.fix
+    assert "namespace" not in check.summary
+    assert f"/proc mount option: hidepid={hidepid}" in check.details
+
+
+def test_visibility_outside_the_host_namespace_still_fails_with_hidepid(tmp_path: Path) -> None:
+    visibility = Visibility(False, False, proc_hidepid="2")
+    check = run(inputs(visibility=visibility), make_roots(tmp_path))["gputui.visibility"]
+    assert check.status is S.FAIL
+    assert "/proc mount option: hidepid=2" in check.details

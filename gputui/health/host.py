@@ -400,10 +400,13 @@ def check_gputui_visibility(ctx: CheckContext) -> HealthCheck:
     if host_pid is None:
         host_pid = host_pid_namespace_from_proc(ctx)
     private = visibility.private_cgroup_namespace
-    details = (
+    hidepid = visibility.proc_hidepid
+    details: tuple[str, ...] = (
         f"host PID namespace: {_tri(host_pid)}",
         f"private cgroup namespace: {_tri(private)}",
     )
+    if hidepid is not None:
+        details += (f"/proc mount option: hidepid={hidepid}",)
     fix = f"Run gputui on the host, or in a container with: docker run {GPUTUI_CONTAINER_FLAGS} ..."
     if host_pid is False:
         return HealthCheck(
@@ -415,6 +418,25 @@ def check_gputui_visibility(ctx: CheckContext) -> HealthCheck:
             ),
             details=details,
             fix=fix,
+        )
+    if hidepid is not None:
+        # Checked before the "unknown" outcome: hidepid also hides kthreadd and PID 1, which
+        # the PID-namespace test reads, so an unknown namespace is its symptom, not the cause.
+        return HealthCheck(
+            id=check_id,
+            status=WARN,
+            summary=(
+                f"/proc is mounted with hidepid={hidepid}: processes of other users are hidden"
+            ),
+            details=(
+                *details,
+                "their GPU memory is listed under their PIDs without a command, user or container",
+            ),
+            fix=(
+                "Run gputui as root, or remount /proc with gid= of a group gputui's user belongs "
+                f"to: sudo mount -o remount,hidepid={hidepid},gid=<group> /proc "
+                "(and the same options in /etc/fstab to keep them)"
+            ),
         )
     if private:
         return HealthCheck(
