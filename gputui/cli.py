@@ -2,13 +2,21 @@
 
 Bad input gets one line on stderr and exit status 2, never a traceback. A missing NVIDIA driver
 or Docker engine is not an error: the program runs and says what is missing.
+
+Output that cannot be written is not a traceback either: when the reader of a pipe goes away
+(``gputui --once | head -1``) gputui stops quietly with status 141 (128 + SIGPIPE, what a
+shell reports for a program killed by SIGPIPE); any other write failure (``>/dev/full``, a
+closed stdout) is one line on stderr and status 2. Text that the output encoding cannot
+represent (an ASCII or Latin-1 locale) is replaced, never an error.
 """
 
 from __future__ import annotations
 
 import argparse
+import io
 import json
 import os
+import re
 import signal
 import sys
 import threading
@@ -18,12 +26,64 @@ from pathlib import Path
 from typing import TYPE_CHECKING, NoReturn
 
 from gputui import __version__
-from gputui.settings import MIN_INTERVAL_S, Settings
+from gputui.settings import MAX_INTERVAL_S, MIN_INTERVAL_S, Settings
 
 if TYPE_CHECKING:
     from gputui.model import Finding, Snapshot
+    from gputui.replay import ReplayCollector
 
 EXIT_USAGE = 2
+#: The status when stdout's reader went away (128 + SIGPIPE, as a shell shows a SIGPIPE death).
+EXIT_BROKEN_PIPE = 141
+
+
+class _OutputError(Exception):
+    """Standard output cannot be written (full disk, closed descriptor); not a broken pipe."""
+
+
+def _write(text: str) -> None:
+    """Write to stdout, turning a failure other than a broken pipe into :class:`_OutputError`."""
+    if sys.stdout is None:  # started with stdout closed (`gputui --once >&-`)
+        raise _OutputError("standard output is closed")
+    try:
+        sys.stdout.write(text)
+    except BrokenPipeError:
+        raise
+    except OSError as exc:
+        raise _OutputError(exc.strerror or str(exc)) from None
+
+
+def _flush() -> None:
+    if sys.stdout is None:
+        return
+    try:
+        sys.stdout.flush()
+    except BrokenPipeError:
+        raise
+    except (OSError, ValueError) as exc:  # ValueError: the stream was closed under us
+        raise _OutputError(getattr(exc, "strerror", None) or str(exc)) from None
+
+
+def _silence_stdout() -> None:
+    """Point fd 1 at /dev/null so the interpreter's final flush of what is left cannot fail.
+
+    This is the recipe of the Python documentation (signal module, "Note on SIGPIPE").
+    """
+    if sys.stdout is None:
+        return
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError):
+        pass
+
+
+def _tolerant_output() -> None:
+    """Never fail on encoding: an ASCII or Latin-1 locale gets ``?`` for ``°``, ``…``, ``≤``."""
+    for stream in (sys.stdout, sys.stderr):
+        if isinstance(stream, io.TextIOWrapper) and stream.errors == "strict":
+            stream.reconfigure(errors="replace")
 
 
 class _Parser(argparse.ArgumentParser):
@@ -37,10 +97,19 @@ def _interval(text: str) -> float:
     try:
         value = float(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
-    if not value >= MIN_INTERVAL_S or value == float("inf"):  # also rejects NaN
-        raise argparse.ArgumentTypeError(f"must be at least {MIN_INTERVAL_S} seconds, got {text}")
+        raise argparse.ArgumentTypeError(f"not a number: {_shown(text)}") from None
+    if not MIN_INTERVAL_S <= value <= MAX_INTERVAL_S:  # also rejects NaN and infinities
+        raise argparse.ArgumentTypeError(
+            f"must be at least {MIN_INTERVAL_S} and at most {MAX_INTERVAL_S:g} seconds, "
+            f"got {_shown(text)}"
+        )
     return value
+
+
+def _shown(text: str) -> str:
+    """A command-line value quoted for an error message, escaped and cut short."""
+    shown = repr(text)
+    return shown if len(shown) <= 60 else shown[:59] + "…"
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -67,7 +136,7 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="SECONDS",
         type=_interval,
         default=1.0,
-        help=f"refresh period (default 1.0, at least {MIN_INTERVAL_S})",
+        help=f"refresh period (default 1.0, {MIN_INTERVAL_S} to {MAX_INTERVAL_S:g})",
     )
     parser.add_argument(
         "--read-only", action="store_true", help="no exec, no signals, no container actions"
@@ -115,7 +184,10 @@ def _settings(args: argparse.Namespace) -> Settings:
 
 
 def _fail(message: str) -> int:
-    print(f"gputui: error: {message}", file=sys.stderr)
+    from gputui.derive.fmt import safe_text
+
+    # Messages quote file content and paths: one line, no terminal escapes, bounded.
+    print(f"gputui: error: {safe_text(message, 1000)}", file=sys.stderr)
     return EXIT_USAGE
 
 
@@ -149,10 +221,12 @@ def _print_snapshot(snapshot: Snapshot, findings: Sequence[Finding], as_json: bo
     from gputui.report import snapshot_to_json, snapshot_to_text
 
     if as_json:
-        json.dump(snapshot_to_json(snapshot, findings), sys.stdout, indent=2)
-        sys.stdout.write("\n")
+        # ensure_ascii: control characters, bidi overrides and lone surrogates all become \u
+        # escapes, so the document is inert on a terminal and exact for a parser.
+        _write(json.dumps(snapshot_to_json(snapshot, findings), indent=2, ensure_ascii=True))
+        _write("\n")
     else:
-        sys.stdout.write(snapshot_to_text(snapshot, findings))
+        _write(snapshot_to_text(snapshot, findings))
     return 0
 
 
@@ -171,18 +245,37 @@ def doctor(argv: Sequence[str]) -> int:
         return _fail(snapshot)
     checks = snapshot.health
     if args.json:
-        json.dump({"health": [check_to_json(c) for c in checks]}, sys.stdout, indent=2)
-        sys.stdout.write("\n")
+        doc = {"health": [check_to_json(c) for c in checks]}
+        _write(json.dumps(doc, indent=2, ensure_ascii=True) + "\n")
     else:
-        for line in format_checks(checks, set(HealthStatus)):
-            print(line)
+        for line in format_checks(checks, set(HealthStatus)):  # sanitised there
+            _write(line + "\n")
         counts = {s: sum(1 for c in checks if c.status is s) for s in HealthStatus}
-        print(", ".join(f"{n} {s.value}" for s, n in counts.items()))
+        _write(", ".join(f"{n} {s.value}" for s, n in counts.items()) + "\n")
     return 1 if any(c.status is HealthStatus.FAIL for c in checks) else 0
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of the ``gputui`` command."""
+    """Entry point of the ``gputui`` command.
+
+    Returns:
+        The exit status: 0, 1 (``doctor`` found failures), 2 (bad input, unwritable output),
+        141 (stdout's reader went away), or the TUI's.
+    """
+    _tolerant_output()
+    try:
+        status = _main(argv)
+        _flush()
+    except BrokenPipeError:
+        _silence_stdout()
+        return EXIT_BROKEN_PIPE
+    except _OutputError as exc:
+        _silence_stdout()
+        return _fail(f"cannot write output: {exc}")
+    return status
+
+
+def _main(argv: Sequence[str] | None) -> int:
     args_list = list(sys.argv[1:] if argv is None else argv)
     if args_list[:1] == ["doctor"]:
         return doctor(args_list[1:])
@@ -218,8 +311,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _once(settings, as_json=args.json)
     from gputui.ui.run import run_tui  # imported late: --once must never load Textual
 
-    status: int = run_tui(settings)
-    return status
+    # run_tui returns the exit status (non-zero after a crash); None means a clean exit.
+    status: int | None = run_tui(settings)
+    return status or 0
 
 
 # -- export / record / replay ------------------------------------------------------------------
@@ -249,27 +343,59 @@ def _source_settings(args: argparse.Namespace) -> Settings | str:
 
 
 def _stop_on_signals() -> threading.Event:
-    """An event set by SIGTERM or SIGINT, so loops end cleanly and close their sources."""
+    """An event set by SIGTERM or SIGINT, so loops end cleanly and close their sources.
+
+    A second signal while the first is being honoured (a collect stuck on a hung source)
+    takes the default action: the process ends at once.
+    """
     stop = threading.Event()
+
+    def handler(signum: int, _frame: object) -> None:
+        if stop.is_set():
+            signal.signal(signum, signal.SIG_DFL)
+            os.kill(os.getpid(), signum)
+            return
+        stop.set()
+
     for signum in (signal.SIGTERM, signal.SIGINT):
-        signal.signal(signum, lambda *_: stop.set())
+        signal.signal(signum, handler)
     return stop
 
 
+_SIZE = re.compile(r"([0-9]{1,15})([KMG]?)", re.IGNORECASE)
+_SIZE_UNITS = {"": 1, "K": 1024, "M": 1024**2, "G": 1024**3}
+#: Rotation sizes beyond this are no rotation anyone means (use 0 for none).
+MAX_RECORD_SIZE = 1024**4
+
+
 def _size(text: str) -> int:
-    units = {"": 1, "K": 1024, "M": 1024**2, "G": 1024**3}
-    number, unit = text[:-1] if text[-1:].isalpha() else text, text[-1:].upper()
-    unit = unit if text[-1:].isalpha() else ""
-    if not number.isdigit() or unit not in units:
+    match = _SIZE.fullmatch(text.strip())
+    if not match:
         raise argparse.ArgumentTypeError(
-            f"expected bytes such as 1000000, 500K or 10M, got {text!r}"
+            f"expected bytes such as 1000000, 500K or 10M, got {_shown(text)}"
         )
-    return int(number) * units[unit]
+    value = int(match.group(1)) * _SIZE_UNITS[match.group(2).upper()]
+    if value > MAX_RECORD_SIZE:
+        raise argparse.ArgumentTypeError(f"at most 1T, got {_shown(text)}")
+    return value
 
 
 def _count(text: str) -> int:
-    if not text.isdigit() or int(text) < 1:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
+    # [0-9] and a length bound: str.isdigit() accepts "²", and int() refuses 4,300+ digits.
+    if not re.fullmatch(r"[0-9]{1,12}", text) or int(text) < 1:
+        raise argparse.ArgumentTypeError(
+            f"expected a positive integer below 10**12, got {_shown(text)}"
+        )
+    return int(text)
+
+
+def _keep(text: str) -> int:
+    from gputui.replay import MAX_KEEP
+
+    if not re.fullmatch(r"[0-9]{1,4}", text) or int(text) > MAX_KEEP:
+        raise argparse.ArgumentTypeError(
+            f"expected an integer from 0 to {MAX_KEEP}, got {_shown(text)}"
+        )
     return int(text)
 
 
@@ -305,7 +431,7 @@ def export(argv: Sequence[str]) -> int:
         finally:
             collector.close()
         out = exporter.render_once(snapshot, pid_labels=args.pid_labels, rules=rules)
-        sys.stdout.write(out.decode())
+        _write(out.decode())
         return 0
     collector.request_health()
     try:
@@ -326,40 +452,62 @@ def export(argv: Sequence[str]) -> int:
 
 def record(argv: Sequence[str]) -> int:
     """``gputui record FILE``: append snapshots to FILE until --count or a signal."""
+    from gputui.replay import DEFAULT_MAX_BYTES, MAX_KEEP
+
     parser = _Parser(prog="gputui record", description="Record snapshots to a file.")
     parser.add_argument("file", metavar="FILE", type=Path)
     parser.add_argument("--count", metavar="N", type=_count, help="stop after N snapshots")
     parser.add_argument(
-        "--max-bytes", metavar="BYTES", type=_size, default=0, help="rotate at this size (10M)"
+        "--max-size",
+        "--max-bytes",
+        dest="max_size",
+        metavar="SIZE",
+        type=_size,
+        default=DEFAULT_MAX_BYTES,
+        help=f"rotate to FILE.1 at this size (default {DEFAULT_MAX_BYTES // 1024**2}M; 0: never)",
     )
     parser.add_argument(
-        "--keep", metavar="N", type=int, default=3, help="rotated files kept (FILE.1..N)"
+        "--keep",
+        metavar="N",
+        type=_keep,
+        default=3,
+        help=f"rotated files kept (FILE.1..N, default 3, at most {MAX_KEEP})",
     )
     _source_args(parser)
     args = parser.parse_args(argv)
     settings = _source_settings(args)
     if isinstance(settings, str):
         return _fail(settings)
-    if args.keep < 0:
-        return _fail("--keep must not be negative")
     if not args.file.parent.is_dir():
         return _fail(f"cannot record to {args.file}: no directory {args.file.parent}")
-    from gputui.replay import RecordWriter
+    from gputui.replay import RecordingError, RecordWriter
     from gputui.replay import record as record_loop
     from gputui.wiring import build_collector
 
-    writer = RecordWriter(args.file, max_bytes=args.max_bytes, keep=args.keep)
-    collector = build_collector(settings, once=args.count == 1)
+    writer = RecordWriter(args.file, max_bytes=args.max_size, keep=args.keep)
+    try:
+        # Before anything is collected: a second recorder or a FIFO is refused at once.
+        writer.open()
+    except RecordingError as exc:
+        return _fail(str(exc))
+    except OSError as exc:
+        return _fail(f"cannot record to {args.file}: {exc.strerror or exc}")
     stop = _stop_on_signals()
     try:
-        collector.request_health()
-        written = record_loop(
-            collector, writer, interval=args.interval, count=args.count, stop=stop
-        )
+        collector = build_collector(settings, once=args.count == 1)
+        try:
+            collector.request_health()
+            written = record_loop(
+                collector, writer, interval=args.interval, count=args.count, stop=stop
+            )
+        finally:
+            collector.close()
+    except RecordingError as exc:
+        return _fail(str(exc))
     except OSError as exc:
         return _fail(f"cannot record to {args.file}: {exc.strerror or exc}")
     finally:
-        collector.close()
+        writer.close()
     print(f"gputui record: {written} snapshot(s) written to {args.file}", file=sys.stderr)
     return 0
 
@@ -379,30 +527,61 @@ def replay_command(argv: Sequence[str]) -> int:
     return _replay(args.file, args.at, settings, once=args.once or args.json, as_json=args.json)
 
 
+#: With --once, how many snapshots before the one shown feed the findings (trend detectors
+#: look back ten minutes; at most this many are decoded, so a huge recording stays fast).
+_FINDINGS_LOOKBACK_S = 900.0
+_FINDINGS_MAX_SNAPSHOTS = 1000
+
+
 def _replay(path: Path, at: str | None, settings: Settings, *, once: bool, as_json: bool) -> int:
     from gputui.replay import RecordingError, ReplayCollector, parse_time
 
     try:
         player = ReplayCollector.from_file(path)
+    except RecordingError as exc:
+        return _fail(str(exc))
+    try:
         if at is not None:
             player.seek(parse_time(at, player.start))
         elif once:
             player.step(len(player))  # without --at, --once shows the latest snapshot
+        if player.skipped:
+            print(
+                f"gputui: warning: {player.skipped} unreadable line(s) of {path} skipped",
+                file=sys.stderr,
+            )
+        if once:
+            return _replay_once(player, as_json)
     except RecordingError as exc:
+        player.close()
         return _fail(str(exc))
-    if once:
-        from gputui.derive.findings import FindingsEngine
-
-        # Findings look at trends: feed them the recording up to the moment shown.
-        engine = FindingsEngine()
-        findings: Sequence[Finding] = ()
-        for index in range(player.position + 1):
-            findings = engine.update(player.snapshot_at(index))
-        return _print_snapshot(player.current, findings, as_json)
     from gputui.ui.run import run_tui  # imported late: --once must never load Textual
 
-    status: int = run_tui(replace(settings, read_only=True), collector=player)
-    return status
+    tui_status: int | None = run_tui(replace(settings, read_only=True), collector=player)
+    return tui_status or 0
+
+
+def _replay_once(player: ReplayCollector, as_json: bool) -> int:
+    from gputui.derive.findings import FindingsEngine
+
+    try:
+        # Findings look at trends: feed them the recording shortly before the moment shown.
+        position = player.position
+        shown = player.current
+        first = position
+        while (
+            first > 0
+            and position - first < _FINDINGS_MAX_SNAPSHOTS
+            and player.time_at(first - 1) >= shown.taken_at - _FINDINGS_LOOKBACK_S
+        ):
+            first -= 1
+        engine = FindingsEngine()
+        findings: Sequence[Finding] = ()
+        for index in range(first, position + 1):
+            findings = engine.update(player.snapshot_at(index))
+        return _print_snapshot(shown, findings, as_json)
+    finally:
+        player.close()
 
 
 _SUBCOMMANDS = {"export": export, "record": record, "replay": replay_command}

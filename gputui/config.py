@@ -16,6 +16,7 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
+from gputui.collect.files import CONFIG_LIMIT, UserFileError, read_user_text
 from gputui.derive.alerts import DEFAULT_RULES, METRICS, AlertRule
 
 if sys.version_info >= (3, 11):
@@ -63,14 +64,49 @@ def load_config(path: Path | None = None, env: Mapping[str, str] | None = None) 
     if not explicit and not path.exists():
         return Config()
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise ConfigError(f"cannot read config file {path}: {exc.strerror or exc}") from exc
-    except UnicodeDecodeError:
-        raise ConfigError(f"config file {path} is not UTF-8 text") from None
+        text = read_user_text(path, "config file", CONFIG_LIMIT)
+    except UserFileError as exc:
+        raise ConfigError(str(exc)) from None
+    return parse_config(text, path)
+
+
+def parse_config(text: str, path: Path) -> Config:
+    """The configuration in ``text`` (the content of ``path``).
+
+    Raises:
+        ConfigError: not TOML (also nested too deeply or holding an unconvertible number), or
+            invalid.
+    """
+    try:
+        data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(f"config file {path} is not valid TOML: {exc}") from None
+        raise ConfigError(f"config file {path} is not valid TOML: {_one_line(exc)}") from None
+    except RecursionError:
+        raise ConfigError(f"config file {path} is not valid TOML: nested too deeply") from None
+    except ValueError:  # an integer over Python's int/str conversion limit (4300 digits)
+        raise ConfigError(f"config file {path}: a number has too many digits") from None
     return Config(path=path, alert_rules=parse_alerts(data, str(path)))
+
+
+def _one_line(exc: Exception) -> str:
+    return " ".join(str(exc).split())[:200]
+
+
+#: Numbers beyond these are no threshold anyone means, and larger integers (TOML hex literals
+#: have no digit limit) overflow float().
+_MAX_NUMBER = 1e18
+#: Durations beyond a year are no alert window anyone means; bounded so waits stay finite.
+MAX_DURATION_S = 366 * 86400.0
+
+
+def _shown(value: Any) -> str:
+    """A short rendering of a bad value: repr() of a huge integer would raise ValueError."""
+    if isinstance(value, int) and not isinstance(value, bool) and abs(value) > _MAX_NUMBER:
+        return "an integer too large"
+    if isinstance(value, (list, dict)):
+        return "an array" if isinstance(value, list) else "a table"
+    shown = repr(value)
+    return shown if len(shown) <= 60 else shown[:59] + "…"
 
 
 _DURATION = re.compile(r"^(\d+(?:\.\d+)?)(ms|s|m|h|d)$")
@@ -84,17 +120,26 @@ def parse_duration(value: Any, where: str) -> float:
         ConfigError: anything else, or a negative duration.
     """
     if isinstance(value, (int, float)) and not isinstance(value, bool):
+        if isinstance(value, int) and abs(value) > MAX_DURATION_S:
+            raise ConfigError(f"{where}: must be at most {MAX_DURATION_S:g} seconds")
         seconds = float(value)
     elif isinstance(value, str) and _DURATION.match(value.strip()):
         match = _DURATION.match(value.strip())
         assert match is not None
         seconds = float(match.group(1)) * _SECONDS[match.group(2)]
     else:
-        raise ConfigError(f'{where}: expected a duration such as 90, "90s", "5m", got {value!r}')
+        raise ConfigError(
+            f'{where}: expected a duration such as 90, "90s", "5m", got {_shown(value)}'
+        )
     if not math.isfinite(seconds) or seconds < 0:
         raise ConfigError(f"{where}: must be a finite, non-negative duration")
+    if seconds > MAX_DURATION_S:
+        raise ConfigError(f"{where}: must be at most {MAX_DURATION_S:g} seconds")
     return seconds
 
+
+#: More samples than a day of refreshes at the fastest interval is no rule anyone means.
+_MAX_SAMPLES = 864_000
 
 #: Config key -> AlertRule field, for the keys whose names differ (``for`` is a keyword).
 _RENAMED = {"for": "for_s", "window": "window_s"}
@@ -107,13 +152,13 @@ def _rule(raw: Any, where: str) -> AlertRule:
     allowed = ({f.name for f in fields(AlertRule)} - set(_RENAMED.values())) | set(_RENAMED)
     unknown = set(raw) - allowed
     if unknown:
-        raise ConfigError(f"{where}: unknown key {sorted(unknown)[0]!r}")
+        raise ConfigError(f"{where}: unknown key {_shown(sorted(unknown)[0])}")
     for key in ("id", "metric"):
         if not isinstance(raw.get(key), str) or not raw[key]:
             raise ConfigError(f"{where}.{key}: required, a non-empty string")
     if raw["metric"] not in METRICS:
         raise ConfigError(
-            f"{where}.metric: {raw['metric']!r} is not one of {', '.join(sorted(METRICS))}"
+            f"{where}.metric: {_shown(raw['metric'])} is not one of {', '.join(sorted(METRICS))}"
         )
     kwargs: dict[str, Any] = {"id": raw["id"], "metric": raw["metric"]}
     choices = {"kind": ("static", "dynamic"), "op": (">", "<"), "severity": ("warning", "critical")}
@@ -125,13 +170,19 @@ def _rule(raw: Any, where: str) -> AlertRule:
     for key in _NUMBERS:
         if key in raw:
             v = raw[key]
-            if not isinstance(v, (int, float)) or isinstance(v, bool) or not math.isfinite(v):
-                raise ConfigError(f"{where}.{key}: expected a number, got {v!r}")
+            if (
+                not isinstance(v, (int, float))
+                or isinstance(v, bool)
+                or not abs(v) <= _MAX_NUMBER  # also NaN; compares a huge int exactly
+            ):
+                raise ConfigError(f"{where}.{key}: expected a finite number, got {_shown(v)}")
             kwargs[key] = float(v)
     if "min_samples" in raw:
         v = raw["min_samples"]
-        if not isinstance(v, int) or isinstance(v, bool) or v < 2:
-            raise ConfigError(f"{where}.min_samples: expected an integer >= 2, got {v!r}")
+        if not isinstance(v, int) or isinstance(v, bool) or not 2 <= v <= _MAX_SAMPLES:
+            raise ConfigError(
+                f"{where}.min_samples: expected an integer in [2, {_MAX_SAMPLES}], got {_shown(v)}"
+            )
         kwargs["min_samples"] = v
     for key, name in _RENAMED.items():
         if key in raw:
@@ -151,14 +202,13 @@ def parse_alerts(data: Mapping[str, Any], origin: str = "config") -> tuple[Alert
     """
     unknown = set(data) - {"alerts"}
     if unknown:
-        raise ConfigError(f"{origin}: unknown section {sorted(unknown)[0]!r}")
+        raise ConfigError(f"{origin}: unknown section {_shown(sorted(unknown)[0])}")
     alerts = data.get("alerts", {})
     if not isinstance(alerts, dict):
         raise ConfigError(f"{origin}: alerts must be a table")
-    if set(alerts) - {"defaults", "rules"}:
-        raise ConfigError(
-            f"{origin}: alerts: unknown key {sorted(set(alerts) - {'defaults', 'rules'})[0]!r}"
-        )
+    extra = sorted(set(alerts) - {"defaults", "rules"})
+    if extra:
+        raise ConfigError(f"{origin}: alerts: unknown key {_shown(extra[0])}")
     defaults = alerts.get("defaults", True)
     if not isinstance(defaults, bool):
         raise ConfigError(f"{origin}: alerts.defaults must be true or false")
@@ -169,7 +219,7 @@ def parse_alerts(data: Mapping[str, Any], origin: str = "config") -> tuple[Alert
     ids = [r.id for r in rules]
     duplicates = sorted({i for i in ids if ids.count(i) > 1})
     if duplicates:
-        raise ConfigError(f"{origin}: alerts.rules: duplicate id {duplicates[0]!r}")
+        raise ConfigError(f"{origin}: alerts.rules: duplicate id {_shown(duplicates[0])}")
     if not defaults:
         return tuple(rules)
     # A rule with a default's id replaces that default (how to change a built-in threshold).

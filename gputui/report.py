@@ -32,7 +32,11 @@ def iso(ts: float | None) -> str | None:
     """Seconds since the epoch as ISO 8601 UTC with a ``Z``."""
     if ts is None:
         return None
-    return dt.datetime.fromtimestamp(ts, dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    try:
+        return dt.datetime.fromtimestamp(ts, dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    except (ValueError, OverflowError, OSError):
+        # NaN, infinities, years past 9999 (a hand-edited recording): no time to show.
+        return None
 
 
 def _status(s: SourceStatus) -> dict[str, Any]:
@@ -310,8 +314,9 @@ def snapshot_to_text(snapshot: Snapshot, findings: Iterable[Finding] = ()) -> st
     marker = {"demo": "  [DEMO: simulated machine]", "scenario": "  [SCENARIO: NVML replaced]"}
     lines = [
         f"gputui {__version__}  {fmt.safe_text(h.hostname, 60)}  {iso(snapshot.taken_at)}  "
-        f"driver {h.driver_version or 'N/A'}  CUDA {h.cuda_driver_version or 'N/A'}"
-        + marker.get(snapshot.mode, ""),
+        # Versions come from the driver, a scenario or a recording: untrusted text like any.
+        f"driver {fmt.safe_text(h.driver_version or None, 40)}  "
+        f"CUDA {fmt.safe_text(h.cuda_driver_version or None, 40)}" + marker.get(snapshot.mode, ""),
         "  ".join(
             _source_line(label, snapshot.sources.get(key))
             for key, label in (("nvml", "NVML"), ("docker", "Docker"))

@@ -240,7 +240,18 @@ def snapshot_from_record(record: Any, previous: Snapshot | None = None) -> Snaps
                 raise SerializeError(f"same: unknown field {name!r}")
         body = {**encode({name: getattr(previous, name) for name in same}), **body}
     result: Snapshot = decode(Snapshot, body)
+    _check_time(result.taken_at)
     return result
+
+
+#: The times a snapshot may be taken at: the epoch to the end of year 9999 (what datetime shows).
+MAX_TIME = 253402300799.0
+
+
+def _check_time(taken_at: float) -> None:
+    # NaN, infinities and 1e300 decode as floats but crash every clock display downstream.
+    if not 0.0 <= taken_at <= MAX_TIME:
+        raise SerializeError(f"taken_at: expected a time between 1970 and 9999, got {taken_at!r}")
 
 
 # -- the --once --json contract, read back ---------------------------------------------------
@@ -289,6 +300,7 @@ def snapshot_from_report(doc: Any) -> Snapshot:
     taken_at = _epoch(doc["taken_at"])
     if taken_at is None:
         raise SerializeError("taken_at is null")
+    _check_time(taken_at)
     procs_by_gpu: dict[int, list[model.GpuProcessSample]] = {}
     processes = []
     for i, p in enumerate(doc.get("processes", [])):

@@ -7,6 +7,9 @@ from pathlib import Path
 
 #: Refresh periods below this are refused: NVML and /proc reads would dominate the host's CPU.
 MIN_INTERVAL_S = 0.1
+#: Refresh periods above this are refused: no monitor waits longer, and every wait stays far
+#: below ``threading.TIMEOUT_MAX``.
+MAX_INTERVAL_S = 86400.0
 
 
 @dataclass(frozen=True, slots=True)

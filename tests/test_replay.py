@@ -84,26 +84,36 @@ def test_rotation_by_size_keeps_n_files_each_standing_alone(tmp_path: Path) -> N
 
 def test_appending_to_an_existing_recording_starts_with_a_full_line(tmp_path: Path) -> None:
     path = tmp_path / "rec.jsonl"
-    RecordWriter(path).write(snap(0))
-    RecordWriter(path).write(snap(1))  # a second `gputui record` run on the same file
+    with RecordWriter(path) as writer:
+        writer.write(snap(0))
+    with RecordWriter(path) as writer:  # a second `gputui record` run on the same file
+        writer.write(snap(1))
     assert "same" not in json.loads(path.read_text().splitlines()[1])
     assert read_recording(path) == [snap(0), snap(1)]
 
 
-def test_partial_last_line_is_ignored_but_a_bad_middle_line_is_an_error(tmp_path: Path) -> None:
+def test_cut_and_corrupt_lines_are_skipped_and_counted(tmp_path: Path) -> None:
     path = tmp_path / "rec.jsonl"
-    writer = RecordWriter(path)
-    for i in range(3):
-        writer.write(snap(i))
+    with RecordWriter(path) as writer:
+        for i in range(3):
+            writer.write(snap(i))
     text = path.read_text()
     path.write_text(text + text.splitlines()[0][:50])  # killed mid-write
     assert len(read_recording(path)) == 3
     lines = text.splitlines()
-    path.write_text("\n".join([lines[0], "{oops", lines[2]]) + "\n")
-    with pytest.raises(RecordingError, match=r"rec.jsonl:2: not JSON"):
-        read_recording(path)
+    # A corrupt line: skipped, and so is the line repeating its fields (`same`) until the next
+    # full line (what a new recorder writes first).
+    path.write_text("\n".join([lines[0], "{oops", lines[2], lines[0], lines[1], lines[2]]) + "\n")
+    player = ReplayCollector.from_file(path)
+    got = [player.snapshot_at(i) for i in range(len(player))]
+    assert got == [snap(0), snap(0), snap(1), snap(2)]
+    assert player.skipped == 2
+    player.close()
     path.write_text("")
     with pytest.raises(RecordingError, match="holds no snapshot"):
+        read_recording(path)
+    path.write_text("{oops\n")
+    with pytest.raises(RecordingError, match=r"holds no snapshot \(1 unreadable line"):
         read_recording(path)
     with pytest.raises(RecordingError, match="No such file"):
         read_recording(tmp_path / "missing")
@@ -177,6 +187,21 @@ def test_parse_time_forms() -> None:
     assert parse_time("2027-01-15T08:00:00", T0) == parse_time("2027-01-15T08:00:00Z", T0)
     with pytest.raises(RecordingError, match="expected ISO 8601"):
         parse_time("yesterday", T0)
+
+
+@pytest.mark.parametrize(
+    "text", ["1e20", "inf", "-inf", "nan", "+99999999999999h", "-5", "1" * 5000, "+1" + "0" * 400]
+)
+def test_parse_time_refuses_times_no_recording_holds(text: str) -> None:
+    # Each was an OverflowError traceback (or, for nan, silently accepted) before.
+    with pytest.raises(RecordingError, match="not a time between 1970 and 9999"):
+        parse_time(text, T0)
+
+
+def test_a_player_refuses_a_nan_seek() -> None:
+    player = ReplayCollector([snap(i) for i in range(3)])
+    with pytest.raises(RecordingError, match="outside the recording"):
+        player.seek(float("nan"))
 
 
 # -- the command line -----------------------------------------------------------------------

@@ -157,7 +157,10 @@ def _strategy(tp: Any) -> st.SearchStrategy[Any]:
         return st.dictionaries(_TEXT, _strategy(value_tp), max_size=2)
     if dataclasses.is_dataclass(tp):
         hints = typing.get_type_hints(tp, vars(model))
-        return st.builds(tp, **{f.name: _strategy(hints[f.name]) for f in dataclasses.fields(tp)})
+        fields = {f.name: _strategy(hints[f.name]) for f in dataclasses.fields(tp)}
+        if tp is Snapshot:  # a snapshot's time must be showable (1970 .. 9999)
+            fields["taken_at"] = st.floats(0.0, 253402300799.0)
+        return st.builds(tp, **fields)
     if isinstance(tp, type) and issubclass(tp, HealthStatus):
         return st.sampled_from(HealthStatus)
     return {bool: st.booleans(), int: st.integers(), float: _FLOAT, str: _TEXT}[tp]
@@ -175,3 +178,12 @@ def test_previous_only_supplies_what_is_named(a: HealthCheck, b: HealthCheck) ->
     one = Snapshot(1.0, "live", model.HostInfo("h"), health=(a,))
     two = Snapshot(2.0, "live", model.HostInfo("h"), health=(b,))
     assert through_json(two, one) == two
+
+
+@pytest.mark.parametrize("taken_at", ["NaN", "Infinity", "-Infinity", "1e300", "-1"])
+def test_a_record_whose_time_cannot_be_shown_is_refused(taken_at: str) -> None:
+    # json.loads accepts NaN and Infinity; such a time crashed --once and the TUI's clock.
+    body = '"mode":"live","host":{"hostname":"h"}'
+    line = '{"v":1,"snapshot":{"taken_at":' + taken_at + "," + body + "}}"
+    with pytest.raises(SerializeError, match="taken_at"):
+        snapshot_from_record(json.loads(line))

@@ -13,6 +13,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from gputui.collect.files import SCENARIO_LIMIT, UserFileError, read_user_text
+
 _CUDA_VERSION_RE = re.compile(r"[0-9]{1,4}(\.[0-9]{1,2})?")
 
 INIT_STATES = ("ok", "LibraryNotFound", "DriverNotLoaded", "NoPermission", "Unknown")
@@ -92,24 +94,37 @@ class ScenarioError(ValueError):
 
 
 def load_scenario(path: Path) -> dict[str, Any]:
-    """Read and validate a scenario file.
+    """Read and validate a scenario file (read through the bounded user-file reader).
 
     Raises:
-        ScenarioError: unreadable, not JSON, or not a valid scenario.
+        ScenarioError: unreadable, not a regular file, too large, not JSON, or not a valid
+            scenario.
     """
     try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise ScenarioError(f"cannot read scenario file {path}: {exc.strerror or exc}") from exc
-    except UnicodeDecodeError as exc:
-        raise ScenarioError(f"scenario file {path} is not UTF-8 text") from exc
+        text = read_user_text(path, "scenario file", SCENARIO_LIMIT)
+    except UserFileError as exc:
+        raise ScenarioError(str(exc)) from None
+    return parse_scenario(text, str(path))
+
+
+def parse_scenario(text: str, origin: str = "scenario") -> dict[str, Any]:
+    """Parse and validate the text of a scenario file.
+
+    Raises:
+        ScenarioError: not JSON (also nested too deep or holding an integer too long to
+            convert), or not a valid scenario.
+    """
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
         raise ScenarioError(
-            f"scenario file {path} is not valid JSON: {exc.msg} at line {exc.lineno}"
-        ) from exc
-    validate_scenario(data, str(path))
+            f"scenario file {origin} is not valid JSON: {exc.msg} at line {exc.lineno}"
+        ) from None
+    except RecursionError:
+        raise ScenarioError(f"scenario file {origin}: nested too deeply") from None
+    except ValueError:  # an integer over Python's int/str conversion limit (4300 digits)
+        raise ScenarioError(f"scenario file {origin}: a number has too many digits") from None
+    validate_scenario(data, origin)
     return data  # type: ignore[no-any-return]
 
 
@@ -119,7 +134,22 @@ def _series(value: Any, where: str, check: Callable[[Any], bool], what: str) -> 
         raise ScenarioError(f"{where}: a time series must not be empty")
     for item in items:
         if not check(item):
-            raise ScenarioError(f"{where}: expected {what}, got {json.dumps(item)[:40]}")
+            raise ScenarioError(f"{where}: expected {what}, got {_shown(item)}")
+
+
+def _shown(value: Any) -> str:
+    """A short, escaped rendering of a bad value for an error message."""
+    if isinstance(value, (list, dict)):
+        # json.dumps of a deeply nested value can itself overflow the stack: name the type.
+        return "a list" if isinstance(value, list) else "an object"
+    return json.dumps(value)[:40]
+
+
+#: Bounds of the scenario's integers: beyond them NVML and the kernel have no such values
+#: (Linux PIDs stop at 2**22), and unbounded ones overflow C conversions further down.
+MAX_PID = 2**22
+MAX_GPU_INDEX = 1023
+MAX_EVENT_INT = 2**31 - 1
 
 
 def _is_number(v: Any) -> bool:
@@ -152,7 +182,7 @@ def validate_scenario(data: Any, origin: str = "scenario") -> None:
     cuda = data.get("cuda_driver_version", "13.0")
     if not _CUDA_VERSION_RE.fullmatch(cuda):
         raise ScenarioError(
-            f"{origin}: cuda_driver_version must look like 13.0 or 12, got {json.dumps(cuda)[:40]}"
+            f"{origin}: cuda_driver_version must look like 13.0 or 12, got {_shown(cuda)}"
         )
     gpus = data.get("gpus", [])
     if not isinstance(gpus, list):
@@ -171,8 +201,13 @@ def validate_scenario(data: Any, origin: str = "scenario") -> None:
             raise ScenarioError(f"{where}: expected {{gpu, xid, at_refresh}}")
         if "xid" not in event:  # the player reads it unconditionally
             raise ScenarioError(f"{where}: xid is required")
-        if not all(isinstance(event.get(k, 0), int) for k in ("gpu", "xid", "at_refresh")):
-            raise ScenarioError(f"{where}: gpu, xid and at_refresh must be integers")
+        if not all(
+            isinstance(v, int) and not isinstance(v, bool) and 0 <= v <= MAX_EVENT_INT
+            for v in (event.get(k, 0) for k in ("gpu", "xid", "at_refresh"))
+        ):
+            raise ScenarioError(
+                f"{where}: gpu, xid and at_refresh must be integers in [0, {MAX_EVENT_INT}]"
+            )
 
 
 def _validate_gpu(gpu: Any, where: str) -> None:
@@ -181,8 +216,9 @@ def _validate_gpu(gpu: Any, where: str) -> None:
     unknown = set(gpu) - GPU_KEYS
     if unknown:
         raise ScenarioError(f"{where}: unknown key {sorted(unknown)[0]!r}")
-    if "index" in gpu and (not isinstance(gpu["index"], int) or gpu["index"] < 0):
-        raise ScenarioError(f"{where}: index must be a non-negative integer")
+    index = gpu.get("index", 0)
+    if not isinstance(index, int) or isinstance(index, bool) or not 0 <= index <= MAX_GPU_INDEX:
+        raise ScenarioError(f"{where}: index must be an integer in [0, {MAX_GPU_INDEX}]")
     for key in ("uuid", "name"):
         if key in gpu and not isinstance(gpu[key], str):
             raise ScenarioError(f"{where}: {key} must be a string")
@@ -218,8 +254,9 @@ def _validate_gpu(gpu: Any, where: str) -> None:
             raise ScenarioError(f"{pw}: must be an object with a pid")
         if set(proc) - PROCESS_KEYS:
             raise ScenarioError(f"{pw}: unknown key {sorted(set(proc) - PROCESS_KEYS)[0]!r}")
-        if not isinstance(proc["pid"], int) or isinstance(proc["pid"], bool) or proc["pid"] <= 0:
-            raise ScenarioError(f"{pw}.pid: must be a positive integer")
+        pid = proc["pid"]
+        if not isinstance(pid, int) or isinstance(pid, bool) or not 0 < pid <= MAX_PID:
+            raise ScenarioError(f"{pw}.pid: must be a positive integer up to {MAX_PID}")
         if proc.get("type", "C") not in ("C", "G", "C+G"):
             raise ScenarioError(f"{pw}.type: must be C, G or C+G")
         for key, hi in (("used_memory_mib", 1e9), ("sm_util", 100), ("mem_util", 100)):
