@@ -252,7 +252,7 @@ def test_unreachable_engine_is_a_status() -> None:
     now[0] += 60
     src.read()
     assert src.api_calls == calls + 1
-    result = src.exec("abc", ["nvidia-smi"], 1)
+    result = src.exec("0" * 64, ["nvidia-smi"], 1)
     assert result.error is not None
     assert "unreachable" in result.error
     src.close()
@@ -295,14 +295,18 @@ def test_socket_permission_denied_real(docker_engine: Any) -> None:
 def test_interactive_exec_argv(docker_engine: Any, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("DOCKER_HOST", raising=False)
     monkeypatch.delenv("DOCKER_CONTEXT", raising=False)
+    cid = "ab" * 32
     src = DockerSource(base_url="tcp://10.0.0.5:2375")
-    assert src.interactive_exec_argv("abc", ["nvidia-smi", "-l", "1"]) == [
-        "docker", "-H", "tcp://10.0.0.5:2375", "exec", "-it", "abc", "nvidia-smi", "-l", "1",
+    assert src.interactive_exec_argv(cid, ["nvidia-smi", "-l", "1"]) == [
+        "docker", "-H", "tcp://10.0.0.5:2375", "exec", "-it", cid, "nvidia-smi", "-l", "1",
     ]  # fmt: skip
     monkeypatch.setenv("DOCKER_CONFIG", "/nonexistent-dir")  # no config: the default context
-    assert DockerSource().interactive_exec_argv("abc", ["sh"]) == [
-        "docker", "exec", "-it", "abc", "sh",
+    assert DockerSource().interactive_exec_argv(cid, ["sh"]) == [
+        "docker", "exec", "-it", cid, "sh",
     ]  # fmt: skip
+    # An id that is not 64 lowercase hex digits never reaches an argv (it could be a flag).
+    assert src.interactive_exec_argv("--privileged", ["sh"]) is None
+    assert src.interactive_exec_argv(cid.upper(), ["sh"]) is None
     assert isinstance(docker_cli_available(), bool)
 
 

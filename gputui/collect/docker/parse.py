@@ -4,6 +4,10 @@ Nothing here imports ``docker`` or touches the network or the file system, so ev
 tested on literal dicts and strings. The CPU and memory formulas are the docker CLI's own
 (docker/cli ``cli/command/container/stats_helpers.go``), so gputui shows the numbers a user
 would see in ``docker stats``.
+
+Payloads come from outside: every field is checked for its type and bounded (numbers by what
+they mean, strings by length, lists by count) before use. A field of the wrong type is ignored
+as if absent, so parsing never raises on any JSON document.
 """
 
 from __future__ import annotations
@@ -22,12 +26,60 @@ GPU_ENV_KEYS = frozenset(
     {"NVIDIA_VISIBLE_DEVICES", "NVIDIA_DRIVER_CAPABILITIES", "CUDA_VERSION", "NVIDIA_REQUIRE_CUDA"}
 )
 
+#: A container (and exec) id: 64 lowercase hex digits. Anything else is never used, not even
+#: as a cache key: an id such as ``--privileged`` would become a flag in a ``docker`` argv.
+CONTAINER_ID_RE = re.compile(r"^[0-9a-f]{64}$")
+#: More GPUs than any host has; a larger ``--gpus N`` is kept as the number, never expanded.
+MAX_GPU_COUNT = 64
+#: Bounds on the lists and strings read from a payload.
+MAX_LIST_ITEMS = 4096
+MAX_GPU_IDS = 256
+MAX_NAME_CHARS = 256
+MAX_TEXT_CHARS = 1024
+MAX_PID = 1 << 22  # the kernel's PID_MAX_LIMIT
+MAX_INT32 = (1 << 31) - 1
+MAX_INT64 = (1 << 63) - 1
+
 _NVIDIA_DEV_RE = re.compile(r"^/dev/nvidia(\d+)$")
 #: Every NVIDIA device node (GPUs, nvidiactl, nvidia-uvm...): CUDA needs more than the GPU node.
 _NVIDIA_ANY_DEV_RE = re.compile(r"^/dev/nvidia")
-_TIME_RE = re.compile(r"^(\d{4})-(\d\d)-(\d\d)T(\d\d):(\d\d):(\d\d)(?:\.(\d+))?(Z|[+-]\d\d:\d\d)$")
+_TIME_RE = re.compile(
+    r"^(\d{4})-(\d\d)-(\d\d)T(\d\d):(\d\d):(\d\d)(?:\.(\d{1,12}))?(Z|[+-]\d\d:\d\d)$"
+)
 # The engine reports "never" as Go's zero time.
 _ZERO_TIME_PREFIX = "0001-01-01"
+
+
+def valid_id(value: object) -> bool:
+    """True for a full container/exec id (64 lowercase hex digits)."""
+    return isinstance(value, str) and CONTAINER_ID_RE.match(value) is not None
+
+
+def as_dict(value: object) -> Mapping[str, Any]:
+    """``value`` when it is a JSON object, else an empty one (a wrong type counts as absent)."""
+    return value if isinstance(value, dict) else {}
+
+
+def as_list(value: object, limit: int = MAX_LIST_ITEMS) -> list[Any]:
+    """The first ``limit`` items of a JSON array; anything else gives ``[]``."""
+    return value[:limit] if isinstance(value, list) else []
+
+
+def as_text(value: object, limit: int = MAX_TEXT_CHARS) -> str | None:
+    """A string of at most ``limit`` characters (cut), None for anything that is not a string."""
+    return value[:limit] if isinstance(value, str) else None
+
+
+def as_int(value: object, low: int, high: int) -> int | None:
+    """An integer within ``[low, high]``, None otherwise (bools, floats and huge numbers too)."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        return None
+    return value if low <= value <= high else None
+
+
+def as_bool(value: object) -> bool | None:
+    """A JSON boolean, None for anything else."""
+    return value if isinstance(value, bool) else None
 
 
 def gpu_env(env: Iterable[str] | None) -> dict[str, str]:
@@ -43,10 +95,12 @@ def gpu_env(env: Iterable[str] | None) -> dict[str, str]:
         The GPU-related keys and their values.
     """
     picked: dict[str, str] = {}
-    for entry in env or ():
+    for entry in env if isinstance(env, (list, tuple)) else ():
+        if not isinstance(entry, str):
+            continue  # a wrong-typed entry is ignored, not an error
         key, sep, value = entry.partition("=")
         if sep and key in GPU_ENV_KEYS:
-            picked[key] = value
+            picked[key] = value[:MAX_TEXT_CHARS]
     return picked
 
 
@@ -67,41 +121,65 @@ def parse_visible_devices(value: str | None) -> str | tuple[str, ...] | None:
         return None
     if text.lower() == "all":
         return "all"
-    parts = tuple(part.strip() for part in text.split(",") if part.strip())
-    return parts or None
+    parts = tuple(part.strip()[:MAX_NAME_CHARS] for part in text.split(",") if part.strip())
+    return parts[:MAX_GPU_IDS] or None
 
 
 def parse_capabilities(value: str | None) -> tuple[str, ...] | None:
     """Split ``NVIDIA_DRIVER_CAPABILITIES`` (``"compute,utility"``) into a tuple; None if unset."""
     if value is None:
         return None
-    return tuple(part.strip() for part in value.split(",") if part.strip())
+    return tuple(part.strip() for part in value.split(",") if part.strip())[:MAX_GPU_IDS]
 
 
-def _device_request(
-    requests: Iterable[Mapping[str, Any]] | None,
-) -> tuple[str | tuple[str, ...] | None, str | None]:
-    """GPU request from ``HostConfig.DeviceRequests`` (``--gpus`` or CDI ``--device``)."""
-    for req in requests or ():
-        driver = (req.get("Driver") or "").lower()
-        ids = [str(i) for i in req.get("DeviceIDs") or ()]
+def _device_ids(value: object) -> list[str]:
+    """``DeviceIDs``: strings (numbers accepted), bounded in count and length."""
+    ids = []
+    for item in as_list(value, MAX_GPU_IDS):
+        if isinstance(item, str):
+            ids.append(item[:MAX_NAME_CHARS])
+        elif as_int(item, 0, MAX_INT32) is not None:
+            ids.append(str(item))
+    return ids
+
+
+def _device_request(requests: object) -> tuple[str | tuple[str, ...] | None, str | None]:
+    """GPU request from ``HostConfig.DeviceRequests`` (``--gpus`` or CDI ``--device``).
+
+    ``Count`` is bounded by what it means: up to :data:`MAX_GPU_COUNT` it becomes the indexes
+    the container gets; a larger count (no host has that many GPUs) stays the number, as
+    ``"count=N"``, and is never expanded into a tuple.
+    """
+    for req in as_list(requests, MAX_GPU_IDS):
+        if not isinstance(req, dict):
+            continue
+        driver = (as_text(req.get("Driver"), MAX_NAME_CHARS) or "").lower()
+        ids = _device_ids(req.get("DeviceIDs"))
         if driver == "cdi":
             gpus = [i.split("=", 1)[1] for i in ids if i.startswith("nvidia.com/gpu=")]
             if gpus:
                 return ("all" if "all" in gpus else tuple(gpus)), "cdi"
             continue
-        caps = {c for group in req.get("Capabilities") or () for c in group or ()}
+        caps = {
+            c
+            for group in as_list(req.get("Capabilities"), MAX_GPU_IDS)
+            for c in as_list(group, MAX_GPU_IDS)
+            if isinstance(c, str)
+        }
         if driver not in ("", "nvidia") and "gpu" not in caps:
             continue
         if ids:
             return tuple(ids), "device_requests"
-        count = int(req.get("Count") or 0)
+        count = req.get("Count")
+        if isinstance(count, bool) or not isinstance(count, int) or count == 0:
+            continue
         if count < 0:
             return "all", "device_requests"
-        if count > 0:
-            # The engine's nvidia driver turns a count into the first N indexes (moby
-            # daemon/nvidia_linux.go countToDevices), so this is what the container gets.
-            return tuple(str(i) for i in range(count)), "device_requests"
+        if count > MAX_GPU_COUNT:
+            return f"count={min(count, MAX_INT64)}", "device_requests"
+        # The engine's nvidia driver turns a count into the first N indexes (moby
+        # daemon/nvidia_linux.go countToDevices), so this is what the container gets.
+        return tuple(str(i) for i in range(count)), "device_requests"
     return None, None
 
 
@@ -111,20 +189,23 @@ def parse_docker_time(value: str | None) -> float | None:
     Returns:
         None for a missing value or Go's zero time (``0001-01-01T00:00:00Z``, "never").
     """
-    if not value or value.startswith(_ZERO_TIME_PREFIX):
+    if not isinstance(value, str) or not value or value.startswith(_ZERO_TIME_PREFIX):
         return None
-    match = _TIME_RE.match(value)
+    match = _TIME_RE.match(value[:64])
     if match is None:
         return None
     year, month, day, hour, minute, second, frac, zone = match.groups()
-    tz = timezone.utc
-    if zone != "Z":
-        sign = 1 if zone[0] == "+" else -1
-        hours, minutes = int(zone[1:3]), int(zone[4:6])
-        tz = timezone(sign * timedelta(hours=hours, minutes=minutes))
-    stamp = datetime(
-        int(year), int(month), int(day), int(hour), int(minute), int(second), tzinfo=tz
-    ).timestamp()
+    try:  # month 13, hour 25 or a +99:00 offset are malformed, not errors
+        tz = timezone.utc
+        if zone != "Z":
+            sign = 1 if zone[0] == "+" else -1
+            hours, minutes = int(zone[1:3]), int(zone[4:6])
+            tz = timezone(sign * timedelta(hours=hours, minutes=minutes))
+        stamp = datetime(
+            int(year), int(month), int(day), int(hour), int(minute), int(second), tzinfo=tz
+        ).timestamp()
+    except (ValueError, OverflowError):
+        return None
     # datetime keeps only microseconds; the engine sends nanoseconds, so add the fraction by hand.
     return stamp + (float("0." + frac) if frac else 0.0)
 
@@ -133,7 +214,8 @@ def parse_inspect(data: Mapping[str, Any]) -> ContainerInfo:
     """Turn one ``GET /containers/{id}/json`` payload into a :class:`ContainerInfo`.
 
     Environment values other than the NVIDIA/CUDA keys are never read into the result; the
-    caller should drop ``data`` right after this call.
+    caller should drop ``data`` right after this call. Never raises: a field of the wrong type
+    or out of range is treated as absent (the caller checks :func:`valid_id` on the id).
 
     Args:
         data: The inspect payload.
@@ -141,18 +223,20 @@ def parse_inspect(data: Mapping[str, Any]) -> ContainerInfo:
     Returns:
         The container's immutable facts (no CPU/memory figures).
     """
-    config: Mapping[str, Any] = data.get("Config") or {}
-    state: Mapping[str, Any] = data.get("State") or {}
-    host: Mapping[str, Any] = data.get("HostConfig") or {}
-    labels: Mapping[str, str] = config.get("Labels") or {}
-    env = gpu_env(config.get("Env"))
+    data = as_dict(data)
+    config = as_dict(data.get("Config"))
+    state = as_dict(data.get("State"))
+    host = as_dict(data.get("HostConfig"))
+    labels = as_dict(config.get("Labels"))
+    env = gpu_env(as_list(config.get("Env"), MAX_LIST_ITEMS * 4))
 
-    runtime = host.get("Runtime") or None
+    runtime = as_text(host.get("Runtime"), MAX_NAME_CHARS) or None
     device_paths = tuple(
-        str(d.get("PathOnHost"))
-        for d in host.get("Devices") or ()
-        if _NVIDIA_ANY_DEV_RE.match(str(d.get("PathOnHost") or ""))
-    )
+        path
+        for d in as_list(host.get("Devices"))
+        if (path := as_text(as_dict(d).get("PathOnHost"), MAX_NAME_CHARS))
+        and _NVIDIA_ANY_DEV_RE.match(path)
+    )[:MAX_GPU_IDS]
     request, via = _device_request(host.get("DeviceRequests"))
     env_request = parse_visible_devices(env.get("NVIDIA_VISIBLE_DEVICES"))
     gpu_nodes = tuple(m.group(1) for p in device_paths if (m := _NVIDIA_DEV_RE.match(p)))
@@ -164,20 +248,20 @@ def parse_inspect(data: Mapping[str, Any]) -> ContainerInfo:
         # when the engine's default runtime is nvidia or a hook reads it, still worth showing.
         request, via = env_request, ("runtime" if runtime == "nvidia" else "env")
 
-    status = str(state.get("Status") or "unknown")
+    status = as_text(state.get("Status"), MAX_NAME_CHARS) or "unknown"
     running = status in ("running", "restarting", "paused")
-    pid = int(state.get("Pid") or 0)
-    exit_code = state.get("ExitCode")
+    exit_code = as_int(state.get("ExitCode"), -MAX_INT32 - 1, MAX_INT32)
+    image = as_text(config.get("Image"), MAX_TEXT_CHARS) or as_text(data.get("Image")) or ""
     return ContainerInfo(
-        id=str(data.get("Id") or ""),
-        name=str(data.get("Name") or "").lstrip("/"),
-        image=str(config.get("Image") or data.get("Image") or ""),
+        id=as_text(data.get("Id"), 64) or "",
+        name=(as_text(data.get("Name"), MAX_NAME_CHARS + 1) or "").lstrip("/"),
+        image=image,
         status=status,
-        pid=pid or None,
-        compose_project=labels.get("com.docker.compose.project"),
-        compose_service=labels.get("com.docker.compose.service"),
-        k8s_pod=labels.get("io.kubernetes.pod.name"),
-        k8s_namespace=labels.get("io.kubernetes.pod.namespace"),
+        pid=as_int(state.get("Pid"), 1, MAX_PID),
+        compose_project=as_text(labels.get("com.docker.compose.project"), MAX_NAME_CHARS),
+        compose_service=as_text(labels.get("com.docker.compose.service"), MAX_NAME_CHARS),
+        k8s_pod=as_text(labels.get("io.kubernetes.pod.name"), MAX_NAME_CHARS),
+        k8s_namespace=as_text(labels.get("io.kubernetes.pod.namespace"), MAX_NAME_CHARS),
         gpu_request=request,
         gpu_request_via=via,
         runtime=runtime,
@@ -186,20 +270,52 @@ def parse_inspect(data: Mapping[str, Any]) -> ContainerInfo:
         cuda_version=env.get("CUDA_VERSION"),
         cuda_requirement=env.get("NVIDIA_REQUIRE_CUDA"),
         started_at=parse_docker_time(state.get("StartedAt")),
-        restart_count=data.get("RestartCount"),
-        oom_killed=state.get("OOMKilled"),
-        exit_code=None if running or exit_code is None else int(exit_code),
+        restart_count=as_int(data.get("RestartCount"), 0, MAX_INT32),
+        oom_killed=as_bool(state.get("OOMKilled")),
+        exit_code=None if running else exit_code,
         cpu_quota_cpus=cpu_quota(host),
     )
 
 
+def cgroup_parent(data: Mapping[str, Any]) -> str | None:
+    """``HostConfig.CgroupParent`` of an inspect payload, if it is a plain cgroup path.
+
+    It becomes part of a path under the cgroup root, so ``..`` components, NUL bytes and
+    overlong values are refused (None: the engine's default layout is used).
+    """
+    value = as_text(as_dict(as_dict(data).get("HostConfig")).get("CgroupParent"), 4096)
+    if not value or len(value) > MAX_TEXT_CHARS or "\x00" in value:
+        return None
+    if ".." in value.split("/"):
+        return None
+    return value
+
+
+def parse_list_entry(entry: object) -> tuple[str, tuple[str | None, str]] | None:
+    """``(id, (state, name))`` from one ``GET /containers/json`` entry; None if its id is bad.
+
+    The state and name tell which cached inspects went stale (compared with
+    :class:`ContainerInfo` ``status`` and ``name``).
+    """
+    item = as_dict(entry)
+    cid = item.get("Id")
+    if not valid_id(cid):
+        return None
+    assert isinstance(cid, str)
+    names = [n for n in as_list(item.get("Names"), 16) if isinstance(n, str)]
+    name = "/".join(names)[: MAX_NAME_CHARS + 1].lstrip("/")
+    return cid, (as_text(item.get("State"), MAX_NAME_CHARS), name)
+
+
 def cpu_quota(host: Mapping[str, Any]) -> float | None:
     """The container's CPU limit in CPUs (``--cpus``, or ``--cpu-quota``/``--cpu-period``)."""
-    nano = host.get("NanoCpus") or 0
-    if nano > 0:
+    host = as_dict(host)
+    nano = as_int(host.get("NanoCpus"), 1, MAX_INT64)
+    if nano is not None:
         return float(nano) / 1e9
-    quota, period = host.get("CpuQuota") or 0, host.get("CpuPeriod") or 100_000
-    return float(quota) / float(period) if quota > 0 else None
+    quota = as_int(host.get("CpuQuota"), 1, MAX_INT64)
+    period = as_int(host.get("CpuPeriod"), 1, MAX_INT64) or 100_000
+    return float(quota) / float(period) if quota is not None else None
 
 
 # --- CPU and memory, the docker CLI way -----------------------------------------------------
@@ -276,27 +392,51 @@ def parse_engine(
     ``cdi_spec_dirs`` is None when the engine has no ``CDISpecDirs`` key (older engines) and
     empty when CDI is disabled.
     """
+    info, version = as_dict(info), as_dict(version)
     cdi = info.get("CDISpecDirs")
+    runtimes = [r[:MAX_NAME_CHARS] for r in as_dict(info.get("Runtimes")) if isinstance(r, str)]
+    cdi_dirs = [d for d in as_list(cdi, 64) if isinstance(d, str)]
     return EngineInfo(
         endpoint=endpoint,
         context=context,
-        server_version=version.get("Version"),
+        server_version=as_text(version.get("Version"), MAX_NAME_CHARS),
         api_version=api_version,
-        runtimes=tuple(sorted(info.get("Runtimes") or {})),
-        default_runtime=info.get("DefaultRuntime"),
-        cgroup_driver=info.get("CgroupDriver"),
-        cgroup_version=str(info.get("CgroupVersion") or "1"),
-        cdi_spec_dirs=None if cdi is None else tuple(cdi),
-        host_memory_bytes=info.get("MemTotal"),
+        runtimes=tuple(sorted(runtimes[:64])),
+        default_runtime=as_text(info.get("DefaultRuntime"), MAX_NAME_CHARS),
+        cgroup_driver=as_text(info.get("CgroupDriver"), MAX_NAME_CHARS),
+        cgroup_version=as_text(info.get("CgroupVersion"), 8) or "1",
+        cdi_spec_dirs=None if cdi is None else tuple(d[:MAX_TEXT_CHARS] for d in cdi_dirs),
+        host_memory_bytes=as_int(info.get("MemTotal"), 1, MAX_INT64),
     )
+
+
+#: What ``nvidia-smi`` prints when the container lost access to its GPU device nodes.
+_NVML_LOST_RE = re.compile(r"Failed to initialize NVML: Unknown Error", re.IGNORECASE)
+#: The fix, in the words of the ``cgroup.nvml_hazard`` health check.
+NVML_LOST_FIX = (
+    "restart the container now (docker restart; recreate it if that does not help); "
+    'for good, set "exec-opts": ["native.cgroupdriver=cgroupfs"] in daemon.json '
+    "(then sudo systemctl restart docker), or inject GPUs with CDI "
+    "(sudo nvidia-ctk cdi generate --output=/etc/cdi/nvidia.yaml, then "
+    "--device nvidia.com/gpu=all)"
+)
 
 
 def exec_error(argv: Sequence[str], exit_code: int | None, output: str) -> str | None:
     """Explain a failed exec the user can act on, or None.
 
     Exit 126/127 or the runtime's "executable file not found" means the binary is missing; for
-    ``nvidia-*`` tools that means the container got no GPU utilities.
+    ``nvidia-*`` tools that means the container got no GPU utilities. ``Failed to initialize
+    NVML: Unknown Error`` means the container lost its device cgroup access to the GPUs, which
+    is what a ``systemctl daemon-reload`` does under the systemd cgroup driver.
     """
+    if exit_code not in (0, None) and _NVML_LOST_RE.search(output[-65536:]):
+        return (
+            "the container lost access to its GPUs (Failed to initialize NVML: Unknown Error): "
+            "with the systemd cgroup driver, a `systemctl daemon-reload` (package upgrades run "
+            "one) re-applied the container's device cgroup without the NVIDIA devices; fix: "
+            + NVML_LOST_FIX
+        )
     if exit_code not in (126, 127) and "executable file not found" not in output:
         return None
     name = argv[0] if argv else "command"

@@ -1,12 +1,18 @@
 """The Docker engine as a :class:`~gputui.collect.sources.ContainerSource`.
 
-This is the only module that imports ``docker``. Design, in short:
+This is the only module that imports ``docker``, and only for ``ssh://`` engines. Design, in
+short:
 
+* Reads go through :mod:`gputui.collect.docker.engine_api`, a lean standard-library client in
+  which every request has an overall deadline and every reply a size bound, so a slow, stuck or
+  hostile engine costs at most the deadline and bounded memory. ``ssh://`` endpoints, which it
+  does not speak, go through the Docker SDK with the same deadlines.
 * The client is created lazily in :meth:`DockerSource.read` (the collector thread), so building
   the source never blocks. Connection failures become a :class:`SourceStatus` and are retried
   with a back-off, so a dead engine does not cost a timeout on every refresh.
 * The container set is one list plus one cached inspect per container, kept fresh by a thread
   reading the events stream; with nothing changing, :meth:`DockerSource.read` makes no API call.
+* Container ids from the engine are used only when they are 64 lowercase hex digits.
 * CPU and memory come from the containers' cgroup files, not from the stats API (see
   :mod:`gputui.collect.linux.cgroup_usage` for why), with the docker CLI's formulas.
 """
@@ -19,25 +25,31 @@ import math
 import os
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any, TypeVar
-
-import docker
-import docker.errors
-import requests
-from docker.context import ContextAPI
-from docker.context.config import get_current_context_name
-from docker.utils import kwargs_from_env
+from typing import Any, Protocol, TypeVar
 
 from gputui.collect.docker import parse as dp
 from gputui.collect.docker.endpoint import Endpoint as _Endpoint
 from gputui.collect.docker.endpoint import (
+    EndpointError,
     docker_cli_available,
     interactive_argv,
+    resolve_endpoint,
     unix_socket_answers,
 )
 from gputui.collect.docker.endpoint import one_line as _one_line
+from gputui.collect.docker.engine_api import (
+    MAX_EXEC_OUTPUT,
+    EngineApi,
+    EngineError,
+    EngineReplyError,
+    EngineSlow,
+    EngineStatusError,
+    ExecOutput,
+    NotFound,
+    read_multiplexed,
+)
 from gputui.collect.linux.cgroup_usage import CgroupSampler
 from gputui.model import ContainerInfo, ContainerReading, EngineInfo, ExecResult, SourceStatus
 
@@ -51,8 +63,216 @@ EVENT_ACTIONS = (
 )  # fmt: skip
 _MIN_BACKOFF_S = 2.0
 _MAX_BACKOFF_S = 10.0
-# Errors that mean "the engine is not there (any more)": drop the client and back off.
-_CONNECTION_ERRORS = (docker.errors.DockerException, requests.exceptions.RequestException, OSError)
+#: More containers than one engine runs; a longer list is cut (the reply is bounded anyway).
+MAX_CONTAINERS = 20_000
+#: Failure kinds after which a local socket that accepts again means "try at once".
+_RECONNECT_AT_ONCE = ("not_found", "unreachable", "permission")
+_SLOW_FIX = (
+    "The Docker engine accepts connections but answers too slowly: check `docker info`, the "
+    "engine's load and its log (journalctl -u docker); gputui keeps showing GPUs meanwhile."
+)
+_MALFORMED_FIX = (
+    "The endpoint did not answer like a Docker engine: check that DOCKER_HOST or the docker "
+    "context names a Docker engine (`docker info`)."
+)
+
+
+class _Stream(Protocol):
+    def __iter__(self) -> Iterator[dict[str, Any]]: ...
+
+    def close(self) -> None: ...
+
+
+class _Api(Protocol):
+    """What the source needs of a client: the lean one or the SDK adapter."""
+
+    api_version: str | None
+
+    def version(self, timeout: float | None = None) -> dict[str, Any]: ...
+
+    def info(self, timeout: float | None = None) -> dict[str, Any]: ...
+
+    def containers(
+        self, filters: Mapping[str, Sequence[str]], timeout: float | None = None
+    ) -> list[Any]: ...
+
+    def inspect(self, container_id: str, timeout: float | None = None) -> dict[str, Any]: ...
+
+    def events(self, filters: Mapping[str, Sequence[str]]) -> _Stream: ...
+
+    def exec_create(self, container_id: str, argv: Sequence[str], timeout: float) -> str: ...
+
+    def exec_run(self, exec_id: str, deadline: float, max_output: int) -> ExecOutput: ...
+
+    def exec_exit_code(self, exec_id: str, timeout: float) -> int | None: ...
+
+    def close(self) -> None: ...
+
+
+class _LeanApi(EngineApi):
+    """The standard-library client; it holds no connection between requests."""
+
+    def close(self) -> None:
+        """Nothing to release: every request used its own connection."""
+
+
+class _SdkApi:
+    """The Docker SDK behind the same calls, for ``ssh://`` engines the lean client cannot reach.
+
+    The SDK only has a per-``recv`` timeout, so each call runs on a daemon thread and is given
+    up at the deadline (the client is then closed, which ends the stuck call's connection).
+    """
+
+    def __init__(self, endpoint: _Endpoint, timeout: float) -> None:
+        import docker  # only here: the lean client serves every other endpoint
+
+        self.timeout = timeout
+        self.api_version: str | None = None
+        self._docker = docker
+        self._url = endpoint.base_url
+        # Building the client negotiates the API version (GET /version): done in version(),
+        # under its deadline. Until then a client pinned to a version every engine speaks.
+        self._client = self._new_client("1.24")
+
+    def _new_client(self, version: str) -> Any:
+        return self._docker.APIClient(
+            base_url=self._url, version=version, timeout=max(1, math.ceil(self.timeout))
+        )
+
+    def _bounded(self, fn: Callable[[], _T], timeout: float | None, what: str) -> _T:
+        limit = self.timeout if timeout is None else timeout
+        box: list[Any] = []
+
+        def run() -> None:
+            try:
+                box.append((True, fn()))
+            except BaseException as exc:  # handed to the caller's thread below
+                box.append((False, exc))
+
+        worker = threading.Thread(target=run, name="gputui-docker-sdk", daemon=True)
+        worker.start()
+        worker.join(max(0.001, limit))
+        if not box:
+            with contextlib.suppress(Exception):
+                self._client.close()
+            raise EngineSlow(f"the Docker engine did not answer {what} within {limit:g} s")
+        ok, value = box[0]
+        if ok:
+            return value  # type: ignore[no-any-return]
+        errors = self._docker.errors
+        if isinstance(value, errors.NotFound):
+            raise NotFound(404, f"{what}: {_one_line(value)}") from value
+        if isinstance(value, errors.APIError):
+            raise EngineStatusError(value.status_code or 500, _one_line(value)) from value
+        if isinstance(value, Exception) and not isinstance(value, OSError):
+            raise EngineError(f"{type(value).__name__}: {_one_line(value)}") from value
+        raise value
+
+    def version(self, timeout: float | None = None) -> dict[str, Any]:
+        data = self._bounded(self._client.version, timeout, "GET /version")
+        if not isinstance(data, dict):
+            raise EngineReplyError("reply to GET /version is not a JSON object")
+        version = dp.as_text(data.get("ApiVersion"), 16)
+        if version:
+            self._client.close()
+            self._client = self._new_client(version)
+        self.api_version = version
+        return data
+
+    def info(self, timeout: float | None = None) -> dict[str, Any]:
+        data = self._bounded(self._client.info, timeout, "GET /info")
+        return data if isinstance(data, dict) else {}
+
+    def containers(
+        self, filters: Mapping[str, Sequence[str]], timeout: float | None = None
+    ) -> list[Any]:
+        def call() -> Any:
+            return self._client.containers(all=True, filters=dict(filters))
+
+        data = self._bounded(call, timeout, "GET /containers/json")
+        if not isinstance(data, list):
+            raise EngineReplyError("reply to GET /containers/json is not a list")
+        return data
+
+    def inspect(self, container_id: str, timeout: float | None = None) -> dict[str, Any]:
+        def call() -> Any:
+            return self._client.inspect_container(container_id)
+
+        data = self._bounded(call, timeout, "GET /containers/{id}/json")
+        if not isinstance(data, dict):
+            raise EngineReplyError("reply to GET /containers/{id}/json is not a JSON object")
+        return data
+
+    def events(self, filters: Mapping[str, Sequence[str]]) -> _Stream:
+        def call() -> Any:
+            return self._client.events(filters=dict(filters), decode=True)
+
+        stream: _Stream = self._bounded(call, None, "GET /events")
+        return stream
+
+    def exec_create(self, container_id: str, argv: Sequence[str], timeout: float) -> str:
+        def call() -> Any:
+            return self._client.exec_create(container_id, list(argv))
+
+        reply = self._bounded(call, timeout, "POST /containers/{id}/exec")
+        exec_id = reply.get("Id") if isinstance(reply, dict) else None
+        if not dp.valid_id(exec_id):
+            raise EngineReplyError("reply to POST /containers/{id}/exec has no valid exec id")
+        return str(exec_id)
+
+    def exec_run(self, exec_id: str, deadline: float, max_output: int) -> ExecOutput:
+        def call() -> Any:
+            return self._client.exec_start(exec_id, socket=True)
+
+        handle = self._bounded(call, deadline - time.monotonic(), "POST /exec/{id}/start")
+        sock = getattr(handle, "_sock", handle)
+
+        def recv(size: int) -> bytes:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise EngineSlow("deadline passed")
+            sock.settimeout(remaining)
+            try:
+                data: bytes = sock.recv(size)
+            except TimeoutError as exc:
+                raise EngineSlow("deadline passed") from exc
+            return data
+
+        try:
+            return read_multiplexed(recv, max_output)
+        finally:
+            with contextlib.suppress(Exception):
+                handle.close()
+
+    def exec_exit_code(self, exec_id: str, timeout: float) -> int | None:
+        def call() -> Any:
+            return self._client.exec_inspect(exec_id)
+
+        reply = self._bounded(call, timeout, "GET /exec/{id}/json")
+        if not isinstance(reply, dict) or reply.get("Running"):
+            return None
+        return dp.as_int(reply.get("ExitCode"), -1, dp.MAX_INT32)
+
+    def close(self) -> None:
+        with contextlib.suppress(Exception):
+            self._client.close()
+
+
+def _make_api(endpoint: _Endpoint, timeout: float) -> _Api:
+    """The lean client where it can reach the engine, else the SDK adapter (``ssh://``)."""
+    if EngineApi.supports(endpoint.base_url):
+        return _LeanApi(endpoint, timeout)
+    return _SdkApi(endpoint, timeout)
+
+
+def _status_for(exc: BaseException) -> SourceStatus:
+    """A failed engine call as a one-line :class:`SourceStatus` with a fix."""
+    if isinstance(exc, EngineSlow):
+        return SourceStatus("docker", False, _one_line(exc), "slow", _SLOW_FIX)
+    if isinstance(exc, EngineReplyError):
+        return SourceStatus("docker", False, _one_line(exc), "error", _MALFORMED_FIX)
+    kind, fix = dp.classify_connect_error(f"{type(exc).__name__}: {exc}")
+    return SourceStatus("docker", False, _one_line(exc), kind, fix)
 
 
 class DockerSource:
@@ -76,7 +296,7 @@ class DockerSource:
 
         Args:
             base_url: Engine URL; None honours ``DOCKER_HOST``, then the active docker context.
-            timeout: Seconds for each API request.
+            timeout: Seconds one :meth:`read` may spend on the engine, all its requests together.
             clock: Monotonic clock, injectable for back-off tests.
             cgroup_root: Where the host's cgroup hierarchy is mounted (tests point it elsewhere).
             proc_root: Where the host's ``/proc`` is.
@@ -90,7 +310,7 @@ class DockerSource:
         self._clock = clock
         self._sampler = CgroupSampler(Path(cgroup_root), Path(proc_root))
         self._lock = threading.Lock()  # guards the fields the events thread writes
-        self._client: docker.DockerClient | None = None
+        self._api: _Api | None = None
         self._endpoint: _Endpoint | None = None
         self._engine: EngineInfo | None = None
         self._api_version: str | None = None
@@ -114,58 +334,40 @@ class DockerSource:
         with self._lock:
             self.api_calls += n
 
-    def _call(self, fn: Callable[..., _T], *args: Any, **kwargs: Any) -> _T:
-        self._count()
-        return fn(*args, **kwargs)
-
     def _resolve(self) -> _Endpoint:
         """Endpoint from the argument, ``DOCKER_HOST`` or the docker CLI context (local files)."""
-        if self._base_url:
-            return _Endpoint(self._base_url, False, None, explicit=True)
-        if os.environ.get("DOCKER_HOST"):
-            params = kwargs_from_env()
-            return _Endpoint(str(params["base_url"]), params.get("tls", False), None, False)
-        # docker SDK >= 7.2 does this inside from_env(); doing it here as well works with 7.1 and
-        # tells us the context's name for the engine panel and the interactive exec.
-        name = os.environ.get("DOCKER_CONTEXT") or get_current_context_name() or "default"
-        ctx = ContextAPI.get_context(name)
-        if ctx is None:
-            raise docker.errors.ContextNotFound(name)
-        tls = ctx.TLSConfig if ctx.TLSConfig is not None else False
-        return _Endpoint(str(ctx.Host or "unix:///var/run/docker.sock"), tls, name, False)
+        return resolve_endpoint(self._base_url)
 
-    def _connect(self) -> SourceStatus | None:
+    def _connect(self, deadline: float) -> SourceStatus | None:
         """Create the client, read engine facts, start the events thread; a status on failure."""
-        client: docker.DockerClient | None = None
+        api: _Api | None = None
         try:
             endpoint = self._resolve()
             self._last_url = endpoint.base_url
-            self._count()  # the constructor negotiates the API version with GET /version
-            client = docker.DockerClient(
-                base_url=endpoint.base_url,
-                tls=endpoint.tls,
-                version=None,
-                timeout=max(1, math.ceil(self._timeout)),
-            )
-            info = self._call(client.api.info)
-            version = self._call(client.api.version)
-        except Exception as exc:  # any failure to connect is a status, never an exception
-            if client is not None:
-                client.close()
-            kind, fix = dp.classify_connect_error(f"{type(exc).__name__}: {exc}")
+            api = _make_api(endpoint, self._timeout)
+            self._count()
+            version = api.version(timeout=_remaining(deadline))
+            self._count()
+            info = api.info(timeout=_remaining(deadline))
+        except EndpointError as exc:
+            kind, fix = dp.classify_connect_error(f"ContextNotFound: {exc}")
             return SourceStatus("docker", ok=False, error=_one_line(exc), kind=kind, fix=fix)
-        self._client, self._endpoint = client, endpoint
-        self._api_version = client.api.api_version
+        except Exception as exc:  # any failure to connect is a status, never an exception
+            if api is not None:
+                api.close()
+            return _status_for(exc)
+        self._api, self._endpoint = api, endpoint
+        self._api_version = api.api_version
         self._engine = dp.parse_engine(
             info, version, endpoint.base_url, endpoint.context, self._api_version
         )
         self._cache.clear()
         self._sampler.clear()
-        self._start_events(client)
+        self._start_events(api, deadline)
         return None
 
     def _teardown(self) -> None:
-        """Stop the events thread and drop the client (idempotent)."""
+        """Stop the events thread and drop the client (idempotent, never waits long)."""
         with self._lock:
             self._generation += 1
             stream, self._events_stream = self._events_stream, None
@@ -176,11 +378,13 @@ class DockerSource:
             with contextlib.suppress(Exception):  # already dead: closing is best effort
                 stream.close()
         if self._events_thread is not None:
-            self._events_thread.join(timeout=2.0)
+            # The stream's socket was shut down, so the thread ends at once; it is a daemon
+            # thread, so even one stuck elsewhere cannot keep gputui from exiting.
+            self._events_thread.join(timeout=1.0)
             self._events_thread = None
-        if self._client is not None:
-            self._client.close()
-            self._client = None
+        if self._api is not None:
+            self._api.close()
+            self._api = None
 
     def close(self) -> None:
         """Stop the events thread and close the client (idempotent)."""
@@ -195,7 +399,7 @@ class DockerSource:
 
     # --- events ----------------------------------------------------------------------------
 
-    def _start_events(self, client: docker.DockerClient) -> None:
+    def _start_events(self, api: _Api, deadline: float) -> None:
         with self._lock:
             self._generation += 1
             generation = self._generation
@@ -203,35 +407,28 @@ class DockerSource:
         subscribed = threading.Event()
         self._events_thread = threading.Thread(
             target=self._events_loop,
-            args=(client, generation, self._stop_events, subscribed),
+            args=(api, generation, self._stop_events, subscribed),
             name="gputui-docker-events",
             daemon=True,
         )
         self._events_thread.start()
-        # Subscribe before the first list, so no change between list and subscription is lost.
-        subscribed.wait(self._timeout)
+        # Subscribe before the first list, so no change between list and subscription is lost;
+        # an engine slow to subscribe only costs a full list on the next read.
+        subscribed.wait(_remaining(deadline))
 
     def _events_loop(
         self,
-        client: docker.DockerClient,
+        api: _Api,
         generation: int,
         stop: threading.Event,
         subscribed: threading.Event,
     ) -> None:
-        since: int | None = None
         backoff = 0.5
+        filters = {"type": ["container"], "event": list(EVENT_ACTIONS), **self._label_filter}
         while not stop.is_set():
             try:
                 self._count()
-                stream = client.api.events(
-                    since=since,
-                    filters={
-                        "type": "container",
-                        "event": list(EVENT_ACTIONS),
-                        **self._label_filter,
-                    },
-                    decode=True,
-                )
+                stream = api.events(filters)
             except Exception:  # engine gone: read() notices through its own list call
                 subscribed.set()
                 stop.wait(backoff)
@@ -249,10 +446,11 @@ class DockerSource:
             backoff = 0.5
             try:
                 for event in stream:
-                    since = int(event.get("time") or since or 0) or None
                     self._on_event(generation, event)
-            except Exception:  # disconnect or close(): both end in the reconnect logic below
+            except Exception:  # disconnect, close() or a malformed event: reconnect below
                 pass
+            with contextlib.suppress(Exception):
+                stream.close()
             with self._lock:
                 if generation == self._generation:
                     self._stream_ok = False
@@ -260,11 +458,14 @@ class DockerSource:
             if not stop.is_set():
                 stop.wait(backoff)
 
-    def _on_event(self, generation: int, event: dict[str, Any]) -> None:
-        action = str(event.get("Action") or event.get("status") or "").split(":", 1)[0]
-        cid = (event.get("Actor") or {}).get("ID") or event.get("id")
-        if not cid or action not in EVENT_ACTIONS:
+    def _on_event(self, generation: int, event: object) -> None:
+        event = dp.as_dict(event)
+        action = dp.as_text(event.get("Action"), 64) or dp.as_text(event.get("status"), 64) or ""
+        action = action.split(":", 1)[0]
+        cid = dp.as_dict(event.get("Actor")).get("ID") or event.get("id")
+        if not dp.valid_id(cid) or action not in EVENT_ACTIONS:
             return
+        assert isinstance(cid, str)
         with self._lock:
             if generation != self._generation:
                 return
@@ -278,19 +479,36 @@ class DockerSource:
     # --- read ------------------------------------------------------------------------------
 
     def read(self) -> ContainerReading:
-        """The current container set with CPU/memory; never raises for engine errors.
+        """The current container set with CPU/memory; never raises.
+
+        Takes at most about ``timeout`` seconds, however slow the engine: every request shares
+        the read's deadline, and inspects that do not fit are left for the next read.
 
         Returns:
             A reading whose status says whether the engine answered (with a fix text if not).
         """
-        if self._client is None:
+        try:
+            return self._read(time.monotonic() + self._timeout)
+        except Exception as exc:  # the boundary: whatever happened is a status, not a traceback
+            status = SourceStatus(
+                "docker",
+                False,
+                f"unexpected {type(exc).__name__}: {_one_line(exc)}",
+                "error",
+                "Check `docker info` with the same DOCKER_HOST / docker context.",
+            )
+            return self._fail(status)
+
+    def _read(self, deadline: float) -> ContainerReading:
+        if self._api is None:
+            failure = self._failure
             if (
-                self._failure is not None
+                failure is not None
                 and self._clock() < self._next_retry
-                and not unix_socket_answers(self._last_url)
+                and not (failure.kind in _RECONNECT_AT_ONCE and unix_socket_answers(self._last_url))
             ):
-                return ContainerReading(status=self._failure)
-            failure = self._connect()
+                return ContainerReading(status=failure)
+            failure = self._connect(deadline)
             if failure is not None:
                 return self._fail(failure)
         elif self._local() and not unix_socket_answers(self._last_url):
@@ -301,19 +519,18 @@ class DockerSource:
             kind, fix = dp.classify_connect_error(f"ConnectionRefusedError: {message}")
             return self._fail(SourceStatus("docker", False, message, kind, fix))
         try:
-            self._sync()
-        except _CONNECTION_ERRORS as exc:
-            kind, fix = dp.classify_connect_error(f"{type(exc).__name__}: {exc}")
-            return self._fail(SourceStatus("docker", False, _one_line(exc), kind, fix))
+            self._sync(deadline)
+        except (EngineError, OSError) as exc:
+            return self._fail(_status_for(exc))
         self._failure = None
         self._backoff = _MIN_BACKOFF_S
         containers = self._with_usage(sorted(self._cache.values(), key=lambda c: c.name))
         return ContainerReading(SourceStatus("docker", ok=True), tuple(containers), self._engine)
 
-    def _sync(self) -> None:
+    def _sync(self, deadline: float) -> None:
         """Apply events since the last read; list everything only when the stream was down."""
-        assert self._client is not None
-        api = self._client.api
+        assert self._api is not None
+        api = self._api
         with self._lock:
             resync = self._need_resync or not self._stream_ok
             self._need_resync = False
@@ -324,10 +541,19 @@ class DockerSource:
         if resync:
             # State and name from the list tell which cached inspects went stale while no
             # events arrived; re-inspecting all of them would cost one call per container.
-            listed = {
-                c["Id"]: (c.get("State"), "/".join(c.get("Names") or ()).lstrip("/"))
-                for c in self._call(api.containers, all=True, filters=self._label_filter)
-            }
+            self._count()
+            try:
+                entries = api.containers(self._label_filter, timeout=_remaining(deadline))
+            except BaseException:
+                with self._lock:  # nothing was applied: the next read must list again
+                    self._need_resync = True
+                    self._dirty |= dirty
+                raise
+            listed = dict(
+                parsed
+                for entry in entries[:MAX_CONTAINERS]
+                if (parsed := dp.parse_list_entry(entry)) is not None
+            )
             for cid in [c for c in self._cache if c not in listed]:
                 self._forget(cid)
             dirty |= {
@@ -336,21 +562,45 @@ class DockerSource:
                 if cid not in self._cache
                 or seen != (self._cache[cid].status, self._cache[cid].name)
             }
+        self._inspect_all(api, dirty, deadline)
+
+    def _inspect_all(self, api: _Api, dirty: set[str], deadline: float) -> None:
+        """Inspect the changed containers, within the read's deadline; the rest wait a read."""
         retry: set[str] = set()
-        for cid in dirty:
+        done = 0
+        pending = sorted(dirty)
+        for index, cid in enumerate(pending):
+            if time.monotonic() >= deadline and done:
+                retry.update(pending[index:])
+                break
             try:
-                data = self._call(api.inspect_container, cid)
-            except docker.errors.NotFound:
+                self._count()
+                data = api.inspect(cid, timeout=_remaining(deadline))
+            except NotFound:
                 self._forget(cid)
                 continue
-            except docker.errors.APIError:
-                # One container the engine cannot describe (a 500) must not take the whole
-                # source down: keep what we had and try it again next read.
+            except EngineSlow:
+                if not done:  # not one inspect fits: the engine is too slow to use
+                    with self._lock:
+                        self._dirty |= set(pending[index:]) | retry
+                    raise
+                retry.update(pending[index:])
+                break
+            except (EngineStatusError, EngineReplyError):
+                # One container the engine cannot describe (a 500, a malformed payload) must
+                # not take the whole source down: keep what we had and try it again next read.
                 retry.add(cid)
                 continue
-            self._cache[cid] = dp.parse_inspect(data)
-            self._sampler.inspected(cid, (data.get("HostConfig") or {}).get("CgroupParent") or None)
+            done += 1
+            info = dp.parse_inspect(data)
+            parent = dp.cgroup_parent(data)
             del data  # holds Config.Env: never keep it past parsing
+            if info.id != cid:
+                # A payload describing another (or no valid) id is not this container's.
+                retry.add(cid)
+                continue
+            self._cache[cid] = info
+            self._sampler.inspected(cid, parent)
         if retry:
             with self._lock:
                 self._dirty |= retry
@@ -389,89 +639,124 @@ class DockerSource:
     def exec(self, container_id: str, argv: Sequence[str], timeout_s: float) -> ExecResult:
         """Run ``argv`` (no shell) in a running container, bounded by ``timeout_s``.
 
-        The exec'd process is not killed on timeout: Docker cannot stop an exec'd process when
-        the client goes away, so only bounded commands should be run.
+        Runs on the calling thread and returns by the deadline, its connection closed: nothing
+        keeps reading after it. At most :data:`~gputui.collect.docker.engine_api.MAX_EXEC_OUTPUT`
+        bytes of output are kept; reading stops there. The exec'd process is not killed on
+        timeout: Docker cannot stop an exec'd process, so only bounded commands should be run.
 
         Args:
-            container_id: Full or short id, or name.
+            container_id: The container's full id (64 lowercase hex digits).
             argv: The command and its arguments.
-            timeout_s: Seconds to wait for it.
+            timeout_s: Seconds it may take, start to end.
 
         Returns:
             Exit code and decoded output, or an explanation in ``error``.
         """
         args = tuple(argv)
-        started = self._clock()
-        if self._client is None and self.read().status.ok is False:
-            status = self._failure
-            reason = status.error if status is not None else "not connected"
-            return ExecResult(args, None, error=f"Docker engine unreachable: {reason}")
-        result: list[ExecResult] = []
-        worker = threading.Thread(
-            target=lambda: result.append(self._exec_blocking(container_id, args, timeout_s)),
-            name="gputui-docker-exec",
-            daemon=True,  # an abandoned exec must not keep gputui from exiting
-        )
-        worker.start()
-        worker.join(timeout_s)
-        duration = self._clock() - started
-        if not result:
-            return ExecResult(
-                args,
-                None,
-                duration_s=duration,
-                timed_out=True,
-                error=f"{args[0] if args else 'command'} did not finish within {timeout_s:g} s; "
-                "it may keep running inside the container (Docker cannot stop exec'd processes)",
-            )
-        return dataclasses.replace(result[0], duration_s=duration)
-
-    def _exec_blocking(
-        self, container_id: str, argv: tuple[str, ...], timeout_s: float
-    ) -> ExecResult:
-        assert self._endpoint is not None
+        started = time.monotonic()
+        deadline = started + max(0.0, timeout_s)
+        if not dp.valid_id(container_id):
+            return ExecResult(args, None, error="not a container id (64 hex digits expected)")
+        if self._api is None and self._failure is not None and self._clock() < self._next_retry:
+            return ExecResult(args, None, error=f"Docker engine unreachable: {self._failure.error}")
         known = self._cache.get(container_id)
         label = known.name if known else container_id[:12]
-        # A client of its own, whose socket timeout covers a silent command (the shared client's
-        # few seconds would cut a slow nvidia-smi short) and which the worker thread may close.
-        api = docker.APIClient(
-            base_url=self._endpoint.base_url,
-            tls=self._endpoint.tls,
-            version=self._api_version,
-            timeout=max(1, math.ceil(timeout_s + self._timeout)),
+        try:
+            endpoint = self._endpoint or self._resolve()
+            api = _make_api(endpoint, self._timeout)
+        except Exception as exc:  # a broken context or an unusable endpoint
+            return ExecResult(args, None, error=f"Docker engine unreachable: {_one_line(exc)}")
+        try:
+            return self._exec(api, container_id, args, label, deadline, started, timeout_s)
+        finally:
+            api.close()
+
+    def _exec(
+        self,
+        api: _Api,
+        container_id: str,
+        argv: tuple[str, ...],
+        label: str,
+        deadline: float,
+        started: float,
+        timeout_s: float,
+    ) -> ExecResult:
+        name = argv[0] if argv else "command"
+        timed_out = ExecResult(
+            argv,
+            None,
+            timed_out=True,
+            error=f"{name} did not finish within {timeout_s:g} s; it may keep running inside "
+            "the container (Docker cannot stop exec'd processes)",
         )
         try:
             try:
-                exec_id = self._call(api.exec_create, container_id, list(argv))["Id"]
-            except docker.errors.NotFound:
+                self._count()
+                exec_id = api.exec_create(container_id, argv, _remaining(deadline))
+            except NotFound:
                 return ExecResult(argv, None, error=f"no such container: {label}")
-            except docker.errors.APIError as exc:
-                if exc.status_code != 409:
+            except EngineStatusError as exc:
+                if exc.status != 409:
                     raise
-                status = self._call(api.inspect_container, container_id)["State"]["Status"]
+                self._count()
+                state = dp.as_dict(api.inspect(container_id, _remaining(deadline)).get("State"))
+                status = dp.as_text(state.get("Status"), 32) or "unknown"
                 return ExecResult(argv, None, error=f"container {label} is not running ({status})")
             self._count()
-            out, err = api.exec_start(exec_id, demux=True)
-            code = self._call(api.exec_inspect, exec_id).get("ExitCode")
-        except docker.errors.APIError as exc:
-            return ExecResult(argv, None, error=f"exec failed: {_one_line(exc)}")
-        except _CONNECTION_ERRORS as exc:
-            return ExecResult(argv, None, error=f"Docker engine unreachable: {_one_line(exc)}")
-        finally:
-            api.close()
-        stdout = (out or b"").decode("utf-8", errors="replace")
-        stderr = (err or b"").decode("utf-8", errors="replace")
-        return ExecResult(
-            argv, code, stdout, stderr, error=dp.exec_error(argv, code, stdout + stderr)
-        )
+            output = api.exec_run(exec_id, deadline, MAX_EXEC_OUTPUT)
+            code = None
+            if not output.timed_out:
+                self._count()
+                # A command whose output was cut may still run: its exit code is then None.
+                code = api.exec_exit_code(exec_id, max(0.5, min(2.0, _remaining(deadline))))
+        except EngineSlow:
+            return _with_duration(timed_out, started)
+        except EngineError as exc:
+            return _with_duration(
+                ExecResult(argv, None, error=f"exec failed: {_one_line(exc)}"), started
+            )
+        except OSError as exc:
+            return _with_duration(
+                ExecResult(argv, None, error=f"Docker engine unreachable: {_one_line(exc)}"),
+                started,
+            )
+        stdout = output.stdout.decode("utf-8", errors="replace")
+        stderr = output.stderr.decode("utf-8", errors="replace")
+        if output.timed_out:
+            result = ExecResult(argv, None, stdout, stderr, error=timed_out.error, timed_out=True)
+        elif output.cut:
+            result = ExecResult(
+                argv,
+                code,
+                stdout,
+                stderr,
+                error=f"{name} printed more than {MAX_EXEC_OUTPUT >> 20} MiB: the output was cut "
+                "there (the command may keep running inside the container)",
+            )
+        else:
+            result = ExecResult(
+                argv, code, stdout, stderr, error=dp.exec_error(argv, code, stdout + stderr)
+            )
+        return _with_duration(result, started)
 
-    def interactive_exec_argv(self, container_id: str, argv: Sequence[str]) -> list[str]:
-        """The docker CLI command for an interactive ``exec -it`` on this source's engine."""
+    def interactive_exec_argv(self, container_id: str, argv: Sequence[str]) -> list[str] | None:
+        """The docker CLI command for an interactive ``exec -it``; None for a malformed id."""
+        if not dp.valid_id(container_id):
+            return None
         try:
             endpoint: _Endpoint | None = self._endpoint or self._resolve()
         except Exception:  # a broken context: let the CLI report it itself
             endpoint = None
         return interactive_argv(endpoint, container_id, argv)
+
+
+def _remaining(deadline: float) -> float:
+    """Seconds left until ``deadline`` (a small positive floor: a request needs some time)."""
+    return max(0.05, deadline - time.monotonic())
+
+
+def _with_duration(result: ExecResult, started: float) -> ExecResult:
+    return dataclasses.replace(result, duration_s=time.monotonic() - started)
 
 
 __all__ = ["EVENT_ACTIONS", "DockerSource", "docker_cli_available"]

@@ -1,0 +1,574 @@
+"""A lean Docker Engine API client on the standard library, with a deadline on every read.
+
+The Docker SDK (over ``requests``) only has a per-``recv`` timeout: an engine that trickles one
+byte every few seconds keeps a call alive for ever, and a reply that never ends (an endless
+chunked body) is read into memory until it runs out. Here every request has an overall deadline
+(checked before each ``recv``, so a trickle hits it too), every body a size bound (chunked
+decoding included), every JSON document a nesting bound, and exec output a cap.
+
+Covers ``unix://`` and ``tcp://`` engines, with TLS from the docker CLI's certificate files.
+``ssh://`` engines are left to the Docker SDK (see :mod:`gputui.collect.docker.source`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import http.client
+import io
+import itertools
+import json
+import re
+import socket
+import ssl
+import time
+import urllib.parse
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from gputui.collect.docker.endpoint import Endpoint, TlsFiles, unix_socket_path
+
+#: Reply size bounds: a list of a few thousand containers, one inspect, the small endpoints.
+MAX_LIST_BYTES = 16 << 20
+MAX_INSPECT_BYTES = 2 << 20
+MAX_SMALL_BYTES = 1 << 20
+#: One event is a few hundred bytes (its attributes are the container's labels).
+MAX_EVENT_BYTES = 256 << 10
+#: The engine's payloads nest about eight levels deep.
+MAX_JSON_DEPTH = 64
+#: Exec output kept (stdout and stderr together); the rest is cut.
+MAX_EXEC_OUTPUT = 1 << 20
+
+_API_VERSION_RE = re.compile(r"^1\.\d{1,3}$")
+_READ_SIZE = 64 << 10
+_STRING_RE = re.compile(rb'"(?:[^"\\]|\\.)*+"', re.S)
+_BRACKET_DELTA = [0] * 256
+for _open, _close in (b"[]", b"{}"):
+    _BRACKET_DELTA[_open], _BRACKET_DELTA[_close] = 1, -1
+_NOT_BRACKETS = bytes(b for b in range(256) if not _BRACKET_DELTA[b])
+
+
+class EngineError(Exception):
+    """The engine could not be asked, or answered in a way gputui cannot use (one line)."""
+
+
+class EngineSlow(EngineError):
+    """The engine did not finish answering before the request's deadline."""
+
+
+class EngineReplyError(EngineError):
+    """The reply was malformed: bad HTTP, too large, not JSON, nested too deep, wrong type."""
+
+
+class EngineStatusError(EngineError):
+    """The engine answered with an HTTP error status.
+
+    Attributes:
+        status: The HTTP status code.
+    """
+
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+class NotFound(EngineStatusError):
+    """404: no such container (or exec)."""
+
+
+def json_depth(body: bytes) -> int:
+    """How deeply the arrays and objects of a JSON text nest (strings are skipped).
+
+    Linear in the size of ``body``: strings are removed by one regex pass, the brackets left
+    are summed in C (``itertools.accumulate``).
+    """
+    brackets = _STRING_RE.sub(b"", body).translate(None, _NOT_BRACKETS)
+    if not brackets:
+        return 0
+    return max(itertools.accumulate(map(_BRACKET_DELTA.__getitem__, brackets)))
+
+
+def decode_json(body: bytes, what: str) -> Any:
+    """Parse a reply body, refusing one nested deeper than :data:`MAX_JSON_DEPTH`.
+
+    Raises:
+        EngineReplyError: not JSON, or nested too deep.
+    """
+    if json_depth(body) > MAX_JSON_DEPTH:
+        raise EngineReplyError(f"reply to {what} nests deeper than {MAX_JSON_DEPTH} levels")
+    try:
+        return json.loads(body)
+    except (ValueError, RecursionError) as exc:  # ValueError covers UnicodeDecodeError too
+        raise EngineReplyError(f"reply to {what} is not valid JSON ({type(exc).__name__})") from exc
+
+
+class _DeadlineReader(io.RawIOBase):
+    """A socket read side on which every ``recv`` waits only until the deadline."""
+
+    def __init__(self, sock: socket.socket, deadline: Callable[[], float | None]) -> None:
+        self._sock = sock
+        self._deadline = deadline
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        deadline = self._deadline()
+        if deadline is None:
+            self._sock.settimeout(None)
+        else:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise EngineSlow("deadline passed")
+            self._sock.settimeout(remaining)
+        try:
+            return self._sock.recv_into(buffer)
+        except TimeoutError as exc:
+            raise EngineSlow("deadline passed") from exc
+
+
+class _DeadlineSocket:
+    """What :mod:`http.client` needs of a socket, with the request's deadline on every wait."""
+
+    def __init__(self, sock: socket.socket, deadline: float | None) -> None:
+        self.sock = sock
+        self.deadline = deadline
+
+    def _remaining(self) -> float | None:
+        if self.deadline is None:
+            return None
+        remaining = self.deadline - time.monotonic()
+        if remaining <= 0:
+            raise EngineSlow("deadline passed")
+        return remaining
+
+    def sendall(self, data: bytes) -> None:
+        self.sock.settimeout(self._remaining())
+        try:
+            self.sock.sendall(data)
+        except TimeoutError as exc:
+            raise EngineSlow("deadline passed") from exc
+
+    def makefile(self, mode: str, *args: Any, **kwargs: Any) -> io.BufferedReader:
+        return io.BufferedReader(_DeadlineReader(self.sock, lambda: self.deadline), _READ_SIZE)
+
+    def shutdown(self) -> None:
+        """Wake a reader blocked on this socket (from another thread): it sees end of stream."""
+        with contextlib.suppress(OSError):
+            self.sock.shutdown(socket.SHUT_RDWR)
+
+    def close(self) -> None:
+        # http.client "closes" the connection as soon as a Connection: close reply's headers
+        # are read, while the body is still to come: the socket is closed by close_now().
+        pass
+
+    def close_now(self) -> None:
+        """Close the socket for good (idempotent)."""
+        self.sock.close()
+
+
+class _Connection(http.client.HTTPConnection):
+    """One request on a fresh connection to the engine (no keep-alive state to go stale)."""
+
+    def __init__(self, api: EngineApi, deadline: float | None) -> None:
+        super().__init__("localhost")
+        self._api = api
+        self._deadline = deadline
+        self.dsock: _DeadlineSocket | None = None
+
+    def connect(self) -> None:
+        self.dsock = _DeadlineSocket(self._api.open_socket(self._deadline), self._deadline)
+        self.sock = self.dsock
+
+    def close_now(self) -> None:
+        """Close the connection and its socket for good (idempotent)."""
+        self.close()
+        if self.dsock is not None:
+            self.dsock.close_now()
+
+
+@dataclass(frozen=True)
+class ExecOutput:
+    """What an exec produced, within its deadline and output cap.
+
+    Attributes:
+        stdout: Standard output bytes kept.
+        stderr: Standard error bytes kept.
+        exit_code: Exit status; None when it had not finished.
+        timed_out: The deadline passed before the output ended.
+        cut: Output beyond :data:`MAX_EXEC_OUTPUT` was dropped.
+    """
+
+    stdout: bytes
+    stderr: bytes
+    exit_code: int | None
+    timed_out: bool
+    cut: bool
+
+
+class EventStream:
+    """The ``/events`` stream: iterate for event dicts; :meth:`close` ends it from any thread."""
+
+    def __init__(self, conn: _Connection, response: http.client.HTTPResponse) -> None:
+        self._conn = conn
+        self._response = response
+        self._closed = False
+
+    def __iter__(self) -> Iterator[dict[str, Any]]:
+        while not self._closed:
+            try:
+                line = self._response.readline(MAX_EVENT_BYTES + 1)
+            except (OSError, ValueError, http.client.HTTPException) as exc:
+                raise EngineError(f"events stream ended: {type(exc).__name__}") from exc
+            if not line:
+                return
+            if len(line) > MAX_EVENT_BYTES:
+                raise EngineReplyError(f"an event longer than {MAX_EVENT_BYTES} bytes")
+            if not line.strip():
+                continue
+            event = decode_json(line, "GET /events")
+            if isinstance(event, dict):
+                yield event
+
+    def close(self) -> None:
+        """End the stream; a thread blocked reading it returns (idempotent)."""
+        self._closed = True
+        if self._conn.dsock is not None:
+            self._conn.dsock.shutdown()
+        with contextlib.suppress(Exception):  # already closed by the reader: nothing to do
+            self._conn.close_now()
+
+
+class EngineApi:
+    """The read-side Engine API calls gputui makes, plus exec, each bounded in time and size.
+
+    Args:
+        endpoint: A ``unix://``, ``tcp://``, ``http://`` or ``https://`` endpoint.
+        timeout: Seconds each request may take, start to end.
+
+    Raises:
+        EngineError: the URL's scheme is not one this client speaks (``ssh://``).
+    """
+
+    def __init__(self, endpoint: Endpoint, timeout: float) -> None:
+        self.timeout = timeout
+        self.api_version: str | None = None
+        self._unix = unix_socket_path(endpoint.base_url)
+        self._tls: ssl.SSLContext | None = None
+        self._address: tuple[str, int] | None = None
+        if self._unix is None:
+            url = endpoint.base_url
+            scheme, _, rest = url.partition("://")
+            tls_files = endpoint.tls if isinstance(endpoint.tls, TlsFiles) else None
+            if scheme not in ("tcp", "http", "https") or not rest:
+                raise EngineError(f"unsupported Docker endpoint {url[:100]!r}")
+            if scheme == "https" and tls_files is None:
+                tls_files = TlsFiles(None, None, None, verify=True)
+            parsed = urllib.parse.urlsplit(f"//{rest}")
+            secure = tls_files is not None
+            self._address = (
+                parsed.hostname or "localhost",
+                parsed.port or (2376 if secure else 2375),
+            )
+            if tls_files is not None:
+                self._tls = _ssl_context(tls_files)
+
+    @staticmethod
+    def supports(url: str) -> bool:
+        """Whether this client can talk to ``url`` (everything but ``ssh://`` and npipe)."""
+        return unix_socket_path(url) is not None or url.startswith(
+            ("tcp://", "http://", "https://")
+        )
+
+    def open_socket(self, deadline: float | None) -> socket.socket:
+        """A connected socket to the engine; the connect itself waits until the deadline."""
+        timeout = self.timeout if deadline is None else max(0.001, deadline - time.monotonic())
+        try:
+            if self._unix is not None:
+                sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+                try:
+                    sock.settimeout(timeout)
+                    sock.connect(self._unix)
+                except BaseException:
+                    sock.close()
+                    raise
+                return sock
+            assert self._address is not None
+            sock = socket.create_connection(self._address, timeout=timeout)
+            if self._tls is not None:
+                try:
+                    sock = self._tls.wrap_socket(sock, server_hostname=self._address[0])
+                except BaseException:
+                    sock.close()
+                    raise
+            return sock
+        except TimeoutError as exc:
+            raise EngineSlow("the Docker engine did not accept the connection in time") from exc
+
+    # --- requests ---------------------------------------------------------------------------
+
+    def _path(self, path: str, query: Mapping[str, str] | None = None) -> str:
+        prefix = f"/v{self.api_version}" if self.api_version else ""
+        suffix = f"?{urllib.parse.urlencode(dict(query))}" if query else ""
+        return f"{prefix}{path}{suffix}"
+
+    def _send(
+        self, method: str, path: str, body: Any, deadline: float | None
+    ) -> tuple[_Connection, http.client.HTTPResponse]:
+        conn = _Connection(self, deadline)
+        headers = {"Host": "docker", "User-Agent": "gputui", "Connection": "close"}
+        data = None
+        if body is not None:
+            data = json.dumps(body).encode()
+            headers["Content-Type"] = "application/json"
+        try:
+            conn.request(method, path, body=data, headers=headers)
+            return conn, conn.getresponse()
+        except BaseException:
+            conn.close_now()
+            raise
+
+    def request(
+        self,
+        method: str,
+        path: str,
+        *,
+        query: Mapping[str, str] | None = None,
+        body: Any = None,
+        max_bytes: int = MAX_SMALL_BYTES,
+        timeout: float | None = None,
+    ) -> Any:
+        """One API call, its JSON reply decoded; all of it within the deadline.
+
+        Args:
+            method: ``GET`` or ``POST``.
+            path: The path without the version prefix, e.g. ``/containers/json``.
+            query: Query parameters.
+            body: A JSON body for ``POST``.
+            max_bytes: The largest reply body accepted.
+            timeout: Seconds for the whole call; the client's timeout when None.
+
+        Raises:
+            EngineSlow: the deadline passed.
+            EngineStatusError: an HTTP error status (``NotFound`` for 404).
+            EngineReplyError: a malformed or oversized reply.
+            OSError: the engine's socket could not be reached.
+        """
+        what = f"{method} {path}"
+        limit = self.timeout if timeout is None else timeout
+        deadline = time.monotonic() + limit
+        try:
+            conn, response = self._send(method, self._path(path, query), body, deadline)
+            try:
+                raw = _read_body(response, max_bytes, what)
+            finally:
+                conn.close_now()
+        except EngineSlow as exc:
+            raise EngineSlow(f"the Docker engine did not answer {what} within {limit:g} s") from exc
+        except http.client.HTTPException as exc:
+            raise EngineReplyError(
+                f"malformed HTTP reply to {what} ({type(exc).__name__})"
+            ) from exc
+        if response.status >= 400:
+            message = _error_message(raw) or response.reason or "error"
+            cls = NotFound if response.status == 404 else EngineStatusError
+            raise cls(response.status, f"{what}: {response.status} {message}")
+        if response.status == 204 or not raw.strip():
+            return None
+        return decode_json(raw, what)
+
+    def version(self, timeout: float | None = None) -> dict[str, Any]:
+        """``GET /version`` (unversioned); remembers the engine's API version for later calls."""
+        self.api_version = None
+        data = _expect_dict(self.request("GET", "/version", timeout=timeout), "GET /version")
+        version = data.get("ApiVersion")
+        if isinstance(version, str) and _API_VERSION_RE.match(version):
+            self.api_version = version
+        return data
+
+    def info(self, timeout: float | None = None) -> dict[str, Any]:
+        """``GET /info``."""
+        reply = self.request("GET", "/info", max_bytes=MAX_INSPECT_BYTES, timeout=timeout)
+        return _expect_dict(reply, "GET /info")
+
+    def containers(
+        self, filters: Mapping[str, Sequence[str]], timeout: float | None = None
+    ) -> list[Any]:
+        """``GET /containers/json?all=1`` with ``filters``."""
+        query = {"all": "1"}
+        if filters:
+            query["filters"] = json.dumps({k: list(v) for k, v in filters.items()})
+        reply = self.request(
+            "GET", "/containers/json", query=query, max_bytes=MAX_LIST_BYTES, timeout=timeout
+        )
+        if not isinstance(reply, list):
+            raise EngineReplyError("reply to GET /containers/json is not a list")
+        return reply
+
+    def inspect(self, container_id: str, timeout: float | None = None) -> dict[str, Any]:
+        """``GET /containers/{id}/json`` (within ``timeout`` s; the client's when None)."""
+        what = "GET /containers/{id}/json"
+        reply = self.request(
+            "GET", f"/containers/{container_id}/json", max_bytes=MAX_INSPECT_BYTES, timeout=timeout
+        )
+        return _expect_dict(reply, what)
+
+    def events(self, filters: Mapping[str, Sequence[str]]) -> EventStream:
+        """Subscribe to ``GET /events``; the reply's headers arrive within the timeout.
+
+        The stream itself has no deadline (an idle engine sends nothing for hours); it ends when
+        the engine closes it or :meth:`EventStream.close` is called.
+        """
+        query = {"filters": json.dumps({k: list(v) for k, v in filters.items()})}
+        deadline = time.monotonic() + self.timeout
+        try:
+            conn, response = self._send("GET", self._path("/events", query), None, deadline)
+        except http.client.HTTPException as exc:
+            raise EngineReplyError(
+                f"malformed HTTP reply to GET /events ({type(exc).__name__})"
+            ) from exc
+        except EngineSlow as exc:
+            raise EngineSlow(
+                f"the Docker engine did not answer GET /events within {self.timeout:g} s"
+            ) from exc
+        if response.status != 200:
+            conn.close_now()
+            raise EngineStatusError(response.status, f"GET /events: {response.status}")
+        assert conn.dsock is not None
+        conn.dsock.deadline = None  # subscribed: from now on wait for events as long as it takes
+        return EventStream(conn, response)
+
+    # --- exec -------------------------------------------------------------------------------
+
+    def exec_create(self, container_id: str, argv: Sequence[str], timeout: float) -> str:
+        """``POST /containers/{id}/exec``: the exec's id."""
+        body = {"AttachStdout": True, "AttachStderr": True, "Tty": False, "Cmd": list(argv)}
+        reply = self.request("POST", f"/containers/{container_id}/exec", body=body, timeout=timeout)
+        exec_id = reply.get("Id") if isinstance(reply, dict) else None
+        if not isinstance(exec_id, str) or not re.fullmatch(r"[0-9a-f]{64}", exec_id):
+            raise EngineReplyError("reply to POST /containers/{id}/exec has no valid exec id")
+        return exec_id
+
+    def exec_run(self, exec_id: str, deadline: float, max_output: int) -> ExecOutput:
+        """``POST /exec/{id}/start``, reading its output until it ends, the cap or the deadline.
+
+        The connection is closed on return whatever happened, so nothing keeps reading.
+        """
+        what = "POST /exec/{id}/start"
+        try:
+            conn, response = self._send(
+                "POST",
+                self._path(f"/exec/{exec_id}/start"),
+                {"Detach": False, "Tty": False},
+                deadline,
+            )
+        except http.client.HTTPException as exc:
+            raise EngineReplyError(
+                f"malformed HTTP reply to {what} ({type(exc).__name__})"
+            ) from exc
+        try:
+            if response.status >= 400:
+                raw = _read_body(response, MAX_SMALL_BYTES, what)
+                raise EngineStatusError(response.status, f"{what}: {_error_message(raw)}")
+            return read_multiplexed(response.read1, max_output)
+        except http.client.HTTPException as exc:
+            raise EngineReplyError(
+                f"malformed HTTP reply to {what} ({type(exc).__name__})"
+            ) from exc
+        finally:
+            conn.close_now()
+
+    def exec_exit_code(self, exec_id: str, timeout: float) -> int | None:
+        """``GET /exec/{id}/json``: the exit code, None while it still runs."""
+        reply = self.request("GET", f"/exec/{exec_id}/json", timeout=timeout)
+        if not isinstance(reply, dict) or reply.get("Running"):
+            return None
+        code = reply.get("ExitCode")
+        return (
+            code
+            if isinstance(code, int) and not isinstance(code, bool) and -1 <= code < 1 << 31
+            else None
+        )
+
+
+def read_multiplexed(recv: Callable[[int], bytes], max_output: int) -> ExecOutput:
+    """Demultiplex the engine's attach stream (8-byte frame headers) into stdout and stderr.
+
+    Stops at end of stream, at ``max_output`` bytes kept, or when ``recv`` raises
+    :class:`EngineSlow` (its deadline): the caller closes the connection either way.
+
+    Args:
+        recv: Returns up to n bytes, ``b""`` at end of stream.
+        max_output: Bytes of output to keep, stdout and stderr together.
+    """
+    out = {1: bytearray(), 2: bytearray()}
+    pending = bytearray()
+    kept = 0
+    try:
+        while True:
+            data = recv(_READ_SIZE)
+            if not data:
+                break
+            pending += data
+            while len(pending) >= 8:
+                stream, size = pending[0], int.from_bytes(pending[4:8], "big")
+                take = min(size, len(pending) - 8)
+                room = max_output - kept
+                target = out.get(stream, out[1])
+                target += pending[8 : 8 + min(take, room)]
+                kept += min(take, room)
+                if take < size:
+                    # The rest of this frame is still on the way: keep its header, shrunk.
+                    del pending[8 : 8 + take]
+                    pending[4:8] = (size - take).to_bytes(4, "big")
+                else:
+                    del pending[: 8 + take]
+                if kept >= max_output:
+                    return ExecOutput(bytes(out[1]), bytes(out[2]), None, False, cut=True)
+                if take < size:
+                    break
+    except EngineSlow:
+        return ExecOutput(bytes(out[1]), bytes(out[2]), None, timed_out=True, cut=False)
+    return ExecOutput(bytes(out[1]), bytes(out[2]), None, timed_out=False, cut=False)
+
+
+def _read_body(response: http.client.HTTPResponse, max_bytes: int, what: str) -> bytes:
+    """The whole body, refusing one larger than ``max_bytes`` (chunked or not)."""
+    if response.length is not None and response.length > max_bytes:
+        raise EngineReplyError(f"reply to {what} is larger than {max_bytes >> 10} KiB")
+    parts: list[bytes] = []
+    size = 0
+    while chunk := response.read(_READ_SIZE):
+        size += len(chunk)
+        if size > max_bytes:
+            raise EngineReplyError(f"reply to {what} is larger than {max_bytes >> 10} KiB")
+        parts.append(chunk)
+    return b"".join(parts)
+
+
+def _error_message(raw: bytes) -> str:
+    """The ``message`` of an engine error body, one line, bounded."""
+    try:
+        data = decode_json(raw[:MAX_SMALL_BYTES], "error")
+    except EngineReplyError:
+        return ""
+    message = data.get("message") if isinstance(data, dict) else None
+    text = " ".join(message.split()) if isinstance(message, str) else ""
+    return text[:200]
+
+
+def _expect_dict(reply: Any, what: str) -> dict[str, Any]:
+    if not isinstance(reply, dict):
+        raise EngineReplyError(f"reply to {what} is not a JSON object")
+    return reply
+
+
+def _ssl_context(files: TlsFiles) -> ssl.SSLContext:
+    """A client TLS context from the docker CLI's ``ca.pem``/``cert.pem``/``key.pem``."""
+    context = ssl.create_default_context(cafile=files.ca)
+    if not files.verify:
+        context.check_hostname = False
+        context.verify_mode = ssl.CERT_NONE
+    if files.cert and files.key:
+        context.load_cert_chain(files.cert, files.key)
+    return context
