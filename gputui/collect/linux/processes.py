@@ -624,9 +624,8 @@ class ProcSource:
         if not 0 <= signum < signal.NSIG:
             # os.kill truncates large numbers to a C int: 2**32 + 9 would arrive as SIGKILL.
             return f"cannot send signal {signum} to process {pid}: not a signal number"
-        refusal = _protected(pid)
-        if refusal is not None:
-            return refusal
+        # The namespace first: outside the host's, even "PID 1" or "PID 2" are not the
+        # processes the numbers say, and that is the reason to give.
         host = self.visibility().host_pid_namespace
         if host is not True:
             why = (
@@ -635,6 +634,9 @@ class ProcSource:
                 else "gputui cannot tell whether it is in the host PID namespace"
             )
             return f"refusing to signal PID {pid}: {why}, so NVML's PID may name another process"
+        refusal = _protected(pid)
+        if refusal is not None:
+            return refusal
         if start_time is None:
             return (
                 f"refusing to signal PID {pid}: its start time is unknown, so a reused PID "
