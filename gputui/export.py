@@ -1,32 +1,53 @@
 """``gputui export``: a Prometheus endpoint over the same collector the TUI uses.
 
 The only module importing ``prometheus_client``. Collection runs on its own thread at the
-refresh interval and publishes each snapshot; a scrape only turns the last published snapshot
-into metric families (:class:`SnapshotMetrics`), so a slow or unreachable Docker engine can
-delay the next snapshot but never a scrape. GPU gauges carry dcgm-exporter's names and labels
-(``gpu``, ``UUID``, ``device``, ``modelName``, ``Hostname``), so dashboards built for it (Grafana
-12239) keep working; container and process gauges carry container labels instead of PIDs.
-Metric names and labels are documented in docs/exporter.md.
+refresh interval; after each collection the exposition text is rendered once
+(:class:`SnapshotMetrics`) and a scrape only sends that prebuilt body, so a slow or unreachable
+Docker engine can delay the next snapshot but never a scrape. The HTTP side is a small
+single-threaded server (:class:`MetricsServer`) with a bounded number of connections, a deadline
+for each request and response, and a bounded request size, so slow or flooding clients cannot
+take scrapes away. GPU gauges carry dcgm-exporter's names and labels (``gpu``, ``UUID``,
+``device``, ``modelName``, ``Hostname``), so dashboards built for it (Grafana 12239) keep
+working; container and process gauges carry container labels instead of PIDs. Every label value
+passes :func:`gputui.derive.fmt.safe_text`. Metric names and labels are documented in
+docs/exporter.md.
 """
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import ipaddress
+import math
+import selectors
+import socket
 import sys
 import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
 from typing import Protocol
 
-from prometheus_client import generate_latest, start_http_server
+from prometheus_client import generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
+from prometheus_client.exposition import CONTENT_TYPE_PLAIN_0_0_4
 from prometheus_client.registry import CollectorRegistry
 
 from gputui import __version__
 from gputui.derive.alerts import AlertEngine, AlertRule, AlertState
-from gputui.model import GpuSample, HealthStatus, Snapshot
+from gputui.derive.fmt import safe_text
+from gputui.model import GpuSample, HealthCheck, HealthStatus, Snapshot
+from gputui.settings import MIN_INTERVAL_S
 
 _MIB = 1024 * 1024
+
+#: Longest label value exported (longer ones end with an ellipsis).
+LABEL_LIMIT = 128
+#: Containers that get series of their own in the per-container health and idle-reservation
+#: gauges; the rest are counted in ``gputui_series_dropped``.
+MAX_CONTAINER_SERIES = 64
+#: Longest collection interval: a longer one is capped (and said so at start).
+MAX_INTERVAL_S = 3600.0
 
 GPU_LABELS = ("gpu", "UUID", "device", "modelName", "Hostname")
 CONTAINER_LABELS = (
@@ -95,13 +116,18 @@ GPUTUI_GPU_GAUGES: tuple[tuple[str, str, Callable[[GpuSample], float | None]], .
 )
 
 
+def _label(value: object) -> str:
+    """A label value as it may be exported: inert (no escapes, controls, bidi) and short."""
+    return safe_text(None if value is None else str(value), LABEL_LIMIT, na="")
+
+
 def _gpu_labels(snapshot: Snapshot, gpu: GpuSample) -> list[str]:
     return [
         str(gpu.index),
-        gpu.uuid or "",
+        _label(gpu.uuid),
         f"nvidia{gpu.index}",
-        gpu.name or "",
-        snapshot.host.hostname,
+        _label(gpu.name),
+        _label(snapshot.host.hostname),
     ]
 
 
@@ -133,16 +159,19 @@ def gpu_families(snapshot: Snapshot) -> list[Metric]:
 def _container_values(snapshot: Snapshot, cid: str | None) -> list[str]:
     usage = snapshot.container(cid) if cid else None
     if usage is None:
-        return [""] * len(CONTAINER_LABELS) if cid is None else ["", cid, "", "", "", "", ""]
+        empty = [""] * len(CONTAINER_LABELS)
+        if cid is not None:
+            empty[1] = _label(cid)
+        return empty
     c = usage.info
     return [
-        c.name,
-        c.id,
-        c.image,
-        c.compose_project or "",
-        c.compose_service or "",
-        c.k8s_pod or "",
-        c.k8s_namespace or "",
+        _label(c.name),
+        _label(c.id),
+        _label(c.image),
+        _label(c.compose_project),
+        _label(c.compose_service),
+        _label(c.k8s_pod),
+        _label(c.k8s_namespace),
     ]
 
 
@@ -150,7 +179,9 @@ def container_families(snapshot: Snapshot, *, pid_labels: bool = False) -> list[
     """Per-container and per-process GPU gauges (summed; PIDs only with ``pid_labels``).
 
     Without PID labels a series is keyed by GPU, process name, user and container, so its
-    count stays bounded by what runs rather than by how often it restarts.
+    count stays bounded by what runs rather than by how often it restarts. The idle-reservation
+    gauge keeps at most :data:`MAX_CONTAINER_SERIES` containers (:func:`dropped_family` counts
+    the rest).
     """
     labels = (*CONTAINER_LABELS, "gpu")
     mem: dict[tuple[str, ...], float] = {}
@@ -167,7 +198,8 @@ def container_families(snapshot: Snapshot, *, pid_labels: bool = False) -> list[
             orphan[gpu] = orphan.get(gpu, 0.0) + used
             continue
         key = (*_container_values(snapshot, p.container_id), gpu)
-        pkey = (*key, p.info.name or "", p.info.user or "", *((str(p.pid),) if pid_labels else ()))
+        pkey = (*key, _label(p.info.name), _label(p.info.user))
+        pkey += (str(p.pid),) if pid_labels else ()
         pmem[pkey] = pmem.get(pkey, 0.0) + used
         if p.sample.sm_util is not None:
             psm[pkey] = psm.get(pkey, 0.0) + p.sample.sm_util
@@ -199,9 +231,9 @@ def container_families(snapshot: Snapshot, *, pid_labels: bool = False) -> list[
         "1 for a running container that asked for GPUs but runs no GPU process.",
         CONTAINER_LABELS,
     )
-    for usage in snapshot.containers:
-        if usage.idle_reserved:
-            reserved.add_metric(_container_values(snapshot, usage.info.id), 1.0)
+    idle = sorted((u for u in snapshot.containers if u.idle_reserved), key=lambda u: u.info.name)
+    for usage in idle[:MAX_CONTAINER_SERIES]:
+        reserved.add_metric(_container_values(snapshot, usage.info.id), 1.0)
     lost = _gauge(
         "gputui_orphan_gpu_memory_bytes", "GPU memory held by PIDs that do not exist.", ("gpu",)
     )
@@ -210,19 +242,98 @@ def container_families(snapshot: Snapshot, *, pid_labels: bool = False) -> list[
     return [*out, reserved, lost]
 
 
-def status_families(snapshot: Snapshot, alerts: AlertState | None) -> list[Metric]:
-    """Health checks, source status, alerts and an info gauge."""
+#: Most severe first: when per-container series must be dropped, the least severe go.
+_SEVERITY = {
+    HealthStatus.FAIL: 0,
+    HealthStatus.WARN: 1,
+    HealthStatus.INFO: 2,
+    HealthStatus.SKIP: 3,
+    HealthStatus.PASS: 4,
+}
+#: Per-container check statuses that get series of their own (findings, not "all is well").
+_FINDINGS = (HealthStatus.FAIL, HealthStatus.WARN, HealthStatus.INFO)
+
+
+def _container_subject(check: HealthCheck) -> str | None:
+    """The container a per-container check is about (ids ``container.<check>:<name>``)."""
+    if not check.id.startswith("container."):
+        return None
+    return check.subject if check.subject is not None else check.id.partition(":")[2]
+
+
+def _kept_container_checks(snapshot: Snapshot) -> tuple[list[HealthCheck], int]:
+    """Per-container findings, of :data:`MAX_CONTAINER_SERIES` containers at most.
+
+    The containers with the most severe findings are kept. Returns the checks kept and how
+    many containers with findings were left out.
+    """
+    worst: dict[str, int] = {}
+    for check in snapshot.health:
+        subject = _container_subject(check)
+        if subject is not None and check.status in _FINDINGS:
+            worst[subject] = min(worst.get(subject, 9), _SEVERITY[check.status])
+    ranked = sorted(worst, key=lambda subject: (worst[subject], subject))
+    kept = set(ranked[:MAX_CONTAINER_SERIES])
+    checks = [c for c in snapshot.health if c.status in _FINDINGS and _container_subject(c) in kept]
+    return checks, len(ranked) - len(kept)
+
+
+def health_families(snapshot: Snapshot) -> list[Metric]:
+    """``gputui_health_status`` and the per-status count of per-container checks.
+
+    Host and GPU checks get one series per status (their number is fixed by the host). A
+    per-container check (id ``container.<check>:<name>``) gets its series only while it is a
+    finding (fail, warn, info) and only for the :data:`MAX_CONTAINER_SERIES` containers with
+    the most severe findings, so containers with generated names cannot grow the series count
+    without bound; series of a passing or vanished container are simply no longer exported.
+    """
     health = _gauge(
         "gputui_health_status",
         "1 for the current status of each health check.",
         ("check", "status"),
     )
-    for check in snapshot.health:
+    findings, _ = _kept_container_checks(snapshot)
+    shown = [c for c in snapshot.health if _container_subject(c) is None] + findings
+    for check in shown:
         for status in HealthStatus:
-            health.add_metric([check.id, status.value], 1.0 if check.status is status else 0.0)
+            health.add_metric(
+                [_label(check.id), status.value], 1.0 if check.status is status else 0.0
+            )
+    counts = dict.fromkeys(HealthStatus, 0)
+    for check in snapshot.health:
+        if _container_subject(check) is not None:
+            counts[check.status] += 1
+    per_status = _gauge(
+        "gputui_container_health_checks",
+        "Per-container health checks by status (all containers, exported or not).",
+        ("status",),
+    )
+    for status, n in counts.items():
+        per_status.add_metric([status.value], float(n))
+    return [health, per_status]
+
+
+def dropped_family(snapshot: Snapshot) -> Metric:
+    """``gputui_series_dropped{family}``: containers left out of a capped family."""
+    _, health_dropped = _kept_container_checks(snapshot)
+    idle = sum(1 for u in snapshot.containers if u.idle_reserved)
+    dropped = _gauge(
+        "gputui_series_dropped",
+        f"Containers left out of a family capped at {MAX_CONTAINER_SERIES} containers.",
+        ("family",),
+    )
+    dropped.add_metric(["gputui_health_status"], float(health_dropped))
+    dropped.add_metric(
+        ["gputui_container_idle_gpu_reservation"], float(max(0, idle - MAX_CONTAINER_SERIES))
+    )
+    return dropped
+
+
+def status_families(snapshot: Snapshot, alerts: AlertState | None) -> list[Metric]:
+    """Health checks, source status, alerts and an info gauge."""
     up = _gauge("gputui_source_up", "1 when the data source answered.", ("source",))
     for name, source in sorted(snapshot.sources.items()):
-        up.add_metric([name], 1.0 if source.ok else 0.0)
+        up.add_metric([_label(name)], 1.0 if source.ok else 0.0)
     info = _gauge(
         "gputui_info",
         "gputui and NVIDIA versions (value 1).",
@@ -232,10 +343,10 @@ def status_families(snapshot: Snapshot, alerts: AlertState | None) -> list[Metri
     info.add_metric(
         [
             __version__,
-            h.hostname,
-            h.driver_version or "",
-            h.cuda_driver_version or "",
-            snapshot.mode,
+            _label(h.hostname),
+            _label(h.driver_version),
+            _label(h.cuda_driver_version),
+            _label(snapshot.mode),
         ],
         1.0,
     )
@@ -247,54 +358,144 @@ def status_families(snapshot: Snapshot, alerts: AlertState | None) -> list[Metri
         ("rule", "subject", "severity", "state"),
     )
     for a in alerts.active if alerts else ():
-        alert.add_metric([a.rule, a.subject, a.severity, a.phase.value], 1.0)
-    return [health, up, info, taken, alert]
+        values = [_label(a.rule), _label(a.subject), _label(a.severity), _label(a.phase.value)]
+        alert.add_metric(values, 1.0)
+    health, per_status = health_families(snapshot)
+    return [health, up, info, taken, alert, per_status, dropped_family(snapshot)]
 
 
 class SnapshotMetrics:
-    """A prometheus_client collector serving the last published snapshot.
+    """The last published snapshot and the collector's own state, as exposition text.
+
+    A prometheus_client collector (:meth:`collect`). The collector thread calls
+    :meth:`rebuild` after each collection; scrapes call :meth:`exposition`, which only adds the
+    age of the last good collection to the prebuilt body, so it never waits for a collection.
 
     Args:
         pid_labels: Add a ``pid`` label to the process gauges (unbounded over time: opt-in).
+        interval: The collection interval, exported when given.
     """
 
-    def __init__(self, *, pid_labels: bool = False) -> None:
+    def __init__(self, *, pid_labels: bool = False, interval: float | None = None) -> None:
         self.pid_labels = pid_labels
+        self.interval = interval
         self._latest: tuple[Snapshot, AlertState | None] | None = None
         self._duration = 0.0
         self._errors = 0
+        self._restarts = 0
+        self._last_ok_wall: float | None = None
+        self._last_ok_mono: float | None = None
+        self._started_mono = time.monotonic()
+        self._lock = threading.Lock()
+        self._body = b""
+        #: Snapshots published so far (a change means the collector made progress).
+        self.publications = 0
 
     def publish(
         self, snapshot: Snapshot, alerts: AlertState | None = None, duration: float = 0.0
     ) -> None:
-        """Make ``snapshot`` what scrapes see (one reference swap: no lock needed to read it)."""
+        """Make ``snapshot`` what the next :meth:`rebuild` renders (one reference swap)."""
         self._latest = (snapshot, alerts)
         self._duration = duration
+        self._last_ok_wall = time.time()
+        self._last_ok_mono = time.monotonic()
+        self.publications += 1
 
     def count_error(self) -> None:
-        """Count a collection that raised."""
-        self._errors += 1
+        """Count a collection that raised (or a collector thread that died)."""
+        with self._lock:
+            self._errors += 1
+
+    def count_restart(self) -> None:
+        """Count a restart of a collector thread that had died."""
+        with self._lock:
+            self._restarts += 1
 
     def describe(self) -> Iterable[Metric]:
         """Nothing up front: families depend on the snapshot (and no collect at register)."""
         return []
 
     def collect(self) -> Iterable[Metric]:
-        """Metric families of the last published snapshot."""
+        """Metric families of the collector's state and of the last published snapshot."""
         latest = self._latest
         errors = CounterMetricFamily("gputui_collect_errors", "Collections that failed.")
         errors.add_metric([], float(self._errors))
+        restarts = CounterMetricFamily(
+            "gputui_collector_restarts", "Collector threads restarted after they died."
+        )
+        restarts.add_metric([], float(self._restarts))
         duration = _gauge(
             "gputui_collect_duration_seconds", "How long the last collection took.", ()
         )
         duration.add_metric([], self._duration)
-        families: list[Metric] = [errors, duration]
+        families: list[Metric] = [errors, restarts, duration]
+        if self._last_ok_wall is not None:
+            last = _gauge(
+                "gputui_last_collect_timestamp_seconds",
+                "When the last successful collection finished.",
+                (),
+            )
+            last.add_metric([], self._last_ok_wall)
+            families.append(last)
+        if self.interval is not None:
+            interval = _gauge(
+                "gputui_collect_interval_seconds", "The collection interval in effect.", ()
+            )
+            interval.add_metric([], self.interval)
+            families.append(interval)
         if latest is not None:
             snapshot, alerts = latest
             families += gpu_families(snapshot)
             families += container_families(snapshot, pid_labels=self.pid_labels)
             families += status_families(snapshot, alerts)
         return families
+
+    def rebuild(self) -> None:
+        """Render the exposition body of the current state (on the collector thread)."""
+        registry = CollectorRegistry(auto_describe=False)
+        registry.register(self)
+        self._body = generate_latest(registry)
+
+    def exposition(self) -> bytes:
+        """The prebuilt body plus ``gputui_collect_age_seconds`` (what a scrape sends)."""
+        since = self._last_ok_mono if self._last_ok_mono is not None else self._started_mono
+        age = max(0.0, time.monotonic() - since)
+        return (
+            self._body
+            + (
+                "# HELP gputui_collect_age_seconds Seconds since the last successful collection "
+                "(since the start when there was none).\n"
+                "# TYPE gputui_collect_age_seconds gauge\n"
+                f"gputui_collect_age_seconds {age:.3f}\n"
+            ).encode()
+        )
+
+
+def _log(message: str) -> None:
+    """One inert line on stderr (exception texts can carry container strings)."""
+    with contextlib.suppress(OSError, ValueError):  # a closed stderr must not end a thread
+        print(f"gputui export: {safe_text(message, 500)}", file=sys.stderr, flush=True)
+
+
+def bounded_interval(interval: float) -> float:
+    """``interval`` within [:data:`~gputui.settings.MIN_INTERVAL_S`, :data:`MAX_INTERVAL_S`].
+
+    Not a number and infinity count as too long. ``threading.Event.wait`` raises
+    OverflowError beyond about 292 years, which used to end the collector thread silently.
+    """
+    if not math.isfinite(interval) or interval > MAX_INTERVAL_S:
+        return MAX_INTERVAL_S
+    return max(MIN_INTERVAL_S, interval)
+
+
+def _wait(stop: threading.Event, seconds: float) -> None:
+    """Wait ``seconds`` or until ``stop``, in slices of at most a second (never overflows)."""
+    deadline = time.monotonic() + min(max(0.0, seconds), MAX_INTERVAL_S)
+    while not stop.is_set():
+        left = deadline - time.monotonic()
+        if left <= 0:
+            return
+        stop.wait(min(left, 1.0))
 
 
 class _Collecting(Protocol):
@@ -310,7 +511,12 @@ def collect_loop(
     stop: threading.Event,
     engine: AlertEngine | None = None,
 ) -> None:
-    """Collect every ``interval`` seconds and publish, until ``stop`` is set (runs on a thread)."""
+    """Collect every ``interval`` seconds, publish and render, until ``stop`` (on a thread).
+
+    ``interval`` is bounded by :func:`bounded_interval`; an exception in a collection is
+    counted in ``gputui_collect_errors_total`` and logged, and the loop goes on.
+    """
+    interval = bounded_interval(interval)
     while not stop.is_set():
         started = time.monotonic()
         try:
@@ -319,8 +525,306 @@ def collect_loop(
             metrics.publish(snapshot, alerts, time.monotonic() - started)
         except Exception as exc:  # a bug in one refresh must not end the exporter
             metrics.count_error()
-            print(f"gputui export: collection failed: {type(exc).__name__}: {exc}", file=sys.stderr)
-        stop.wait(max(0.0, interval - (time.monotonic() - started)))
+            _log(f"collection failed: {type(exc).__name__}: {exc}")
+        try:
+            metrics.rebuild()
+        except Exception as exc:  # a rendering bug: counted and served from the last body
+            metrics.count_error()
+            _log(f"rendering the metrics failed: {type(exc).__name__}: {exc}")
+        _wait(stop, interval - (time.monotonic() - started))
+
+
+def _collector_thread(
+    collector: _Collecting,
+    metrics: SnapshotMetrics,
+    interval: float,
+    stop: threading.Event,
+    engine: AlertEngine,
+) -> None:
+    """:func:`collect_loop`, with the end of the thread counted and logged, never silent."""
+    try:
+        collect_loop(collector, metrics, interval=interval, stop=stop, engine=engine)
+    except BaseException as exc:  # SystemExit and the like: serve() restarts the thread
+        metrics.count_error()
+        _log(f"collector thread ended: {type(exc).__name__}: {exc}; restarting it")
+        with contextlib.suppress(Exception):
+            metrics.rebuild()
+
+
+@dataclass(frozen=True, slots=True)
+class HttpLimits:
+    """What one client may cost the metrics server.
+
+    Attributes:
+        max_connections: Connections open at once. A new one beyond it closes the connection
+            that has waited longest for its request (with a 503); when every connection is
+            already being answered, the new one gets the 503.
+        request_deadline_s: Time from accepting a connection to the end of its request head
+            (not reset by each byte, so dribbling a request does not hold a connection).
+        response_deadline_s: Time a client has to take the whole response.
+        max_request_bytes: Longest request head; a longer one is answered 431.
+        backlog: Listen backlog (the kernel caps it at ``net.core.somaxconn``).
+    """
+
+    max_connections: int = 64
+    request_deadline_s: float = 5.0
+    response_deadline_s: float = 10.0
+    max_request_bytes: int = 8192
+    backlog: int = 512
+
+
+_REASONS = {
+    200: "OK",
+    400: "Bad Request",
+    404: "Not Found",
+    405: "Method Not Allowed",
+    408: "Request Timeout",
+    431: "Request Header Fields Too Large",
+    500: "Internal Server Error",
+    503: "Service Unavailable",
+}
+_METRICS_PATHS = (b"/metrics", b"/")
+#: Connections accepted per wake-up of the server loop, so a flood cannot starve the others.
+_ACCEPT_BATCH = 256
+#: How long accepting pauses when the process is out of file descriptors and none can be freed.
+_ACCEPT_PAUSE_S = 0.1
+
+
+def _response(status: int, body: bytes, *, head_only: bool = False, extra: str = "") -> bytes:
+    ctype = CONTENT_TYPE_PLAIN_0_0_4 if status == 200 else "text/plain; charset=utf-8"
+    head = (
+        f"HTTP/1.1 {status} {_REASONS[status]}\r\nContent-Type: {ctype}\r\n"
+        f"Content-Length: {len(body)}\r\nConnection: close\r\nCache-Control: no-store\r\n"
+        f"{extra}\r\n"
+    ).encode()
+    return head if head_only else head + body
+
+
+_BUSY = _response(503, b"too many connections\n", extra="Retry-After: 1\r\n")
+
+
+class _Conn:
+    """One client connection: reading its request head, then writing the response."""
+
+    __slots__ = ("deadline", "inbuf", "out", "sock")
+
+    def __init__(self, sock: socket.socket, deadline: float) -> None:
+        self.sock = sock
+        self.deadline = deadline
+        self.inbuf = bytearray()
+        self.out: memoryview | None = None
+
+
+class MetricsServer:
+    """A single-threaded HTTP/1.1 server of one prebuilt body, bounded in every direction.
+
+    Connections are closed after each response (``Connection: close``). Nothing a client does
+    makes the loop wait: sockets are non-blocking and every connection has a deadline.
+
+    Args:
+        host: Address to listen on.
+        port: Port (0: any free one, see :attr:`port`).
+        body: Returns the current exposition body; called once per scrape, must not block.
+        limits: Connection, size and time limits.
+
+    Raises:
+        OSError: the address cannot be listened on.
+    """
+
+    def __init__(self, host: str, port: int, body: Callable[[], bytes], limits: HttpLimits) -> None:
+        self._body = body
+        self._limits = limits
+        family, kind, proto, _, address = socket.getaddrinfo(
+            host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
+        )[0]
+        self._listener = socket.socket(family, kind, proto)
+        try:
+            self._listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            self._listener.bind(address)
+            self._listener.listen(limits.backlog)
+            self._listener.setblocking(False)
+        except OSError:
+            self._listener.close()
+            raise
+        self.port: int = self._listener.getsockname()[1]
+        self._wake_r, self._wake_w = socket.socketpair()
+        self._wake_r.setblocking(False)
+        self._wake_w.setblocking(False)
+        self._sel = selectors.DefaultSelector()
+        self._sel.register(self._listener, selectors.EVENT_READ, None)
+        self._sel.register(self._wake_r, selectors.EVENT_READ, "wake")
+        self._conns: dict[socket.socket, _Conn] = {}
+        self._paused_until: float | None = None
+        self._closing = False
+        self._thread = threading.Thread(target=self._run, name="gputui-export-http", daemon=True)
+
+    def start(self) -> None:
+        """Serve on a daemon thread."""
+        self._thread.start()
+
+    def close(self, timeout: float = 1.0) -> None:
+        """Stop serving and close every socket (waits at most ``timeout`` for the loop)."""
+        self._closing = True
+        with contextlib.suppress(OSError):
+            self._wake_w.send(b"x")
+        self._thread.join(timeout)
+
+    def _run(self) -> None:
+        try:
+            while not self._closing:
+                try:
+                    self._step()
+                except Exception as exc:  # a bug must not end the endpoint: log, go on
+                    _log(f"metrics server: {type(exc).__name__}: {exc}")
+                    time.sleep(0.05)
+        finally:
+            for conn in list(self._conns.values()):
+                self._drop(conn)
+            self._sel.close()
+            for sock in (self._listener, self._wake_r, self._wake_w):
+                sock.close()
+
+    def _step(self) -> None:
+        now = time.monotonic()
+        if self._paused_until is not None and now >= self._paused_until:
+            self._paused_until = None
+            self._sel.register(self._listener, selectors.EVENT_READ, None)
+        deadlines = [c.deadline for c in self._conns.values()]
+        if self._paused_until is not None:
+            deadlines.append(self._paused_until)
+        timeout = min([1.0, *(d - now for d in deadlines)])
+        for key, _ in self._sel.select(max(0.0, timeout)):
+            if key.data is None:
+                self._accept()
+            elif key.data == "wake":
+                with contextlib.suppress(OSError):
+                    self._wake_r.recv(64)
+            elif key.data.out is None:
+                self._read(key.data)
+            else:
+                self._write(key.data)
+        now = time.monotonic()
+        for conn in [c for c in self._conns.values() if c.deadline <= now]:
+            if conn.out is None:  # the request never came in time
+                self._forget(conn)
+                self._refuse(conn.sock, _response(408, b"request timeout\n"))
+            else:  # the client does not take its response
+                self._drop(conn)
+
+    def _accept(self) -> None:
+        for _ in range(_ACCEPT_BATCH):
+            try:
+                sock, _ = self._listener.accept()
+            except (BlockingIOError, InterruptedError):
+                return
+            except OSError as exc:
+                if exc.errno in (errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM):
+                    # Out of descriptors: free one held by a client that sent nothing yet,
+                    # else leave the connection in the backlog for a moment (no busy loop).
+                    if self._evict_oldest_reader():
+                        continue
+                    self._sel.unregister(self._listener)
+                    self._paused_until = time.monotonic() + _ACCEPT_PAUSE_S
+                    return
+                if exc.errno == errno.ECONNABORTED:
+                    continue
+                raise
+            sock.setblocking(False)
+            if len(self._conns) >= self._limits.max_connections and not self._evict_oldest_reader():
+                self._refuse(sock, _BUSY)
+                continue
+            conn = _Conn(sock, time.monotonic() + self._limits.request_deadline_s)
+            self._conns[sock] = conn
+            self._sel.register(sock, selectors.EVENT_READ, conn)
+            self._read(conn)  # a scraper's request is usually there already
+
+    def _evict_oldest_reader(self) -> bool:
+        """Close the connection that has waited longest for its request (a 503 first)."""
+        for conn in self._conns.values():  # insertion order: the oldest first
+            if conn.out is None:
+                self._forget(conn)
+                self._refuse(conn.sock, _BUSY)
+                return True
+        return False
+
+    def _read(self, conn: _Conn) -> None:
+        try:
+            chunk = conn.sock.recv(65536)
+        except (BlockingIOError, InterruptedError):
+            return
+        except OSError:
+            self._drop(conn)
+            return
+        if not chunk:
+            self._drop(conn)
+            return
+        conn.inbuf += chunk
+        end = conn.inbuf.find(b"\r\n\r\n")
+        if end < 0:
+            end = conn.inbuf.find(b"\n\n")
+        limit = self._limits.max_request_bytes
+        if end < 0 and len(conn.inbuf) <= limit:
+            return
+        if end < 0 or end > limit:
+            self._answer(conn, _response(431, b"request too large\n"))
+            return
+        self._answer(conn, self._handle(bytes(conn.inbuf[:end])))
+
+    def _handle(self, head: bytes) -> bytes:
+        """The response to one request head."""
+        parts = head.split(b"\n", 1)[0].rstrip(b"\r").split(b" ")
+        if len(parts) != 3 or not parts[2].startswith(b"HTTP/1."):
+            return _response(400, b"bad request\n")
+        method, target = parts[0], parts[1]
+        if method not in (b"GET", b"HEAD"):
+            return _response(405, b"only GET and HEAD\n", extra="Allow: GET, HEAD\r\n")
+        if target.split(b"?", 1)[0] not in _METRICS_PATHS:
+            return _response(404, b"not found: metrics are at /metrics\n")
+        try:
+            body = self._body()
+        except Exception as exc:  # a bug: an answer, not a hung scrape
+            _log(f"metrics server: {type(exc).__name__}: {exc}")
+            return _response(500, b"internal error\n")
+        return _response(200, body, head_only=method == b"HEAD")
+
+    def _answer(self, conn: _Conn, response: bytes) -> None:
+        conn.out = memoryview(response)
+        conn.inbuf = bytearray()
+        conn.deadline = time.monotonic() + self._limits.response_deadline_s
+        self._sel.modify(conn.sock, selectors.EVENT_WRITE, conn)
+        self._write(conn)
+
+    def _write(self, conn: _Conn) -> None:
+        assert conn.out is not None
+        try:
+            sent = conn.sock.send(conn.out)
+        except (BlockingIOError, InterruptedError):
+            return
+        except OSError:
+            self._drop(conn)
+            return
+        conn.out = conn.out[sent:]
+        if not conn.out:
+            with contextlib.suppress(OSError):
+                conn.sock.shutdown(socket.SHUT_WR)
+            self._drop(conn)
+
+    @staticmethod
+    def _refuse(sock: socket.socket, response: bytes) -> None:
+        """Best-effort short answer, then close (a fresh socket's buffer takes it at once)."""
+        with contextlib.suppress(OSError):
+            sock.send(response)
+        sock.close()
+
+    def _forget(self, conn: _Conn) -> None:
+        """Stop tracking ``conn`` (its socket is closed or about to be)."""
+        self._conns.pop(conn.sock, None)
+        with contextlib.suppress(KeyError, ValueError):
+            self._sel.unregister(conn.sock)
+
+    def _drop(self, conn: _Conn) -> None:
+        self._forget(conn)
+        conn.sock.close()
 
 
 def parse_listen(text: str) -> tuple[str, int]:
@@ -349,9 +853,32 @@ def render_once(
     """The exposition text of one snapshot (``gputui export --once``)."""
     metrics = SnapshotMetrics(pid_labels=pid_labels)
     metrics.publish(snapshot, AlertEngine(rules).update(snapshot))
-    registry = CollectorRegistry(auto_describe=False)
-    registry.register(metrics)
-    return generate_latest(registry)
+    metrics.rebuild()
+    return metrics.exposition()
+
+
+#: How often serve() checks that the collector thread is alive.
+_WATCHDOG_S = 0.2
+#: At exit: how long to wait for the collector thread, and for the sources to close. A stuck
+#: read (a hung engine) is abandoned on its daemon thread: SIGTERM must end the exporter fast.
+_STOP_JOIN_S = 0.3
+_CLOSE_JOIN_S = 0.8
+
+
+def _close_within(collector: _Collecting, timeout: float) -> None:
+    """``collector.close()`` on a daemon thread, waited for at most ``timeout`` seconds."""
+
+    def close() -> None:
+        try:
+            collector.close()
+        except Exception as exc:  # closing is best effort at exit
+            _log(f"closing the sources failed: {type(exc).__name__}: {exc}")
+
+    thread = threading.Thread(target=close, name="gputui-export-close", daemon=True)
+    thread.start()
+    thread.join(timeout)
+    if thread.is_alive():
+        _log(f"the sources did not close within {timeout:g}s; exiting without them")
 
 
 def serve(
@@ -364,32 +891,69 @@ def serve(
     rules: Iterable[AlertRule] = (),
     stop: threading.Event,
     announce: Callable[[str], None] = lambda line: print(line, file=sys.stderr, flush=True),
+    limits: HttpLimits | None = None,
 ) -> None:
     """Serve ``/metrics`` until ``stop`` is set; close the collector at the end.
+
+    The collector runs on a daemon thread; if that thread ever dies it is restarted (counted in
+    ``gputui_collector_restarts_total``; restarts in a row back off up to 10 s). ``interval``
+    is bounded by :func:`bounded_interval`. Returns within about a second and a half of
+    ``stop`` even when a collection or closing the sources hangs.
+
+    Args:
+        collector: Where snapshots come from.
+        host: Address to listen on.
+        port: Port (0: any free one; the announced line names it).
+        interval: Seconds between collections.
+        pid_labels: Add a ``pid`` label to the process gauges.
+        rules: Alert rules exported as ``gputui_alert``.
+        stop: Set it to stop serving.
+        announce: Receives the ``serving http://...`` line.
+        limits: Connection limits (:class:`HttpLimits` defaults when None).
 
     Raises:
         OSError: the address cannot be listened on (in use, not local...).
     """
-    metrics = SnapshotMetrics(pid_labels=pid_labels)
-    registry = CollectorRegistry(auto_describe=False)
-    registry.register(metrics)
-    server, server_thread = start_http_server(port, addr=host, registry=registry)
-    loop = threading.Thread(
-        target=collect_loop,
-        args=(collector, metrics),
-        kwargs={"interval": interval, "stop": stop, "engine": AlertEngine(rules)},
-        name="gputui-export-collector",
-        daemon=True,
-    )
-    loop.start()
-    bound = server.server_address[1]
+    effective = bounded_interval(interval)
+    metrics = SnapshotMetrics(pid_labels=pid_labels, interval=effective)
+    metrics.rebuild()
+    server = MetricsServer(host, port, metrics.exposition, limits or HttpLimits())
+    server.start()
+    engine = AlertEngine(rules)
+
+    def start_collector() -> threading.Thread:
+        thread = threading.Thread(
+            target=_collector_thread,
+            args=(collector, metrics, effective, stop, engine),
+            name="gputui-export-collector",
+            daemon=True,  # a collection stuck in a source must not keep the process alive
+        )
+        thread.start()
+        return thread
+
+    loop = start_collector()
     shown = f"[{host}]" if ":" in host else host
-    announce(f"gputui export: serving http://{shown}:{bound}/metrics every {interval:g}s")
+    capped = "" if effective == interval else f" (--interval {interval:g} is out of range)"
+    announce(
+        f"gputui export: serving http://{shown}:{server.port}/metrics every {effective:g}s{capped}"
+    )
+    failures, restart_at, seen = 0, 0.0, metrics.publications
     try:
-        stop.wait()
+        while not stop.wait(_WATCHDOG_S):
+            if loop.is_alive():
+                continue
+            now = time.monotonic()
+            if restart_at == 0.0:
+                # Back off when the thread keeps dying without publishing anything.
+                failures = 0 if metrics.publications != seen else min(failures + 1, 6)
+                restart_at = now + min(10.0, 0.2 * 2**failures)
+            if now >= restart_at:
+                restart_at, seen = 0.0, metrics.publications
+                metrics.count_restart()
+                with contextlib.suppress(Exception):
+                    metrics.rebuild()
+                loop = start_collector()
     finally:
-        server.shutdown()
-        server.server_close()
-        server_thread.join(timeout=5)
-        loop.join(timeout=max(5.0, interval * 2))
-        collector.close()
+        server.close()
+        loop.join(_STOP_JOIN_S)
+        _close_within(collector, _CLOSE_JOIN_S)
