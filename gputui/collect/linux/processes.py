@@ -191,7 +191,7 @@ def parse_stat(text: str) -> _Stat | None:
         return None
 
 
-def parse_cmdline(data: bytes) -> list[str]:
+def parse_cmdline(data: bytes, cut: bool = False) -> list[str]:
     """Split ``/proc/<pid>/cmdline`` bytes into arguments, the way psutil does.
 
     Arguments are NUL-separated with a trailing NUL; a process that rewrote its command line
@@ -199,7 +199,8 @@ def parse_cmdline(data: bytes) -> list[str]:
     read as psutil reads them (CR and CR LF as LF).
 
     Args:
-        data: The file's bytes (possibly cut at a read limit).
+        data: The file's bytes.
+        cut: The bytes stop at a read limit: the trailing NUL is missing, not the separators.
 
     Returns:
         The arguments; empty for a kernel thread or a zombie.
@@ -207,7 +208,7 @@ def parse_cmdline(data: bytes) -> list[str]:
     text = data.decode("utf-8", "surrogateescape").replace("\r\n", "\n").replace("\r", "\n")
     if not text:
         return []
-    sep = "\x00" if text.endswith("\x00") else " "
+    sep = "\x00" if text.endswith("\x00") or (cut and "\x00" in text) else " "
     if text.endswith(sep):
         text = text[:-1]
     args = text.split(sep)
@@ -402,7 +403,7 @@ class ProcSource:
             elif error in (errno.ENOENT, errno.ESRCH):
                 return False
         else:
-            args = parse_cmdline(data)
+            args = parse_cmdline(data, cut=len(data) >= MAX_CMDLINE_BYTES)
         command = " ".join(args) or None
         if command is not None and data is not None and len(data) >= MAX_CMDLINE_BYTES:
             command += "…"  # cut at the read limit
