@@ -8,13 +8,16 @@ import os
 import re
 import shutil
 import subprocess
+import threading
+import time
+import urllib.request
 from pathlib import Path
 
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from gputui.config import load_config
-from gputui.export import render_once
+from gputui.export import serve
 from gputui.settings import Settings
 from gputui.wiring import build_collector
 
@@ -26,12 +29,36 @@ METRIC = re.compile(r"\b(DCGM_FI_[A-Z_]+|gputui_[a-z_]+)\b")
 
 @pytest.fixture(scope="module")
 def exported() -> set[str]:
+    """Metric names the endpoint serves (as Prometheus scrapes them) for the demo machine."""
     collector = build_collector(Settings(demo=True), once=True)
     collector.request_health()
+    stop, lines = threading.Event(), list[str]()
+    thread = threading.Thread(
+        target=serve,
+        kwargs={
+            "collector": collector,
+            "host": "127.0.0.1",
+            "port": 0,
+            "interval": 1.0,
+            "stop": stop,
+            "announce": lines.append,
+        },
+    )
+    thread.start()
     try:
-        text = render_once(collector.collect()).decode()
+        deadline = time.monotonic() + 20
+        text = ""
+        while "gputui_health_status" not in text and time.monotonic() < deadline:
+            time.sleep(0.05)
+            found = re.search(r":(\d+)/metrics", lines[0]) if lines else None
+            if found is not None:
+                url = f"http://127.0.0.1:{found.group(1)}/metrics"
+                with urllib.request.urlopen(url, timeout=5) as response:
+                    text = response.read().decode()
     finally:
-        collector.close()
+        stop.set()
+        thread.join(10)
+    assert "gputui_health_status" in text, "the demo endpoint never served a snapshot"
     return {s.name for f in text_string_to_metric_families(text) for s in f.samples}
 
 
@@ -64,7 +91,7 @@ def test_rules_pass_promtool() -> None:
         [promtool, "check", "rules", str(RULES)], capture_output=True, text=True, timeout=60
     )
     assert result.returncode == 0, result.stdout + result.stderr
-    assert "SUCCESS: 8 rules found" in result.stdout
+    assert "SUCCESS: 9 rules found" in result.stdout
 
 
 def test_example_config_loads() -> None:
