@@ -11,7 +11,6 @@ import socket
 import threading
 import time
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from typing import Any
 
@@ -20,6 +19,7 @@ from gputui.model import (
     ContainerInfo,
     ContainerReading,
     ContainerUsage,
+    EngineInfo,
     ExecResult,
     GpuProcess,
     GpuReading,
@@ -27,9 +27,13 @@ from gputui.model import (
     HostInfo,
     ProcessInfo,
     Snapshot,
+    SourceStatus,
 )
 
 HealthRunner = Callable[[HealthInputs], tuple[HealthCheck, ...]]
+
+#: Seconds a snapshot waits for the container source; NVML data never waits longer than this.
+DOCKER_WAIT_S = 2.0
 
 READ_ONLY_REASON = "read-only mode: actions are disabled (started with --read-only)"
 
@@ -47,6 +51,8 @@ class Collector:
         read_only: Refuse every action (exec, signals).
         clock: Wall clock for ``Snapshot.taken_at``.
         hostname: Shown in the header; the real host name when None.
+        docker_wait: Seconds a container read may take before the snapshot goes out without
+            it (with the containers last seen and a ``slow`` Docker status).
     """
 
     def __init__(
@@ -61,6 +67,7 @@ class Collector:
         read_only: bool = False,
         clock: Callable[[], float] = time.time,
         hostname: str | None = None,
+        docker_wait: float = DOCKER_WAIT_S,
     ) -> None:
         self.gpu = gpu
         self.procs = procs
@@ -76,24 +83,32 @@ class Collector:
         self._checks: tuple[HealthCheck, ...] = ()
         self._health_state: tuple[object, ...] | None = None
         self._last_good_containers: tuple[ContainerInfo, ...] = ()
+        self._last_engine: EngineInfo | None = None
         # The Docker read runs beside the NVML and /proc reads: NVML's ctypes calls release the
-        # GIL, so the engine's round trips (and, on the first read, importing the Docker SDK)
-        # overlap them. One worker: reads never overlap each other.
-        self._docker_pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="gputui-docker")
+        # GIL, so the engine's round trips overlap them. At most one read is in flight: one that
+        # outlives a snapshot is picked up by a later one, never doubled.
+        self._docker_wait = docker_wait
+        self._docker_read: _BackgroundRead | None = None
 
     def request_health(self) -> None:
         """Make the next :meth:`collect` re-run the health checks (thread-safe)."""
         self._health_requested.set()
 
     def collect(self) -> Snapshot:
-        """Read every source once and return the joined snapshot (blocking)."""
-        docker_future = self._docker_pool.submit(self.containers.read)
+        """Read every source once and return the joined snapshot (blocking).
+
+        Waits for the container source at most ``docker_wait`` seconds from the start of its
+        read; a Docker engine that is slow or stuck never holds back the GPU data.
+        """
+        if self._docker_read is None:
+            self._docker_read = _BackgroundRead(self.containers.read)
         reading = self.gpu.read()
         pids = {p.pid for gpu in reading.gpus for p in gpu.processes}
         infos = self.procs.read(sorted(pids))
-        docker = docker_future.result()
+        docker = self._docker_reading()
         if docker.status.ok:
             self._last_good_containers = docker.containers
+            self._last_engine = docker.engine
         elif not docker.containers:
             # Keep what we knew while the engine is away: names still explain cgroup ids, and
             # the header says the engine is unreachable. Never lose state on an outage.
@@ -161,11 +176,62 @@ class Collector:
             return READ_ONLY_REASON
         return self.procs.send_signal(pid, signum, start_time)
 
+    def _docker_reading(self) -> ContainerReading:
+        """The in-flight container read's result, or a ``slow`` status when it is late."""
+        pending = self._docker_read
+        assert pending is not None
+        late_by = time.monotonic() - pending.started
+        result = pending.wait(self._docker_wait - late_by)
+        if result is not None:
+            self._docker_read = None
+            return result
+        waited = time.monotonic() - pending.started
+        status = SourceStatus(
+            "docker",
+            ok=False,
+            error=f"the Docker engine has not answered for {waited:.0f} s; "
+            "showing the containers last seen",
+            kind="slow",
+            fix="Check `docker info`, the engine's load and its log (journalctl -u docker); "
+            "GPU data keeps updating meanwhile.",
+        )
+        return ContainerReading(status, self._last_good_containers, self._last_engine)
+
     def close(self) -> None:
-        """Release every source."""
+        """Release every source; never waits for a stuck container read (a daemon thread)."""
         self.gpu.close()
         self.containers.close()
-        self._docker_pool.shutdown(wait=False)
+        self._docker_read = None
+
+
+class _BackgroundRead:
+    """One container read on a daemon thread (a stuck one cannot keep gputui from exiting)."""
+
+    def __init__(self, read: Callable[[], ContainerReading]) -> None:
+        self.started = time.monotonic()
+        self._read = read
+        self._result: ContainerReading | None = None
+        self._done = threading.Event()
+        threading.Thread(target=self._run, name="gputui-docker-read", daemon=True).start()
+
+    def _run(self) -> None:
+        try:
+            self._result = self._read()
+        except Exception as exc:  # a source must not raise; if one does, it is a status
+            text = " ".join(str(exc).split())[:200] or type(exc).__name__
+            self._result = ContainerReading(
+                SourceStatus(
+                    "docker", ok=False, error=f"{type(exc).__name__}: {text}", kind="error"
+                )
+            )
+        finally:
+            self._done.set()
+
+    def wait(self, timeout: float) -> ContainerReading | None:
+        """The reading, or None when it is not done within ``timeout`` seconds."""
+        if not self._done.wait(max(0.0, timeout)):
+            return None
+        return self._result
 
 
 class DeferredContainers:
@@ -197,7 +263,8 @@ class DeferredContainers:
     def interactive_exec_argv(self, container_id: str, argv: Sequence[str]) -> list[str] | None:
         """The wrapped source's ``docker exec -it`` argv, when it has one."""
         build = getattr(self._get(), "interactive_exec_argv", None)
-        return None if build is None else list(build(container_id, argv))
+        argv_out = None if build is None else build(container_id, argv)
+        return None if argv_out is None else list(argv_out)
 
     def close(self) -> None:
         """Close the wrapped source if it was ever built."""

@@ -62,15 +62,23 @@ class ContainerSource(Protocol):
     """Containers and engine facts (the Docker engine, or the demo machine)."""
 
     def read(self) -> ContainerReading:
-        """The current container set; cheap when nothing changed (kept fresh by events)."""
+        """The current container set; cheap when nothing changed (kept fresh by events).
+
+        Returns within the source's own deadline however slow the engine is, and never raises:
+        failures are a ``SourceStatus``. The collector still waits for it only so long.
+        """
         ...
 
     def exec(self, container_id: str, argv: Sequence[str], timeout_s: float) -> ExecResult:
-        """Run ``argv`` (no shell) inside a running container and capture its output."""
+        """Run ``argv`` (no shell) inside a running container and capture its output.
+
+        ``container_id`` is a full 64-hex id; the call returns by ``timeout_s`` with bounded
+        output and leaves no thread reading behind.
+        """
         ...
 
     def close(self) -> None:
-        """Stop background threads and close the client (idempotent)."""
+        """Stop background threads and close the client (idempotent, never waits long)."""
         ...
 
 

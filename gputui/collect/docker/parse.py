@@ -28,7 +28,7 @@ GPU_ENV_KEYS = frozenset(
 
 #: A container (and exec) id: 64 lowercase hex digits. Anything else is never used, not even
 #: as a cache key: an id such as ``--privileged`` would become a flag in a ``docker`` argv.
-CONTAINER_ID_RE = re.compile(r"^[0-9a-f]{64}$")
+CONTAINER_ID_RE = re.compile(r"[0-9a-f]{64}")
 #: More GPUs than any host has; a larger ``--gpus N`` is kept as the number, never expanded.
 MAX_GPU_COUNT = 64
 #: Bounds on the lists and strings read from a payload.
@@ -52,7 +52,7 @@ _ZERO_TIME_PREFIX = "0001-01-01"
 
 def valid_id(value: object) -> bool:
     """True for a full container/exec id (64 lowercase hex digits)."""
-    return isinstance(value, str) and CONTAINER_ID_RE.match(value) is not None
+    return isinstance(value, str) and CONTAINER_ID_RE.fullmatch(value) is not None
 
 
 def as_dict(value: object) -> Mapping[str, Any]:
