@@ -294,11 +294,16 @@ def health_families(snapshot: Snapshot) -> list[Metric]:
     )
     findings, _ = _kept_container_checks(snapshot)
     shown = [c for c in snapshot.health if _container_subject(c) is None] + findings
+    # Two ids may become one label value once cleaned and shortened: the first one is exported
+    # (a repeated label set would make Prometheus drop samples of the scrape).
+    seen: set[str] = set()
     for check in shown:
+        check_id = _label(check.id)
+        if check_id in seen:
+            continue
+        seen.add(check_id)
         for status in HealthStatus:
-            health.add_metric(
-                [_label(check.id), status.value], 1.0 if check.status is status else 0.0
-            )
+            health.add_metric([check_id, status.value], 1.0 if check.status is status else 0.0)
     counts = dict.fromkeys(HealthStatus, 0)
     for check in snapshot.health:
         if _container_subject(check) is not None:
@@ -357,9 +362,12 @@ def status_families(snapshot: Snapshot, alerts: AlertState | None) -> list[Metri
         "1 per pending or firing gputui alert rule.",
         ("rule", "subject", "severity", "state"),
     )
-    for a in alerts.active if alerts else ():
-        values = [_label(a.rule), _label(a.subject), _label(a.severity), _label(a.phase.value)]
-        alert.add_metric(values, 1.0)
+    active = {
+        (_label(a.rule), _label(a.subject), _label(a.severity), _label(a.phase.value))
+        for a in (alerts.active if alerts else ())
+    }
+    for values in sorted(active):  # one series per label set, as for the health checks
+        alert.add_metric(list(values), 1.0)
     health, per_status = health_families(snapshot)
     return [health, up, info, taken, alert, per_status, dropped_family(snapshot)]
 

@@ -100,3 +100,28 @@ def test_example_config_loads() -> None:
     assert rules["power-anomaly"].kind == "dynamic"
     assert rules["container-memory-big"].severity == "critical"
     assert "gpu-temperature-high" in rules
+
+
+def test_dashboard_queries_parse(tmp_path: Path) -> None:
+    """Every dashboard query is valid PromQL (as recording rules, for ``promtool``)."""
+    promtool = shutil.which("promtool")
+    if promtool is None:
+        if os.environ.get("CI"):
+            pytest.fail("CI needs promtool (Debian's prometheus package, installed by .ci/run)")
+        pytest.skip("no promtool (apt-get install prometheus)")
+    doc = json.loads(DASHBOARD.read_text())
+    exprs = [t["expr"].replace("$instance", ".*") for p in doc["panels"] for t in p["targets"]]
+    rules = {
+        "groups": [
+            {
+                "name": "dashboard",
+                "rules": [{"record": f"dashboard:q{i}", "expr": e} for i, e in enumerate(exprs)],
+            }
+        ]
+    }
+    path = tmp_path / "dashboard.rules.yml"
+    path.write_text(json.dumps(rules))  # JSON is YAML
+    result = subprocess.run(
+        [promtool, "check", "rules", str(path)], capture_output=True, text=True, timeout=60
+    )
+    assert result.returncode == 0, result.stdout + result.stderr

@@ -368,6 +368,24 @@ def test_hostile_strings_never_reach_the_exposition_raw() -> None:
         assert_inert(body.decode())
 
 
+def test_values_that_clean_up_alike_make_no_duplicate_series() -> None:
+    """Two check ids equal once cleaned and cut to 128 characters are exported once."""
+    long = "n" * 300
+    snapshot = replace(
+        machine(),
+        health=(
+            HealthCheck("container.runtime:" + long + "a", HealthStatus.FAIL, "s"),
+            HealthCheck("container.runtime:" + long + "b", HealthStatus.WARN, "s"),
+            HealthCheck("host\x1b[1m.x", HealthStatus.WARN, "s"),
+            HealthCheck("host.x", HealthStatus.PASS, "s"),
+        ),
+    )
+    text = render_once(snapshot).decode()
+    lines = [line for line in text.splitlines() if line.startswith("gputui_health_status{")]
+    assert len(lines) == len(set(lines)) == 2 * 5
+    assert all(len(s[0]["check"]) <= 128 for s in samples(text.encode())["gputui_health_status"])
+
+
 def test_hostile_labels_and_process_names_from_real_containers(
     run_container: Callable[..., Any], free_run_id: str, tmp_path: Path
 ) -> None:
