@@ -270,7 +270,7 @@ def test_hidepid_seen_from_a_prepared_proc_root(shared_dir: Path) -> None:
         base.chmod(0o755)
 
     def look() -> dict[str, list[object]]:
-        seen = {}
+        seen: dict[str, list[object]] = {}
         for options, root in roots.items():
             visibility = ProcSource(root).visibility()
             seen[options] = [visibility.host_pid_namespace, visibility.proc_hidepid]
@@ -307,12 +307,11 @@ def _in_hidepid_proc(fn: Callable[[], object]) -> object:
                 or libc.mount(b"proc", b"/proc", b"proc", 0, b"hidepid=2") != 0
             ):
                 os.write(write_end, b'"unavailable"')
-                status = 0
-                return
-            os.setgroups([])
-            os.setgid(NOBODY)
-            os.setuid(NOBODY)
-            os.write(write_end, json.dumps(fn()).encode())
+            else:
+                os.setgroups([])
+                os.setgid(NOBODY)
+                os.setuid(NOBODY)
+                os.write(write_end, json.dumps(fn()).encode())
             status = 0
         finally:
             os._exit(status)
@@ -392,3 +391,14 @@ def test_exec_of_the_same_program_is_seen() -> None:
     finally:
         child.kill()
         child.wait()
+
+
+def test_hidden_process_and_hidepid_survive_record_and_replay() -> None:
+    from gputui.model import Visibility
+    from gputui.serialize import decode, encode
+
+    for value in (
+        ProcessInfo(7, access_denied=True, proc_hidden=True),
+        Visibility(None, False, proc_hidepid="invisible"),
+    ):
+        assert decode(type(value), encode(value)) == value
