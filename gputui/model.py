@@ -460,6 +460,8 @@ class ContainerUsage:
         gpu_indexes: GPUs its processes use.
         sm_util: Sum of the SM % of its processes (None when none reported any).
         known_to_engine: False for ids seen only in cgroups (containerd, CRI-O, podman...).
+        gpu_data: False when NVML gave no process list (no library, no permission, driver
+            gone): nobody can tell then whether the container uses its GPUs.
     """
 
     info: ContainerInfo
@@ -468,11 +470,21 @@ class ContainerUsage:
     gpu_indexes: tuple[int, ...] = ()
     sm_util: int | None = None
     known_to_engine: bool = True
+    gpu_data: bool = True
 
     @property
     def idle_reserved(self) -> bool:
-        """True for a running container that asked for GPUs but runs no GPU process."""
-        return self.info.running and self.info.gpu_request is not None and not self.pids
+        """True for a running container that asked for GPUs but runs no GPU process.
+
+        Never True without GPU data: a broken driver must not turn every GPU container into an
+        "idle reservation" alarm at the moment it breaks.
+        """
+        return (
+            self.gpu_data
+            and self.info.running
+            and self.info.gpu_request is not None
+            and not self.pids
+        )
 
 
 @dataclass(frozen=True, slots=True)

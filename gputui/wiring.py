@@ -6,12 +6,15 @@ source protocols and the health layer stays above the data layer.
 
 from __future__ import annotations
 
-from gputui.collect.collector import Collector, DeferredContainers
+from gputui.collect.collector import DOCKER_WAIT_S, Collector, DeferredContainers
 from gputui.collect.sources import ContainerSource, GpuSource, HealthInputs
 from gputui.health.base import HealthRoots
 from gputui.health.registry import run_checks
 from gputui.model import HealthCheck
 from gputui.settings import Settings
+
+#: Seconds one Docker read may spend on the engine, all its requests together.
+DOCKER_READ_S = 5.0
 
 
 def build_collector(settings: Settings, *, once: bool = False) -> Collector:
@@ -45,7 +48,7 @@ def build_collector(settings: Settings, *, once: bool = False) -> Collector:
     def docker_source() -> ContainerSource:
         from gputui.collect.docker.source import DockerSource
 
-        return DockerSource()
+        return DockerSource(timeout=DOCKER_READ_S)
 
     gpu: GpuSource
     if settings.scenario is not None:
@@ -66,6 +69,9 @@ def build_collector(settings: Settings, *, once: bool = False) -> Collector:
         health=run_checks,
         health_interval=settings.health_interval,
         read_only=settings.read_only,
+        # A one-shot has no next refresh to show late containers in: it waits for the engine up
+        # to the source's own deadline (5 s) instead of the live loop's 2 s.
+        docker_wait=DOCKER_READ_S + 0.5 if once else DOCKER_WAIT_S,
     )
 
 

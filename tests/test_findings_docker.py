@@ -94,6 +94,41 @@ def test_created_container_with_gpu_request_and_no_process_is_idle(
     assert entry["gpu_request"] == "all"
 
 
+def test_no_idle_verdict_without_gpu_data(
+    run_container: Callable[..., Any], free_run_id: str, tmp_path: Path
+) -> None:
+    """A broken driver must not turn every GPU container into an idle-reservation alarm."""
+    created = run_container(
+        ["sleep", "300"],
+        start=False,
+        name=f"idle-created-{free_run_id}",
+        device_requests=[docker.types.DeviceRequest(count=-1, capabilities=[["gpu"]])],
+    )
+    running = run_container(
+        ["sleep", "300"],
+        name=f"idle-running-{free_run_id}",
+        environment={"NVIDIA_VISIBLE_DEVICES": "all"},
+    )
+    ours = {created.id, running.id}
+
+    def idle_verdicts(doc: dict[str, Any]) -> tuple[set[str], set[str]]:
+        findings = {
+            f["subject"].removeprefix("container:")
+            for f in doc["findings"]
+            if f["kind"] == "idle_reservation"
+        }
+        flagged = {c["id"] for c in doc["containers"] if c["idle_reserved"]}
+        return findings & ours, flagged & ours
+
+    # With GPU data both are idle (this is what the test would see if the guard were missing).
+    ok = _once_json({"gpus": [{"index": 0, "memory_total_mib": 80000}]}, tmp_path)
+    assert idle_verdicts(ok) == (ours, {running.id})
+    for failure in ("LibraryNotFound", "NoPermission", "DriverNotLoaded"):
+        doc = _once_json({"nvml": failure}, tmp_path)
+        assert doc["sources"]["nvml"]["ok"] is False
+        assert idle_verdicts(doc) == (set(), set()), failure
+
+
 def _collect_until(
     collector: Collector, engine: FindingsEngine, done: Callable[[list[Finding]], bool]
 ) -> list[Finding]:

@@ -144,7 +144,7 @@ class Collector:
             },
             gpus=reading.gpus,
             processes=processes,
-            containers=attribute_containers(docker, processes),
+            containers=attribute_containers(docker, processes, gpu_data=reading.status.ok),
             engine=docker.engine,
             visibility=visibility,
             health=self._checks,
@@ -294,9 +294,12 @@ def join_processes(reading: GpuReading, infos: dict[int, ProcessInfo]) -> tuple[
 
 
 def attribute_containers(
-    docker: ContainerReading, processes: Sequence[GpuProcess]
+    docker: ContainerReading, processes: Sequence[GpuProcess], *, gpu_data: bool = True
 ) -> tuple[ContainerUsage, ...]:
     """Per-container GPU totals; containers only seen in cgroups get a stub entry.
+
+    ``gpu_data`` is False when NVML gave no process list this refresh: the usages say so, and no
+    container is then judged idle.
 
     Ordered for people: GPU users by GPU memory, then idle GPU reservations, then other running
     containers, then stopped ones; by name within each group.
@@ -324,6 +327,7 @@ def attribute_containers(
                 gpu_indexes=tuple(sorted({p.sample.gpu_index for p in procs})),
                 sm_util=sum(sm_values) if sm_values else None,
                 known_to_engine=cid in known,
+                gpu_data=gpu_data,
             )
         )
 

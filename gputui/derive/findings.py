@@ -314,7 +314,12 @@ class FindingsEngine:
 
     def _idle(self, snapshot: Snapshot, usage: ContainerUsage) -> Finding | None:
         info = usage.info
-        if info.gpu_request is None or info.status not in ("running", "created", "restarting"):
+        if (
+            not usage.gpu_data
+            or info.gpu_request is None
+            or info.status not in ("running", "created", "restarting")
+        ):
+            # Without GPU data there is no idle verdict, and the idle clock starts again.
             self._idle_since.pop(info.id, None)
             return None
         sm = usage.sm_util or 0
