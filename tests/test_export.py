@@ -185,7 +185,7 @@ class Stuck:
 
 
 def test_scrapes_never_wait_for_a_stuck_collection() -> None:
-    stuck, stop, lines = Stuck(), threading.Event(), []
+    stuck, stop, lines = Stuck(), threading.Event(), list[str]()
     thread = threading.Thread(
         target=serve,
         kwargs={
