@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from gputui.collect.docker.parse import cpu_percent_from_stats
 from gputui.collect.docker.source import DockerSource, docker_cli_available
 from gputui.model import ContainerInfo, ContainerReading
 
@@ -140,21 +141,26 @@ def test_unchanged_set_makes_no_api_calls(source: DockerSource, run_container: A
     assert source.api_calls == calls
 
 
-def test_cpu_and_memory_of_busy_container(source: DockerSource, run_container: Any) -> None:
+def test_cpu_and_memory_of_busy_container(
+    source: DockerSource, run_container: Any, docker_engine: Any
+) -> None:
+    # On a shared machine a spinning container may get far less than a core, so the figure is
+    # compared with the engine's own (docker stats' formula over a window inside ours), not with
+    # a fixed share of a core.
     ct = run_container(["sh", "-c", "while :; do :; done"], mem_limit="64m")
     source.read()
-    samples = []
-    for _ in range(3):
-        time.sleep(0.7)
-        info = find(source.read(), ct.id)
-        assert info is not None
-        samples.append(info)
-    last = samples[-1]
-    assert last.cpu_percent is not None, samples
-    assert last.cpu_percent > 50, samples
-    assert last.memory_used_bytes is not None
-    assert last.memory_used_bytes > 0
-    assert last.memory_limit_bytes == 64 * 1024 * 1024
+    time.sleep(0.3)
+    source.read()  # our window starts here
+    stats = docker_engine.api.stats(ct.id, stream=False)  # two engine samples ~1 s apart
+    info = find(source.read(), ct.id)  # ...and ends here, around the engine's window
+    assert info is not None
+    engine = cpu_percent_from_stats(stats)
+    assert engine is not None and engine > 0, stats.get("cpu_stats")
+    assert info.cpu_percent is not None
+    assert abs(info.cpu_percent - engine) <= 20 + 0.3 * engine, (info.cpu_percent, engine)
+    assert info.memory_used_bytes is not None
+    assert info.memory_used_bytes > 0
+    assert info.memory_limit_bytes == 64 * 1024 * 1024
 
 
 def test_memory_matches_docker_stats(
