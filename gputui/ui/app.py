@@ -7,11 +7,13 @@ from collections.abc import Callable, Iterable, Sequence
 from functools import partial
 from typing import Any
 
+from rich.segment import Segments
 from textual import work
 from textual.app import SystemCommand
 from textual.binding import Binding
+from textual.notifications import SeverityLevel
 from textual.screen import Screen
-from textual.worker import get_current_worker
+from textual.worker import WorkerFailed, get_current_worker
 
 from gputui.config import load_rules
 from gputui.derive import fmt
@@ -21,6 +23,7 @@ from gputui.derive.history import WINDOWS, History, next_window, window_label
 from gputui.settings import Settings
 from gputui.ui.actions import PALETTE, REPLAY_ACTIONS, WRITE_ACTIONS, CollectorLike, player_of
 from gputui.ui.bindings import APP_BINDINGS
+from gputui.ui.crash import crash_report
 from gputui.ui.machine_actions import MachineActions
 from gputui.ui.messages import SelectionChanged, SnapshotReady
 from gputui.ui.screens.evidence import EvidenceScreen
@@ -61,6 +64,48 @@ class GpuTuiApp(MachineActions):
         self.analyzer = Analyzer(rules)
         self.analysis: Analysis | None = None
         self._replay_at: tuple[int, int] | None = None
+
+    # ------------------------------------------------------------- crashes, notifications
+
+    def _handle_exception(self, error: Exception) -> None:
+        """Every unhandled exception ends the app with status 1 and a traceback without locals.
+
+        Textual's own rendering (``rich.traceback.Traceback(show_locals=True)``, or the error's
+        ``__rich__``) prints every frame's variables: a container's inspect data while parsing,
+        the environment values in it. Textual calls this for errors in handlers, workers, layout
+        and rendering alike, so replacing it covers them all.
+        """
+        cause = error.error if isinstance(error, WorkerFailed) else error
+        self._return_code = 1
+        if self._exception is None:  # run_test re-raises it, as Textual's handler arranges
+            self._exception = error
+            self._exception_event.set()
+        rendered = self.console.render(crash_report(cause), self.console.options)
+        self._exit_renderables.append(Segments(rendered))
+        self._close_messages_no_wait()
+
+    def notify(
+        self,
+        message: str,
+        *,
+        title: str = "",
+        severity: SeverityLevel = "information",
+        timeout: float | None = None,
+        markup: bool = False,
+    ) -> None:
+        """A toast whose texts are always plain and sanitised.
+
+        Messages carry container names, alert texts and engine errors: never markup (a ``[`` in
+        a name would be parsed, an unbalanced ``[/]`` would crash the app), never control, bidi
+        or zero-width characters.
+        """
+        super().notify(
+            fmt.safe_text(message, 500, na=""),
+            title=fmt.safe_text(title, 80, na=""),
+            severity=severity,
+            timeout=timeout,
+            markup=False,
+        )
 
     # ------------------------------------------------------------------- collector loop
 

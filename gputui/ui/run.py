@@ -10,7 +10,9 @@ if TYPE_CHECKING:
     from gputui.ui.actions import CollectorLike
 
 
-def run_tui(settings: Settings, collector: CollectorLike | None = None) -> int:
+def run_tui(
+    settings: Settings, collector: CollectorLike | None = None, *, headless: bool = False
+) -> int:
     """Build the collector, run the app until the user quits, close the collector.
 
     Textual and the collector are imported here, not at module level, so ``gputui --once`` never
@@ -20,18 +22,28 @@ def run_tui(settings: Settings, collector: CollectorLike | None = None) -> int:
         settings: What the user asked for.
         collector: A ready collector (``gputui replay`` passes a recording's player); built from
             ``settings`` when None. Closed at the end either way.
+        headless: Run without a terminal (no output, no input), as the tests do.
 
     Returns:
-        The exit status (0).
+        The exit status: 0 after the user quit, non-zero after a crash (whose traceback, without
+        local variables, is on stderr).
     """
+    from rich.console import Console
+
     from gputui.ui.app import GpuTuiApp
+    from gputui.ui.crash import crash_report
     from gputui.wiring import build_collector
 
     chosen = collector if collector is not None else build_collector(settings)
     try:
-        GpuTuiApp(chosen, settings).run()
+        app = GpuTuiApp(chosen, settings)
+        app.run(headless=headless)
+    except Exception as error:  # escaped Textual's own handler: the same report, status 1
+        Console(stderr=True).print(crash_report(error))
+        return 1
     finally:
         close = getattr(chosen, "close", None)
         if close is not None:
             close()
-    return 0
+    # Textual sets 1 when an exception ended the app; None or 0 after a normal quit.
+    return app.return_code or 0

@@ -32,8 +32,32 @@ from gputui.ui.widgets.process_table import ProcessTable
 #: Below this width the GPU panel goes above the tabs and every GPU takes one line.
 NARROW_WIDTH = 120
 
+#: Once wide, the layout stays wide down to ``NARROW_WIDTH - NARROW_HYSTERESIS`` columns, so a
+#: terminal dragged back and forth across the threshold does not flip it at every column.
+NARROW_HYSTERESIS = 2
+
 #: The smallest terminal the layout is drawn in; below it a message says so instead.
 MIN_WIDTH, MIN_HEIGHT = 40, 12
+
+
+def is_narrow(width: int, was_narrow: bool | None) -> bool:
+    """Whether a terminal ``width`` columns wide gets the narrow (stacked) layout.
+
+    A function of the terminal's width and the current choice only, never of a widget's size:
+    switching layouts changes widget sizes, and deciding from those made the two layouts trigger
+    each other forever.
+
+    Args:
+        width: The terminal's width in columns.
+        was_narrow: The layout in use (None before the first choice).
+
+    Returns:
+        True for the narrow layout: below :data:`NARROW_WIDTH`, or, when already wide, below
+        ``NARROW_WIDTH - NARROW_HYSTERESIS``.
+    """
+    if was_narrow is False:
+        return width < NARROW_WIDTH - NARROW_HYSTERESIS
+    return width < NARROW_WIDTH
 
 
 def too_small_text(width: int, height: int) -> str:
@@ -75,6 +99,8 @@ class MainScreen(Screen[None]):
         self._synced: dict[str, Snapshot | None] = dict.fromkeys(TABS)
         self._health_title: str = ""
         self._alerts_title: str = ""
+        self._narrow: bool | None = None
+        self._fitted: tuple[int, int] | None = None
 
     def compose(self) -> ComposeResult:
         """Header, body (GPU panel + tabs), footer."""
@@ -250,19 +276,34 @@ class MainScreen(Screen[None]):
     # ------------------------------------------------------------------------- events
 
     def on_resize(self, event: Resize) -> None:
-        """Narrow terminals stack the GPU panel above the tabs, one line per GPU.
+        """The terminal (or, in Textual's eyes, this screen) changed size: re-fit the layout."""
+        self.fit_layout()
 
-        Below the minimum size the layout is hidden behind a message naming the minimum (it is
-        kept, and comes back as it was when the terminal grows).
+    def on_screen_resume(self) -> None:
+        """Back from a dialog: the terminal may have been resized meanwhile."""
+        self.fit_layout()
+
+    def fit_layout(self) -> None:
+        """Choose the layout for the terminal's size (``App.size``); classes change only on change.
+
+        Narrow terminals stack the GPU panel above the tabs, one line per GPU. Below the minimum
+        size the layout is hidden behind a message naming the minimum (it is kept, and comes back
+        as it was when the terminal grows). The screen's own Resize events can carry sizes from
+        an earlier layout pass (a dumb terminal reports 80x25 first): deciding from them made
+        the class change and the relayout it causes feed each other.
         """
-        width, height = event.size
+        width, height = self.app.size
+        if self._fitted == (width, height):
+            return
+        self._fitted = (width, height)
         small = width < MIN_WIDTH or height < MIN_HEIGHT
         if small:
             self.too_small.update(too_small_text(width, height))
         if small != self.has_class("-too-small"):
             self.set_class(small, "-too-small")
-        narrow = event.size.width < NARROW_WIDTH
-        if narrow != self.has_class("-narrow"):
+        narrow = is_narrow(width, self._narrow)
+        if narrow != self._narrow:
+            self._narrow = narrow
             self.set_class(narrow, "-narrow")
             self.call_after_refresh(self.gpus.update_compact)
 
