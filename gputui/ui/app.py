@@ -27,7 +27,7 @@ from gputui.ui.crash import crash_report
 from gputui.ui.machine_actions import MachineActions
 from gputui.ui.messages import SelectionChanged, SnapshotReady
 from gputui.ui.screens.evidence import EvidenceScreen
-from gputui.ui.screens.exec_modal import run_interactive
+from gputui.ui.screens.exec_modal import ExecRun, run_interactive
 from gputui.ui.screens.help import HelpScreen, binding_rows
 from gputui.ui.screens.main import MainScreen
 from gputui.ui.state import UiState, interval_label, step_interval
@@ -64,6 +64,7 @@ class GpuTuiApp(MachineActions):
         self.analyzer = Analyzer(rules)
         self.analysis: Analysis | None = None
         self._replay_at: tuple[int, int] | None = None
+        self._exec_runs: dict[str, ExecRun] = {}
 
     # ------------------------------------------------------------- crashes, notifications
 

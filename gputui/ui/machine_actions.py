@@ -9,17 +9,18 @@ from __future__ import annotations
 import signal
 import threading
 from collections.abc import Callable, Sequence
-from functools import partial
 
 from textual import work
 from textual.app import App, SuspendNotSupported
 from textual.content import Content
 
 from gputui.derive import fmt
+from gputui.model import ExecResult
 from gputui.settings import Settings
 from gputui.ui.actions import CollectorLike
+from gputui.ui.crash import redact
 from gputui.ui.screens.confirm import ConfirmScreen
-from gputui.ui.screens.exec_modal import ExecScreen
+from gputui.ui.screens.exec_modal import ExecRun, ExecScreen
 from gputui.ui.screens.main import MainScreen
 
 #: Why a write action did nothing when reached anyway (keys and palette entries are hidden).
@@ -37,6 +38,7 @@ class MachineActions(App[None]):
     interactive_runner: Callable[[Sequence[str]], int]
     _go: threading.Event
     _wake: threading.Event
+    _exec_runs: dict[str, ExecRun]  # container id -> the nvidia-smi run still going there
 
     def action_toggle_theme(self) -> None:
         """Light / dark."""
@@ -49,16 +51,59 @@ class MachineActions(App[None]):
         return self.settings.read_only
 
     def action_exec_smi(self) -> None:
-        """Run nvidia-smi in the selected container, captured, in a modal."""
+        """Run nvidia-smi in the selected container, captured, in a modal; one at a time each.
+
+        A second ``x`` while the container's run goes on starts nothing: it says so and shows
+        that run (every run holds a thread until the collector's timeout, so repeated presses
+        must not pile them up).
+        """
         if self._refused():
             return
         container, _ = self.main.selection()
         if container is None or not container.info.running:
             self.notify("Select a running container first.", severity="warning")
             return
-        cid, timeout = container.info.id, self.settings.exec_timeout
-        runner = partial(self.collector.exec_in_container, cid, ["nvidia-smi"], timeout)
-        self.push_screen(ExecScreen(fmt.safe_text(container.info.name, 60), runner))
+        cid = container.info.id
+        running = self._exec_runs.get(cid)
+        if running is not None:
+            self.notify(
+                f"nvidia-smi is already running in {running.container}; "
+                "its result shows here when it ends.",
+                severity="warning",
+            )
+            if not (isinstance(self.screen, ExecScreen) and self.screen.exec_run is running):
+                self.push_screen(ExecScreen(running))
+            return
+        run = ExecRun(cid, fmt.safe_text(container.info.name, 60), self.settings.exec_timeout)
+        self._exec_runs[cid] = run
+        self.push_screen(ExecScreen(run))
+        self._exec_worker(run)
+
+    @work(thread=True, group="exec", exit_on_error=False)
+    def _exec_worker(self, run: ExecRun) -> None:
+        try:
+            result = self.collector.exec_in_container(
+                run.container_id, ["nvidia-smi"], run.timeout_s
+            )
+        except Exception as error:  # the collector reports failures as data; this one did not
+            text = f"exec failed: {type(error).__name__}: {redact(str(error), 300)}"
+            result = ExecResult(("nvidia-smi",), None, error=text)
+        self.call_from_thread(self._exec_done, run, result)
+
+    def _exec_done(self, run: ExecRun, result: ExecResult) -> None:
+        """On the UI thread: record the result, show it where the run is on screen."""
+        run.result = result
+        if self._exec_runs.get(run.container_id) is run:
+            del self._exec_runs[run.container_id]
+        shown = False
+        for screen in self.screen_stack:
+            if isinstance(screen, ExecScreen) and screen.exec_run is run:
+                screen.show_result(result)
+                shown = True
+        if not shown:  # the modal was closed meanwhile: say how it ended
+            code = "none" if result.exit_code is None else str(result.exit_code)
+            text = f"nvidia-smi in {run.container} ended: exit {code}"
+            self.notify(text, severity="information" if result.exit_code == 0 else "warning")
 
     def action_exec_interactive(self) -> None:
         """Run nvidia-smi on the real terminal with the TUI suspended."""

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import contextlib
+import re
 import subprocess
-from collections.abc import Callable, Sequence
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
 
-from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical, VerticalScroll
@@ -26,16 +28,68 @@ PID_NAMESPACE_NOTE = (
     "brackets / CPID the in-container one."
 )
 
+#: Lines of each stream shown; nvidia-smi prints a few dozen, a hostile binary may print millions.
+MAX_OUTPUT_LINES = 2000
+
+#: How the collector says it cut a command's output (``... more than 1 MiB: the output was cut``).
+_CUT = re.compile(r"(\d+(?:\.\d+)?)\s*MiB\b[^.]*\boutput was cut", re.IGNORECASE)
+
+
+@dataclass
+class ExecRun:
+    """One captured run of ``nvidia-smi`` in a container, from start to result.
+
+    The app keeps at most one per container while it runs; the modal shows its state.
+
+    Attributes:
+        container_id: The container's full id.
+        container: Its display name (already safe).
+        timeout_s: How long the collector waits for the command.
+        started: ``time.monotonic()`` at the start.
+        result: What the collector returned; None while it runs.
+    """
+
+    container_id: str
+    container: str
+    timeout_s: float
+    started: float = field(default_factory=time.monotonic)
+    result: ExecResult | None = None
+
+
+def output_cut_mib(result: ExecResult) -> str | None:
+    """The size at which the collector cut the command's output (``"1"``), None when it did not.
+
+    The collector says so in ``error``; the note under the output repeats it where it applies.
+    """
+    match = _CUT.search(result.error or "")
+    return match.group(1) if match else None
+
+
+def _stream_lines(name: str, stream: str) -> list[str | tuple[str, str]]:
+    parts: list[str | tuple[str, str]] = ["\n", (f"── {name} ──", "$text-muted"), "\n"]
+    lines = stream.splitlines()
+    for line in lines[:MAX_OUTPUT_LINES]:
+        parts += [fmt.safe_text(line, 400, na=""), "\n"]
+    if len(lines) > MAX_OUTPUT_LINES:
+        more = len(lines) - MAX_OUTPUT_LINES
+        parts += [(f"… {more:,} more lines not shown", "italic $text-warning"), "\n"]
+    return parts
+
 
 def result_content(container: str, result: ExecResult) -> Content:
-    """Exit code, duration, a one-line diagnosis, then stdout and stderr.
+    """Exit code, duration, a one-line diagnosis, stdout and stderr, then notes.
+
+    Each stream shows at most :data:`MAX_OUTPUT_LINES` lines; a cut output says where it was
+    cut; the PID-namespace note comes only with a successful run (exit 0), the only kind that
+    printed a process list.
 
     Args:
         container: The container's display name (already safe).
         result: What the collector returned.
 
     Returns:
-        The body of the modal; output keeps its lines but loses control characters.
+        The body of the modal; output keeps its lines but loses control, bidi and zero-width
+        characters.
     """
     argv = " ".join(fmt.safe_text(a, 80) for a in result.argv) or "nvidia-smi"
     code = "none" if result.exit_code is None else str(result.exit_code)
@@ -60,19 +114,26 @@ def result_content(container: str, result: ExecResult) -> Content:
     if result.error:
         parts += [(fmt.safe_text(result.error, 500), "bold $text-error"), "\n"]
     for name, stream in (("stdout", result.stdout), ("stderr", result.stderr)):
-        if not stream:
-            continue
-        parts += ["\n", (f"── {name} ──", "$text-muted"), "\n"]
-        for line in stream.splitlines():
-            parts += [fmt.safe_text(line, 400, na=""), "\n"]
+        if stream:
+            parts += _stream_lines(name, stream)
+    cut = output_cut_mib(result)
+    if cut is not None:
+        parts += [(f"(output cut at {cut} MiB)", "italic $text-warning"), "\n"]
     if not result.stdout and not result.stderr and not result.error:
         parts += ["\n", ("(no output)", "$text-muted"), "\n"]
-    parts += ["\n", (PID_NAMESPACE_NOTE, "italic $text-muted")]
+    if result.exit_code == 0:
+        # Only a list nvidia-smi actually printed can differ from gputui's.
+        parts += ["\n", (PID_NAMESPACE_NOTE, "italic $text-muted")]
     return Content.assemble(*parts)
 
 
 class ExecScreen(ModalScreen[None]):
-    """Runs the command in a thread worker and shows the result; never blocks the UI thread."""
+    """Shows one :class:`ExecRun`: a running state until its result arrives, then the result.
+
+    The command runs in the app's worker, not here: closing the modal leaves it to finish (the
+    collector gives up at its timeout), and ``x`` while it runs re-opens this view of it instead
+    of starting another.
+    """
 
     BINDINGS = [
         Binding("escape,q", "close", "Close"),
@@ -80,42 +141,51 @@ class ExecScreen(ModalScreen[None]):
         Binding("k", "scroll_up", "Up", show=False),
     ]
 
-    def __init__(self, container: str, runner: Callable[[], ExecResult]) -> None:
+    def __init__(self, run: ExecRun) -> None:
         super().__init__()
-        self.container = container
-        self.runner = runner
-        self.result: ExecResult | None = None
+        self.exec_run = run
+
+    @property
+    def container(self) -> str:
+        """The container's display name."""
+        return self.exec_run.container
+
+    @property
+    def result(self) -> ExecResult | None:
+        """The result shown; None while the command runs."""
+        return self.exec_run.result
 
     def compose(self) -> ComposeResult:
-        """Title, a spinner until the result arrives, the scrollable output."""
+        """Title, the running state until the result arrives, the scrollable output."""
         with Vertical(id="exec-dialog", classes="dialog"):
             yield Static(
                 Content.assemble(("nvidia-smi in ", "bold"), (self.container, "bold $accent")),
                 classes="dialog-title",
             )
+            yield Static(self._running_text(), id="exec-state")
             yield LoadingIndicator(id="exec-wait")
             with VerticalScroll(id="exec-scroll"):
                 yield Static("", id="exec-output")
             yield Static(Content.styled("Esc closes · ↑↓ scroll", "$text-muted"))
 
-    def on_mount(self) -> None:
-        """Start the command."""
-        self._run()
+    def _running_text(self) -> Content:
+        wait = f"gives up after {self.exec_run.timeout_s:g} s; closing this keeps it running"
+        return Content.assemble(("Running… ", "bold $text-warning"), (wait, "$text-muted"))
 
-    @work(thread=True, group="exec", exit_on_error=False)
-    def _run(self) -> None:
-        result = self.runner()
-        self.app.call_from_thread(self.show_result, result)
+    def on_mount(self) -> None:
+        """Show the result at once when the command already finished."""
+        if self.exec_run.result is not None:
+            self.show_result(self.exec_run.result)
 
     def show_result(self, result: ExecResult) -> None:
-        """Replace the spinner with the output."""
-        self.result = result
+        """Replace the running state with the output."""
         self.query_one("#exec-wait").display = False
+        self.query_one("#exec-state").display = False
         self.query_one("#exec-output", Static).update(result_content(self.container, result))
         self.query_one("#exec-scroll").focus()
 
     def action_close(self) -> None:
-        """Close (a command still running keeps running in its thread; its result is dropped)."""
+        """Close (a command still running keeps running; ``x`` shows it again)."""
         self.dismiss(None)
 
     def action_scroll_down(self) -> None:
