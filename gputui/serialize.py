@@ -67,10 +67,19 @@ def encode(value: Any) -> Any:
 
 
 def _fail(where: str, expected: str, value: Any) -> SerializeError:
+    if isinstance(value, int) and abs(value) >= _INT_LIMIT:
+        return SerializeError(f"{where}: expected {expected}, got an integer beyond 64 bits")
+    if isinstance(value, (list, dict)):  # repr() of a deeply nested value overflows the stack
+        return SerializeError(f"{where}: expected {expected}, got a {type(value).__name__}")
     shown = repr(value)
     return SerializeError(
         f"{where}: expected {expected}, got {shown[:40]}{'...' if len(shown) > 40 else ''}"
     )
+
+
+#: Integers beyond 64 bits are no counter, id or size any source reports; they would overflow
+#: float() and C conversions downstream.
+_INT_LIMIT = 2**64
 
 
 def _scalar(tp: type, value: Any, where: str) -> Any:
@@ -78,10 +87,12 @@ def _scalar(tp: type, value: Any, where: str) -> Any:
         if isinstance(value, bool):
             return value
     elif tp is int:
-        if isinstance(value, int) and not isinstance(value, bool):
+        if isinstance(value, int) and not isinstance(value, bool) and abs(value) < _INT_LIMIT:
             return value
     elif tp is float:
-        if isinstance(value, (int, float)) and not isinstance(value, bool):
+        if isinstance(value, float) or (
+            isinstance(value, int) and not isinstance(value, bool) and abs(value) < _INT_LIMIT
+        ):
             return float(value)
     elif tp is str:
         if isinstance(value, str):

@@ -11,7 +11,9 @@ from __future__ import annotations
 import json
 import math
 import os
+import tempfile
 from collections import Counter
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +28,7 @@ from hypothesis import strategies as st
 from rel_helpers import run_gputui
 
 from gputui.collect.collector import Collector
+from gputui.collect.files import SCENARIO_LIMIT, UserFileError, read_user_file
 from gputui.collect.linux.membership import has_relative_path, parse_cgroup, parse_nspid
 from gputui.collect.linux.processes import ProcSource, parse_stat
 from gputui.collect.standins.scenario import ScenarioError, ScenarioSource, validate_scenario
@@ -36,8 +39,22 @@ from gputui.collect.standins.scenario_format import (
     INIT_STATES,
     NUMBER_FIELDS,
     PROCESS_KEYS,
+    load_scenario,
+    parse_scenario,
 )
-from gputui.config import ConfigError, parse_alerts
+from gputui.config import ConfigError, load_config, parse_alerts, parse_config
+from gputui.model import (
+    GpuProcess,
+    GpuProcessSample,
+    GpuSample,
+    HostInfo,
+    ProcessInfo,
+    Snapshot,
+    XidEvent,
+)
+from gputui.replay import Recording, RecordingError, ReplayCollector
+from gputui.report import snapshot_to_json, snapshot_to_text
+from gputui.serialize import snapshot_to_record
 
 EXAMPLES = int(os.environ.get("GPUTUI_FUZZ_EXAMPLES", "2000"))
 FUZZ = settings(
@@ -282,6 +299,180 @@ def test_fuzz_config(text: str) -> None:
         assert "\n" not in message
         return
     _count("config_valid")
+
+
+# -- hostile shapes: nesting depth, huge integers, non-finite numbers, oversize input ------------
+
+#: The bound every fuzzed input stays under (the real readers refuse larger files first).
+MAX_INPUT = 400_000
+nested = st.integers(1, 50_000).flatmap(
+    lambda depth: st.sampled_from(
+        ["[" * depth + "]" * depth, '{"a":' * depth + "1" + "}" * depth, "[" * depth]
+    )
+)
+huge_int = st.integers(4_000, 6_000).map(lambda n: "9" * n)
+non_finite = st.sampled_from(
+    ["NaN", "Infinity", "-Infinity", "1e400", "-1e400", "1e300", "-1e300", "4.9e-324"]
+)
+big_number = st.sampled_from(
+    ["9223372036854775808", "-9223372036854775809", "18446744073709551616", "2e19"]
+)
+hostile_json_token = st.one_of(
+    nested, huge_int, non_finite, big_number, st.text(max_size=20).map(json.dumps)
+)
+SCENARIO_HOLES = [
+    "%s",
+    '{"gpus":[{"index":%s}]}',
+    '{"gpus":[{"utilization_gpu":%s}]}',
+    '{"gpus":[{"power_w":[1,%s]}]}',
+    '{"gpus":[{"throttle_reasons":%s}]}',
+    '{"gpus":[{"processes":[{"pid":%s,"used_memory_mib":1}]}]}',
+    '{"gpus":[{"processes":[{"pid":5,"sm_util":%s}]}]}',
+    '{"xid_events":[{"gpu":%s,"xid":79}]}',
+    '{"xid_events":[{"gpu":0,"xid":79,"at_refresh":%s}]}',
+    '{"driver_version":%s,"gpus":[]}',
+    '{"nvml":%s}',
+]
+
+
+@FUZZ
+@given(st.sampled_from(SCENARIO_HOLES), hostile_json_token)
+def test_fuzz_scenario_hostile_shapes(template: str, token: str) -> None:
+    text = template.replace("%s", token)
+    assert len(text) <= MAX_INPUT
+    _count("scenario_hostile")
+    try:
+        data = parse_scenario(text, "s.json")
+    except ScenarioError as exc:
+        message = str(exc)
+    else:
+        message = None
+    if message is not None:
+        assert "\n" not in message and len(message) < 500
+        return
+    _count("scenario_hostile_valid")
+    collector = Collector(ScenarioSource(data), PROCS, _NoDocker(), mode="scenario")
+    try:
+        snapshot_to_text(collector.collect())
+    finally:
+        collector.close()
+
+
+CONFIG_HOLES = [
+    "x = %s",
+    "[alerts]\ndefaults = %s",
+    '[[alerts.rules]]\nid = "a"\nmetric = "gpu.util"\nthreshold = %s',
+    '[[alerts.rules]]\nid = "a"\nmetric = "gpu.util"\nthreshold = 1\nfor = %s',
+    '[[alerts.rules]]\nid = "a"\nmetric = "gpu.util"\nthreshold = 1\nwindow = %s',
+    '[[alerts.rules]]\nid = "a"\nmetric = "gpu.util"\nkind = "dynamic"\nmin_samples = %s',
+    '[[alerts.rules]]\nid = "a"\nmetric = "gpu.util"\nkind = "dynamic"\nk = %s',
+]
+toml_token = st.one_of(
+    nested,
+    huge_int,
+    huge_int.map(lambda digits: "0x" + "f" * len(digits)),  # hex has no digit limit
+    st.sampled_from(["nan", "inf", "-inf", "+inf", "1e400", "-0.0", "1e308"]),
+    big_number,
+    st.sampled_from(['"1e999s"', '"99999999999999999999d"', '"0.0000001ms"']),
+    st.text(max_size=20).map(json.dumps),
+)
+
+
+@FUZZ
+@given(st.sampled_from(CONFIG_HOLES), toml_token)
+def test_fuzz_config_hostile_shapes(template: str, token: str) -> None:
+    text = template.replace("%s", token)
+    assert len(text) <= MAX_INPUT
+    _count("config_hostile")
+    try:
+        config = parse_config(text, Path("c.toml"))
+    except ConfigError as exc:
+        message = str(exc)
+        config = None
+    if config is None:
+        assert "\n" not in message and len(message) < 500
+        return
+    _count("config_hostile_valid")
+    for rule in config.alert_rules:
+        assert all(math.isfinite(v) for v in (rule.for_s, rule.window_s))
+
+
+# -- recordings ----------------------------------------------------------------------------------
+
+
+def _base_snapshot() -> Snapshot:
+    gpu0 = GpuSample(0, "GPU-0", "NVIDIA H200", utilization_gpu=50, power_w=300.0)
+    info = ProcessInfo(611, exists=True, name="python", command="python train.py", start_time=1.0)
+    sample = GpuProcessSample(pid=611, gpu_index=0, used_memory_bytes=1024, sm_util=10)
+    return Snapshot(
+        1_795_000_000.0,
+        "live",
+        HostInfo("h", driver_version="580", cuda_driver_version="13.0"),
+        gpus=(gpu0,),
+        processes=(GpuProcess(sample, info, None),),
+        xid_events=(XidEvent(0, 79, 1_795_000_000.0),),
+    )
+
+
+BASE_LINE = json.dumps(snapshot_to_record(_base_snapshot()), separators=(",", ":"))
+SAME_LINE = json.dumps(
+    snapshot_to_record(replace(_base_snapshot(), taken_at=1_795_000_001.0), _base_snapshot()),
+    separators=(",", ":"),
+)
+RECORDING_HOLES = [
+    BASE_LINE.replace("1795000000.0", "%s", 1),  # taken_at
+    BASE_LINE.replace('"utilization_gpu":50', '"utilization_gpu":%s'),
+    BASE_LINE.replace('"power_w":300.0', '"power_w":%s'),
+    BASE_LINE.replace('"start_time":1.0', '"start_time":%s'),
+    BASE_LINE.replace('"xid":79,"at":1795000000.0', '"xid":79,"at":%s'),
+    BASE_LINE.replace('"pid":611', '"pid":%s', 1),
+    BASE_LINE.replace('"driver_version":"580"', '"driver_version":%s'),
+    '{"v":%s,"snapshot":{}}',
+    "%s",
+]
+RECORDINGS = Path(tempfile.mkdtemp(prefix="gputui-fuzz-rec-"))
+
+
+@FUZZ
+@given(st.sampled_from(RECORDING_HOLES), hostile_json_token, st.booleans())
+def test_fuzz_recording_hostile_shapes(template: str, token: str, follow: bool) -> None:
+    text = template.replace("%s", token) + "\n" + (SAME_LINE + "\n" if follow else "")
+    assert len(text) <= MAX_INPUT
+    _count("recording_hostile")
+    path = RECORDINGS / "r.jsonl"
+    path.write_text(text)
+    try:
+        recording = Recording.open(path)
+    except RecordingError as exc:
+        message = str(exc)
+        assert "\n" not in message
+        return
+    try:
+        player = ReplayCollector(recording)
+        for index in range(len(player)):
+            try:
+                snapshot = player.snapshot_at(index)
+            except RecordingError as exc:
+                message = str(exc)
+                assert "\n" not in message
+                continue
+            _count("recording_hostile_valid")
+            snapshot_to_text(snapshot)
+            json.dumps(snapshot_to_json(snapshot))
+    finally:
+        recording.close()
+
+
+def test_oversize_inputs_are_refused_before_reading(tmp_path: Path) -> None:
+    big = tmp_path / "big"
+    with big.open("wb") as fh:
+        fh.truncate(SCENARIO_LIMIT + 1)  # sparse: nothing is read, nothing is used
+    with pytest.raises(ScenarioError, match="larger than"):
+        load_scenario(big)
+    with pytest.raises(ConfigError, match="larger than"):
+        load_config(big)
+    with pytest.raises(UserFileError, match="larger than"):
+        read_user_file(big, "file", SCENARIO_LIMIT)
 
 
 def test_zz_report_counts() -> None:
