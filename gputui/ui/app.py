@@ -218,13 +218,12 @@ class GpuTuiApp(MachineActions):
             return False  # they act on tabs the evidence view covers
         if not self.is_running or self.screen is not self.main:
             return True
-        container, process = self.main.selection()
+        container, _ = self.main.selection()
         if action == "evidence":
             return True if container is not None else None
         if action in ("exec_smi", "exec_interactive"):
             return True if container is not None and container.info.running else None
-        if action == "signal":
-            return True if process is not None and process.info.exists else None
+        # No "signal" case: T / K always reach action_signal, which says why it cannot act.
         if action == "sort":
             return True if self.main.active_tab == "processes" else None
         return True

@@ -128,14 +128,55 @@ class MachineActions(App[None]):
                 self._go.set()
                 self._wake.set()
 
+    def key_upper_t(self) -> None:
+        """``T`` reaches here only when its binding is gone (read-only): say why."""
+        self._signal_key_refused()
+
+    def key_upper_k(self) -> None:
+        """``K`` reaches here only when its binding is gone (read-only): say why."""
+        self._signal_key_refused()
+
+    def _signal_key_refused(self) -> None:
+        if self.settings.read_only and self.screen is self.main:
+            self.notify(READ_ONLY_REFUSAL, severity="warning")
+
+    def signal_refusal(self) -> str | None:
+        """Why ``T`` / ``K`` cannot act on the selection now, None when they can.
+
+        Signals need a live process under the cursor and gputui in the host's PID namespace:
+        elsewhere the PIDs NVML reports name other processes (or none) in gputui's namespace.
+        """
+        container, process = self.main.selection()
+        if process is None:
+            if container is not None:
+                return (
+                    "A container is selected: T / K signal a process, not a container; "
+                    "select one of its processes."
+                )
+            return "Select a process first: T / K signal the process under the cursor."
+        if not process.info.exists:
+            return f"PID {process.pid} is gone or hidden from gputui: nothing to signal."
+        snapshot = self.main.snapshot
+        host_pids = snapshot.visibility.host_pid_namespace if snapshot is not None else None
+        if host_pids is False:
+            return (
+                "Signals are off: gputui is not in the host's PID namespace, so the PIDs NVML "
+                "reports are not PIDs it can signal (run it on the host or with --pid=host)."
+            )
+        if host_pids is not True:
+            return "Signals are off: gputui cannot tell whether it shares the host's PID namespace."
+        return None
+
     def action_signal(self, signum: int) -> None:
-        """Confirm, then send SIGTERM / SIGKILL to the selected process."""
+        """Confirm, then send SIGTERM / SIGKILL to the selected process (or say why not)."""
         if self._refused():
             return
-        _, process = self.main.selection()
-        if process is None or not process.info.exists:
-            self.notify("Select a running process first.", severity="warning")
+        why = self.signal_refusal()
+        if why is not None:
+            self.notify(why, severity="warning")
             return
+        _, process = self.main.selection()
+        assert process is not None  # signal_refusal said there is one
         name = signal.Signals(signum).name
         command = fmt.safe_text(process.info.command or process.info.name, 80)
         body = Content.assemble(
@@ -147,15 +188,23 @@ class MachineActions(App[None]):
         pid, start = process.pid, process.info.start_time
 
         def answered(yes: bool | None) -> None:
-            if yes:
-                self._send_signal(pid, signum, start)
+            if not yes:
+                return
+            snapshot = self.main.snapshot  # refreshed while the question was open
+            if snapshot is None or snapshot.visibility.host_pid_namespace is not True:
+                self.notify("Signals are off: the host's PID namespace is no longer visible.")
+                return
+            self._send_signal(pid, signum, start)
 
         self.push_screen(ConfirmScreen(f"{name} process {pid}", body), answered)
 
-    @work(thread=True, group="signal")
+    @work(thread=True, group="signal", exit_on_error=False)
     def _send_signal(self, pid: int, signum: int, start_time: float | None) -> None:
-        error = self.collector.signal_process(pid, signum, start_time)
         name = signal.Signals(signum).name
+        try:
+            error = self.collector.signal_process(pid, signum, start_time)
+        except Exception as exc:  # the collector reports refusals as text; this one did not
+            error = f"{type(exc).__name__}: {redact(str(exc), 200)}"
         if error is None:
             self.call_from_thread(self.notify, f"Sent {name} to PID {pid}.")
         else:

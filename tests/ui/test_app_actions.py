@@ -241,18 +241,26 @@ async def test_sigkill_cancel_and_failure(make_app: AppFactory) -> None:
         assert "reused" in errors[0].message
 
 
-async def test_signals_dimmed_for_containers_and_orphans(make_app: AppFactory) -> None:
-    app = make_app()
+async def test_signals_on_containers_and_orphans_say_why(make_app: AppFactory) -> None:
+    collector = FakeCollector()
+    app = make_app(collector)
     async with app.run_test(size=(140, 40)) as pilot:
         await ready(pilot)
-        for key in (f"c:{cid(1)}", "p:999:1", "g:host"):
+        expected = {
+            f"c:{cid(1)}": "A container is selected",
+            "p:999:1": "PID 999 is gone",
+            "g:host": "Select a process first",
+        }
+        for key, why in expected.items():
             await _select(app, key, pilot)
-            assert app.check_action("signal", ()) is None, key
-        await pilot.press("T")
-        await pilot.pause()
-        assert app.screen is app.main
+            assert app.check_action("signal", ()) is True, key  # the key reaches the action
+            await pilot.press("T")
+            await pilot.pause()
+            assert app.screen is app.main, key  # no confirmation offered
+            assert why in [n.message for n in app._notifications][-1], key
+        assert collector.signals == []
         await _select(app, "p:900:0", pilot)  # a host process can be signalled
-        assert app.check_action("signal", ()) is True
+        assert app.signal_refusal() is None
 
 
 async def test_read_only_removes_exec_and_signals(make_app: AppFactory) -> None:

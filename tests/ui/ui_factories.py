@@ -20,6 +20,7 @@ from gputui.model import (
     ProcessInfo,
     Snapshot,
     SourceStatus,
+    Visibility,
 )
 
 GIB = 1024**3
@@ -122,7 +123,9 @@ def snapshot(
     health: Sequence[HealthCheck] = (),
     mode: str = "live",
     sources: dict[str, SourceStatus] | None = None,
+    visibility: Visibility | None = None,
 ) -> Snapshot:
+    """A refresh of a host gputui sees whole (its PID namespace) unless ``visibility`` says not."""
     return Snapshot(
         taken_at=taken_at,
         mode=mode,
@@ -138,6 +141,7 @@ def snapshot(
         processes=tuple(processes),
         containers=tuple(containers),
         health=tuple(health),
+        visibility=visibility if visibility is not None else Visibility(host_pid_namespace=True),
     )
 
 
