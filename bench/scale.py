@@ -73,7 +73,7 @@ def measure_point(
     from gputui.collect.docker.source import DockerSource
     from gputui.collect.linux.processes import ProcSource
     from gputui.collect.standins.scenario import ScenarioSource
-    from gputui.health import registry as health
+    from gputui.health import runner as health
 
     pids = [*container_pids, *proc_pids]
     gpu, procs = Timed(ScenarioSource(scenario(n_gpus, pids))), Timed(ProcSource())

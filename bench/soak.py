@@ -95,7 +95,7 @@ def cmd_soak(args: argparse.Namespace) -> dict[str, Any]:
     from gputui.collect.docker.source import DockerSource
     from gputui.collect.linux.processes import ProcSource
     from gputui.collect.standins.scenario import ScenarioSource
-    from gputui.health import registry as health
+    from gputui.health import runner as health
 
     what = set(args.what.split(","))
     if "both" in what:  # the documented spelling for collector and TUI together

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from gputui.collect.collector import DOCKER_WAIT_S, Collector, DeferredContainers
 from gputui.collect.sources import ContainerSource, GpuSource, HealthInputs
-from gputui.health.base import HealthRoots
-from gputui.health.registry import run_checks
+from gputui.health.context import HealthRoots
+from gputui.health.runner import run_checks
 from gputui.model import HealthCheck
 from gputui.settings import Settings
 

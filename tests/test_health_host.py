@@ -19,7 +19,7 @@ from test_health_support import (
     run,
 )
 
-from gputui.health.host import parse_tool_version
+from gputui.health.docker import parse_tool_version
 from gputui.model import HealthCheck, HealthStatus, Visibility
 
 S = HealthStatus

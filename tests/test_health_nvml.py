@@ -15,7 +15,7 @@ from test_health_support import (
     run,
 )
 
-from gputui.health.nvml import evaluate_cuda_requirement
+from gputui.health.containers import evaluate_cuda_requirement
 from gputui.model import HealthCheck, HealthStatus
 
 S = HealthStatus

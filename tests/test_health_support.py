@@ -13,8 +13,8 @@ from pathlib import Path
 from typing import Any
 
 from gputui.collect.sources import HealthInputs
-from gputui.health.base import HealthRoots
-from gputui.health.registry import run_checks
+from gputui.health.context import HealthRoots
+from gputui.health.runner import run_checks
 from gputui.model import (
     ContainerInfo,
     ContainerReading,

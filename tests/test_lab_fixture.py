@@ -13,7 +13,7 @@ from pathlib import Path
 
 from gputui.collect.docker.parse import parse_inspect
 from gputui.collect.sources import HealthInputs
-from gputui.health.registry import run_checks
+from gputui.health.runner import run_checks
 from gputui.model import (
     ContainerReading,
     EngineInfo,

@@ -1,36 +1,43 @@
-"""Runtime-health checks about the Docker engine and the GPU wiring of each container.
+"""Runtime-health checks about the Docker engine and its GPU plumbing on this host.
 
-They judge the :class:`ContainerReading` the Docker source made (never the Docker SDK itself),
-plus ``daemon.json`` read from ``HealthRoots.daemon_json``.
+The engine itself, its ``nvidia`` runtime (and ``daemon.json``), the NVIDIA Container Toolkit and
+CDI specs. They judge the :class:`ContainerReading` the Docker source made (never the Docker SDK
+itself), plus files under :class:`HealthRoots`; tools are found with the injected ``which`` and
+asked for ``--version`` through the injected runner, so tests need neither the tools nor the host.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
-from gputui.health.base import (
+from gputui.health.context import CheckContext
+from gputui.health.docs import (
+    DOCS_CDI,
     DOCS_DOCKER_DAEMON_ACCESS,
-    DOCS_DOCKER_SPECIALIZED,
     DOCS_TOOLKIT_INSTALL,
-    DOCS_TOOLKIT_TROUBLESHOOTING,
-    FAIL,
-    INFO,
-    PASS,
-    SKIP,
-    WARN,
-    CheckContext,
-    docker_skip,
-    read_text,
 )
-from gputui.model import ContainerInfo, EngineInfo, HealthCheck, HealthStatus
+from gputui.health.readings import read_text
+from gputui.health.registry import HOST, check
+from gputui.health.result import Result
+from gputui.model import EngineInfo
 
+#: The fix for a missing nvidia runtime (also given by the per-container checks).
 CONFIGURE_RUNTIME_FIX = (
     "sudo nvidia-ctk runtime configure --runtime=docker\n"
     "(add --set-as-default to make it the default runtime)\n"
     "sudo systemctl restart docker"
 )
+
+
+def cdi_enabled(engine: EngineInfo | None) -> bool | None:
+    """Whether the engine has CDI on: None when it does not say (no engine, Docker < 25)."""
+    if engine is None or engine.cdi_spec_dirs is None:
+        return None
+    return bool(engine.cdi_spec_dirs)
+
 
 # --------------------------------------------------------------------------------------------
 # docker.engine
@@ -61,7 +68,8 @@ _ENGINE_FAILURES: dict[str, tuple[str, str]] = {
 }
 
 
-def check_docker_engine(ctx: CheckContext) -> HealthCheck:
+@check("docker.engine", scope=HOST)
+def check_docker_engine(ctx: CheckContext) -> Result:
     """Can gputui talk to the Docker engine?"""
     reading = ctx.inputs.containers
     status = reading.status
@@ -70,10 +78,8 @@ def check_docker_engine(ctx: CheckContext) -> HealthCheck:
         facts = _engine_facts(engine)
         version = engine.server_version if engine and engine.server_version else "unknown"
         where = engine.endpoint if engine and engine.endpoint else "default endpoint"
-        return HealthCheck(
-            id="docker.engine",
-            status=PASS,
-            summary=f"Docker {version} at {where}",
+        return Result.passed(
+            f"Docker {version} at {where}",
             details=(*facts, f"{len(reading.containers)} container(s)"),
         )
     kind = status.kind or ""
@@ -94,10 +100,8 @@ def check_docker_engine(ctx: CheckContext) -> HealthCheck:
         )
         if d
     )
-    return HealthCheck(
-        id="docker.engine",
-        status=FAIL,
-        summary=f"{summary}: {status.error}" if status.error and not status.kind else summary,
+    return Result.fail(
+        f"{summary}: {status.error}" if status.error and not status.kind else summary,
         details=details,
         fix=status.fix or default_fix,
         docs=DOCS_DOCKER_DAEMON_ACCESS if kind == "permission" else None,
@@ -154,9 +158,9 @@ def _daemon_json_runtime_facts(config: dict[str, Any]) -> tuple[list[str], bool]
 # docker.nvidia_runtime
 
 
-def check_docker_nvidia_runtime(ctx: CheckContext) -> HealthCheck:
+@check("docker.nvidia_runtime", scope=HOST)
+def check_docker_nvidia_runtime(ctx: CheckContext) -> Result:
     """Is the ``nvidia`` OCI runtime registered with the engine (and what daemon.json says)?"""
-    check_id = "docker.nvidia_runtime"
     config, note = read_daemon_json(ctx)
     details = [note]
     in_daemon_json = False
@@ -165,21 +169,10 @@ def check_docker_nvidia_runtime(ctx: CheckContext) -> HealthCheck:
         details.extend(facts)
     invalid_json = note.startswith("invalid")
     if not ctx.docker_ok:
-        skipped = docker_skip(ctx, check_id)
-        return HealthCheck(
-            id=check_id,
-            status=SKIP,
-            summary=skipped.summary,
-            details=(*skipped.details, *details),
-        )
+        return ctx.docker_skip(*details)
     engine = ctx.inputs.containers.engine
     if engine is None:
-        return HealthCheck(
-            id=check_id,
-            status=SKIP,
-            summary="The engine reported no runtime information",
-            details=tuple(details),
-        )
+        return Result.skip("The engine reported no runtime information", details=tuple(details))
     details.insert(0, f"engine runtimes: {', '.join(engine.runtimes) or '(none)'}")
     details.insert(1, f"engine default runtime: {engine.default_runtime or 'unknown'}")
     hook = ctx.which("nvidia-container-runtime-hook")
@@ -203,19 +196,15 @@ def check_docker_nvidia_runtime(ctx: CheckContext) -> HealthCheck:
             '`--gpus` fails with \'could not select device driver "" with capabilities: '
             "[[gpu]]' when the toolkit's hook is missing too"
         )
-        return HealthCheck(
-            id=check_id,
-            status=WARN,
-            summary=summary,
+        return Result.warn(
+            summary,
             details=tuple(details),
             fix=f"{json_fix}\n{fix}" if invalid_json else fix,
             docs=DOCS_TOOLKIT_INSTALL,
         )
     if invalid_json:
-        return HealthCheck(
-            id=check_id,
-            status=WARN,
-            summary="nvidia runtime registered, but daemon.json is invalid JSON",
+        return Result.warn(
+            "nvidia runtime registered, but daemon.json is invalid JSON",
             details=tuple(details),
             fix=json_fix,
             docs=DOCS_TOOLKIT_INSTALL,
@@ -227,214 +216,183 @@ def check_docker_nvidia_runtime(ctx: CheckContext) -> HealthCheck:
             f"nvidia runtime registered (default: {engine.default_runtime or 'unknown'}); "
             "containers need --gpus or --runtime=nvidia"
         )
-    return HealthCheck(
-        id=check_id, status=PASS, summary=summary, details=tuple(details), docs=DOCS_TOOLKIT_INSTALL
+    return Result.passed(summary, details=tuple(details), docs=DOCS_TOOLKIT_INSTALL)
+
+
+# --------------------------------------------------------------------------------------------
+# toolkit.installed
+
+# "NVIDIA Container Toolkit CLI version 1.20.0", "cli-version: 1.17.8",
+# "NVIDIA Container Runtime version 1.17.8".
+_TOOL_VERSION = re.compile(r"version[:\s]+v?(\d+(?:\.\d+)+[\w.+~-]*)", re.IGNORECASE)
+
+#: Toolkit programs worth reporting, in order of importance.
+TOOLKIT_TOOLS = ("nvidia-ctk", "nvidia-container-cli", "nvidia-container-runtime")
+
+
+def parse_tool_version(output: str | None) -> str | None:
+    """The first ``version X.Y.Z`` in a tool's ``--version`` output."""
+    if not output:
+        return None
+    match = _TOOL_VERSION.search(output)
+    return match.group(1) if match else None
+
+
+@check("toolkit.installed", scope=HOST)
+def check_toolkit_installed(ctx: CheckContext) -> Result:
+    """Is the NVIDIA Container Toolkit installed, and which version?"""
+    found: dict[str, str | None] = {}
+    details: list[str] = []
+    for tool in TOOLKIT_TOOLS:
+        path = ctx.which(tool)
+        if path is None:
+            details.append(f"{tool}: not found on PATH")
+            continue
+        version = parse_tool_version(ctx.run_version([path, "--version"]))
+        found[tool] = version
+        details.append(f"{tool}: {version or 'version unknown (--version failed)'} ({path})")
+    # which() searches gputui's own PATH: in a container that is not the host's.
+    details.append(
+        "searched gputui's PATH; from inside a container this says little about the host"
+    )
+    install_fix = (
+        "Install the NVIDIA Container Toolkit (add NVIDIA's package repository, then e.g. "
+        "`sudo apt-get install -y nvidia-container-toolkit`), then "
+        "`sudo nvidia-ctk runtime configure --runtime=docker && sudo systemctl restart docker`."
+    )
+    if not found:
+        return Result.warn(
+            "NVIDIA Container Toolkit not found: install it",
+            details=tuple(details),
+            fix=install_fix,
+            docs=DOCS_TOOLKIT_INSTALL,
+        )
+    if "nvidia-ctk" not in found:
+        legacy = next(iter(found.items()))
+        return Result.warn(
+            (
+                f"Only {legacy[0]} {legacy[1] or ''} found, no nvidia-ctk: the toolkit predates "
+                "1.12"
+            ).replace("  ", " "),
+            details=tuple(details),
+            fix="Upgrade: " + install_fix,
+            docs=DOCS_TOOLKIT_INSTALL,
+        )
+    ctk = found["nvidia-ctk"]
+    if ctk is None:
+        return Result.warn(
+            "nvidia-ctk found but `nvidia-ctk --version` gave no version",
+            details=tuple(details),
+            fix="Run `nvidia-ctk --version` by hand; reinstall the toolkit if it fails.",
+            docs=DOCS_TOOLKIT_INSTALL,
+        )
+    return Result.passed(
+        f"NVIDIA Container Toolkit {ctk}", details=tuple(details), docs=DOCS_TOOLKIT_INSTALL
     )
 
 
 # --------------------------------------------------------------------------------------------
-# Per-container checks
+# cdi.specs
+
+_SPEC_SUFFIXES = (".yaml", ".yml", ".json")
+_NVIDIA_KIND = re.compile(r"""["']?kind["']?\s*:\s*["']?nvidia\.com/gpu""")
+# Generated specs mount driver libraries by full name, e.g. libcuda.so.580.159.04.
+_SO_VERSION = re.compile(r"\.so\.(\d{3}\.\d+(?:\.\d+)?)")
 
 
-def _effective_runtime(container: ContainerInfo, engine: EngineInfo | None) -> str:
-    if container.runtime:
-        return container.runtime
-    if engine is not None and engine.default_runtime:
-        return engine.default_runtime
-    return "runc"
+@check("cdi.specs", scope=HOST)
+def check_cdi_specs(ctx: CheckContext) -> Result:
+    """Are NVIDIA CDI specs present, current, and is CDI enabled in the engine?"""
+    engine = ctx.inputs.containers.engine if ctx.docker_ok else None
+    enabled = cdi_enabled(engine)
+    details: list[str] = []
+    if not ctx.docker_ok:
+        details.append("engine CDI state unknown (Docker engine unreachable)")
+    elif enabled is None:
+        details.append("engine does not report CDI (older than Docker 25)")
+    elif enabled and engine is not None:
+        details.append(f"engine CDI spec dirs: {', '.join(engine.cdi_spec_dirs or ())}")
+    else:
+        details.append("engine reports no CDI spec dirs: CDI disabled in the engine")
 
-
-def _cdi_enabled(engine: EngineInfo | None) -> bool | None:
-    if engine is None or engine.cdi_spec_dirs is None:
-        return None
-    return bool(engine.cdi_spec_dirs)
-
-
-def check_container_gpu_visible(ctx: CheckContext, container: ContainerInfo) -> HealthCheck | None:
-    """Can a container that asked for GPUs actually get them injected?"""
-    if container.gpu_request is None:
-        return None
-    check_id = f"container.gpu_visible:{container.name}"
-    engine = ctx.inputs.containers.engine
-    runtime = _effective_runtime(container, engine)
-    via = container.gpu_request_via or "unknown"
-    request = (
-        container.gpu_request
-        if isinstance(container.gpu_request, str)
-        else ",".join(container.gpu_request)
-    )
-    details = [
-        f"requested GPUs: {request} via {via}",
-        f"runtime: {runtime}",
-        f"device paths: {', '.join(container.gpu_device_paths) or '(none)'}",
-    ]
-    processes = ctx.processes_of(container.id)
-
-    def result(status: HealthStatus, summary: str, fix: str | None = None) -> HealthCheck:
-        return HealthCheck(
-            id=check_id,
-            status=status,
-            summary=summary,
-            details=tuple(details),
-            fix=fix,
-            docs=DOCS_DOCKER_SPECIALIZED if fix else None,
-            subject=container.name,
-        )
-
-    if processes:
-        return result(PASS, f"GPUs visible: {len(processes)} GPU process(es) running")
-    if via == "env" and runtime != "nvidia" and not container.gpu_device_paths:
-        details.append(
-            f"NVIDIA_VISIBLE_DEVICES is set, but runtime {runtime!r} ignores it: only the "
-            "nvidia runtime (or --gpus / CDI) injects devices and driver libraries"
-        )
-        return result(
-            FAIL,
-            "GPUs requested (NVIDIA_VISIBLE_DEVICES) but not injected",
-            "Recreate the container with `--gpus all` (compose: deploy.resources.reservations."
-            "devices with capabilities: [gpu]) or `--runtime=nvidia`.",
-        )
-    if via == "device_requests":
-        has_runtime = engine is not None and "nvidia" in engine.runtimes
-        hook = ctx.which("nvidia-container-runtime-hook")
-        if not has_runtime and not _cdi_enabled(engine) and hook is None:
+    nvidia_specs: list[str] = []
+    stale: list[str] = []
+    driver = ctx.inputs.gpu.driver_version
+    for directory in ctx.roots.cdi_dirs:
+        try:
+            entries = sorted(Path(directory).iterdir())
+        except FileNotFoundError:
+            details.append(f"{directory}: absent")
+            continue
+        except OSError as exc:
+            details.append(f"{directory}: cannot list ({exc.strerror or exc})")
+            continue
+        for entry in entries:
+            if entry.suffix not in _SPEC_SUFFIXES:
+                continue
+            text, reason = read_text(entry)
+            if text is None:
+                details.append(f"{entry}: {reason}")
+                continue
+            if not _NVIDIA_KIND.search(text):
+                details.append(f"{entry}: CDI spec (not NVIDIA)")
+                continue
+            versions = set(_SO_VERSION.findall(text))
+            nvidia_specs.append(str(entry))
             details.append(
-                "the engine has no nvidia runtime, CDI is off and no "
-                "nvidia-container-runtime-hook is on PATH"
+                f"{entry}: NVIDIA spec"
+                + (f" for driver {', '.join(sorted(versions))}" if versions else "")
             )
-            return result(
-                WARN,
-                "--gpus request, but the engine shows no way to inject GPUs",
-                "Install the NVIDIA Container Toolkit, then\n" + CONFIGURE_RUNTIME_FIX,
-            )
-    if via == "cdi" and _cdi_enabled(engine) is False:
-        details.append("the engine reports CDI disabled (no CDI spec dirs)")
-        return result(
-            WARN,
-            "CDI devices requested, but CDI is disabled in the engine",
-            'Enable CDI: add "features": {"cdi": true} to daemon.json (default on since '
-            "Docker 28) and `sudo systemctl restart docker`.",
-        )
-    if engine is not None and engine.runtimes and runtime not in engine.runtimes:
-        return result(
-            FAIL,
-            f"Runtime {runtime!r} is not registered with the engine",
-            CONFIGURE_RUNTIME_FIX,
-        )
-    if via == "devices":
-        names = {Path(p).name for p in container.gpu_device_paths}
-        missing = [n for n in ("nvidiactl", "nvidia-uvm") if n not in names]
-        details.append("device nodes only: driver libraries come from the image, if at all")
-        if missing:
-            return result(
-                WARN,
-                f"GPU device nodes passed without {', '.join(missing)}: CUDA will not start",
-                "Prefer `--gpus all`; with --device also pass "
-                + " ".join(f"--device /dev/{n}" for n in missing),
-            )
-        return result(INFO, "GPUs passed as raw device nodes (--device)")
-    return result(PASS, f"GPU injection configured ({via}, runtime {runtime})")
+            if driver and versions and driver not in versions:
+                stale.append(str(entry))
 
-
-def check_container_gpu_unrequested(
-    ctx: CheckContext, container: ContainerInfo
-) -> HealthCheck | None:
-    """A container that uses GPUs without having asked for them (privileged / device mounts)."""
-    processes = ctx.processes_of(container.id)
-    if not processes:
-        return None
-    check_id = f"container.gpu_unrequested:{container.name}"
-    gpus = sorted({p.sample.gpu_index for p in processes})
-    pids = sorted({p.pid for p in processes})
-    if container.gpu_request is not None:
-        return HealthCheck(
-            id=check_id,
-            status=PASS,
-            summary=f"Uses GPU(s) {', '.join(map(str, gpus))}, which it requested",
-            subject=container.name,
-        )
-    how = (
-        f"device mounts {', '.join(container.gpu_device_paths)}"
-        if container.gpu_device_paths
-        else "--privileged or bind-mounted /dev"
+    requested = [c.name for c in ctx.running_containers() if c.gpu_request_via == "cdi"]
+    if requested:
+        details.append(f"containers requesting CDI devices: {', '.join(requested)}")
+    generate = (
+        "sudo nvidia-ctk cdi generate --output=/etc/cdi/nvidia.yaml\n"
+        "nvidia-ctk cdi list   # shows nvidia.com/gpu=0, =all, ..."
     )
-    return HealthCheck(
-        id=check_id,
-        status=WARN,
-        summary=f"Uses GPU(s) {', '.join(map(str, gpus))} without requesting any",
-        details=(
-            f"GPU processes (host PIDs): {', '.join(map(str, pids))}",
-            f"no --gpus / NVIDIA_VISIBLE_DEVICES / CDI request; it probably sees GPUs via {how}",
-            "schedulers and other users cannot tell this GPU is taken",
-        ),
-        fix=(
-            "Recreate it with an explicit request, e.g. "
-            f"`--gpus '\"device={','.join(map(str, gpus))}\"'`, and drop --privileged if it was "
-            "only there for the GPU."
-        ),
-        docs=DOCS_DOCKER_SPECIALIZED,
-        subject=container.name,
+    enable = (
+        'Enable CDI in the engine: "features": {"cdi": true} in daemon.json (default on since '
+        "Docker 28), then sudo systemctl restart docker"
     )
 
-
-def check_container_utility_cap(ctx: CheckContext, container: ContainerInfo) -> HealthCheck | None:
-    """Does a GPU container get the ``utility`` capability (nvidia-smi, NVML)?"""
-    if container.gpu_request is None and container.runtime != "nvidia":
-        return None
-    check_id = f"container.utility_cap:{container.name}"
-    caps = container.nvidia_capabilities
-    if not caps:
-        return HealthCheck(
-            id=check_id,
-            status=PASS,
-            summary="Default driver capabilities (compute,utility)",
-            subject=container.name,
+    if enabled is False and requested:
+        return Result.warn(
+            "Containers request CDI devices but CDI is disabled in the engine",
+            details=details,
+            fix=enable,
+            docs=DOCS_CDI,
         )
-    if "all" in caps or "utility" in caps:
-        return HealthCheck(
-            id=check_id,
-            status=PASS,
-            summary=f"Driver capabilities include utility ({','.join(caps)})",
-            subject=container.name,
+    if not nvidia_specs and requested:
+        return Result.warn(
+            "Containers request CDI devices but no NVIDIA CDI spec exists",
+            details=details,
+            fix=generate,
+            docs=DOCS_CDI,
         )
-    wanted = ",".join(dict.fromkeys((*caps, "utility")))
-    return HealthCheck(
-        id=check_id,
-        status=WARN,
-        summary="No `utility` capability: nvidia-smi and NVML are missing inside",
-        details=(f"NVIDIA_DRIVER_CAPABILITIES={','.join(caps)}",),
-        fix=f"Recreate with `-e NVIDIA_DRIVER_CAPABILITIES={wanted}` (or compute,utility).",
-        docs=DOCS_DOCKER_SPECIALIZED,
-        subject=container.name,
-    )
-
-
-def check_container_runtime(ctx: CheckContext, container: ContainerInfo) -> HealthCheck | None:
-    """A container created with a runtime the engine no longer has cannot (re)start."""
-    engine = ctx.inputs.containers.engine
-    runtime = container.runtime
-    if not runtime or runtime == "runc" or engine is None or not engine.runtimes:
-        return None
-    check_id = f"container.runtime:{container.name}"
-    if runtime in engine.runtimes:
-        return HealthCheck(
-            id=check_id,
-            status=PASS,
-            summary=f"Runtime {runtime} is registered",
-            subject=container.name,
+    if stale:
+        return Result.warn(
+            f"CDI spec written for another driver than the running {driver}: regenerate it",
+            details=details,
+            fix=generate + "\n(the toolkit's nvidia-cdi-refresh.service does this on boot)",
+            docs=DOCS_CDI,
         )
-    return HealthCheck(
-        id=check_id,
-        status=FAIL,
-        summary=f"Created with runtime {runtime!r}, which the engine does not have",
-        details=(
-            f"engine runtimes: {', '.join(engine.runtimes)}",
-            f"container status: {container.status}; it cannot be started again as is",
-        ),
-        fix=CONFIGURE_RUNTIME_FIX
-        if runtime == "nvidia"
-        else "Register the runtime in daemon.json "
-        "and restart docker, or recreate the container without --runtime.",
-        docs=DOCS_TOOLKIT_TROUBLESHOOTING,
-        subject=container.name,
+    if not nvidia_specs:
+        return Result.info(
+            "No NVIDIA CDI spec (needed only for CDI injection: --device nvidia.com/gpu=...)",
+            details=details,
+            fix=generate,
+            docs=DOCS_CDI,
+        )
+    if enabled is False:
+        return Result.info(
+            "NVIDIA CDI spec present, but CDI is disabled in the engine",
+            details=details,
+            fix=enable,
+            docs=DOCS_CDI,
+        )
+    return Result.passed(
+        f"NVIDIA CDI spec present ({len(nvidia_specs)} file(s))", details=details, docs=DOCS_CDI
     )

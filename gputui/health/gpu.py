@@ -1,6 +1,6 @@
 """Runtime-health checks about each GPU's state and the driver's XID events.
 
-Per GPU: persistence, ECC, row remapping, throttling, MIG and loss.
+Per GPU: loss, persistence, ECC, row remapping, throttling and MIG; for the host: XID events.
 
 Per-GPU checks take the :class:`CheckContext` and the :class:`GpuSample` they judge; they read only
 what the NVML source put in the :class:`GpuReading`.
@@ -9,61 +9,63 @@ what the NVML source put in the :class:`GpuReading`.
 from __future__ import annotations
 
 from gputui import timestamps
-from gputui.health.base import (
-    DOCS_MEMORY_ERRORS,
-    DOCS_MIG,
-    DOCS_PERSISTENCE,
-    DOCS_XID,
-    FAIL,
-    INFO,
-    PASS,
-    SKIP,
-    WARN,
-    CheckContext,
-    nvml_skip,
-)
-from gputui.model import THROTTLE_REASONS, GpuSample, HealthCheck
+from gputui.health.context import CheckContext
+from gputui.health.docs import DOCS_MEMORY_ERRORS, DOCS_MIG, DOCS_PERSISTENCE, DOCS_XID
+from gputui.health.registry import GPU, HOST, check
+from gputui.health.result import Result
+from gputui.model import THROTTLE_REASONS, GpuSample
 
 # --------------------------------------------------------------------------------------------
 # Per-GPU checks
-
-
-def _gpu_id(base: str, gpu: GpuSample) -> str:
-    return f"{base}:{gpu.index}"
 
 
 def _gpu_name(gpu: GpuSample) -> str:
     return f"GPU {gpu.index} ({gpu.name or 'unknown model'})"
 
 
-def check_gpu_persistence(ctx: CheckContext, gpu: GpuSample) -> HealthCheck:
+@check("gpu.lost", scope=GPU, on_lost_gpu=True)
+def check_gpu_lost(ctx: CheckContext, gpu: GpuSample) -> Result:
+    """A GPU whose every query fails has fallen off the bus."""
+    if not gpu.lost:
+        return Result.passed("GPU responds")
+    xid79 = [e for e in ctx.inputs.gpu.xid_events if e.gpu_index == gpu.index and e.xid == 79]
+    details = [f"{_gpu_name(gpu)} does not answer NVML"]
+    if gpu.error:
+        details.append(f"error: {gpu.error}")
+    if xid79:
+        details.append(f"XID 79 (fallen off the bus) at {_when(xid79[-1].at)}")
+    return Result.fail(
+        "GPU lost (fallen off the bus)" + (" after XID 79" if xid79 else ""),
+        details=tuple(details),
+        fix=(
+            f"Stop its containers, try `sudo nvidia-smi -r -i {gpu.index}`; usually a reboot is "
+            "needed. If it recurs: check PCIe seating, power and temperatures, then RMA."
+        ),
+        docs=DOCS_XID,
+    )
+
+
+@check("gpu.persistence", scope=GPU)
+def check_gpu_persistence(ctx: CheckContext, gpu: GpuSample) -> Result:
     """Persistence mode: off means every new client re-initialises the driver (seconds)."""
-    check_id = _gpu_id("gpu.persistence", gpu)
-    subject = str(gpu.index)
     if gpu.persistence_mode is None:
-        return HealthCheck(
-            id=check_id, status=SKIP, summary="Persistence mode not reported", subject=subject
-        )
+        return Result.skip("Persistence mode not reported")
     if gpu.persistence_mode:
-        return HealthCheck(id=check_id, status=PASS, summary="Persistence mode on", subject=subject)
-    return HealthCheck(
-        id=check_id,
-        status=WARN,
-        summary="Persistence mode off: every new GPU client re-initialises the driver",
+        return Result.passed("Persistence mode on")
+    return Result.warn(
+        "Persistence mode off: every new GPU client re-initialises the driver",
         details=(f"{_gpu_name(gpu)}: persistence mode disabled",),
         fix=(
             "sudo systemctl enable --now nvidia-persistenced\n"
             f"(or, until the next reboot: sudo nvidia-smi -i {gpu.index} -pm 1)"
         ),
         docs=DOCS_PERSISTENCE,
-        subject=subject,
     )
 
 
-def check_gpu_ecc(ctx: CheckContext, gpu: GpuSample) -> HealthCheck:
+@check("gpu.ecc", scope=GPU)
+def check_gpu_ecc(ctx: CheckContext, gpu: GpuSample) -> Result:
     """ECC mode changes waiting for a reboot, and uncorrectable ECC errors."""
-    check_id = _gpu_id("gpu.ecc", gpu)
-    subject = str(gpu.index)
     current, pending = gpu.ecc_mode_current, gpu.ecc_mode_pending
     errors = gpu.ecc_uncorrected_volatile
     details = (
@@ -71,10 +73,8 @@ def check_gpu_ecc(ctx: CheckContext, gpu: GpuSample) -> HealthCheck:
         f"uncorrected volatile ECC errors: {'n/a' if errors is None else errors}",
     )
     if errors is not None and errors > 0:
-        return HealthCheck(
-            id=check_id,
-            status=FAIL,
-            summary=f"{errors} uncorrectable ECC error(s) since the driver loaded",
+        return Result.fail(
+            f"{errors} uncorrectable ECC error(s) since the driver loaded",
             details=details,
             fix=(
                 "Drain the GPU (stop its containers), then reset it "
@@ -82,75 +82,47 @@ def check_gpu_ecc(ctx: CheckContext, gpu: GpuSample) -> HealthCheck:
                 "needs replacing (RMA)."
             ),
             docs=DOCS_MEMORY_ERRORS,
-            subject=subject,
         )
     if current is not None and pending is not None and current != pending:
-        return HealthCheck(
-            id=check_id,
-            status=WARN,
-            summary=f"ECC mode change pending ({_on_off(current)} → {_on_off(pending)})",
+        return Result.warn(
+            f"ECC mode change pending ({_on_off(current)} → {_on_off(pending)})",
             details=details,
             fix=f"Reboot, or reset the idle GPU: sudo nvidia-smi -r -i {gpu.index}",
             docs=DOCS_MEMORY_ERRORS,
-            subject=subject,
         )
     if current is None and errors is None:
-        return HealthCheck(
-            id=check_id, status=SKIP, summary="ECC not supported on this GPU", subject=subject
-        )
+        return Result.skip("ECC not supported on this GPU")
     if current is False:
-        return HealthCheck(
-            id=check_id, status=INFO, summary="ECC disabled", details=details, subject=subject
-        )
-    return HealthCheck(
-        id=check_id,
-        status=PASS,
-        summary="ECC on, no uncorrectable errors",
-        details=details,
-        subject=subject,
-    )
+        return Result.info("ECC disabled", details=details)
+    return Result.passed("ECC on, no uncorrectable errors", details=details)
 
 
 def _on_off(value: bool | None) -> str:
     return "n/a" if value is None else ("on" if value else "off")
 
 
-def check_gpu_remap(ctx: CheckContext, gpu: GpuSample) -> HealthCheck:
+@check("gpu.remap", scope=GPU)
+def check_gpu_remap(ctx: CheckContext, gpu: GpuSample) -> Result:
     """Row remapping: pending needs a reset, failure means the memory is out of spare rows."""
-    check_id = _gpu_id("gpu.remap", gpu)
-    subject = str(gpu.index)
     pending, failure = gpu.remapped_rows_pending, gpu.remapped_rows_failure
     if pending is None and failure is None:
-        return HealthCheck(
-            id=check_id,
-            status=SKIP,
-            summary="Row remapping not supported (pre-Ampere GPUs retire pages instead)",
-            subject=subject,
-        )
+        return Result.skip("Row remapping not supported (pre-Ampere GPUs retire pages instead)")
     details = (f"remap pending={_yes_no(pending)} failure={_yes_no(failure)}",)
     if failure:
-        return HealthCheck(
-            id=check_id,
-            status=FAIL,
-            summary="Row remapping failed: no spare memory rows left",
+        return Result.fail(
+            "Row remapping failed: no spare memory rows left",
             details=details,
             fix="Take the GPU out of service and replace it (RMA).",
             docs=DOCS_MEMORY_ERRORS,
-            subject=subject,
         )
     if pending:
-        return HealthCheck(
-            id=check_id,
-            status=WARN,
-            summary="Row remap pending: reset the GPU to apply it",
+        return Result.warn(
+            "Row remap pending: reset the GPU to apply it",
             details=details,
             fix=f"When the GPU is idle: sudo nvidia-smi -r -i {gpu.index} (or reboot)",
             docs=DOCS_MEMORY_ERRORS,
-            subject=subject,
         )
-    return HealthCheck(
-        id=check_id, status=PASS, summary="No row remapping pending", subject=subject
-    )
+    return Result.passed("No row remapping pending")
 
 
 def _yes_no(value: bool | None) -> str:
@@ -166,15 +138,12 @@ _THROTTLE_ACTION: dict[int, str] = {
 }
 
 
-def check_gpu_throttle(ctx: CheckContext, gpu: GpuSample) -> HealthCheck:
+@check("gpu.throttle", scope=GPU)
+def check_gpu_throttle(ctx: CheckContext, gpu: GpuSample) -> Result:
     """Clock-event (throttle) reasons: thermal and power problems slow the GPU down."""
-    check_id = _gpu_id("gpu.throttle", gpu)
-    subject = str(gpu.index)
     reasons = gpu.throttle_reasons
     if reasons is None:
-        return HealthCheck(
-            id=check_id, status=SKIP, summary="Throttle reasons not reported", subject=subject
-        )
+        return Result.skip("Throttle reasons not reported")
     names = [name for bit, name in THROTTLE_REASONS if reasons & bit]
     seen = [f"clock event reasons 0x{reasons:x}: {', '.join(names) or 'none'}"]
     if gpu.temperature_c is not None:
@@ -185,92 +154,51 @@ def check_gpu_throttle(ctx: CheckContext, gpu: GpuSample) -> HealthCheck:
     serious = [bit for bit in _THROTTLE_ACTION if reasons & bit]
     if serious:
         labels = [name for bit, name in THROTTLE_REASONS if bit in serious]
-        return HealthCheck(
-            id=check_id,
-            status=WARN,
-            summary=f"Throttled: {', '.join(labels)}",
+        return Result.warn(
+            f"Throttled: {', '.join(labels)}",
             details=details,
             fix="\n".join(_THROTTLE_ACTION[bit] for bit in serious),
-            subject=subject,
         )
     if reasons & 0x04:
-        return HealthCheck(
-            id=check_id,
-            status=INFO,
-            summary="At its power limit (SW power cap): normal under full load",
+        return Result.info(
+            "At its power limit (SW power cap): normal under full load",
             details=details,
             fix=(
                 "Only if unexpected: check the limit with `nvidia-smi -q -d POWER`; raise it "
                 f"with `sudo nvidia-smi -i {gpu.index} -pl <watts>`."
             ),
-            subject=subject,
         )
     summary = "Idle" if reasons & 0x01 else "Not throttled"
-    return HealthCheck(id=check_id, status=PASS, summary=summary, details=details, subject=subject)
+    return Result.passed(summary, details=details)
 
 
-def check_gpu_mig(ctx: CheckContext, gpu: GpuSample) -> HealthCheck:
+@check("gpu.mig", scope=GPU)
+def check_gpu_mig(ctx: CheckContext, gpu: GpuSample) -> Result:
     """MIG mode, and a MIG change waiting for a GPU reset."""
-    check_id = _gpu_id("gpu.mig", gpu)
-    subject = str(gpu.index)
     current, pending = gpu.mig_mode_current, gpu.mig_mode_pending
     if current is None:
-        return HealthCheck(
-            id=check_id, status=SKIP, summary="MIG not supported on this GPU", subject=subject
-        )
+        return Result.skip("MIG not supported on this GPU")
     details = (
         f"MIG current={_on_off(current)} pending={_on_off(pending)}",
         f"{len(gpu.mig_instances)} MIG device(s)",
     )
     if pending is not None and pending != current:
-        return HealthCheck(
-            id=check_id,
-            status=WARN,
-            summary=f"MIG mode change pending ({_on_off(current)} → {_on_off(pending)})",
+        return Result.warn(
+            f"MIG mode change pending ({_on_off(current)} → {_on_off(pending)})",
             details=details,
             fix=(
                 "Stop every process on the GPU (including nvidia-persistenced / DCGM), then "
                 f"`sudo nvidia-smi -r -i {gpu.index}`, or reboot."
             ),
             docs=DOCS_MIG,
-            subject=subject,
         )
     if current:
-        return HealthCheck(
-            id=check_id,
-            status=INFO,
-            summary="MIG enabled: per-GPU and per-process utilization are not available",
+        return Result.info(
+            "MIG enabled: per-GPU and per-process utilization are not available",
             details=details,
             docs=DOCS_MIG,
-            subject=subject,
         )
-    return HealthCheck(id=check_id, status=PASS, summary="MIG disabled", subject=subject)
-
-
-def check_gpu_lost(ctx: CheckContext, gpu: GpuSample) -> HealthCheck:
-    """A GPU whose every query fails has fallen off the bus."""
-    check_id = _gpu_id("gpu.lost", gpu)
-    subject = str(gpu.index)
-    if not gpu.lost:
-        return HealthCheck(id=check_id, status=PASS, summary="GPU responds", subject=subject)
-    xid79 = [e for e in ctx.inputs.gpu.xid_events if e.gpu_index == gpu.index and e.xid == 79]
-    details = [f"{_gpu_name(gpu)} does not answer NVML"]
-    if gpu.error:
-        details.append(f"error: {gpu.error}")
-    if xid79:
-        details.append(f"XID 79 (fallen off the bus) at {_when(xid79[-1].at)}")
-    return HealthCheck(
-        id=check_id,
-        status=FAIL,
-        summary="GPU lost (fallen off the bus)" + (" after XID 79" if xid79 else ""),
-        details=tuple(details),
-        fix=(
-            f"Stop its containers, try `sudo nvidia-smi -r -i {gpu.index}`; usually a reboot is "
-            "needed. If it recurs: check PCIe seating, power and temperatures, then RMA."
-        ),
-        docs=DOCS_XID,
-        subject=subject,
-    )
+    return Result.passed("MIG disabled")
 
 
 # --------------------------------------------------------------------------------------------
@@ -305,13 +233,14 @@ def _when(at: float) -> str:
     return timestamps.utc(at)
 
 
-def check_gpu_xid(ctx: CheckContext) -> HealthCheck:
+@check("gpu.xid", scope=HOST)
+def check_gpu_xid(ctx: CheckContext) -> Result:
     """Recent XID (driver error) events, critical ones failing the check."""
     if not ctx.nvml_ok:
-        return nvml_skip(ctx, "gpu.xid")
+        return ctx.nvml_skip()
     events = ctx.inputs.gpu.xid_events
     if not events:
-        return HealthCheck(id="gpu.xid", status=PASS, summary="No XID errors seen")
+        return Result.passed("No XID errors seen")
     details = tuple(
         f"GPU {e.gpu_index}: XID {e.xid} at {_when(e.at)}"
         + (f" ({XID_MEANINGS[e.xid]})" if e.xid in XID_MEANINGS else "")
@@ -320,12 +249,8 @@ def check_gpu_xid(ctx: CheckContext) -> HealthCheck:
     critical = sorted({e.xid for e in events if e.xid in CRITICAL_XIDS})
     numbers = ", ".join(str(x) for x in sorted({e.xid for e in events}))
     if critical:
-        return HealthCheck(
-            id="gpu.xid",
-            status=FAIL,
-            summary=(
-                f"Critical XID error(s) {', '.join(map(str, critical))} ({len(events)} event(s))"
-            ),
+        return Result.fail(
+            f"Critical XID error(s) {', '.join(map(str, critical))} ({len(events)} event(s))",
             details=details,
             fix=(
                 "Look each XID up in the NVIDIA XID catalog; drain the affected GPU, reset it "
@@ -334,10 +259,8 @@ def check_gpu_xid(ctx: CheckContext) -> HealthCheck:
             ),
             docs=DOCS_XID,
         )
-    return HealthCheck(
-        id="gpu.xid",
-        status=WARN,
-        summary=f"XID error(s) {numbers} ({len(events)} event(s))",
+    return Result.warn(
+        f"XID error(s) {numbers} ({len(events)} event(s))",
         details=details,
         fix=(
             "These XIDs usually come from an application fault (bad kernel, killed process): "

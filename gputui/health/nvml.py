@@ -9,23 +9,16 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from gputui.health.base import (
+from gputui.health.context import CheckContext
+from gputui.health.docs import (
     DOCS_CUDA_COMPAT,
     DOCS_NVML_PYTHON,
     DOCS_NVML_UNKNOWN_ERROR,
     DOCS_TOOLKIT_TROUBLESHOOTING,
-    FAIL,
-    INFO,
-    PASS,
-    SKIP,
-    WARN,
-    CheckContext,
-    major_minor,
-    nvml_skip,
-    read_text,
-    version_tuple,
 )
-from gputui.model import ContainerInfo, HealthCheck, HealthStatus
+from gputui.health.readings import read_text, version_tuple
+from gputui.health.registry import HOST, check
+from gputui.health.result import Result
 
 # --------------------------------------------------------------------------------------------
 # nvml.loadable
@@ -83,15 +76,14 @@ def _nvml_kind(kind: str | None) -> str | None:
     return kind.removeprefix("NVMLError_")
 
 
-def check_nvml_loadable(ctx: CheckContext) -> HealthCheck:
+@check("nvml.loadable", scope=HOST)
+def check_nvml_loadable(ctx: CheckContext) -> Result:
     """Can NVML be initialised? The root of every GPU check."""
     reading = ctx.inputs.gpu
     status = reading.status
     if status.ok:
-        return HealthCheck(
-            id="nvml.loadable",
-            status=PASS,
-            summary="NVML initialised",
+        return Result.passed(
+            "NVML initialised",
             details=(
                 f"driver {reading.driver_version or 'unknown'}",
                 f"NVML {reading.nvml_version or 'unknown'}",
@@ -110,13 +102,9 @@ def check_nvml_loadable(ctx: CheckContext) -> HealthCheck:
     known = _LOAD_FAILURES.get(kind or "")
     if known is not None:
         summary, fix, docs = known
-        return HealthCheck(
-            id="nvml.loadable", status=FAIL, summary=summary, details=details, fix=fix, docs=docs
-        )
-    return HealthCheck(
-        id="nvml.loadable",
-        status=FAIL,
-        summary=f"NVML could not be initialised: {status.error or kind or 'unknown error'}",
+        return Result.fail(summary, details=details, fix=fix, docs=docs)
+    return Result.fail(
+        f"NVML could not be initialised: {status.error or kind or 'unknown error'}",
         details=details,
         fix=status.fix or _INSTALL_DRIVER_FIX,
         docs=DOCS_TOOLKIT_TROUBLESHOOTING,
@@ -144,13 +132,13 @@ def kernel_module_versions(ctx: CheckContext) -> dict[str, str]:
     return found
 
 
-def check_nvml_version_mismatch(ctx: CheckContext) -> HealthCheck:
+@check("nvml.version_mismatch", scope=HOST)
+def check_nvml_version_mismatch(ctx: CheckContext) -> Result:
     """Does the loaded kernel module match the user-space driver library?
 
     The classic case: the driver package was upgraded, the old module is still loaded, and
     every NVML call fails with "Driver/library version mismatch" until a reboot.
     """
-    check_id = "nvml.version_mismatch"
     reading = ctx.inputs.gpu
     modules = kernel_module_versions(ctx)
     seen = tuple(f"kernel module {v} ({path})" for path, v in modules.items())
@@ -160,38 +148,25 @@ def check_nvml_version_mismatch(ctx: CheckContext) -> HealthCheck:
         "nvidia`."
     )
     if _nvml_kind(reading.status.kind) == "LibRmVersionMismatch":
-        return HealthCheck(
-            id=check_id,
-            status=FAIL,
-            summary="Driver/library version mismatch: driver upgraded, old kernel module loaded",
+        return Result.fail(
+            "Driver/library version mismatch: driver upgraded, old kernel module loaded",
             details=(*seen, f"NVML: {reading.status.error or 'LibRmVersionMismatch'}"),
             fix=fix,
         )
     library = reading.driver_version
     mismatched = sorted({v for v in modules.values() if library and v != library})
     if mismatched:
-        return HealthCheck(
-            id=check_id,
-            status=FAIL,
-            summary=(
-                f"Kernel module {', '.join(mismatched)} ≠ driver library {library}: "
-                "reboot pending after a driver upgrade"
-            ),
+        return Result.fail(
+            f"Kernel module {', '.join(mismatched)} ≠ driver library {library}: "
+            "reboot pending after a driver upgrade",
             details=(*seen, f"user-space driver (NVML): {library}"),
             fix=fix,
         )
     if library and modules:
-        return HealthCheck(
-            id=check_id,
-            status=PASS,
-            summary=f"Kernel module and driver library agree ({library})",
-            details=seen,
-        )
+        return Result.passed(f"Kernel module and driver library agree ({library})", details=seen)
     if not modules and not reading.status.ok:
-        return HealthCheck(
-            id=check_id,
-            status=SKIP,
-            summary="No NVIDIA kernel module version found and NVML unavailable",
+        return Result.skip(
+            "No NVIDIA kernel module version found and NVML unavailable",
             details=(
                 f"{Path(ctx.roots.proc) / 'driver/nvidia/version'}: absent or unreadable",
                 f"{Path(ctx.roots.sys) / 'module/nvidia/version'}: absent or unreadable",
@@ -199,19 +174,14 @@ def check_nvml_version_mismatch(ctx: CheckContext) -> HealthCheck:
         )
     if reading.status.ok:
         # NVML initialised, which it refuses to do on a real mismatch: not comparable, but fine.
-        return HealthCheck(
-            id=check_id,
-            status=PASS,
-            summary="NVML initialised, so library and kernel module are compatible",
+        return Result.passed(
+            "NVML initialised, so library and kernel module are compatible",
             details=(*seen, "kernel module version files not readable from here")
             if not modules
             else seen,
         )
-    return HealthCheck(
-        id=check_id,
-        status=INFO,
-        summary="Kernel module loaded; NVML gave no library version to compare",
-        details=seen,
+    return Result.info(
+        "Kernel module loaded; NVML gave no library version to compare", details=seen
     )
 
 
@@ -223,18 +193,19 @@ _BINDINGS_FIX = (
 )
 
 
-def check_nvml_bindings(ctx: CheckContext) -> HealthCheck:
+@check("nvml.bindings", scope=HOST)
+def check_nvml_bindings(ctx: CheckContext) -> Result:
     """Are the Python NVML bindings the official ones, and do they fit the driver?"""
-    check_id = "nvml.bindings"
     official = ctx.dist_version("nvidia-ml-py")
     shim = ctx.dist_version("pynvml")
     fork = ctx.dist_version("nvidia-ml-py3")
     details = [f"nvidia-ml-py {official or 'not installed'}"]
-    problems: list[tuple[HealthStatus, str, str]] = []
+    # Every problem here is a warning: gputui still works, with fewer or noisier metrics.
+    problems: list[tuple[str, str]] = []  # (summary, fix)
     if fork is not None:
         details.append(f"nvidia-ml-py3 {fork} installed (stale 2017 fork)")
         problems.append(
-            (WARN, f"Stale nvidia-ml-py3 {fork} installed: it overwrites pynvml.py", _BINDINGS_FIX)
+            (f"Stale nvidia-ml-py3 {fork} installed: it overwrites pynvml.py", _BINDINGS_FIX)
         )
     if shim is not None:
         shim_major = version_tuple(shim)
@@ -246,10 +217,10 @@ def check_nvml_bindings(ctx: CheckContext) -> HealthCheck:
             else "deprecated shim; prints a FutureWarning on import"
         )
         details.append(f"pynvml {shim} installed ({how})")
-        problems.append((WARN, f"Deprecated pynvml {shim} installed: {how}", _BINDINGS_FIX))
+        problems.append((f"Deprecated pynvml {shim} installed: {how}", _BINDINGS_FIX))
     if official is None and fork is None and shim is None:
         problems.append(
-            (WARN, "nvidia-ml-py is not installed: no NVML bindings", "pip install nvidia-ml-py")
+            ("nvidia-ml-py is not installed: no NVML bindings", "pip install nvidia-ml-py")
         )
     binding = ctx.inputs.gpu.binding_problems
     if binding:
@@ -257,7 +228,6 @@ def check_nvml_bindings(ctx: CheckContext) -> HealthCheck:
         details.append(f"missing NVML symbols: {', '.join(binding)}")
         problems.append(
             (
-                WARN,
                 f"nvidia-ml-py {official or '?'} is newer than driver {driver}: "
                 f"{len(binding)} NVML function(s) missing, some metrics unavailable",
                 "Upgrade the NVIDIA driver, or pin an older nvidia-ml-py matching it "
@@ -265,21 +235,17 @@ def check_nvml_bindings(ctx: CheckContext) -> HealthCheck:
             )
         )
     if not problems:
-        return HealthCheck(
-            id=check_id,
-            status=PASS,
-            summary=f"Official NVML bindings nvidia-ml-py {official}",
-            details=tuple(details),
+        return Result.passed(
+            f"Official NVML bindings nvidia-ml-py {official}",
+            details=details,
             docs=DOCS_NVML_PYTHON,
         )
-    worst = problems[0]
-    fixes = tuple(dict.fromkeys(p[2] for p in problems))  # de-duplicated, order kept
-    summary = worst[1] if len(problems) == 1 else f"{worst[1]} (+{len(problems) - 1} more)"
-    return HealthCheck(
-        id=check_id,
-        status=worst[0],
-        summary=summary,
-        details=tuple(details) + tuple(p[1] for p in problems[1:]),
+    first = problems[0][0]
+    fixes = tuple(dict.fromkeys(fix for _, fix in problems))  # de-duplicated, order kept
+    summary = first if len(problems) == 1 else f"{first} (+{len(problems) - 1} more)"
+    return Result.warn(
+        summary,
+        details=(*details, *(more for more, _ in problems[1:])),
         fix="\n".join(fixes),
         docs=DOCS_NVML_PYTHON,
     )
@@ -289,16 +255,15 @@ def check_nvml_bindings(ctx: CheckContext) -> HealthCheck:
 # nvml.driver
 
 
-def check_nvml_driver(ctx: CheckContext) -> HealthCheck:
+@check("nvml.driver", scope=HOST)
+def check_nvml_driver(ctx: CheckContext) -> Result:
     """Report the driver version and the newest CUDA it supports."""
     if not ctx.nvml_ok:
-        return nvml_skip(ctx, "nvml.driver")
+        return ctx.nvml_skip()
     reading = ctx.inputs.gpu
     cuda = reading.cuda_driver_version or "unknown"
-    return HealthCheck(
-        id="nvml.driver",
-        status=INFO,
-        summary=f"Driver {reading.driver_version or 'unknown'}, CUDA up to {cuda}",
+    return Result.info(
+        f"Driver {reading.driver_version or 'unknown'}, CUDA up to {cuda}",
         details=(
             f"driver {reading.driver_version or 'unknown'}",
             f"max CUDA {cuda}: containers built for a newer CUDA need a newer driver "
@@ -307,159 +272,3 @@ def check_nvml_driver(ctx: CheckContext) -> HealthCheck:
         ),
         docs=DOCS_CUDA_COMPAT,
     )
-
-
-# --------------------------------------------------------------------------------------------
-# container.cuda:<name>
-
-_PREDICATE = re.compile(r"^\s*([a-z]+)\s*(>=|<=|==|!=|=|>|<)\s*(\S+?)\s*$")
-
-
-def _compare(have: tuple[int, ...], op: str, want: tuple[int, ...]) -> bool:
-    # Pad both to equal length so that "12.4" == "12.4.0".
-    width = max(len(have), len(want))
-    left = have + (0,) * (width - len(have))
-    right = want + (0,) * (width - len(want))
-    return {
-        ">=": left >= right,
-        "<=": left <= right,
-        ">": left > right,
-        "<": left < right,
-        "=": left == right,
-        "==": left == right,
-        "!=": left != right,
-    }[op]
-
-
-def evaluate_cuda_requirement(
-    requirement: str, cuda: tuple[int, int], driver: tuple[int, ...] | None
-) -> tuple[bool, bool, list[str]]:
-    """Evaluate an ``NVIDIA_REQUIRE_CUDA`` expression leniently.
-
-    Space-separated alternatives are ORed, comma-separated predicates ANDed (the
-    libnvidia-container rules). ``cuda`` and ``driver`` predicates are evaluated; ``brand`` and
-    ``arch`` cannot be known from here and are assumed to match, which the caller reports.
-
-    Args:
-        requirement: e.g. ``"cuda>=12.4 brand=tesla,driver>=470,driver<471"``.
-        cuda: The driver's highest supported CUDA (major, minor).
-        driver: The driver version as numbers, or None when unknown.
-
-    Returns:
-        ``(satisfied, only_by_assumption, notes)``: satisfied by some alternative; True when
-        every satisfying alternative needed an assumed ``brand``/``arch`` match; notes on what
-        could not be evaluated.
-    """
-    notes: list[str] = []
-    sure = False
-    assumed = False
-    for alternative in requirement.split():
-        ok = True
-        guessed = False
-        for predicate in alternative.split(","):
-            match = _PREDICATE.match(predicate)
-            if match is None:
-                notes.append(f"ignored unparsable clause {predicate!r}")
-                continue
-            key, op, value = match.groups()
-            if key == "cuda":
-                want = version_tuple(value)
-                if want is None or not _compare(cuda, op, want):
-                    ok = False
-            elif key == "driver":
-                want = version_tuple(value)
-                if driver is None or want is None:
-                    guessed = True
-                elif not _compare(driver, op, want):
-                    ok = False
-            else:  # brand=, arch=: unknown here, assume it matches
-                guessed = True
-        if ok and not guessed:
-            sure = True
-        elif ok:
-            assumed = True
-    return sure or assumed, assumed and not sure, notes
-
-
-def check_container_cuda(ctx: CheckContext, container: ContainerInfo) -> HealthCheck | None:
-    """Does the container's image need a newer CUDA than the driver provides?"""
-    if container.cuda_requirement is None and container.cuda_version is None:
-        return None
-    # The toolkit enforces the requirement only when it injects GPUs; a CUDA image run without
-    # any GPU request never meets the driver, so there is nothing to judge.
-    if container.gpu_request is None and container.runtime != "nvidia":
-        return None
-    check_id = f"container.cuda:{container.name}"
-    reading = ctx.inputs.gpu
-    driver_cuda = major_minor(reading.cuda_driver_version)
-    if driver_cuda is None:
-        reason = "NVML unavailable" if not reading.status.ok else "driver CUDA version unknown"
-        return HealthCheck(
-            id=check_id,
-            status=SKIP,
-            summary=f"Cannot compare the image's CUDA: {reason}",
-            subject=container.name,
-        )
-    image_cuda = major_minor(container.cuda_version)
-    # Without NVIDIA_REQUIRE_CUDA the toolkit derives "cuda>=major.minor" from CUDA_VERSION.
-    requirement = container.cuda_requirement or (
-        f"cuda>={image_cuda[0]}.{image_cuda[1]}" if image_cuda else ""
-    )
-    have = f"{driver_cuda[0]}.{driver_cuda[1]}"
-    details = [
-        f"image: {container.image}",
-        f"CUDA_VERSION={container.cuda_version or '(unset)'}",
-        f"NVIDIA_REQUIRE_CUDA={container.cuda_requirement or '(unset)'}",
-        f"driver {reading.driver_version or 'unknown'} supports CUDA up to {have}",
-    ]
-    satisfied, assumed, notes = evaluate_cuda_requirement(
-        requirement, driver_cuda, version_tuple(reading.driver_version)
-    )
-    details.extend(notes)
-    need = _needed_cuda(requirement) or (container.cuda_version or "?")
-    if not satisfied:
-        return HealthCheck(
-            id=check_id,
-            status=FAIL,
-            summary=f"Image needs CUDA {need}, driver supports only {have}",
-            details=(
-                *details,
-                'the toolkit refuses to start it: "requirement error: unsatisfied condition: '
-                f'{requirement.split()[0] if requirement else "cuda"}"',
-            ),
-            fix=(
-                f"Upgrade the host driver to one supporting CUDA {need}, or use an image built "
-                f"for CUDA ≤ {have}. Last resort: NVIDIA_DISABLE_REQUIRE=1 (works only within "
-                "CUDA minor-version compatibility)."
-            ),
-            docs=DOCS_CUDA_COMPAT,
-            subject=container.name,
-        )
-    if assumed:
-        return HealthCheck(
-            id=check_id,
-            status=WARN,
-            summary=(
-                f"Image needs CUDA {need} > {have}; only a brand/driver forward-compat clause "
-                "could allow it"
-            ),
-            details=(*details, "brand/arch clauses are assumed to match (not checked here)"),
-            fix=(
-                f"Upgrade the driver to one supporting CUDA {need}, or make sure the image "
-                "ships the CUDA forward-compat package (datacenter GPUs only)."
-            ),
-            docs=DOCS_CUDA_COMPAT,
-            subject=container.name,
-        )
-    return HealthCheck(
-        id=check_id,
-        status=PASS,
-        summary=f"Image CUDA {need} ≤ driver's {have}",
-        details=tuple(details),
-        subject=container.name,
-    )
-
-
-def _needed_cuda(requirement: str) -> str | None:
-    match = re.search(r"cuda\s*>=?\s*(\d+(?:\.\d+)*)", requirement)
-    return match.group(1) if match else None

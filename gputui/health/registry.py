@@ -1,243 +1,173 @@
-"""Runtime-health checks: is the NVIDIA driver, Docker and the container toolkit set up right?
+"""The registry of health checks: the ``@check`` decorator is the one place a check id is written.
 
-:func:`run_checks` judges what the other sources read (:class:`HealthInputs`) plus a few file
-reads under :class:`HealthRoots` and ``--version`` calls, and returns one :class:`HealthCheck`
-per finding, each with what it saw and the fix. The checks live in ``health_gpu``,
-``health_docker`` and ``health_host``; this module orchestrates them and formats the results.
+A check module declares each check with its id and scope::
 
-No ``pynvml``, ``docker``, ``textual`` or ``rich`` import happens here or below.
+    @check("docker.engine", scope=HOST)
+    def check_docker_engine(ctx: CheckContext) -> Result: ...
+
+    @check("gpu.ecc", scope=GPU)
+    def check_gpu_ecc(ctx: CheckContext, gpu: GpuSample) -> Result: ...
+
+    @check("container.cuda", scope=CONTAINER, running_only=False)
+    def check_container_cuda(ctx: CheckContext, container: ContainerInfo) -> Result | None: ...
+
+The check returns a :class:`~gputui.health.result.Result`; the runner stamps the id (with
+``:<gpu index>`` / ``:<container name>`` for per-subject scopes) and the subject. The order of
+:data:`CHECKS` within a module is the order of definition; :func:`in_order` puts modules in the
+order the runner lists them, so the display order does not depend on which module was imported
+first.
 """
 
 from __future__ import annotations
 
-import os
-import shutil
-import subprocess
-import traceback
+import re
 from collections.abc import Callable, Sequence
-from functools import partial
+from dataclasses import dataclass
+from enum import Enum
+from typing import Any, Final, Literal, TypeVar, overload
 
-from gputui.collect.sources import HealthInputs
-from gputui.health.base import (
-    CheckContext,
-    DistVersion,
-    HealthRoots,
-    RunVersion,
-    Which,
-    docker_skip,
-    nvml_skip,
-)
-from gputui.health.docker import (
-    check_container_gpu_unrequested,
-    check_container_gpu_visible,
-    check_container_runtime,
-    check_container_utility_cap,
-    check_docker_engine,
-    check_docker_nvidia_runtime,
-)
-from gputui.health.gpu import (
-    check_gpu_ecc,
-    check_gpu_lost,
-    check_gpu_mig,
-    check_gpu_persistence,
-    check_gpu_remap,
-    check_gpu_throttle,
-    check_gpu_xid,
-)
-from gputui.health.host import (
-    check_cdi_specs,
-    check_cgroup_driver,
-    check_cgroup_nvml_hazard,
-    check_gputui_visibility,
-    check_toolkit_installed,
-)
-from gputui.health.nvml import (
-    check_container_cuda,
-    check_nvml_bindings,
-    check_nvml_driver,
-    check_nvml_loadable,
-    check_nvml_version_mismatch,
-)
-from gputui.model import (
-    ContainerInfo,
-    GpuSample,
-    HealthCheck,
-    HealthStatus,
-)
-
-__all__ = [
-    "CONTAINER_CHECKS",
-    "GPU_CHECKS",
-    "HOST_CHECKS",
-    "installed_version",
-    "run_checks",
-    "run_version_output",
-]
-
-HostCheck = Callable[[CheckContext], HealthCheck]
-GpuCheck = Callable[[CheckContext, GpuSample], HealthCheck]
-ContainerCheck = Callable[[CheckContext, ContainerInfo], "HealthCheck | None"]
-
-#: Seconds a tool gets to print its version; the health pass must never hang on a wedged tool.
-VERSION_TIMEOUT_S = 3.0
-
-#: Checks about the whole host, in display order.
-HOST_CHECKS: tuple[tuple[str, HostCheck], ...] = (
-    ("nvml.loadable", check_nvml_loadable),
-    ("nvml.version_mismatch", check_nvml_version_mismatch),
-    ("nvml.bindings", check_nvml_bindings),
-    ("nvml.driver", check_nvml_driver),
-    ("gpu.xid", check_gpu_xid),
-    ("docker.engine", check_docker_engine),
-    ("docker.nvidia_runtime", check_docker_nvidia_runtime),
-    ("toolkit.installed", check_toolkit_installed),
-    ("cdi.specs", check_cdi_specs),
-    ("cgroup.driver", check_cgroup_driver),
-    ("cgroup.nvml_hazard", check_cgroup_nvml_hazard),
-    ("gputui.visibility", check_gputui_visibility),
-)
-
-#: Checks run once per GPU (id suffix ``:<index>``).
-GPU_CHECKS: tuple[tuple[str, GpuCheck], ...] = (
-    ("gpu.lost", check_gpu_lost),
-    ("gpu.persistence", check_gpu_persistence),
-    ("gpu.ecc", check_gpu_ecc),
-    ("gpu.remap", check_gpu_remap),
-    ("gpu.throttle", check_gpu_throttle),
-    ("gpu.mig", check_gpu_mig),
-)
-
-#: Checks run once per container (id suffix ``:<name>``); the flag says "running ones only".
-#: ``container.cuda`` and ``container.runtime`` also judge stopped containers: a CUDA or runtime
-#: mismatch is exactly what keeps a container from starting.
-CONTAINER_CHECKS: tuple[tuple[str, ContainerCheck, bool], ...] = (
-    ("container.cuda", check_container_cuda, False),
-    ("container.runtime", check_container_runtime, False),
-    ("container.gpu_visible", check_container_gpu_visible, True),
-    ("container.gpu_unrequested", check_container_gpu_unrequested, True),
-    ("container.utility_cap", check_container_utility_cap, True),
-)
+from gputui.health.context import CheckContext
+from gputui.health.result import Result
+from gputui.model import ContainerInfo, GpuSample
 
 
-def run_version_output(argv: Sequence[str]) -> str | None:
-    """Run ``argv`` (never through a shell) briefly and return what it printed.
+class Scope(Enum):
+    """What one run of a check judges."""
 
-    Returns:
-        stdout (or stderr when stdout is empty) of a zero exit, else None: missing binary,
-        non-zero exit, or no answer within :data:`VERSION_TIMEOUT_S`.
+    #: The whole host: run once.
+    HOST = "host"
+    #: One GPU: run once per GPU while NVML answers; id suffix ``:<index>``.
+    GPU = "gpu"
+    #: One container: run once per container while the engine answers; id suffix ``:<name>``.
+    CONTAINER = "container"
+
+
+HOST: Final = Scope.HOST
+GPU: Final = Scope.GPU
+CONTAINER: Final = Scope.CONTAINER
+
+HostRun = Callable[[CheckContext], Result]
+GpuRun = Callable[[CheckContext, GpuSample], Result]
+#: None: the check does not apply to this container (no result at all).
+ContainerRun = Callable[[CheckContext, ContainerInfo], "Result | None"]
+
+_Run = TypeVar("_Run", bound=Callable[..., Any])
+
+#: Dotted lower-case words, e.g. ``docker.nvidia_runtime``; ``:`` is reserved for the subject.
+_CHECK_ID = re.compile(r"[a-z][a-z0-9_]*(?:\.[a-z][a-z0-9_]*)+")
+
+
+@dataclass(frozen=True)
+class Check:
+    """One registered check.
+
+    Attributes:
+        id: The check id, without subject suffix.
+        scope: Host, per GPU or per container.
+        run: The check function (signature per scope: :data:`HostRun`, :data:`GpuRun`,
+            :data:`ContainerRun`).
+        module: The module that registered it (orders checks across modules).
+        running_only: Container checks: skip containers that are not running.
+        on_lost_gpu: GPU checks: also run on a GPU that fell off the bus (the others skip there,
+            since a lost GPU answers nothing they could judge).
     """
-    try:
-        done = subprocess.run(
-            list(argv),
-            capture_output=True,
-            text=True,
-            errors="replace",
-            timeout=VERSION_TIMEOUT_S,
-            check=False,
-            stdin=subprocess.DEVNULL,
-            # Untranslated output: the parsers look for the English word "version".
-            env={**os.environ, "LC_ALL": "C"},
-        )
-    except (OSError, subprocess.SubprocessError):
-        return None
-    if done.returncode != 0:
-        return None
-    return done.stdout or done.stderr or None
+
+    id: str
+    scope: Scope
+    run: Callable[..., Result | None]
+    module: str
+    running_only: bool = False
+    on_lost_gpu: bool = False
 
 
-def installed_version(distribution: str) -> str | None:
-    """Version of an installed Python distribution, or None when it is not installed."""
-    # Imported here: importlib.metadata costs ~20 ms at start-up, and only this check needs it.
-    import importlib.metadata
-
-    try:
-        return importlib.metadata.version(distribution)
-    except importlib.metadata.PackageNotFoundError:
-        return None
+#: Every registered check, in registration order; rebound (never mutated) on registration.
+CHECKS: tuple[Check, ...] = ()
 
 
-def run_checks(
-    inputs: HealthInputs,
-    roots: HealthRoots = HealthRoots(),  # noqa: B008 - frozen, so a shared default is safe
-    which: Which = shutil.which,
-    run_version: RunVersion = run_version_output,
-    dist_version: DistVersion = installed_version,
-) -> tuple[HealthCheck, ...]:
-    """Run every health check once.
+@overload
+def check(check_id: str, *, scope: Literal[Scope.HOST] = ...) -> Callable[[HostRun], HostRun]: ...
+
+
+@overload
+def check(
+    check_id: str, *, scope: Literal[Scope.GPU], on_lost_gpu: bool = ...
+) -> Callable[[GpuRun], GpuRun]: ...
+
+
+@overload
+def check(
+    check_id: str, *, scope: Literal[Scope.CONTAINER], running_only: bool
+) -> Callable[[ContainerRun], ContainerRun]: ...
+
+
+def check(
+    check_id: str,
+    *,
+    scope: Scope = Scope.HOST,
+    running_only: bool = False,
+    on_lost_gpu: bool = False,
+) -> Callable[[_Run], _Run]:
+    """Register the decorated function as the check ``check_id``.
 
     Args:
-        inputs: What the GPU, Docker and process sources read.
-        roots: Where to read /proc, /sys, daemon.json, CDI specs and /dev.
-        which: Finds a command on PATH (``shutil.which`` by default).
-        run_version: Runs an argv with a short timeout, returns its output or None.
-        dist_version: Installed version of a Python distribution, or None.
+        check_id: Dotted id, unique across all checks.
+        scope: :data:`HOST`, :data:`GPU` or :data:`CONTAINER`.
+        running_only: Container checks only: run on running containers only.
+        on_lost_gpu: GPU checks only: run on a lost GPU too.
 
     Returns:
-        Host checks first, then per-GPU checks by GPU, then per-container checks by container.
-        Checks that need a source that is down come back as ``skip`` with the reason.
+        A decorator that registers the function and returns it unchanged.
+
+    Raises:
+        ValueError: A malformed id, an id already taken by another function, or a flag that
+            does not belong to the scope.
     """
-    ctx = CheckContext(
-        inputs=inputs, roots=roots, which=which, run_version=run_version, dist_version=dist_version
-    )
-    results: list[HealthCheck] = []
-    for check_id, host_check in HOST_CHECKS:
-        results.extend(_guarded(check_id, None, partial(host_check, ctx)))
+    if not _CHECK_ID.fullmatch(check_id):
+        raise ValueError(f"malformed check id {check_id!r}")
+    if running_only and scope is not Scope.CONTAINER:
+        raise ValueError(f"{check_id}: running_only applies to container checks only")
+    if on_lost_gpu and scope is not Scope.GPU:
+        raise ValueError(f"{check_id}: on_lost_gpu applies to GPU checks only")
 
-    if not ctx.nvml_ok:
-        results.extend(nvml_skip(ctx, check_id) for check_id, _ in GPU_CHECKS)
-    else:
-        for gpu in inputs.gpu.gpus:
-            for check_id, gpu_check in GPU_CHECKS:
-                run = partial(_run_gpu_check, ctx, gpu, check_id, gpu_check)
-                results.extend(_guarded(check_id, str(gpu.index), run))
-
-    if not ctx.docker_ok:
-        results.extend(docker_skip(ctx, check_id) for check_id, _, _ in CONTAINER_CHECKS)
-    else:
-        for container in inputs.containers.containers:
-            for check_id, container_check, running_only in CONTAINER_CHECKS:
-                if running_only and not container.running:
-                    continue
-                run_one = partial(container_check, ctx, container)
-                results.extend(_guarded(check_id, container.name, run_one))
-    return tuple(results)
-
-
-def _run_gpu_check(
-    ctx: CheckContext, gpu: GpuSample, check_id: str, check: GpuCheck
-) -> HealthCheck:
-    # A lost GPU answers nothing: its other checks would only repeat "n/a", so they skip.
-    if gpu.lost and check_id != "gpu.lost":
-        return HealthCheck(
-            id=f"{check_id}:{gpu.index}",
-            status=HealthStatus.SKIP,
-            summary="GPU lost (see gpu.lost)",
-            subject=str(gpu.index),
+    def register(run: _Run) -> _Run:
+        global CHECKS
+        entry = Check(
+            id=check_id,
+            scope=scope,
+            run=run,
+            module=run.__module__,
+            running_only=running_only,
+            on_lost_gpu=on_lost_gpu,
         )
-    return check(ctx, gpu)
-
-
-def _guarded(
-    check_id: str, subject: str | None, run: Callable[[], HealthCheck | None]
-) -> list[HealthCheck]:
-    """Run one check; a crash becomes a visible ``fail`` instead of killing the whole pass.
-
-    A bug in one check must not blank the health tab (the UI calls this on a timer), but it must
-    not hide either: a ``skip`` would look like "nothing to check here" and the bug would never
-    be reported, so it is a ``fail`` with id ``<check>.error`` and the exception text.
-    """
-    try:
-        check = run()
-    except Exception as exc:  # deliberately broad: see the docstring
-        where = traceback.extract_tb(exc.__traceback__)[-1]
-        return [
-            HealthCheck(
-                id=f"{check_id}.error" + (f":{subject}" if subject is not None else ""),
-                status=HealthStatus.FAIL,
-                summary=f"Check {check_id} crashed: {type(exc).__name__}: {exc}",
-                details=(f"at {os.path.basename(where.filename)}:{where.lineno} in {where.name}",),
-                fix="This is a gputui bug: please report it with the text above.",
-                subject=subject,
+        for index, known in enumerate(CHECKS):
+            if known.id != check_id:
+                continue
+            # The same function registered again (its module was reloaded): keep its place.
+            if (known.module, known.run.__qualname__) == (entry.module, run.__qualname__):
+                CHECKS = (*CHECKS[:index], entry, *CHECKS[index + 1 :])
+                return run
+            raise ValueError(
+                f"check id {check_id!r} registered twice: "
+                f"{known.module}.{known.run.__qualname__} and {entry.module}.{run.__qualname__}"
             )
-        ]
-    return [] if check is None else [check]
+        CHECKS = (*CHECKS, entry)
+        return run
+
+    return register
+
+
+def in_order(scope: Scope, modules: Sequence[str]) -> tuple[Check, ...]:
+    """The registered checks of one scope in display order.
+
+    Args:
+        scope: Which checks.
+        modules: Module names in display order; within a module, definition order holds.
+            Checks from a module not listed come last, in registration order.
+
+    Returns:
+        The checks to run, in order.
+    """
+    rank = {name: position for position, name in enumerate(modules)}
+    chosen = [(position, c) for position, c in enumerate(CHECKS) if c.scope is scope]
+    chosen.sort(key=lambda item: (rank.get(item[1].module, len(rank)), item[0]))
+    return tuple(c for _, c in chosen)

@@ -18,7 +18,7 @@ from rel_helpers import gpu, run_gputui, write_scenario
 from gputui.collect.collector import Collector
 from gputui.collect.linux.processes import ProcSource
 from gputui.collect.standins.scenario import ScenarioSource
-from gputui.health import registry as health
+from gputui.health import runner as health
 from gputui.model import HealthStatus, Snapshot
 
 FIELD_FAULTS = {

@@ -1,0 +1,89 @@
+"""What every check receives: the sources' readings, where to read files, and the probes.
+
+The health checks never import ``pynvml``, ``docker``, ``textual`` or ``rich``: they judge the
+model objects other sources produced, plus a few file reads (all under :class:`HealthRoots`) and
+``--version`` calls of command-line tools (through an injectable runner).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from gputui.collect.sources import HealthInputs
+from gputui.health.result import Result
+from gputui.model import ContainerInfo, GpuProcess
+
+#: ``shutil.which``-shaped lookup: command name → absolute path, or None.
+Which = Callable[[str], "str | None"]
+#: Runs an argv (never a shell) with a short timeout and returns its output, or None on failure.
+RunVersion = Callable[[Sequence[str]], "str | None"]
+#: Installed version of a Python distribution, or None when it is not installed.
+DistVersion = Callable[[str], "str | None"]
+
+
+@dataclass(frozen=True)
+class HealthRoots:
+    """Where the checks read the file system; tests point these at prepared directories.
+
+    Attributes:
+        proc: The procfs mount (``/proc``).
+        sys: The sysfs mount (``/sys``).
+        daemon_json: The Docker daemon configuration file.
+        cdi_dirs: Directories holding CDI specs (the CDI defaults).
+        dev: The device directory; ``<dev>/char`` holds the ``/dev/char`` symlinks whose absence
+            makes GPU containers lose their devices on ``systemctl daemon-reload``.
+    """
+
+    proc: str = "/proc"
+    sys: str = "/sys"
+    daemon_json: str = "/etc/docker/daemon.json"
+    cdi_dirs: tuple[str, ...] = ("/etc/cdi", "/var/run/cdi")
+    dev: str = "/dev"
+
+
+@dataclass(frozen=True)
+class CheckContext:
+    """Everything a check may use; bundled so every check of a scope has the same signature."""
+
+    inputs: HealthInputs
+    roots: HealthRoots
+    which: Which
+    run_version: RunVersion
+    dist_version: DistVersion
+
+    @property
+    def nvml_ok(self) -> bool:
+        """True when NVML answered."""
+        return self.inputs.gpu.status.ok
+
+    @property
+    def docker_ok(self) -> bool:
+        """True when the Docker engine answered."""
+        return self.inputs.containers.status.ok
+
+    def running_containers(self) -> tuple[ContainerInfo, ...]:
+        """Containers whose processes can run."""
+        return tuple(c for c in self.inputs.containers.containers if c.running)
+
+    def processes_of(self, container_id: str) -> tuple[GpuProcess, ...]:
+        """GPU processes that belong to this container."""
+        return tuple(p for p in self.inputs.processes if p.container_id == container_id)
+
+    def nvml_skip(self) -> Result:
+        """The ``skip`` result of a check that needs NVML while NVML is down."""
+        status = self.inputs.gpu.status
+        reason = status.error or status.kind or "not initialised"
+        return Result.skip(f"NVML unavailable ({reason})", details=("see nvml.loadable",))
+
+    def docker_skip(self, *more: str) -> Result:
+        """The ``skip`` result of a check that needs the Docker engine while it is unreachable.
+
+        Args:
+            *more: What the check could still see without the engine, appended to the details.
+        """
+        status = self.inputs.containers.status
+        error = (f"engine error: {status.error}",) if status.error else ()
+        return Result.skip(
+            "Docker engine unreachable", details=(*error, "see docker.engine", *more)
+        )
