@@ -175,7 +175,9 @@ def _rule(raw: Any, where: str) -> AlertRule:
                 or isinstance(v, bool)
                 or not abs(v) <= _MAX_NUMBER  # also NaN; compares a huge int exactly
             ):
-                raise ConfigError(f"{where}.{key}: expected a finite number, got {_shown(v)}")
+                raise ConfigError(
+                    f"{where}.{key}: expected a number (finite, within ±1e18), got {_shown(v)}"
+                )
             kwargs[key] = float(v)
     if "min_samples" in raw:
         v = raw["min_samples"]

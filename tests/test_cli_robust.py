@@ -137,7 +137,7 @@ def test_scenario_deep_or_huge_json(tmp_path: Path, text: str, needle: str) -> N
     [
         (DEEP_TOML, "nested too deeply"),
         (HUGE_INT_TOML, "too many digits"),
-        (HEX_INT_TOML, "expected a finite number, got an integer too large"),
+        (HEX_INT_TOML, "expected a number (finite, within ±1e18), got an integer too large"),
         ("[[alerts.rules]]\nid='a'\nmetric='gpu_util'\nthreshold=1\nfor=1e400\n", "finite"),
         ("[[alerts.rules]]\nid='a'\nmetric='gpu_util'\nthreshold=1\nfor='9999999h'\n", "at most"),
     ],

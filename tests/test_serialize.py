@@ -163,7 +163,8 @@ def _strategy(tp: Any) -> st.SearchStrategy[Any]:
         return st.builds(tp, **fields)
     if isinstance(tp, type) and issubclass(tp, HealthStatus):
         return st.sampled_from(HealthStatus)
-    return {bool: st.booleans(), int: st.integers(), float: _FLOAT, str: _TEXT}[tp]
+    ints = st.integers(-(2**63), 2**64 - 1)  # what any source reports; larger is refused
+    return {bool: st.booleans(), int: ints, float: _FLOAT, str: _TEXT}[tp]
 
 
 @settings(max_examples=60, deadline=None)
