@@ -138,18 +138,24 @@ def check_container_cuda(ctx: CheckContext, container: ContainerInfo) -> Result 
                 'the toolkit refuses to start it: "requirement error: unsatisfied condition: '
                 f'{requirement.split()[0] if requirement else "cuda"}"',
             ),
-            fix=f"Upgrade the host driver to one supporting CUDA {need}, or use an image built "
-            f"for CUDA ≤ {have}. Last resort: NVIDIA_DISABLE_REQUIRE=1 (works only within "
-            "CUDA minor-version compatibility).",
+            fix=(
+                f"Upgrade the host driver to one supporting CUDA {need}, or use an image built "
+                f"for CUDA ≤ {have}. Last resort: NVIDIA_DISABLE_REQUIRE=1 (works only within "
+                "CUDA minor-version compatibility)."
+            ),
             docs=DOCS_CUDA_COMPAT,
         )
     if assumed:
         return Result.warn(
-            f"Image needs CUDA {need} > {have}; only a brand/driver forward-compat clause "
-            "could allow it",
+            (
+                f"Image needs CUDA {need} > {have}; only a brand/driver forward-compat clause "
+                "could allow it"
+            ),
             details=(*details, "brand/arch clauses are assumed to match (not checked here)"),
-            fix=f"Upgrade the driver to one supporting CUDA {need}, or make sure the image "
-            "ships the CUDA forward-compat package (datacenter GPUs only).",
+            fix=(
+                f"Upgrade the driver to one supporting CUDA {need}, or make sure the image "
+                "ships the CUDA forward-compat package (datacenter GPUs only)."
+            ),
             docs=DOCS_CUDA_COMPAT,
         )
     return Result.passed(f"Image CUDA {need} ≤ driver's {have}", details=tuple(details))
@@ -218,8 +224,10 @@ def check_container_gpu_visible(ctx: CheckContext, container: ContainerInfo) -> 
         return Result.fail(
             "GPUs requested (NVIDIA_VISIBLE_DEVICES) but not injected",
             details=details,
-            fix="Recreate the container with `--gpus all` (compose: deploy.resources."
-            "reservations.devices with capabilities: [gpu]) or `--runtime=nvidia`.",
+            fix=(
+                "Recreate the container with `--gpus all` (compose: deploy.resources."
+                "reservations.devices with capabilities: [gpu]) or `--runtime=nvidia`."
+            ),
             docs=DOCS_DOCKER_SPECIALIZED,
         )
     if via == "device_requests":
@@ -241,8 +249,10 @@ def check_container_gpu_visible(ctx: CheckContext, container: ContainerInfo) -> 
         return Result.warn(
             "CDI devices requested, but CDI is disabled in the engine",
             details=details,
-            fix='Enable CDI: add "features": {"cdi": true} to daemon.json (default on since '
-            "Docker 28) and `sudo systemctl restart docker`.",
+            fix=(
+                'Enable CDI: add "features": {"cdi": true} to daemon.json (default on since '
+                "Docker 28) and `sudo systemctl restart docker`."
+            ),
             docs=DOCS_DOCKER_SPECIALIZED,
         )
     if engine is not None and engine.runtimes and runtime not in engine.runtimes:
@@ -260,8 +270,10 @@ def check_container_gpu_visible(ctx: CheckContext, container: ContainerInfo) -> 
             return Result.warn(
                 f"GPU device nodes passed without {', '.join(missing)}: CUDA will not start",
                 details=details,
-                fix="Prefer `--gpus all`; with --device also pass "
-                + " ".join(f"--device /dev/{n}" for n in missing),
+                fix=(
+                    "Prefer `--gpus all`; with --device also pass "
+                    + " ".join(f"--device /dev/{n}" for n in missing)
+                ),
                 docs=DOCS_DOCKER_SPECIALIZED,
             )
         return Result.info("GPUs passed as raw device nodes (--device)", details=details)

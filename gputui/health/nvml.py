@@ -157,8 +157,10 @@ def check_nvml_version_mismatch(ctx: CheckContext) -> Result:
     mismatched = sorted({v for v in modules.values() if library and v != library})
     if mismatched:
         return Result.fail(
-            f"Kernel module {', '.join(mismatched)} ≠ driver library {library}: "
-            "reboot pending after a driver upgrade",
+            (
+                f"Kernel module {', '.join(mismatched)} ≠ driver library {library}: "
+                "reboot pending after a driver upgrade"
+            ),
             details=(*seen, f"user-space driver (NVML): {library}"),
             fix=fix,
         )
