@@ -1,4 +1,4 @@
-"""Runtime-health checks about the NVIDIA driver, NVML, its Python bindings and image CUDA needs.
+"""Runtime-health checks about the NVIDIA driver, NVML and its Python bindings.
 
 None of them talks to NVML: they read the :class:`GpuReading` the NVML source made, plus the kernel
 module's version files under ``HealthRoots.proc``/``.sys`` and installed package metadata.
