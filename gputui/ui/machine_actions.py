@@ -19,6 +19,7 @@ from gputui.model import ExecResult
 from gputui.settings import Settings
 from gputui.ui.actions import CollectorLike
 from gputui.ui.crash import redact
+from gputui.ui.messages import ExecFinished
 from gputui.ui.screens.confirm import ConfirmScreen
 from gputui.ui.screens.exec_modal import ExecRun, ExecScreen
 from gputui.ui.screens.main import MainScreen
@@ -77,10 +78,18 @@ class MachineActions(App[None]):
         run = ExecRun(cid, fmt.safe_text(container.info.name, 60), self.settings.exec_timeout)
         self._exec_runs[cid] = run
         self.push_screen(ExecScreen(run))
-        self._exec_worker(run)
+        self._start_exec(run)
 
-    @work(thread=True, group="exec", exit_on_error=False)
-    def _exec_worker(self, run: ExecRun) -> None:
+    def _start_exec(self, run: ExecRun) -> None:
+        # A daemon thread, not a Textual thread worker: those run in asyncio's default executor,
+        # which Textual's exit waits for, so q during a silent nvidia-smi would hang until the
+        # collector's timeout. The dict of runs keeps it to one per container.
+        thread = threading.Thread(
+            target=self._exec_thread, args=(run,), name="gputui-exec", daemon=True
+        )
+        thread.start()
+
+    def _exec_thread(self, run: ExecRun) -> None:
         try:
             result = self.collector.exec_in_container(
                 run.container_id, ["nvidia-smi"], run.timeout_s
@@ -88,7 +97,12 @@ class MachineActions(App[None]):
         except Exception as error:  # the collector reports failures as data; this one did not
             text = f"exec failed: {type(error).__name__}: {redact(str(error), 300)}"
             result = ExecResult(("nvidia-smi",), None, error=text)
-        self.call_from_thread(self._exec_done, run, result)
+        self.post_message(ExecFinished(run, result))  # thread-safe, never blocks
+
+    def on_exec_finished(self, message: ExecFinished) -> None:
+        """A run ended: record and show its result."""
+        if isinstance(message.run, ExecRun):
+            self._exec_done(message.run, message.result)
 
     def _exec_done(self, run: ExecRun, result: ExecResult) -> None:
         """On the UI thread: record the result, show it where the run is on screen."""

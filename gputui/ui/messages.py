@@ -8,7 +8,7 @@ from textual.message import Message
 
 from gputui.derive.alerts import AlertState
 from gputui.derive.analysis import Analysis
-from gputui.model import Finding, Snapshot
+from gputui.model import ExecResult, Finding, Snapshot
 
 
 class SnapshotReady(Message):
@@ -62,3 +62,14 @@ class SnapshotReady(Message):
 
 class SelectionChanged(Message):
     """The container or process under the cursor changed (keys that need one may change state)."""
+
+
+class ExecFinished(Message):
+    """A captured ``nvidia-smi`` run ended (posted from its thread)."""
+
+    def __init__(self, run: object, result: ExecResult) -> None:
+        super().__init__()
+        self.run = run
+        """The :class:`gputui.ui.screens.exec_modal.ExecRun` that ended."""
+        self.result = result
+        """What the collector returned."""

@@ -7,7 +7,9 @@ one more each time (and each modal was a new one), so the threads piled up.
 from __future__ import annotations
 
 import threading
+import time
 
+import pytest
 from conftest import AppFactory
 from pilot_helpers import ready
 from textual.pilot import Pilot
@@ -15,7 +17,10 @@ from textual.widgets import Static
 from ui_factories import FakeCollector, cid
 
 from gputui.model import ExecResult
+from gputui.settings import Settings
 from gputui.ui.app import GpuTuiApp
+from gputui.ui.messages import SnapshotReady
+from gputui.ui.run import run_tui
 from gputui.ui.screens.exec_modal import PID_NAMESPACE_NOTE, ExecScreen
 
 NOTE = PID_NAMESPACE_NOTE.split(":")[0]
@@ -183,3 +188,28 @@ async def test_cut_output_note_and_pid_note_only_on_success(make_app: AppFactory
         assert "exit 255" in text and "Failed to initialize NVML" in text
         assert NOTE not in text
         assert "output cut" not in text
+
+
+def test_quit_while_an_exec_runs_does_not_wait_for_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A silent nvidia-smi holds its thread until the collector's timeout; q must not wait."""
+    slow = SlowExec()
+    collector = FakeCollector(exec_result=slow)
+    original = GpuTuiApp.on_snapshot_ready
+
+    def on_snapshot_ready(self: GpuTuiApp, message: SnapshotReady) -> None:
+        original(self, message)
+        if not collector.exec_calls and not self._exec_runs:
+            self.main.ctree.move_cursor(self.main.ctree.nodes_by_key[f"c:{cid(1)}"])
+            self.action_exec_smi()
+            self.set_timer(0.3, self.action_quit)
+
+    monkeypatch.setattr(GpuTuiApp, "on_snapshot_ready", on_snapshot_ready)
+    started = time.monotonic()
+    try:
+        code = run_tui(Settings(interval=60.0), collector, headless=True)
+        took = time.monotonic() - started
+    finally:
+        slow.release.set()
+    assert len(collector.exec_calls) == 1  # it was running when q came
+    assert code == 0
+    assert took < 5, f"quitting waited {took:.1f} s for the exec"
