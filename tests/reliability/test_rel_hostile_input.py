@@ -22,6 +22,7 @@ import pytest
 from rel_helpers import gpu, run_gputui, terminal_unsafe, write_scenario
 
 from gputui.collect.collector import Collector
+from gputui.collect.docker.parse import MAX_NAME_CHARS
 from gputui.collect.docker.source import DockerSource
 from gputui.collect.linux.processes import ProcSource
 from gputui.collect.standins.scenario import ScenarioSource
@@ -107,7 +108,9 @@ def test_container_labels_env_and_command_line(
     report = json.loads(result.stdout)
     [row] = [c for c in report["containers"] if c["id"] == ct.id]
     assert row["compose_project"] == "p" + ESC_SEQS + SHELL
-    assert row["compose_service"] == "s" + CONTROL + LONG
+    # Exact in JSON (escaped by the encoder), but bounded: the engine's strings are cut at
+    # MAX_NAME_CHARS before use, so a 20,000-character label costs at most that much.
+    assert row["compose_service"] == ("s" + CONTROL + LONG)[:MAX_NAME_CHARS]
     assert row["pids"] == [pid]
     [proc] = [p for p in report["processes"] if p["pid"] == pid]
     assert "\ufffd" in proc["command"] and "\x1b[31mEVIL" in proc["command"]
