@@ -392,6 +392,8 @@ class ExecResult:
         duration_s: Wall time.
         error: A one-line explanation when it could not run or failed in a known way.
         timed_out: True when it was abandoned after the timeout.
+        output_cut_bytes: The output cap when the command printed more and the rest was
+            dropped; None when the whole output was kept.
     """
 
     argv: tuple[str, ...]
@@ -401,6 +403,7 @@ class ExecResult:
     duration_s: float = 0.0
     error: str | None = None
     timed_out: bool = False
+    output_cut_bytes: int | None = None
 
 
 @dataclass(frozen=True, slots=True)

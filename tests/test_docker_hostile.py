@@ -379,6 +379,7 @@ def test_exec_output_is_capped(source: DockerSource, run_container: Any) -> None
     assert len(result.stdout) > MAX_EXEC_OUTPUT // 2
     assert result.error is not None
     assert "cut" in result.error
+    assert result.output_cut_bytes == MAX_EXEC_OUTPUT
     assert _threads_settle(threads) <= threads
 
 

@@ -167,6 +167,7 @@ async def test_cut_output_note_and_pid_note_only_on_success(make_app: AppFactory
             stdout="y\n" * 50,
             error="nvidia-smi printed more than 1 MiB: the output was cut there "
             "(the command may keep running inside the container)",
+            output_cut_bytes=1 << 20,
         ),
         cid(2): ExecResult(
             ("nvidia-smi",), 255, stdout="Failed to initialize NVML: Unknown Error\n"

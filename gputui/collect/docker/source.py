@@ -732,6 +732,7 @@ class DockerSource:
                 stderr,
                 error=f"{name} printed more than {MAX_EXEC_OUTPUT >> 20} MiB: the output was cut "
                 "there (the command may keep running inside the container)",
+                output_cut_bytes=MAX_EXEC_OUTPUT,
             )
         else:
             result = ExecResult(

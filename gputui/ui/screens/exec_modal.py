@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import re
 import subprocess
 import time
 from collections.abc import Sequence
@@ -32,7 +31,6 @@ PID_NAMESPACE_NOTE = (
 MAX_OUTPUT_LINES = 2000
 
 #: How the collector says it cut a command's output (``... more than 1 MiB: the output was cut``).
-_CUT = re.compile(r"(\d+(?:\.\d+)?)\s*MiB\b[^.]*\boutput was cut", re.IGNORECASE)
 
 
 @dataclass
@@ -57,12 +55,10 @@ class ExecRun:
 
 
 def output_cut_mib(result: ExecResult) -> str | None:
-    """The size at which the collector cut the command's output (``"1"``), None when it did not.
-
-    The collector says so in ``error``; the note under the output repeats it where it applies.
-    """
-    match = _CUT.search(result.error or "")
-    return match.group(1) if match else None
+    """The size at which the collector cut the command's output (``"1"``), None when it did not."""
+    if result.output_cut_bytes is None:
+        return None
+    return f"{result.output_cut_bytes / 2**20:g}"
 
 
 def _stream_lines(name: str, stream: str) -> list[str | tuple[str, str]]:
