@@ -118,16 +118,21 @@ def test_signal_refused_without_a_start_time(victim: subprocess.Popen[bytes]) ->
     assert _alive(victim)
 
 
+# PIDs as functions: a test id must not depend on the process collecting it (pytest-xdist).
 @pytest.mark.parametrize(
-    ("pid", "why"),
+    ("which", "why"),
     [
-        (1, "it is init"),
-        (2, "it is kthreadd"),
-        (os.getpid(), "it is gputui itself"),
-        (os.getppid(), "it is gputui's parent process"),
+        (lambda: 1, "it is init"),
+        (lambda: 2, "it is kthreadd"),
+        (os.getpid, "it is gputui itself"),
+        (os.getppid, "it is gputui's parent process"),
     ],
+    ids=["init", "kthreadd", "self", "parent"],
 )
-def test_signal_refused_for_init_kthreadd_gputui_and_its_parent(pid: int, why: str) -> None:
+def test_signal_refused_for_init_kthreadd_gputui_and_its_parent(
+    which: Callable[[], int], why: str
+) -> None:
+    pid = which()
     # Signal 0 delivers nothing, so an unrefused call (the defect) would only return None.
     message = ProcSource().send_signal(pid, 0, _start(pid))
     assert message is not None
