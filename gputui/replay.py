@@ -2,9 +2,12 @@
 
 A recording is a text file of one JSON object per line (:mod:`gputui.serialize` records), rotated
 by size into ``FILE.1`` (newest) ... ``FILE.<keep>`` (oldest). Each file stands alone: its first
-line is always a full snapshot. :class:`ReplayCollector` has the collector's interface, so the
-TUI and ``--once`` run on a recording exactly as on a live machine, and adds the controls a
-player needs (pause, step, seek). The format is documented in docs/record-replay.md.
+line is always a full snapshot. :class:`ReplayCollector` implements the one collector protocol
+(:class:`~gputui.collect.sources.CollectorProtocol`), so the TUI and ``--once`` run on a recording
+exactly as on a live machine, and offers the controls a player needs (pause, step, seek) as its
+:attr:`~ReplayCollector.player`. A recording holds snapshots only: findings and alerts are
+reproduced on replay by the same ``Analyzer`` (its engines take the time from the snapshots). The
+format is documented in docs/record-replay.md.
 """
 
 from __future__ import annotations
@@ -20,11 +23,13 @@ import stat
 import threading
 import typing
 from collections import OrderedDict
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 from gputui.collect.files import REPORT_LIMIT, UserFileError, open_user_file, read_user_text
+from gputui.collect.loop import CollectLoop
+from gputui.collect.sources import CollectorProtocol
 from gputui.model import ExecResult, Snapshot
 from gputui.serialize import (
     FORMAT_VERSION,
@@ -41,10 +46,6 @@ REPLAY_REASON = "replay: a recording cannot be acted on (no exec, no signals)"
 
 class RecordingError(ValueError):
     """An unreadable or invalid recording, or a time outside it; the message is one line."""
-
-
-class _Collecting(Protocol):
-    def collect(self) -> Snapshot: ...
 
 
 # -- writing ---------------------------------------------------------------------------------
@@ -207,33 +208,34 @@ def rotated_path(path: Path, n: int) -> Path:
 
 
 def record(
-    collector: _Collecting,
+    collector: CollectorProtocol,
     writer: RecordWriter,
     *,
     interval: float,
     count: int | None = None,
     stop: threading.Event | None = None,
-    monotonic: Callable[[], float] | None = None,
 ) -> int:
     """Collect and write snapshots every ``interval`` seconds until ``count`` or ``stop``.
+
+    Runs the :class:`~gputui.collect.loop.CollectLoop` the TUI and the exporter run (fixed
+    rate, bounded waits). Only snapshots are written: the analysis is reproduced on replay, so
+    the loop's analysis step is left empty here. A collection or a write that raises ends the
+    recording (raised from here); what was written stays readable.
 
     Returns:
         How many snapshots were written.
     """
-    import time
-
     stop = stop or threading.Event()
-    clock = monotonic or time.monotonic
-    written = 0
-    while not stop.is_set() and (count is None or written < count):
-        started = clock()
-        writer.write(collector.collect())
-        written += 1
-        if count is not None and written >= count:
-            break
-        # Fixed-rate, not fixed-delay: a slow collect eats into the wait, not the rate.
-        stop.wait(max(0.0, interval - (clock() - started)))
-    return written
+
+    def write(snapshot: Snapshot, _analysis: None) -> None:
+        writer.write(snapshot)
+
+    loop = CollectLoop(collector, lambda _snapshot: None, write, interval=interval)
+    if stop.is_set():
+        return 0
+    # The caller's stop event (set from a signal handler) stops the loop within its slice.
+    loop.run(stop.is_set, count=count)
+    return loop.delivered
 
 
 # -- reading ---------------------------------------------------------------------------------
@@ -624,6 +626,11 @@ class ReplayCollector:
         return cls(open_recording(path), source=str(path))
 
     # -- the player's controls ---------------------------------------------------------------
+
+    @property
+    def player(self) -> ReplayCollector:
+        """Itself: a replay is a collector with the player's controls (:class:`Player`)."""
+        return self
 
     def __len__(self) -> int:
         return len(self._snapshots)

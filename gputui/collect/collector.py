@@ -14,7 +14,13 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import Any
 
-from gputui.collect.sources import ContainerSource, GpuSource, HealthInputs, ProcessSource
+from gputui.collect.sources import (
+    ContainerSource,
+    GpuSource,
+    HealthInputs,
+    Player,
+    ProcessSource,
+)
 from gputui.model import (
     ContainerInfo,
     ContainerReading,
@@ -40,6 +46,9 @@ READ_ONLY_REASON = "read-only mode: actions are disabled (started with --read-on
 
 class Collector:
     """Joins the sources into one frozen :class:`Snapshot` per call.
+
+    Implements :class:`~gputui.collect.sources.CollectorProtocol` (without a player: it reads
+    the machine, it plays no recording).
 
     Args:
         gpu: The NVML (or scenario, or demo) source.
@@ -89,6 +98,11 @@ class Collector:
         # outlives a snapshot is picked up by a later one, never doubled.
         self._docker_wait = docker_wait
         self._docker_read: _BackgroundRead | None = None
+
+    @property
+    def player(self) -> Player | None:
+        """None: a live (or scenario, or demo) collector has no replay controls."""
+        return None
 
     def request_health(self) -> None:
         """Make the next :meth:`collect` re-run the health checks (thread-safe)."""

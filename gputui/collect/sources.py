@@ -1,8 +1,14 @@
-"""The interfaces every data source implements; the collector only talks to these.
+"""The interfaces every data source implements, and the one interface of a collector.
 
 Real sources (NVML, Docker, /proc) and stand-ins (scenario file, demo machine) implement the same
 protocols, so the collector, the UI and the reports never know which one they have.
-All methods may block and are called from the collector thread only, never from the UI thread.
+All source methods may block and are called from the collector thread only, never from the UI
+thread.
+
+:class:`CollectorProtocol` is what every front-end (the TUI, ``--once``, ``export``, ``record``)
+takes: the live :class:`~gputui.collect.collector.Collector` and the replay of a recording
+(``gputui.replay.ReplayCollector``) both implement it. Replay controls are an explicit optional
+capability, :attr:`CollectorProtocol.player`, never guessed from the object's attributes.
 """
 
 from __future__ import annotations
@@ -18,6 +24,7 @@ from gputui.model import (
     GpuReading,
     HostStats,
     ProcessInfo,
+    Snapshot,
     Visibility,
 )
 
@@ -97,3 +104,95 @@ class HealthInputs:
     containers: ContainerReading
     processes: tuple[GpuProcess, ...]
     visibility: Visibility
+
+
+class Player(Protocol):
+    """The controls of a collector that plays a recording (pause, step, seek).
+
+    Every call is an index move under a lock (no I/O), so the UI thread may make it while the
+    collector thread collects.
+    """
+
+    paused: bool
+
+    @property
+    def position(self) -> int:
+        """Index of the snapshot shown (the one the last collect returned, or will return)."""
+        ...
+
+    @property
+    def current(self) -> Snapshot:
+        """The snapshot at :attr:`position`."""
+        ...
+
+    @property
+    def start(self) -> float:
+        """``taken_at`` of the first recorded snapshot."""
+        ...
+
+    @property
+    def end(self) -> float:
+        """``taken_at`` of the last recorded snapshot."""
+        ...
+
+    def __len__(self) -> int: ...
+
+    def pause(self) -> None:
+        """Stop advancing: collect keeps returning the current snapshot."""
+        ...
+
+    def resume(self) -> None:
+        """Advance again, one snapshot per collect."""
+        ...
+
+    def step(self, delta: int) -> Snapshot:
+        """Move ``delta`` snapshots (negative: back), clamped to the recording; return it."""
+        ...
+
+    def seek(self, when: float) -> Snapshot:
+        """Move to the last snapshot taken at or before ``when`` (epoch seconds); return it."""
+        ...
+
+
+class CollectorProtocol(Protocol):
+    """What every front-end needs from a collector (live, scenario, demo or replay).
+
+    ``collect`` blocks and runs on a collector thread; the actions refuse (with a reason) when
+    the collector cannot act, e.g. read-only or a replay.
+
+    Attributes:
+        mode: ``live``, ``scenario``, ``demo`` or ``replay``.
+    """
+
+    mode: str
+
+    @property
+    def player(self) -> Player | None:
+        """The replay controls when this collector plays a recording, else None."""
+        ...
+
+    def collect(self) -> Snapshot:
+        """Read every source once and return the joined snapshot (blocking)."""
+        ...
+
+    def request_health(self) -> None:
+        """Make the next :meth:`collect` re-run the health checks (thread-safe)."""
+        ...
+
+    def exec_in_container(
+        self, container_id: str, argv: Sequence[str], timeout_s: float
+    ) -> ExecResult:
+        """Run ``argv`` (no shell) in a running container; refusals are an ``ExecResult``."""
+        ...
+
+    def interactive_exec_argv(self, container_id: str, argv: Sequence[str]) -> list[str] | None:
+        """``docker exec -it`` argv for running ``argv`` on the terminal, None when unavailable."""
+        ...
+
+    def signal_process(self, pid: int, signum: int, start_time: float | None) -> str | None:
+        """Send a signal to a GPU process; None on success, else why not."""
+        ...
+
+    def close(self) -> None:
+        """Release every source (idempotent, never waits long)."""
+        ...

@@ -1,60 +1,21 @@
-"""What the app needs from a collector, and the actions it offers (no Textual imports).
+"""The collector type the app takes, and the actions it offers (no Textual imports).
 
 Kept apart from ``app.py`` so ``gputui.ui.run`` can name the collector type without loading
-Textual, and so the palette and read-only rules are plain data.
+Textual, and so the palette and read-only rules are plain data. The collector protocol itself is
+defined once, next to the collector (:mod:`gputui.collect.sources`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Protocol, cast
-
-from gputui.model import ExecResult, Snapshot
+from gputui.collect.sources import CollectorProtocol, Player
 from gputui.ui.state import TABS
 
+#: What the app needs from a collector: the one protocol every front-end uses (the live
+#: ``Collector`` and the replay's ``ReplayCollector`` implement it; ``player`` says which).
+CollectorLike = CollectorProtocol
 
-class CollectorLike(Protocol):
-    """What the app needs from ``gputui.collect.collector.Collector``."""
-
-    mode: str
-
-    def collect(self) -> Snapshot: ...  # noqa: D102
-    def request_health(self) -> None: ...  # noqa: D102
-    def exec_in_container(  # noqa: D102
-        self, container_id: str, argv: Sequence[str], timeout_s: float
-    ) -> ExecResult: ...
-    def interactive_exec_argv(self, container_id: str, argv: Sequence[str]) -> list[str] | None: ...  # noqa: D102
-    def signal_process(self, pid: int, signum: int, start_time: float | None) -> str | None: ...  # noqa: D102
-
-
-class PlayerLike(Protocol):
-    """The controls of ``gputui.replay.ReplayCollector`` the replay keys use.
-
-    Every call is an index move under a lock (no I/O), so the UI thread may make it.
-    """
-
-    paused: bool
-
-    @property
-    def position(self) -> int: ...  # noqa: D102
-    @property
-    def current(self) -> Snapshot: ...  # noqa: D102
-    @property
-    def start(self) -> float: ...  # noqa: D102
-    @property
-    def end(self) -> float: ...  # noqa: D102
-    def __len__(self) -> int: ...
-    def pause(self) -> None: ...  # noqa: D102
-    def resume(self) -> None: ...  # noqa: D102
-    def step(self, delta: int) -> Snapshot: ...  # noqa: D102
-    def seek(self, when: float) -> Snapshot: ...  # noqa: D102
-
-
-def player_of(collector: CollectorLike) -> PlayerLike | None:
-    """The collector as a replay player when it plays a recording, else None."""
-    if collector.mode == "replay" and hasattr(collector, "seek") and hasattr(collector, "step"):
-        return cast(PlayerLike, collector)
-    return None
+#: The replay controls the replay keys use (``CollectorLike.player``).
+PlayerLike = Player
 
 
 #: Actions only a replay offers; hidden everywhere (keys, footer, help, palette) otherwise.

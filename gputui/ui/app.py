@@ -15,13 +15,15 @@ from textual.notifications import SeverityLevel
 from textual.screen import Screen
 from textual.worker import WorkerFailed, get_current_worker
 
+from gputui.collect.loop import CollectLoop
 from gputui.config import load_rules
 from gputui.derive import fmt
 from gputui.derive.alerts import Alert
 from gputui.derive.analysis import Analysis, Analyzer
 from gputui.derive.history import WINDOWS, History, next_window, window_label
+from gputui.model import Snapshot
 from gputui.settings import Settings
-from gputui.ui.actions import PALETTE, REPLAY_ACTIONS, WRITE_ACTIONS, CollectorLike, player_of
+from gputui.ui.actions import PALETTE, REPLAY_ACTIONS, WRITE_ACTIONS, CollectorLike
 from gputui.ui.bindings import APP_BINDINGS
 from gputui.ui.crash import crash_report
 from gputui.ui.machine_actions import MachineActions
@@ -52,16 +54,19 @@ class GpuTuiApp(MachineActions):
         self.history = History(settings.history_seconds, self.interval)
         self.paused = False
         self.interactive_runner: Callable[[Sequence[str]], int] = run_interactive
-        self._stop = threading.Event()  # set once: the loop must exit
-        self._wake = threading.Event()  # cuts the interval wait short (interval change, resume)
-        self._go = threading.Event()  # clear while paused or suspended
-        self._go.set()
-        self._jump = threading.Event()  # a replay moved: deliver its current snapshot next
         self._binding_state: tuple[object, ...] = ()
         rules, self._config_error = load_rules(settings.config)
         self.main = MainScreen(self.history, len(rules))
         # Used only by the collector thread once running (and by callers priming it before).
         self.analyzer = Analyzer(rules)
+        # The same loop export and record run; the worker below runs it on its thread.
+        self.loop = CollectLoop(
+            collector, self.analyzer.analyse, self._post_snapshot, interval=self.interval
+        )
+        # The loop's events, under the names the actions use: _go is clear while paused or
+        # suspended, _wake cuts the interval wait short (interval change, resume, health).
+        self._go: threading.Event = self.loop.go
+        self._wake: threading.Event = self.loop.woken
         self.analysis: Analysis | None = None
         self._replay_at: tuple[int, int] | None = None
         self._exec_runs: dict[str, ExecRun] = {}
@@ -124,31 +129,23 @@ class GpuTuiApp(MachineActions):
 
     def on_unmount(self) -> None:
         """Let the collector thread finish promptly."""
-        self._stop.set()
-        self._go.set()
-        self._wake.set()
+        self.loop.stop()
 
     @work(thread=True, group="collector", description="Collecting GPU, Docker and process data")
     def collect_loop(self) -> None:
-        """The only caller of ``collect()``: one refresh at a time, never on the UI thread."""
+        """The only caller of ``collect()``: one refresh at a time, never on the UI thread.
+
+        The engines run here too (the loop's ``analyse``), so the UI thread only draws. An
+        exception ends the worker, and so the app, with the crash report (no ``on_error``).
+        """
         worker = get_current_worker()
-        while not (self._stop.is_set() or worker.is_cancelled):
-            if not self._go.wait(0.5):
-                continue
-            player = player_of(self.collector)
-            if player is not None and self._jump.is_set():
-                self._jump.clear()
-                snapshot = player.current  # stepped or sought: show where it landed, not after
-            else:
-                snapshot = self.collector.collect()
-            # The engines run here, on the worker, so the UI thread only draws the result.
-            analysis = self.analyzer.analyse(snapshot)
-            replay = None if player is None else (player.position, len(player))
-            if self._stop.is_set():
-                break
-            self.post_message(SnapshotReady(snapshot, analysis, replay))
-            self._wake.wait(self.interval)
-            self._wake.clear()
+        self.loop.run(lambda: worker.is_cancelled)
+
+    def _post_snapshot(self, snapshot: Snapshot, analysis: Analysis) -> None:
+        """The loop's delivery (on the worker): hand the snapshot to the UI thread."""
+        player = self.collector.player
+        replay = None if player is None else (player.position, len(player))
+        self.post_message(SnapshotReady(snapshot, analysis, replay))
 
     def on_snapshot_ready(self, message: SnapshotReady) -> None:
         """Apply a snapshot (unless paused) in one batch, so the screen repaints once."""
@@ -182,7 +179,7 @@ class GpuTuiApp(MachineActions):
     @property
     def ui_state(self) -> UiState:
         """What the header shows besides the snapshot."""
-        player = player_of(self.collector)
+        player = self.collector.player
         paused = self.paused or (player is not None and player.paused)
         mode = self.collector.mode
         return UiState(self.interval, paused, self.settings.read_only, mode, self._replay_at)
@@ -212,7 +209,7 @@ class GpuTuiApp(MachineActions):
         """False hides an action (read-only); None shows its key dimmed (cannot apply now)."""
         if action in WRITE_ACTIONS and self.settings.read_only:
             return False
-        if action in REPLAY_ACTIONS and player_of(self.collector) is None:
+        if action in REPLAY_ACTIONS and self.collector.player is None:
             return False
         if isinstance(self.screen, EvidenceScreen) and action in MAIN_ONLY:
             return False  # they act on tabs the evidence view covers
@@ -285,7 +282,7 @@ class GpuTuiApp(MachineActions):
 
     def action_replay_step(self, delta: int) -> None:
         """Replay: pause and show the previous / next recorded snapshot."""
-        player = player_of(self.collector)
+        player = self.collector.player
         if player is not None:
             player.pause()  # stepping means looking closely: stop the playback there
             player.step(delta)
@@ -293,33 +290,31 @@ class GpuTuiApp(MachineActions):
 
     def action_replay_seek(self, seconds: float) -> None:
         """Replay: jump ``seconds`` back or forward (clamped to the recording)."""
-        player = player_of(self.collector)
+        player = self.collector.player
         if player is not None:
             target = player.current.taken_at + seconds
             player.seek(min(max(target, player.start), player.end))  # an index search, no I/O
             self._show_jump()
 
     def _show_jump(self) -> None:
-        self._jump.set()
-        self._wake.set()
+        self.loop.jump()
         self._rerender()
         self._refresh_binding_state()
 
     def action_toggle_pause(self) -> None:
         """Stop or restart collecting and applying snapshots (the player, in a replay)."""
-        player = player_of(self.collector)
+        player = self.collector.player
         if player is not None:
             player.resume() if player.paused else player.pause()
-            self._wake.set()
+            self.loop.wake()
             self._rerender()
             self._refresh_binding_state()
             return
         self.paused = not self.paused
         if self.paused:
-            self._go.clear()
+            self.loop.pause()
         else:
-            self._go.set()
-            self._wake.set()
+            self.loop.resume()
         self._rerender()
         self._refresh_binding_state()
 
@@ -327,6 +322,6 @@ class GpuTuiApp(MachineActions):
         """Step the refresh interval (+ slower, - faster); applies from the next wait."""
         self.interval = step_interval(self.interval, direction)
         self.history.set_interval(self.interval)
-        self._wake.set()
+        self.loop.interval = self.interval  # ends the wait in progress: the new one applies
         self._rerender()
         self.notify(f"Refreshing every {interval_label(self.interval)}", timeout=2)

@@ -206,6 +206,7 @@ class FakeCollector:
     signals: list[tuple[int, int, float | None]] = field(default_factory=list)
     closed: bool = False
     collect_threads: set[str] = field(default_factory=set)
+    player: None = None  # a live collector: no replay controls (CollectorProtocol.player)
 
     def collect(self) -> Snapshot:
         self.collect_threads.add(threading.current_thread().name)

@@ -1,0 +1,180 @@
+"""The collect loop every front-end runs: collect, analyse, deliver, wait; pause, wake, stop.
+
+No Textual here: the TUI's worker, the exporter's thread and ``gputui record`` all call
+:meth:`CollectLoop.run`, which returns when stopped. The analysis step is a plain callable
+(the front-ends pass ``Analyzer.analyse``), so this module stays below ``gputui.derive`` in the
+import layers.
+
+Waits are cut into slices of at most :data:`SLICE_S`: a stop (or a Textual worker's
+cancellation) is honoured within that, and no single wait ever gets near
+``threading.TIMEOUT_MAX``, however long the interval asked for.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+import time
+from collections.abc import Callable
+from typing import Generic, TypeVar
+
+from gputui.collect.sources import CollectorProtocol
+from gputui.model import Snapshot
+
+A = TypeVar("A")
+
+#: Longest single wait: how quickly a stop or a cancellation is noticed.
+SLICE_S = 0.5
+#: Longest interval honoured (a longer, infinite or NaN one is capped to this).
+MAX_INTERVAL_S = 86400.0
+
+
+def bounded_wait(seconds: float) -> float:
+    """``seconds`` within [0, :data:`MAX_INTERVAL_S`]; NaN and infinity count as the longest."""
+    if not math.isfinite(seconds):
+        return 0.0 if seconds == -math.inf else MAX_INTERVAL_S
+    return min(max(0.0, seconds), MAX_INTERVAL_S)
+
+
+class CollectLoop(Generic[A]):
+    """Collects, analyses and delivers one snapshot per interval until stopped.
+
+    Fixed-rate: the time a collection takes is taken off the following wait. A replay that
+    stepped or sought (:meth:`jump`) delivers the player's current snapshot next, instead of
+    collecting (which would advance past it).
+
+    Args:
+        collector: Where snapshots come from.
+        analyse: What each snapshot means (``Analyzer.analyse``); runs on the loop's thread.
+        deliver: Receives ``(snapshot, analysis)``; runs on the loop's thread.
+        interval: Seconds between collections (bounded by :func:`bounded_wait`).
+        on_error: Receives an exception raised by a collection, the analysis or the delivery;
+            the loop then goes on (counted in :attr:`errors`). None: the exception ends
+            :meth:`run` (raised from it), as does one raised by ``on_error`` itself.
+    """
+
+    def __init__(
+        self,
+        collector: CollectorProtocol,
+        analyse: Callable[[Snapshot], A],
+        deliver: Callable[[Snapshot, A], None],
+        *,
+        interval: float,
+        on_error: Callable[[Exception], None] | None = None,
+    ) -> None:
+        self.collector = collector
+        self._analyse = analyse
+        self._deliver = deliver
+        self._on_error = on_error
+        self._interval = bounded_wait(interval)
+        #: Collections, analyses or deliveries that raised.
+        self.errors = 0
+        #: Snapshots delivered so far.
+        self.delivered = 0
+        self._stop = threading.Event()
+        # Public so a caller that must hold collection around something of its own (a suspended
+        # terminal) can clear and set it; pause() and resume() are the usual way.
+        self.go = threading.Event()  # set while running, clear while paused
+        self.go.set()
+        self.woken = threading.Event()  # cuts the current wait short
+        self._jump = threading.Event()
+
+    @property
+    def interval(self) -> float:
+        """Seconds between collections."""
+        return self._interval
+
+    @interval.setter
+    def interval(self, seconds: float) -> None:
+        self._interval = bounded_wait(seconds)
+        self.woken.set()  # the new interval applies to the wait in progress
+
+    @property
+    def stopped(self) -> bool:
+        """True once :meth:`stop` was called."""
+        return self._stop.is_set()
+
+    @property
+    def paused(self) -> bool:
+        """True while paused."""
+        return not self.go.is_set()
+
+    def pause(self) -> None:
+        """Collect nothing until :meth:`resume` (a collection in progress still delivers)."""
+        self.go.clear()
+
+    def resume(self) -> None:
+        """Collect again, at once."""
+        self.go.set()
+        self.woken.set()
+
+    def wake(self) -> None:
+        """End the current wait: collect now."""
+        self.woken.set()
+
+    def jump(self) -> None:
+        """A replay moved: deliver the player's current snapshot now, without advancing."""
+        self._jump.set()
+        self.woken.set()
+
+    def stop(self) -> None:
+        """End :meth:`run` (within :data:`SLICE_S`, or after a collection in progress)."""
+        self._stop.set()
+        self.go.set()
+        self.woken.set()
+
+    def run(self, cancelled: Callable[[], bool] = lambda: False, count: int | None = None) -> None:
+        """Loop until :meth:`stop`, ``cancelled()`` or ``count`` deliveries (blocking).
+
+        Args:
+            cancelled: Checked at least every :data:`SLICE_S` (a Textual worker's flag).
+            count: Stop after this many deliveries in this call (None: never).
+        """
+        done = 0
+        while not self._ended(cancelled):
+            if not self.go.wait(SLICE_S):
+                continue
+            started = time.monotonic()
+            if self.once():
+                done += 1
+            if count is not None and done >= count:
+                return
+            self._sleep(self._interval - (time.monotonic() - started), cancelled)
+
+    def once(self) -> bool:
+        """One collection, analysis and delivery; False when it failed or the loop stopped.
+
+        Raises:
+            Exception: what the step raised, when there is no ``on_error`` (or it raised).
+        """
+        try:
+            player = self.collector.player if self._jump.is_set() else None
+            self._jump.clear()
+            # Stepped or sought: show where the player landed, not the snapshot after it.
+            snapshot = player.current if player is not None else self.collector.collect()
+            analysis = self._analyse(snapshot)
+            if self._stop.is_set():
+                return False  # stopped during a slow collection: deliver nothing more
+            self._deliver(snapshot, analysis)
+        except Exception as exc:
+            self.errors += 1
+            if self._on_error is None:
+                raise
+            self._on_error(exc)
+            return False
+        self.delivered += 1
+        return True
+
+    def _ended(self, cancelled: Callable[[], bool]) -> bool:
+        return self._stop.is_set() or cancelled()
+
+    def _sleep(self, seconds: float, cancelled: Callable[[], bool]) -> None:
+        """Wait ``seconds`` in slices, ending early on a wake, a stop or a cancellation."""
+        deadline = time.monotonic() + bounded_wait(seconds)
+        while not self._ended(cancelled):
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return
+            if self.woken.wait(min(left, SLICE_S)):
+                self.woken.clear()
+                return
