@@ -1,7 +1,9 @@
 """``gputui export``: a Prometheus endpoint over the same collector the TUI uses.
 
 The only module importing ``prometheus_client``. Collection runs on its own thread at the
-refresh interval; after each collection the exposition text is rendered once
+refresh interval, in the :class:`~gputui.collect.loop.CollectLoop` the TUI runs, with the same
+:class:`~gputui.derive.analysis.Analyzer`: the findings (``gputui_finding``) and alert states
+(``gputui_alert``) are the TUI's. After each collection the exposition text is rendered once
 (:class:`SnapshotMetrics`) and a scrape only sends that prebuilt body, so a slow or unreachable
 Docker engine can delay the next snapshot but never a scrape. The HTTP side is a small
 single-threaded server (:class:`MetricsServer`) with a bounded number of connections, a deadline
@@ -22,18 +24,20 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
-from typing import Protocol
 
 from prometheus_client import generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import CollectorRegistry
 
 from gputui import __version__
-from gputui.derive.alerts import AlertEngine, AlertRule, AlertState
+from gputui.collect.loop import CollectLoop
+from gputui.collect.sources import CollectorProtocol
+from gputui.derive.alerts import AlertRule
+from gputui.derive.analysis import Analysis, Analyzer
 from gputui.derive.fmt import safe_text
 from gputui.export_http import HttpLimits as HttpLimits  # part of serve()'s signature
 from gputui.export_http import MetricsServer
-from gputui.model import GpuSample, HealthCheck, HealthStatus, Snapshot
+from gputui.model import Finding, GpuSample, HealthCheck, HealthStatus, Snapshot
 from gputui.settings import MIN_INTERVAL_S
 
 _MIB = 1024 * 1024
@@ -45,6 +49,9 @@ LABEL_LIMIT = 128
 MAX_CONTAINER_SERIES = 64
 #: Longest collection interval: a longer one is capped (and said so at start).
 MAX_INTERVAL_S = 3600.0
+#: Findings that get series of their own in ``gputui_finding`` (the most severe are kept; the
+#: rest are counted in ``gputui_series_dropped``).
+MAX_FINDING_SERIES = MAX_CONTAINER_SERIES
 
 GPU_LABELS = ("gpu", "UUID", "device", "modelName", "Hostname")
 CONTAINER_LABELS = (
@@ -315,8 +322,8 @@ def health_families(snapshot: Snapshot) -> list[Metric]:
     return [health, per_status]
 
 
-def dropped_family(snapshot: Snapshot) -> Metric:
-    """``gputui_series_dropped{family}``: containers left out of a capped family."""
+def dropped_family(snapshot: Snapshot, findings_dropped: int = 0) -> Metric:
+    """``gputui_series_dropped{family}``: containers (or findings) left out of a capped family."""
     _, health_dropped = _kept_container_checks(snapshot)
     idle = sum(1 for u in snapshot.containers if u.idle_reserved)
     dropped = _gauge(
@@ -328,11 +335,36 @@ def dropped_family(snapshot: Snapshot) -> Metric:
     dropped.add_metric(
         ["gputui_container_idle_gpu_reservation"], float(max(0, idle - MAX_CONTAINER_SERIES))
     )
+    dropped.add_metric(["gputui_finding"], float(findings_dropped))
     return dropped
 
 
-def status_families(snapshot: Snapshot, alerts: AlertState | None) -> list[Metric]:
-    """Health checks, source status, alerts and an info gauge."""
+#: Finding severities, most severe first: when findings must be dropped, the least severe go.
+_FINDING_RANK = {"fail": 0, "warn": 1, "info": 2}
+
+
+def finding_family(findings: Iterable[Finding]) -> tuple[Metric, int]:
+    """``gputui_finding{kind,subject,severity}``: 1 per finding of the analysis.
+
+    At most :data:`MAX_FINDING_SERIES` findings, the most severe first. Returns the family and
+    how many findings were left out.
+    """
+    family = _gauge(
+        "gputui_finding",
+        "1 per finding (sharing, memory growth, idle reservation...), as the TUI shows them.",
+        ("kind", "subject", "severity"),
+    )
+    ranked = sorted(
+        {(_label(f.kind), _label(f.subject), _label(f.severity)) for f in findings},
+        key=lambda labels: (_FINDING_RANK.get(labels[2], 3), labels),
+    )
+    for values in ranked[:MAX_FINDING_SERIES]:
+        family.add_metric(list(values), 1.0)
+    return family, max(0, len(ranked) - MAX_FINDING_SERIES)
+
+
+def status_families(snapshot: Snapshot, analysis: Analysis | None) -> list[Metric]:
+    """Health checks, source status, findings, alerts and an info gauge."""
     up = _gauge("gputui_source_up", "1 when the data source answered.", ("source",))
     for name, source in sorted(snapshot.sources.items()):
         up.add_metric([_label(name)], 1.0 if source.ok else 0.0)
@@ -359,14 +391,17 @@ def status_families(snapshot: Snapshot, alerts: AlertState | None) -> list[Metri
         "1 per pending or firing gputui alert rule.",
         ("rule", "subject", "severity", "state"),
     )
+    alerts = analysis.alerts if analysis is not None else None
     active = {
         (_label(a.rule), _label(a.subject), _label(a.severity), _label(a.phase.value))
         for a in (alerts.active if alerts else ())
     }
     for values in sorted(active):  # one series per label set, as for the health checks
         alert.add_metric(list(values), 1.0)
+    findings, findings_dropped = finding_family(analysis.findings if analysis else ())
     health, per_status = health_families(snapshot)
-    return [health, up, info, taken, alert, per_status, dropped_family(snapshot)]
+    dropped = dropped_family(snapshot, findings_dropped)
+    return [health, up, info, taken, alert, findings, per_status, dropped]
 
 
 class SnapshotMetrics:
@@ -384,7 +419,7 @@ class SnapshotMetrics:
     def __init__(self, *, pid_labels: bool = False, interval: float | None = None) -> None:
         self.pid_labels = pid_labels
         self.interval = interval
-        self._latest: tuple[Snapshot, AlertState | None] | None = None
+        self._latest: tuple[Snapshot, Analysis | None] | None = None
         self._duration = 0.0
         self._errors = 0
         self._restarts = 0
@@ -397,10 +432,13 @@ class SnapshotMetrics:
         self.publications = 0
 
     def publish(
-        self, snapshot: Snapshot, alerts: AlertState | None = None, duration: float = 0.0
+        self, snapshot: Snapshot, analysis: Analysis | None = None, duration: float = 0.0
     ) -> None:
-        """Make ``snapshot`` what the next :meth:`rebuild` renders (one reference swap)."""
-        self._latest = (snapshot, alerts)
+        """Make ``snapshot`` (and its findings and alerts) what the next :meth:`rebuild` renders.
+
+        One reference swap; ``analysis`` None exports no finding and no alert.
+        """
+        self._latest = (snapshot, analysis)
         self._duration = duration
         self._last_ok_wall = time.time()
         self._last_ok_mono = time.monotonic()
@@ -449,10 +487,10 @@ class SnapshotMetrics:
             interval.add_metric([], self.interval)
             families.append(interval)
         if latest is not None:
-            snapshot, alerts = latest
+            snapshot, analysis = latest
             families += gpu_families(snapshot)
             families += container_families(snapshot, pid_labels=self.pid_labels)
-            families += status_families(snapshot, alerts)
+            families += status_families(snapshot, analysis)
         return families
 
     def rebuild(self) -> None:
@@ -493,62 +531,66 @@ def bounded_interval(interval: float) -> float:
     return max(MIN_INTERVAL_S, interval)
 
 
-def _wait(stop: threading.Event, seconds: float) -> None:
-    """Wait ``seconds`` or until ``stop``, in slices of at most a second (never overflows)."""
-    deadline = time.monotonic() + min(max(0.0, seconds), MAX_INTERVAL_S)
-    while not stop.is_set():
-        left = deadline - time.monotonic()
-        if left <= 0:
-            return
-        stop.wait(min(left, 1.0))
+def _publisher(
+    metrics: SnapshotMetrics, loop: Callable[[], CollectLoop[Analysis]]
+) -> Callable[[Snapshot, Analysis], None]:
+    """The loop's delivery: publish the snapshot and its analysis, render the body once."""
+
+    def deliver(snapshot: Snapshot, analysis: Analysis) -> None:
+        metrics.publish(snapshot, analysis, time.monotonic() - loop().last_started)
+        _render(metrics)
+
+    return deliver
 
 
-class _Collecting(Protocol):
-    def collect(self) -> Snapshot: ...
-    def close(self) -> None: ...
+def _render(metrics: SnapshotMetrics) -> None:
+    try:
+        metrics.rebuild()
+    except Exception as exc:  # a rendering bug: counted and served from the last body
+        metrics.count_error()
+        _log(f"rendering the metrics failed: {type(exc).__name__}: {exc}")
+
+
+def _failed(metrics: SnapshotMetrics) -> Callable[[Exception], None]:
+    """The loop's error callback: count, log, and render (the error counter moved)."""
+
+    def failed(exc: Exception) -> None:
+        metrics.count_error()
+        _log(f"collection failed: {type(exc).__name__}: {exc}")
+        _render(metrics)
+
+    return failed
 
 
 def collect_loop(
-    collector: _Collecting,
+    collector: CollectorProtocol,
     metrics: SnapshotMetrics,
     *,
     interval: float,
-    stop: threading.Event,
-    engine: AlertEngine | None = None,
-) -> None:
-    """Collect every ``interval`` seconds, publish and render, until ``stop`` (on a thread).
+    analyzer: Analyzer,
+) -> CollectLoop[Analysis]:
+    """The exporter's :class:`~gputui.collect.loop.CollectLoop` (not started).
 
-    ``interval`` is bounded by :func:`bounded_interval`; an exception in a collection is
-    counted in ``gputui_collect_errors_total`` and logged, and the loop goes on.
+    Each snapshot goes through ``analyzer`` (findings and alerts, as in the TUI), is published
+    and rendered once. ``interval`` is bounded by :func:`bounded_interval`; an exception in a
+    collection is counted in ``gputui_collect_errors_total`` and logged, and the loop goes on.
     """
-    interval = bounded_interval(interval)
-    while not stop.is_set():
-        started = time.monotonic()
-        try:
-            snapshot = collector.collect()
-            alerts = engine.update(snapshot) if engine is not None else None
-            metrics.publish(snapshot, alerts, time.monotonic() - started)
-        except Exception as exc:  # a bug in one refresh must not end the exporter
-            metrics.count_error()
-            _log(f"collection failed: {type(exc).__name__}: {exc}")
-        try:
-            metrics.rebuild()
-        except Exception as exc:  # a rendering bug: counted and served from the last body
-            metrics.count_error()
-            _log(f"rendering the metrics failed: {type(exc).__name__}: {exc}")
-        _wait(stop, interval - (time.monotonic() - started))
+    loop: CollectLoop[Analysis] = CollectLoop(
+        collector,
+        analyzer.analyse,
+        _publisher(metrics, lambda: loop),
+        interval=bounded_interval(interval),
+        on_error=_failed(metrics),
+    )
+    return loop
 
 
 def _collector_thread(
-    collector: _Collecting,
-    metrics: SnapshotMetrics,
-    interval: float,
-    stop: threading.Event,
-    engine: AlertEngine,
+    loop: CollectLoop[Analysis], metrics: SnapshotMetrics, stop: threading.Event
 ) -> None:
-    """:func:`collect_loop`, with the end of the thread counted and logged, never silent."""
+    """Run ``loop`` until ``stop``, with the end of the thread counted and logged, never silent."""
     try:
-        collect_loop(collector, metrics, interval=interval, stop=stop, engine=engine)
+        loop.run(stop.is_set)
     except BaseException as exc:  # SystemExit and the like: serve() restarts the thread
         metrics.count_error()
         _log(f"collector thread ended: {type(exc).__name__}: {exc}; restarting it")
@@ -579,9 +621,14 @@ def parse_listen(text: str) -> tuple[str, int]:
 def render_once(
     snapshot: Snapshot, *, pid_labels: bool = False, rules: Iterable[AlertRule] = ()
 ) -> bytes:
-    """The exposition text of one snapshot (``gputui export --once``)."""
+    """The exposition text of one snapshot (``gputui export --once``).
+
+    The snapshot goes through an :class:`~gputui.derive.analysis.Analyzer` with ``rules``, as
+    the TUI's first refresh does: findings and alert states are those (an alert whose rule has a
+    ``for`` duration is pending).
+    """
     metrics = SnapshotMetrics(pid_labels=pid_labels)
-    metrics.publish(snapshot, AlertEngine(rules).update(snapshot))
+    metrics.publish(snapshot, Analyzer(rules).analyse(snapshot))
     metrics.rebuild()
     return metrics.exposition()
 
@@ -594,7 +641,7 @@ _STOP_JOIN_S = 0.3
 _CLOSE_JOIN_S = 0.8
 
 
-def _close_within(collector: _Collecting, timeout: float) -> None:
+def _close_within(collector: CollectorProtocol, timeout: float) -> None:
     """``collector.close()`` on a daemon thread, waited for at most ``timeout`` seconds."""
 
     def close() -> None:
@@ -611,7 +658,7 @@ def _close_within(collector: _Collecting, timeout: float) -> None:
 
 
 def serve(
-    collector: _Collecting,
+    collector: CollectorProtocol,
     *,
     host: str,
     port: int,
@@ -635,7 +682,7 @@ def serve(
         port: Port (0: any free one; the announced line names it).
         interval: Seconds between collections.
         pid_labels: Add a ``pid`` label to the process gauges.
-        rules: Alert rules exported as ``gputui_alert``.
+        rules: Alert rules of the analysis (``gputui_alert``; findings are ``gputui_finding``).
         stop: Set it to stop serving.
         announce: Receives the ``serving http://...`` line.
         limits: Connection limits (:class:`HttpLimits` defaults when None).
@@ -648,12 +695,14 @@ def serve(
     metrics.rebuild()
     server = MetricsServer(host, port, metrics.exposition, limits or HttpLimits(), _log)
     server.start()
-    engine = AlertEngine(rules)
+    # One loop (and so one Analyzer) for the exporter's life: a restarted thread runs it again,
+    # keeping the trends and the alerts' ``for`` durations.
+    collecting = collect_loop(collector, metrics, interval=effective, analyzer=Analyzer(rules))
 
     def start_collector() -> threading.Thread:
         thread = threading.Thread(
             target=_collector_thread,
-            args=(collector, metrics, effective, stop, engine),
+            args=(collecting, metrics, stop),
             name="gputui-export-collector",
             daemon=True,  # a collection stuck in a source must not keep the process alive
         )
@@ -683,6 +732,7 @@ def serve(
                     metrics.rebuild()
                 loop = start_collector()
     finally:
+        collecting.stop()  # ends the interval wait at once, not at the next slice
         server.close()
         loop.join(_STOP_JOIN_S)
         _close_within(collector, _CLOSE_JOIN_S)

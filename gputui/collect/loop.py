@@ -71,6 +71,8 @@ class CollectLoop(Generic[A]):
         self.errors = 0
         #: Snapshots delivered so far.
         self.delivered = 0
+        #: ``time.monotonic()`` when the latest collection started (0.0: none yet).
+        self.last_started = 0.0
         self._stop = threading.Event()
         # Public so a caller that must hold collection around something of its own (a suspended
         # terminal) can clear and set it; pause() and resume() are the usual way.
@@ -147,6 +149,7 @@ class CollectLoop(Generic[A]):
         Raises:
             Exception: what the step raised, when there is no ``on_error`` (or it raised).
         """
+        self.last_started = time.monotonic()
         try:
             player = self.collector.player if self._jump.is_set() else None
             self._jump.clear()
