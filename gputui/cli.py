@@ -29,7 +29,9 @@ from gputui import __version__
 from gputui.settings import MAX_INTERVAL_S, MIN_INTERVAL_S, Settings
 
 if TYPE_CHECKING:
-    from gputui.model import Finding, Snapshot
+    from gputui.derive.alerts import AlertRule
+    from gputui.derive.analysis import Analysis
+    from gputui.model import Snapshot
     from gputui.replay import ReplayCollector
 
 EXIT_USAGE = 2
@@ -207,26 +209,29 @@ def _collect_once(settings: Settings) -> Snapshot | str:
         collector.close()
 
 
-def _once(settings: Settings, as_json: bool) -> int:
-    from gputui.derive.findings import FindingsEngine
+def _once(settings: Settings, rules: Sequence[AlertRule], as_json: bool) -> int:
+    from gputui.derive.analysis import Analyzer
 
     snapshot = _collect_once(settings)
     if isinstance(snapshot, str):
         return _fail(snapshot)
-    findings = FindingsEngine().update(snapshot)
-    return _print_snapshot(snapshot, findings, as_json)
+    # The TUI's Analyzer on its first refresh: the same findings and alert states (an alert
+    # whose rule has a `for` duration is pending, as it would be there).
+    return _print_snapshot(Analyzer(rules).analyse(snapshot), as_json)
 
 
-def _print_snapshot(snapshot: Snapshot, findings: Sequence[Finding], as_json: bool) -> int:
+def _print_snapshot(analysis: Analysis, as_json: bool) -> int:
     from gputui.report import snapshot_to_json, snapshot_to_text
 
+    snapshot, findings, alerts = analysis.snapshot, analysis.findings, analysis.alerts
     if as_json:
         # ensure_ascii: control characters, bidi overrides and lone surrogates all become \u
         # escapes, so the document is inert on a terminal and exact for a parser.
-        _write(json.dumps(snapshot_to_json(snapshot, findings), indent=2, ensure_ascii=True))
+        doc = snapshot_to_json(snapshot, findings, alerts)
+        _write(json.dumps(doc, indent=2, ensure_ascii=True))
         _write("\n")
     else:
-        _write(snapshot_to_text(snapshot, findings))
+        _write(snapshot_to_text(snapshot, findings, alerts))
     return 0
 
 
@@ -290,14 +295,19 @@ def _main(argv: Sequence[str] | None) -> int:
     from gputui.config import ConfigError, load_config
 
     try:
-        load_config(args.config)  # an invalid file stops here, before any UI starts
+        config = load_config(args.config)  # an invalid file stops here, before any UI starts
     except ConfigError as exc:
         return _fail(str(exc))
     if args.replay is not None:
         if args.demo or args.scenario is not None:
             return _fail("--replay cannot be combined with --demo or --scenario")
         return _replay(
-            args.replay, args.at, settings, once=args.once or args.json, as_json=args.json
+            args.replay,
+            args.at,
+            settings,
+            config.alert_rules,
+            once=args.once or args.json,
+            as_json=args.json,
         )
     if settings.scenario is not None and not args.demo:
         # Validate before anything starts, so a bad file is a one-line error, not a broken UI.
@@ -308,7 +318,7 @@ def _main(argv: Sequence[str] | None) -> int:
         except ScenarioError as exc:
             return _fail(str(exc))
     if args.once or args.json:
-        return _once(settings, as_json=args.json)
+        return _once(settings, config.alert_rules, as_json=args.json)
     from gputui.ui.run import run_tui  # imported late: --once must never load Textual
 
     # run_tui returns the exit status (non-zero after a crash); None means a clean exit.
@@ -522,18 +532,41 @@ def replay_command(argv: Sequence[str]) -> int:
     )
     parser.add_argument("--once", action="store_true", help="print the snapshot at --at and exit")
     parser.add_argument("--json", action="store_true", help="with --once: JSON")
+    _add_config(parser)
     args = parser.parse_args(argv)
-    settings = Settings(interval=args.interval, read_only=True)
-    return _replay(args.file, args.at, settings, once=args.once or args.json, as_json=args.json)
+    from gputui.config import ConfigError, load_config
+
+    try:
+        rules = load_config(args.config).alert_rules
+    except ConfigError as exc:
+        return _fail(str(exc))
+    settings = Settings(interval=args.interval, read_only=True, config=args.config)
+    return _replay(
+        args.file, args.at, settings, rules, once=args.once or args.json, as_json=args.json
+    )
 
 
-#: With --once, how many snapshots before the one shown feed the findings (trend detectors
+#: With --once, how many snapshots before the one shown feed the analysis (trend detectors
 #: look back ten minutes; at most this many are decoded, so a huge recording stays fast).
 _FINDINGS_LOOKBACK_S = 900.0
 _FINDINGS_MAX_SNAPSHOTS = 1000
 
 
-def _replay(path: Path, at: str | None, settings: Settings, *, once: bool, as_json: bool) -> int:
+def _lookback_s(rules: Sequence[AlertRule]) -> float:
+    """How far back the analysis must start to reach the state at the snapshot shown."""
+    spans = (r.for_s + (r.window_s if r.kind == "dynamic" else 0.0) for r in rules)
+    return max([_FINDINGS_LOOKBACK_S, *spans])
+
+
+def _replay(
+    path: Path,
+    at: str | None,
+    settings: Settings,
+    rules: Sequence[AlertRule],
+    *,
+    once: bool,
+    as_json: bool,
+) -> int:
     from gputui.replay import RecordingError, ReplayCollector, parse_time
 
     try:
@@ -551,7 +584,7 @@ def _replay(path: Path, at: str | None, settings: Settings, *, once: bool, as_js
                 file=sys.stderr,
             )
         if once:
-            return _replay_once(player, as_json)
+            return _replay_once(player, rules, as_json)
     except RecordingError as exc:
         player.close()
         return _fail(str(exc))
@@ -561,25 +594,26 @@ def _replay(path: Path, at: str | None, settings: Settings, *, once: bool, as_js
     return tui_status or 0
 
 
-def _replay_once(player: ReplayCollector, as_json: bool) -> int:
-    from gputui.derive.findings import FindingsEngine
+def _replay_once(player: ReplayCollector, rules: Sequence[AlertRule], as_json: bool) -> int:
+    from gputui.derive.analysis import Analyzer
 
     try:
-        # Findings look at trends: feed them the recording shortly before the moment shown.
+        # A recording holds snapshots; their analysis is reproduced here by the TUI's Analyzer,
+        # fed the recording shortly before the moment shown (trends, `for` durations).
         position = player.position
         shown = player.current
+        lookback = _lookback_s(rules)
         first = position
         while (
             first > 0
             and position - first < _FINDINGS_MAX_SNAPSHOTS
-            and player.time_at(first - 1) >= shown.taken_at - _FINDINGS_LOOKBACK_S
+            and player.time_at(first - 1) >= shown.taken_at - lookback
         ):
             first -= 1
-        engine = FindingsEngine()
-        findings: Sequence[Finding] = ()
-        for index in range(first, position + 1):
-            findings = engine.update(player.snapshot_at(index))
-        return _print_snapshot(shown, findings, as_json)
+        analyzer = Analyzer(rules)
+        for index in range(first, position):
+            analyzer.analyse(player.snapshot_at(index))
+        return _print_snapshot(analyzer.analyse(shown), as_json)
     finally:
         player.close()
 

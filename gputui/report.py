@@ -13,6 +13,7 @@ from typing import Any
 
 from gputui import __version__
 from gputui.derive import fmt
+from gputui.derive.alerts import Alert, AlertState
 from gputui.model import (
     STATUS_RANK,
     ContainerInfo,
@@ -187,6 +188,21 @@ def finding_to_json(f: Finding) -> dict[str, Any]:
     }
 
 
+def alert_to_json(a: Alert) -> dict[str, Any]:
+    """One pending or firing alert in the JSON schema's ``alerts`` shape."""
+    return {
+        "rule": a.rule,
+        "subject": a.subject,
+        "severity": a.severity,
+        "state": a.phase.value,
+        "value": a.value,
+        "bound": a.bound,
+        "since": iso(a.since),
+        "firing_since": iso(a.firing_since),
+        "message": a.message,
+    }
+
+
 def _host_stats(h: HostStats | None) -> dict[str, Any] | None:
     if h is None:
         return None
@@ -201,8 +217,14 @@ def _host_stats(h: HostStats | None) -> dict[str, Any] | None:
     }
 
 
-def snapshot_to_json(snapshot: Snapshot, findings: Iterable[Finding] = ()) -> dict[str, Any]:
-    """The snapshot in the documented JSON schema (docs/json-schema.md)."""
+def snapshot_to_json(
+    snapshot: Snapshot, findings: Iterable[Finding] = (), alerts: AlertState | None = None
+) -> dict[str, Any]:
+    """The snapshot in the documented JSON schema (docs/json-schema.md).
+
+    ``findings`` and ``alerts`` are the snapshot's ``Analysis`` (what the TUI shows); the
+    ``alerts`` key lists its pending and firing alerts (none when ``alerts`` is None).
+    """
     engine = snapshot.engine
     return {
         "version": __version__,
@@ -241,6 +263,7 @@ def snapshot_to_json(snapshot: Snapshot, findings: Iterable[Finding] = ()) -> di
         ),
         "health": [check_to_json(h) for h in snapshot.health],
         "findings": [finding_to_json(f) for f in findings],
+        "alerts": [alert_to_json(a) for a in (alerts.active if alerts is not None else ())],
         "host_stats": _host_stats(snapshot.host_stats),
         "xid_events": [
             {"gpu_index": e.gpu_index, "xid": e.xid, "at": iso(e.at)} for e in snapshot.xid_events
@@ -308,8 +331,14 @@ def host_line(h: HostStats | None) -> str | None:
     )
 
 
-def snapshot_to_text(snapshot: Snapshot, findings: Iterable[Finding] = ()) -> str:
-    """A readable report of one snapshot: GPUs, GPU processes, containers, problems."""
+def snapshot_to_text(
+    snapshot: Snapshot, findings: Iterable[Finding] = (), alerts: AlertState | None = None
+) -> str:
+    """A readable report of one snapshot: GPUs, GPU processes, containers, problems.
+
+    ``findings`` and ``alerts`` are the snapshot's ``Analysis``; pending and firing alerts get
+    a section of their own.
+    """
     h = snapshot.host
     marker = {"demo": "  [DEMO: simulated machine]", "scenario": "  [SCENARIO: NVML replaced]"}
     lines = [
@@ -444,6 +473,15 @@ def snapshot_to_text(snapshot: Snapshot, findings: Iterable[Finding] = ()) -> st
         order = {"fail": 0, "warn": 1, "info": 2}
         for f in sorted(found, key=lambda f: order.get(f.severity, 3)):
             lines.append(f"  {f.severity.upper():<5} {fmt.safe_text(f.summary, 400)}")
+    active = alerts.active if alerts is not None else ()
+    if active:
+        # A rule with a `for` duration is pending until its condition has held that long.
+        lines += ["", "Alerts"]
+        for a in active:
+            lines.append(
+                f"  {a.phase.value.upper():<7} {fmt.safe_text(a.severity, 12):<8} "
+                f"{fmt.safe_text(a.rule, 60)}: {fmt.safe_text(a.message, 400)}"
+            )
     problems = format_checks(snapshot.health, {HealthStatus.FAIL, HealthStatus.WARN})
     if problems:
         lines += ["", "Health (failing and warning checks; `gputui doctor` lists all)"]
