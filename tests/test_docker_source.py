@@ -411,3 +411,31 @@ def test_engine_goes_away_and_comes_back(
     finally:
         src.close()
         proxy.stop()
+
+
+def test_unreachable_engine_is_one_readable_sentence(
+    tmp_path: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Not ``[Errno 2] No such file or directory``: what is wrong, and where."""
+    missing = tmp_path / "missing.sock"
+    not_a_socket = tmp_path / "plain-file"
+    not_a_socket.write_text("")
+    listener = socket.socket(socket.AF_INET)
+    listener.bind(("127.0.0.1", 0))  # bound, never listening: connections are refused
+    port = listener.getsockname()[1]
+    cases = {
+        f"unix://{missing}": f"no Docker socket at {missing}",
+        f"unix://{not_a_socket}": f"nothing accepts connections at {not_a_socket}",
+        f"tcp://127.0.0.1:{port}": f"nothing accepts connections at tcp://127.0.0.1:{port}",
+    }
+    try:
+        for url, sentence in cases.items():
+            monkeypatch.setenv("DOCKER_HOST", url)
+            source = DockerSource()
+            status = source.read().status
+            source.close()
+            assert not status.ok
+            assert status.error == sentence
+            assert status.fix
+    finally:
+        listener.close()

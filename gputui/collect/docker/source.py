@@ -37,6 +37,7 @@ from gputui.collect.docker.endpoint import (
     interactive_argv,
     resolve_endpoint,
     unix_socket_answers,
+    unix_socket_path,
 )
 from gputui.collect.docker.endpoint import one_line as _one_line
 from gputui.collect.docker.engine_api import (
@@ -265,14 +266,28 @@ def _make_api(endpoint: _Endpoint, timeout: float) -> _Api:
     return _SdkApi(endpoint, timeout)
 
 
-def _status_for(exc: BaseException) -> SourceStatus:
+def _status_for(exc: BaseException, url: str | None = None) -> SourceStatus:
     """A failed engine call as a one-line :class:`SourceStatus` with a fix."""
     if isinstance(exc, EngineSlow):
         return SourceStatus("docker", False, _one_line(exc), "slow", _SLOW_FIX)
     if isinstance(exc, EngineReplyError):
         return SourceStatus("docker", False, _one_line(exc), "error", _MALFORMED_FIX)
     kind, fix = dp.classify_connect_error(f"{type(exc).__name__}: {exc}")
-    return SourceStatus("docker", False, _one_line(exc), kind, fix)
+    return SourceStatus("docker", False, _sentence(exc, url), kind, fix)
+
+
+def _sentence(exc: BaseException, url: str | None) -> str:
+    """A connection failure as a sentence naming the endpoint, not ``[Errno 2] ...``."""
+    where = unix_socket_path(url) or url or "the configured endpoint"
+    if isinstance(exc, FileNotFoundError):
+        return f"no Docker socket at {where}"
+    if isinstance(exc, ConnectionRefusedError):
+        return f"nothing accepts connections at {where}"
+    if isinstance(exc, PermissionError):
+        return f"no permission to use {where}"
+    if isinstance(exc, OSError) and exc.strerror:
+        return f"cannot reach the Docker engine at {where}: {exc.strerror.lower()}"
+    return _one_line(exc)
 
 
 class DockerSource:
@@ -355,7 +370,7 @@ class DockerSource:
         except Exception as exc:  # any failure to connect is a status, never an exception
             if api is not None:
                 api.close()
-            return _status_for(exc)
+            return _status_for(exc, self._last_url)
         self._api, self._endpoint = api, endpoint
         self._api_version = api.api_version
         self._engine = dp.parse_engine(
@@ -521,7 +536,7 @@ class DockerSource:
         try:
             self._sync(deadline)
         except (EngineError, OSError) as exc:
-            return self._fail(_status_for(exc))
+            return self._fail(_status_for(exc, self._last_url))
         self._failure = None
         self._backoff = _MIN_BACKOFF_S
         containers = self._with_usage(sorted(self._cache.values(), key=lambda c: c.name))
