@@ -3,16 +3,16 @@
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from functools import partial
 from typing import Any
 
 from rich.segment import Segments
-from textual import work
-from textual.app import SystemCommand
-from textual.binding import Binding
+from textual import events, work
+from textual.app import App, SystemCommand
 from textual.notifications import SeverityLevel
-from textual.screen import Screen
+from textual.screen import ModalScreen, Screen
 from textual.worker import WorkerFailed, get_current_worker
 
 from gputui.collect.loop import CollectLoop
@@ -23,27 +23,24 @@ from gputui.derive.analysis import Analysis, Analyzer
 from gputui.derive.history import WINDOWS, History, next_window, window_label
 from gputui.model import Snapshot
 from gputui.settings import Settings
-from gputui.ui.actions import PALETTE, REPLAY_ACTIONS, WRITE_ACTIONS, CollectorLike
-from gputui.ui.bindings import APP_BINDINGS
+from gputui.ui import action_table
+from gputui.ui.actions import CollectorLike
 from gputui.ui.crash import crash_report
 from gputui.ui.machine_actions import MachineActions
-from gputui.ui.messages import SelectionChanged, SnapshotReady
+from gputui.ui.messages import ExecFinished, SelectionChanged, SnapshotReady
 from gputui.ui.screens.evidence import EvidenceScreen
-from gputui.ui.screens.exec_modal import ExecRun, run_interactive
-from gputui.ui.screens.help import HelpScreen, binding_rows
+from gputui.ui.screens.exec_modal import ExecRun
+from gputui.ui.screens.help import HelpScreen, help_rows
 from gputui.ui.screens.main import MainScreen
 from gputui.ui.state import UiState, interval_label, step_interval
 
-#: Actions that only make sense with the monitor's tabs visible.
-MAIN_ONLY = frozenset({"filter", "sort", "show_tab", "signal", "evidence"})
 
-
-class GpuTuiApp(MachineActions):
+class GpuTuiApp(App[None]):
     """Who is using the GPUs, in which container, and is the GPU runtime healthy."""
 
     CSS_PATH = "gputui.tcss"
     TITLE = "gputui"
-    BINDINGS = APP_BINDINGS
+    BINDINGS = action_table.bindings(action_table.Scope.APP)
 
     def __init__(self, collector: CollectorLike, settings: Settings) -> None:
         super().__init__()
@@ -53,7 +50,6 @@ class GpuTuiApp(MachineActions):
         self.window = WINDOWS[1] if settings.history_seconds >= WINDOWS[1] else WINDOWS[0]
         self.history = History(settings.history_seconds, self.interval)
         self.paused = False
-        self.interactive_runner: Callable[[Sequence[str]], int] = run_interactive
         self._binding_state: tuple[object, ...] = ()
         rules, self._config_error = load_rules(settings.config)
         self.main = MainScreen(self.history, len(rules))
@@ -69,7 +65,15 @@ class GpuTuiApp(MachineActions):
         self._wake: threading.Event = self.loop.woken
         self.analysis: Analysis | None = None
         self._replay_at: tuple[int, int] | None = None
-        self._exec_runs: dict[str, ExecRun] = {}
+        #: exec, interactive exec and signals on the monitor's selection.
+        self.machine = MachineActions(self, collector, settings, self.main, self.collection_held)
+        # Keys of the write actions that still say why they do nothing under --read-only.
+        self._explained_keys = frozenset(
+            key.strip()
+            for row in action_table.ACTIONS
+            if row.write and row.explain_read_only
+            for key in row.keys.split(",")
+        )
 
     # ------------------------------------------------------------- crashes, notifications
 
@@ -198,53 +202,92 @@ class GpuTuiApp(MachineActions):
 
     def _refresh_binding_state(self) -> None:
         # refresh_bindings recomposes the footer; only do it when availability really changed.
-        actions = ("exec_smi", "signal", "sort", "evidence")
-        state = tuple(self.check_action(a, ()) for a in actions)
+        state = tuple(self.check_action(a, ()) for a in action_table.SELECTION_DEPENDENT)
         state += (self.ui_state.paused,)
         if state != self._binding_state:
             self._binding_state = state
             self.refresh_bindings()
 
+    def _offered(self, action: str, screen: Screen[Any]) -> bool:
+        """The action table's policy: False hides the action from keys, footer, help, palette."""
+        policy = action_table.POLICIES.get(action)
+        if policy is None:
+            return True  # Textual's own actions
+        if policy.write and self.settings.read_only:
+            return False
+        if policy.replay and self.collector.player is None:
+            return False
+        # Main-screen actions act on the tabs another full screen (the evidence view) covers.
+        covered = screen is not self.main and not isinstance(screen, ModalScreen)
+        return not (policy.main_only and covered)
+
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         """False hides an action (read-only); None shows its key dimmed (cannot apply now)."""
-        if action in WRITE_ACTIONS and self.settings.read_only:
+        if not self._offered(action, self.screen):
             return False
-        if action in REPLAY_ACTIONS and self.collector.player is None:
-            return False
-        if isinstance(self.screen, EvidenceScreen) and action in MAIN_ONLY:
-            return False  # they act on tabs the evidence view covers
         if not self.is_running or self.screen is not self.main:
             return True
+        policy = action_table.POLICIES.get(action)
+        if policy is None:
+            return True
         container, _ = self.main.selection()
-        if action == "evidence":
-            return True if container is not None else None
-        if action in ("exec_smi", "exec_interactive"):
-            return True if container is not None and container.info.running else None
-        # No "signal" case: T / K always reach action_signal, which says why it cannot act.
-        if action == "sort":
-            return True if self.main.active_tab == "processes" else None
-        return True
+        met = action_table.needs_met(policy.needs, container, self.main.active_tab)
+        return True if met else None  # None: the key shows dimmed until the selection fits
 
     def get_system_commands(self, screen: Screen[Any]) -> Iterable[SystemCommand]:
-        """Textual's commands plus every gputui action that is not disabled (read-only)."""
+        """Textual's commands plus every gputui action the table offers on ``screen``."""
         yield from super().get_system_commands(screen)
-        for title, help_text, action in PALETTE:
-            name = action.split("(")[0]
-            if self.check_action(name, ()) is False:
-                continue
-            yield SystemCommand(title, help_text, partial(self.run_action, action))
+        for row in action_table.ACTIONS:
+            if row.palette and self._offered(row.action_name, screen):
+                yield SystemCommand(row.title, row.help, partial(self.run_action, row.action))
+
+    def on_key(self, event: events.Key) -> None:
+        """T / K under --read-only: their bindings are gone, so say why nothing happens."""
+        if event.key in self._explained_keys:
+            self.machine.explain_refused_key()
 
     # -------------------------------------------------------------------------- actions
 
     def action_help(self) -> None:
-        """Show every binding."""
-        enabled = {
-            b.action
-            for b in self.BINDINGS
-            if isinstance(b, Binding) and self.check_action(b.action.split("(")[0], ()) is not False
-        }
-        enabled |= {b.action for b in MainScreen.BINDINGS if isinstance(b, Binding)}
-        self.push_screen(HelpScreen(binding_rows([*self.BINDINGS, *MainScreen.BINDINGS], enabled)))
+        """Show every key the table offers here, as bound now (a keymap may have moved some)."""
+        bound: dict[str, list[str]] = {}
+        for key, active in self.screen.active_bindings.items():
+            if active.binding.id is not None:
+                bound.setdefault(active.binding.id, []).append(key)
+        screen = self.screen
+        rows = [row for row in action_table.ACTIONS if self._offered(row.action_name, screen)]
+        self.push_screen(HelpScreen(help_rows(rows, bound)))
+
+    def action_toggle_theme(self) -> None:
+        """Light / dark."""
+        self.theme = "textual-light" if self.current_theme.dark else "textual-dark"
+
+    def action_exec_smi(self) -> None:
+        """nvidia-smi in the selected container, captured, in a modal."""
+        self.machine.exec_smi()
+
+    def action_exec_interactive(self) -> None:
+        """nvidia-smi in the selected container on the real terminal."""
+        self.machine.exec_interactive()
+
+    def action_signal(self, signum: int) -> None:
+        """Confirm, then signal the selected process (or say why not)."""
+        self.machine.signal(signum)
+
+    def on_exec_finished(self, message: ExecFinished) -> None:
+        """A captured nvidia-smi run ended: record and show its result."""
+        if isinstance(message.run, ExecRun):
+            self.machine.exec_done(message.run, message.result)
+
+    @contextmanager
+    def collection_held(self) -> Iterator[None]:
+        """No collecting inside (the terminal belongs to another program); resumes unless paused."""
+        self.loop.pause()
+        try:
+            yield
+        finally:
+            if not self.paused:
+                self.loop.resume()
 
     def action_show_tab(self, tab: str) -> None:
         """Switch tabs (1-5)."""

@@ -145,14 +145,14 @@ async def test_big_x_suspends_and_runs_argv(make_app: AppFactory) -> None:
 
     def runner(argv: Sequence[str]) -> int:
         ran.append(list(argv))
-        collecting.append(app._go.is_set())
+        collecting.append(not app.loop.paused)
         return 0
 
     @contextlib.contextmanager
     def fake_suspend() -> Iterator[None]:
         yield
 
-    app.interactive_runner = runner
+    app.machine.interactive_runner = runner
     async with app.run_test(size=(140, 40)) as pilot:
         await ready(pilot)
         app.suspend = fake_suspend  # type: ignore[method-assign]
@@ -161,14 +161,14 @@ async def test_big_x_suspends_and_runs_argv(make_app: AppFactory) -> None:
         await pilot.pause()
         assert ran == [["docker", "exec", "-it", cid(1), "nvidia-smi"]]
         assert collecting == [False]  # the collector loop is paused while suspended
-        assert app._go.is_set()
+        assert not app.loop.paused
 
 
 async def test_big_x_suspend_not_supported(make_app: AppFactory) -> None:
     collector = FakeCollector(interactive_argv=["docker", "exec", "-it"])
     app = make_app(collector)
     ran: list[Sequence[str]] = []
-    app.interactive_runner = lambda argv: ran.append(argv) or 0
+    app.machine.interactive_runner = lambda argv: ran.append(argv) or 0
 
     @contextlib.contextmanager
     def no_suspend() -> Iterator[None]:
@@ -183,7 +183,7 @@ async def test_big_x_suspend_not_supported(make_app: AppFactory) -> None:
         await pilot.pause()
         assert ran == []
         assert any("cannot be suspended" in n.message for n in app._notifications)
-        assert app._go.is_set()
+        assert not app.loop.paused
 
 
 async def test_big_x_without_docker_cli(make_app: AppFactory) -> None:
@@ -260,7 +260,7 @@ async def test_signals_on_containers_and_orphans_say_why(make_app: AppFactory) -
             assert why in [n.message for n in app._notifications][-1], key
         assert collector.signals == []
         await _select(app, "p:900:0", pilot)  # a host process can be signalled
-        assert app.signal_refusal() is None
+        assert app.machine.signal_refusal() is None
 
 
 async def test_read_only_removes_exec_and_signals(make_app: AppFactory) -> None:

@@ -139,7 +139,7 @@ async def test_other_container_runs_alongside(make_app: AppFactory) -> None:
             await pilot.pause(0.02)
         # Both modals were closed: each run says how it ended.
         assert sum("ended: exit 0" in m for m in _messages(app)) == 2, _messages(app)
-        assert not app._exec_runs
+        assert not app.machine.exec_runs
 
 
 async def test_exec_that_raises_shows_an_error_not_a_spinner(make_app: AppFactory) -> None:
@@ -199,7 +199,7 @@ def test_quit_while_an_exec_runs_does_not_wait_for_it(monkeypatch: pytest.Monkey
 
     def on_snapshot_ready(self: GpuTuiApp, message: SnapshotReady) -> None:
         original(self, message)
-        if not collector.exec_calls and not self._exec_runs:
+        if not collector.exec_calls and not self.machine.exec_runs:
             self.main.ctree.move_cursor(self.main.ctree.nodes_by_key[f"c:{cid(1)}"])
             self.action_exec_smi()
             self.set_timer(0.3, self.action_quit)

@@ -1,15 +1,17 @@
-"""The ``?`` screen: every key binding, generated from the live bindings so it cannot drift."""
+"""The ``?`` screen: every action of the action table with its keys as bound now."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 
 from textual.app import ComposeResult
-from textual.binding import Binding, BindingType
+from textual.binding import Binding
 from textual.containers import VerticalScroll
 from textual.content import Content
 from textual.screen import ModalScreen
 from textual.widgets import Static
+
+from gputui.ui.action_table import ActionRow
 
 #: Keys handled by Textual widgets themselves, listed so the help is complete.
 BUILTIN_KEYS: tuple[tuple[str, str], ...] = (
@@ -23,10 +25,6 @@ BUILTIN_KEYS: tuple[tuple[str, str], ...] = (
     ("ctrl+p", "command palette (every action by name)"),
     ("mouse", "click tabs, rows and tree nodes; scroll with the wheel"),
 )
-
-
-def _bindings(bindings: Iterable[BindingType]) -> list[Binding]:
-    return [b for b in bindings if isinstance(b, Binding)]
 
 
 #: Readable names of the keys Textual spells out.
@@ -45,12 +43,12 @@ KEY_NAMES = {
 }
 
 
-def key_label(binding: Binding) -> str:
-    """How a binding's key is shown: every key it has, else ``key_display`` or a readable form."""
-    keys = [key.strip() for key in binding.key.split(",")]
-    if binding.key_display and len(keys) == 1:
-        return binding.key_display
-    return "/".join(KEY_NAMES.get(key, key) for key in keys)
+def key_label(keys: Iterable[str], key_display: str | None = None) -> str:
+    """How an action's keys are shown: every key it has, else ``key_display`` or a readable form."""
+    names = [key.strip() for key in keys]
+    if key_display and len(names) == 1:
+        return key_display
+    return "/".join(KEY_NAMES.get(key, key) for key in names)
 
 
 def help_content(rows: list[tuple[str, str]]) -> Content:
@@ -85,23 +83,21 @@ class HelpScreen(ModalScreen[None]):
         self.dismiss(None)
 
 
-def binding_rows(bindings: Iterable[BindingType], enabled: set[str]) -> list[tuple[str, str]]:
-    """(key, description) rows for the bindings whose action is in ``enabled``, merged by action.
+def help_rows(rows: Iterable[ActionRow], bound: Mapping[str, list[str]]) -> list[tuple[str, str]]:
+    """(keys, help) for each action row offered, then the keys Textual's widgets handle.
 
     Args:
-        bindings: The app's and screen's declared bindings.
-        enabled: Actions available (``check_action`` did not return False).
+        rows: The action table's rows offered on the screen the help was asked from.
+        bound: Binding id -> the keys bound to it now; a keymap may have moved them. Rows
+            missing here (a monitor key asked from another screen) show their default keys.
 
     Returns:
-        One row per action, keys of the same action joined with ``/``.
+        One row per action, in table order, then :data:`BUILTIN_KEYS`.
     """
-    by_action: dict[str, tuple[list[str], str]] = {}
-    for binding in _bindings(bindings):
-        if binding.action not in enabled:
-            continue
-        keys, _ = by_action.setdefault(binding.action, ([], binding.tooltip or binding.description))
-        label = key_label(binding)
-        if label not in keys:
-            keys.append(label)
-    rows = [(" / ".join(keys), description) for keys, description in by_action.values()]
-    return rows + list(BUILTIN_KEYS)
+    lines: list[tuple[str, str]] = []
+    defaults = {row.binding_id: [k.strip() for k in row.keys.split(",")] for row in rows}
+    for row in rows:
+        keys = bound.get(row.binding_id) or defaults[row.binding_id]
+        display = row.key_display if keys == defaults[row.binding_id] else None
+        lines.append((key_label(keys, display), row.help))
+    return lines + list(BUILTIN_KEYS)

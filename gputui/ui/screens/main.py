@@ -7,7 +7,6 @@ tabs are skipped and caught up when their tab is shown, so a refresh costs what 
 from __future__ import annotations
 
 from textual.app import ComposeResult
-from textual.binding import Binding
 from textual.containers import Container, Vertical
 from textual.content import Content
 from textual.css.query import NoMatches
@@ -19,6 +18,7 @@ from gputui.derive.analysis import Analysis, worst_severity
 from gputui.derive.history import History
 from gputui.derive.tree import build_groups
 from gputui.model import ContainerUsage, GpuProcess, HealthStatus, Snapshot, worst_status
+from gputui.ui import action_table
 from gputui.ui.messages import SelectionChanged
 from gputui.ui.state import TABS, UiState
 from gputui.ui.widgets.alerts_panel import AlertsPanel
@@ -69,12 +69,7 @@ def too_small_text(width: int, height: int) -> str:
 class MainScreen(Screen[None]):
     """Everything the monitor shows at once."""
 
-    BINDINGS = [
-        # The Screen default binds Tab to focus cycling; here it cycles tabs, like 1-4.
-        Binding("tab", "cycle_tab(1)", "Next tab", show=False),
-        Binding("shift+tab", "cycle_tab(-1)", "Previous tab", show=False),
-        Binding("escape", "close_filter", "Close filter", show=False),
-    ]
+    BINDINGS = action_table.bindings(action_table.Scope.MAIN)
 
     def __init__(self, history: History, rules: int = 0) -> None:
         super().__init__()

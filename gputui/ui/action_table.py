@@ -1,0 +1,395 @@
+"""Every user action in one table: keys, binding id, titles, help text and when it applies.
+
+The table generates the app's and the main screen's ``BINDINGS``, the command palette entries,
+the help screen's rows and the policy ``check_action`` applies (hidden under ``--read-only``,
+only while replaying, only with the monitor's tabs on screen, dimmed until the selection fits).
+Adding a tab or an action is one row here plus its ``action_*`` method.
+
+Every binding carries an id (``gputui.<name>``), so keys can be remapped through Textual's keymap
+(``App.set_keymap({"gputui.exec-smi": "ctrl+x"})``) without touching this table.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from enum import Enum
+
+from textual.binding import Binding, BindingType
+
+from gputui.model import ContainerUsage
+from gputui.ui.state import TABS
+
+#: Seconds ``<`` / ``>`` (and ``[`` / ``]``) jump back / forward in a replay.
+SEEK_SECONDS = 60
+
+#: Binding ids are ``gputui.<name>``: the names users write in a keymap.
+BINDING_ID_PREFIX = "gputui."
+
+
+class Scope(Enum):
+    """Where a binding is declared: on the app (every screen) or on the monitor screen only."""
+
+    APP = "app"
+    MAIN = "main"
+
+
+class Needs(Enum):
+    """What the monitor must show for an action to apply; until then its key is dimmed."""
+
+    NOTHING = "nothing"
+    CONTAINER = "container"  # a container, or one of its processes, is selected
+    RUNNING_CONTAINER = "running container"
+    PROCESSES_TAB = "processes tab"
+
+
+@dataclass(frozen=True, slots=True)
+class ActionRow:
+    """One user action.
+
+    Attributes:
+        action: The action string Textual runs, parameters included (``signal(15)``).
+        keys: Default keys, comma separated, in Textual's key names.
+        name: The binding id without its prefix (``exec-smi``); unique.
+        label: The footer's short label.
+        title: The command palette's title (and help text's subject).
+        help: One line for the help screen, the palette and the key's tooltip.
+        key_display: How the footer shows the key, when not its name.
+        write: Changes the machine: refused, and gone from keys, footer, palette and help, with
+            ``--read-only``.
+        replay: Only offered while a recording is replayed.
+        main_only: Acts on the monitor's tabs: gone while another full screen covers them.
+        needs: What the selection must be for the action to apply (dimmed until then).
+        footer: Shown in the footer.
+        palette: Offered in the command palette.
+        scope: Declared on the app or on the monitor screen.
+        explain_read_only: Under ``--read-only`` its key still says why it does nothing.
+    """
+
+    action: str
+    keys: str
+    name: str
+    label: str
+    title: str
+    help: str
+    key_display: str | None = None
+    write: bool = False
+    replay: bool = False
+    main_only: bool = False
+    needs: Needs = Needs.NOTHING
+    footer: bool = True
+    palette: bool = True
+    scope: Scope = Scope.APP
+    explain_read_only: bool = False
+
+    @property
+    def action_name(self) -> str:
+        """The action without its parameters (what ``check_action`` is asked about)."""
+        return self.action.split("(", 1)[0]
+
+    @property
+    def binding_id(self) -> str:
+        """The id Textual's keymap remaps this action's keys by."""
+        return BINDING_ID_PREFIX + self.name
+
+    def binding(self) -> Binding:
+        """The Textual binding of this row."""
+        return Binding(
+            self.keys,
+            self.action,
+            self.label,
+            show=self.footer,
+            key_display=self.key_display,
+            tooltip=self.help,
+            id=self.binding_id,
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class Policy:
+    """When an action (by name, parameters aside) is offered; the same for all its rows."""
+
+    write: bool
+    replay: bool
+    main_only: bool
+    needs: Needs
+
+
+_TAB_ROWS = tuple(
+    ActionRow(
+        f"show_tab('{tab}')",
+        str(number),
+        f"tab.{tab}",
+        f"{tab.title()} tab",
+        f"Show {tab.title()} tab",
+        f"Switch to the {tab} tab",
+        main_only=True,
+        footer=False,
+    )
+    for number, tab in enumerate(TABS, 1)
+)
+
+#: Every action, in the order the help screen and the palette list them.
+ACTIONS: tuple[ActionRow, ...] = (
+    ActionRow("quit", "q", "quit", "Quit", "Quit", "Quit gputui", palette=False),
+    ActionRow("help", "question_mark", "help", "Help", "Keys", "List every key", key_display="?"),
+    *_TAB_ROWS,
+    ActionRow(
+        "filter",
+        "slash",
+        "filter",
+        "Filter",
+        "Filter processes",
+        "Filter the process table by command, container, user or PID",
+        key_display="/",
+        main_only=True,
+    ),
+    ActionRow(
+        "sort",
+        "s",
+        "sort",
+        "Sort",
+        "Cycle sort",
+        "Next process-table sort column",
+        main_only=True,
+        needs=Needs.PROCESSES_TAB,
+    ),
+    ActionRow(
+        "evidence",
+        "e",
+        "evidence",
+        "Evidence",
+        "Evidence",
+        "Everything about the selected container on one screen",
+        main_only=True,
+        needs=Needs.CONTAINER,
+    ),
+    ActionRow(
+        "exec_smi",
+        "x",
+        "exec-smi",
+        "nvidia-smi",
+        "nvidia-smi in container",
+        "Run nvidia-smi in the selected container",
+        write=True,
+        needs=Needs.RUNNING_CONTAINER,
+    ),
+    ActionRow(
+        "exec_interactive",
+        "X",
+        "exec-interactive",
+        "smi -it",
+        "nvidia-smi interactive",
+        "Run nvidia-smi in the selected container on the terminal",
+        write=True,
+        needs=Needs.RUNNING_CONTAINER,
+        footer=False,
+    ),
+    # T / K are never dimmed: they always reach action_signal, which says why it cannot act.
+    ActionRow(
+        "signal(15)",
+        "T",
+        "sigterm",
+        "SIGTERM",
+        "SIGTERM process",
+        "SIGTERM: ask the selected process to terminate (confirms)",
+        write=True,
+        main_only=True,
+        footer=False,
+        explain_read_only=True,
+    ),
+    ActionRow(
+        "signal(9)",
+        "K",
+        "sigkill",
+        "SIGKILL",
+        "SIGKILL process",
+        "SIGKILL: kill the selected process (confirms)",
+        write=True,
+        main_only=True,
+        footer=False,
+        explain_read_only=True,
+    ),
+    ActionRow(
+        "rerun_health",
+        "r",
+        "rerun-health",
+        "Re-check",
+        "Re-run health checks",
+        "Run the runtime-health checks now",
+        footer=False,
+    ),
+    ActionRow(
+        "window",
+        "w",
+        "window",
+        "Window",
+        "Cycle history window",
+        "History window 1 / 5 / 30 min",
+        footer=False,
+    ),
+    ActionRow(
+        "toggle_pause", "p", "pause", "Pause", "Pause / resume", "Stop or restart refreshing"
+    ),
+    ActionRow(
+        "replay_step(-1)",
+        "comma",
+        "replay.back",
+        "Back",
+        "Replay: step back",
+        "Show the previous recorded snapshot",
+        key_display=",",
+        replay=True,
+    ),
+    ActionRow(
+        "replay_step(1)",
+        "full_stop",
+        "replay.step",
+        "Step",
+        "Replay: step forward",
+        "Show the next recorded snapshot",
+        key_display=".",
+        replay=True,
+    ),
+    ActionRow(
+        f"replay_seek(-{SEEK_SECONDS})",
+        "less_than_sign,left_square_bracket",
+        "replay.seek-back",
+        f"-{SEEK_SECONDS}s",
+        f"Replay: back {SEEK_SECONDS} s",
+        f"Jump {SEEK_SECONDS} s back in the recording",
+        key_display="<",
+        replay=True,
+    ),
+    ActionRow(
+        f"replay_seek({SEEK_SECONDS})",
+        "greater_than_sign,right_square_bracket",
+        "replay.seek-forward",
+        f"+{SEEK_SECONDS}s",
+        f"Replay: forward {SEEK_SECONDS} s",
+        f"Jump {SEEK_SECONDS} s forward in the recording",
+        key_display=">",
+        replay=True,
+    ),
+    ActionRow(
+        "interval(1)",
+        "plus,equals_sign",
+        "interval.slower",
+        "Slower",
+        "Slower refresh",
+        "Increase the refresh interval",
+        key_display="+",
+        footer=False,
+    ),
+    ActionRow(
+        "interval(-1)",
+        "minus",
+        "interval.faster",
+        "Faster",
+        "Faster refresh",
+        "Decrease the refresh interval",
+        key_display="-",
+        footer=False,
+    ),
+    ActionRow(
+        "toggle_theme",
+        "d",
+        "theme",
+        "Light/dark",
+        "Toggle light / dark",
+        "Switch between the light and dark theme",
+        footer=False,
+    ),
+    # The Screen default binds Tab to focus cycling; on the monitor it cycles tabs, like 1-5.
+    ActionRow(
+        "cycle_tab(1)",
+        "tab",
+        "tab.next",
+        "Next tab",
+        "Next tab",
+        "Next tab",
+        footer=False,
+        palette=False,
+        scope=Scope.MAIN,
+    ),
+    ActionRow(
+        "cycle_tab(-1)",
+        "shift+tab",
+        "tab.previous",
+        "Previous tab",
+        "Previous tab",
+        "Previous tab",
+        footer=False,
+        palette=False,
+        scope=Scope.MAIN,
+    ),
+    ActionRow(
+        "close_filter",
+        "escape",
+        "filter.close",
+        "Close filter",
+        "Close filter",
+        "Clear and close the process filter",
+        footer=False,
+        palette=False,
+        scope=Scope.MAIN,
+    ),
+)
+
+
+def policies(rows: Iterable[ActionRow]) -> dict[str, Policy]:
+    """The policy of every action name, checked to be the same on all of its rows.
+
+    Args:
+        rows: Action rows.
+
+    Returns:
+        Action name -> policy.
+
+    Raises:
+        ValueError: Two rows of one action disagree, or two rows share a binding id.
+    """
+    found: dict[str, Policy] = {}
+    names: set[str] = set()
+    for row in rows:
+        if row.name in names:
+            raise ValueError(f"binding id {row.binding_id} is used twice")
+        names.add(row.name)
+        policy = Policy(row.write, row.replay, row.main_only, row.needs)
+        if found.setdefault(row.action_name, policy) != policy:
+            raise ValueError(f"the rows of action {row.action_name} disagree on when it applies")
+    return found
+
+
+#: Action name -> when it is offered (``check_action`` reads only this).
+POLICIES: Mapping[str, Policy] = policies(ACTIONS)
+
+#: Action names whose key availability depends on the selection or the tab.
+SELECTION_DEPENDENT: tuple[str, ...] = tuple(
+    name for name, policy in POLICIES.items() if policy.needs is not Needs.NOTHING
+)
+
+
+def bindings(scope: Scope) -> list[BindingType]:
+    """The Textual bindings of one scope, in table order (a class's ``BINDINGS``)."""
+    return [row.binding() for row in ACTIONS if row.scope is scope]
+
+
+def needs_met(needs: Needs, container: ContainerUsage | None, tab: str) -> bool:
+    """Whether the monitor's selection and tab let an action apply.
+
+    Args:
+        needs: The action's requirement.
+        container: The selected container (a process row's container counts).
+        tab: The visible tab's id.
+
+    Returns:
+        True when the action can act now.
+    """
+    if needs is Needs.CONTAINER:
+        return container is not None
+    if needs is Needs.RUNNING_CONTAINER:
+        return container is not None and container.info.running
+    if needs is Needs.PROCESSES_TAB:
+        return tab == "processes"
+    return True
