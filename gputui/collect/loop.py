@@ -150,6 +150,9 @@ class CollectLoop(Generic[A]):
             Exception: what the step raised, when there is no ``on_error`` (or it raised).
         """
         self.last_started = time.monotonic()
+        # A wake asked for before this collection is answered by it; one during it ends the
+        # following wait.
+        self.woken.clear()
         try:
             player = self.collector.player if self._jump.is_set() else None
             self._jump.clear()
