@@ -6,6 +6,7 @@ from dataclasses import replace
 
 from conftest import AppFactory
 from pilot_helpers import push, ready, screen_lines
+from rich.style import Style as RichStyle
 from textual.pilot import Pilot
 from textual.widgets import Footer
 from textual.widgets._footer import FooterKey
@@ -13,6 +14,7 @@ from ui_factories import FakeCollector, cid, standard
 
 from gputui.model import SourceStatus
 from gputui.ui.machine_actions import READ_ONLY_REFUSAL
+from gputui.ui.styles import MUTED, themed
 from gputui.ui.widgets.container_tree import STALE_TEXT
 
 
@@ -47,7 +49,8 @@ async def test_docker_outage_marks_kept_containers_stale(make_app: AppFactory) -
         for n in (1, 2, 3):  # GPU users and the idle reservation: the engine's last list
             label = tree.nodes_by_key[f"c:{cid(n)}"].label
             assert STALE_TEXT in label.plain, label.plain
-            assert "dim" in str(label.style), label.style
+            assert label.style == MUTED, label.style  # the whole line muted
+            assert themed(label).style == RichStyle(dim=True)  # drawn dim on every theme
         assert STALE_TEXT in tree.nodes_by_key["g:others"].label.plain
         # Seen in a cgroup, not from the engine: not stale.
         assert STALE_TEXT not in tree.nodes_by_key[f"c:{cid(5)}"].label.plain
@@ -58,7 +61,7 @@ async def test_docker_outage_marks_kept_containers_stale(make_app: AppFactory) -
         for n in (1, 2, 3):
             label = tree.nodes_by_key[f"c:{cid(n)}"].label
             assert STALE_TEXT not in label.plain
-            assert "dim" not in str(label.style)
+            assert label.style != MUTED
         assert STALE_TEXT not in tree.nodes_by_key["g:others"].label.plain
         assert "Docker ok" in app.main.header.text
         assert STALE_TEXT not in "\n".join(screen_lines(app))

@@ -19,15 +19,11 @@ from gputui.derive import fmt
 from gputui.derive.analysis import Analysis
 from gputui.derive.history import History, container_key, window_label
 from gputui.model import ContainerUsage, GpuSample, Snapshot
+from gputui.ui.styles import MUTED, severity_style
 from gputui.ui.widgets.history import SeriesRow
+from gputui.ui.widgets.tree_labels import HIDDEN_TEXT
 
 Part = str | tuple[str, str]
-
-SEVERITY_STYLE = {
-    "fail": "bold reverse $text-error",
-    "warn": "bold $text-warning",
-    "info": "bold $text-accent",
-}
 
 
 def _section(title: str) -> list[Part]:
@@ -68,7 +64,7 @@ def _findings(usage: ContainerUsage, analysis: Analysis) -> list[Part]:
         quiet = "none: no sharing, growth, idling, throttling, memory pressure, OOM or restarts"
         return [*parts, ("  " + quiet, "$text-muted"), "\n"]
     for finding in findings:
-        style = SEVERITY_STYLE.get(finding.severity, "bold")
+        style = severity_style(finding.severity)
         summary = fmt.safe_text(finding.summary, 300)
         parts += [("  " + finding.severity.ljust(5), style), " ", summary, "\n"]
     return parts
@@ -93,7 +89,9 @@ def _processes(usage: ContainerUsage, snapshot: Snapshot) -> list[Part]:
             ("  CPU ", "$text-muted"),
             fmt.pct(info.cpu_percent).rjust(5),
             "  ",
-            fmt.safe_text(info.command or info.name, 100, na="?"),
+            (HIDDEN_TEXT, MUTED)
+            if info.proc_hidden
+            else fmt.safe_text(info.command or info.name, 100, na="?"),
             "\n",
         ]
     return parts

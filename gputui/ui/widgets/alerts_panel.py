@@ -17,13 +17,7 @@ from textual.widgets import DataTable, Static
 
 from gputui.derive import fmt
 from gputui.derive.alerts import Alert, AlertPhase, AlertState
-
-SEVERITY_STYLE = {"critical": "bold reverse red", "warning": "bold dark_orange"}
-PHASE_STYLE = {
-    AlertPhase.FIRING: "bold red",
-    AlertPhase.PENDING: "dark_orange",
-    AlertPhase.RESOLVED: "green",
-}
+from gputui.ui.styles import EMPH, PHASE_STYLE, Styled, severity_style
 
 ACTIVE_COLUMNS: tuple[tuple[str, str, int | None], ...] = (
     ("phase", "STATE", 7),
@@ -48,8 +42,8 @@ def _utc(ts: float | None) -> str:
     return dt.datetime.fromtimestamp(ts, dt.timezone.utc).strftime("%Y-%m-%d %H:%M:%S")
 
 
-def _text(value: str, style: str = "") -> Text:
-    return Text(value, style=style, no_wrap=True, overflow="ellipsis")
+def _text(value: str, style: str = "") -> Styled:
+    return Styled(Text(value, style=style, no_wrap=True, overflow="ellipsis"))
 
 
 def active_key(alert: Alert) -> str:
@@ -62,35 +56,33 @@ def history_key(alert: Alert) -> str:
     return f"{alert.rule}|{alert.subject}|{alert.phase.value}|{alert.firing_since}|{alert.since}"
 
 
-def active_cells(alert: Alert, now: float) -> dict[str, Text]:
+def active_cells(alert: Alert, now: float) -> dict[str, Styled]:
     """The cells of an active alert's row (rule ids, subjects and messages made safe)."""
     held = now - (alert.firing_since if alert.firing_since is not None else alert.since)
     return {
         "phase": _text(alert.phase.value, PHASE_STYLE[alert.phase]),
-        "severity": _text(
-            fmt.safe_text(alert.severity, 10), SEVERITY_STYLE.get(alert.severity, "")
-        ),
-        "rule": _text(fmt.safe_text(alert.rule, 60), "bold"),
+        "severity": _text(fmt.safe_text(alert.severity, 10), severity_style(alert.severity)),
+        "rule": _text(fmt.safe_text(alert.rule, 60), EMPH),
         "subject": _text(fmt.safe_text(alert.subject, 60)),
         "for": _text(fmt.duration(held)),
         "message": _text(fmt.safe_text(alert.message, 200)),
     }
 
 
-def history_cells(alert: Alert) -> dict[str, Text]:
+def history_cells(alert: Alert) -> dict[str, Styled]:
     """The cells of one history entry."""
     resolved = alert.phase is AlertPhase.RESOLVED
     when = alert.resolved_at if resolved else alert.firing_since
     return {
         "time": _text(_utc(when)),
         "event": _text("resolved" if resolved else "fired", PHASE_STYLE[alert.phase]),
-        "rule": _text(fmt.safe_text(alert.rule, 60), "bold"),
+        "rule": _text(fmt.safe_text(alert.rule, 60), EMPH),
         "subject": _text(fmt.safe_text(alert.subject, 60)),
         "message": _text(fmt.safe_text(alert.message, 200)),
     }
 
 
-class KeyedTable(DataTable[Text]):
+class KeyedTable(DataTable[Styled]):
     """A DataTable synced from ``{row key: {column: cell}}``, cell by cell, order kept."""
 
     BINDINGS = [
@@ -103,14 +95,14 @@ class KeyedTable(DataTable[Text]):
     def __init__(self, columns: Sequence[tuple[str, str, int | None]], *, id: str) -> None:
         super().__init__(id=id, cursor_type="row", zebra_stripes=True)
         self.column_spec = tuple(columns)
-        self.rows_by_key: dict[str, dict[str, Text]] = {}
+        self.rows_by_key: dict[str, dict[str, Styled]] = {}
 
     def on_mount(self) -> None:
         """Columns once, keyed by name."""
         for key, header, width in self.column_spec:
             self.add_column(header, key=key, width=width)
 
-    def sync(self, rows: Mapping[str, dict[str, Text]]) -> None:
+    def sync(self, rows: Mapping[str, dict[str, Styled]]) -> None:
         """Remove stale rows, update changed cells, add new rows, then put rows in ``rows`` order.
 
         Args:

@@ -12,6 +12,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import partial
 
+from rich.style import Style
 from rich.text import Text
 from textual.binding import Binding
 from textual.widgets import Tree
@@ -19,6 +20,8 @@ from textual.widgets.tree import TreeNode
 
 from gputui.derive.tree import HOST_KEY, ORPHANS_KEY, Group, GroupKind, Markers, process_key
 from gputui.model import ContainerUsage, GpuProcess
+from gputui.ui.styles import themed
+from gputui.ui.textual_compat import repaint_tree_nodes, set_tree_node_label
 from gputui.ui.widgets.tree_labels import (
     STALE_TEXT,
     container_inputs,
@@ -222,24 +225,16 @@ class ContainerTree(Tree[NodeRef]):
             self._reconcile(node, item.children or ())
 
     def _relabel(self, node: TreeNode[NodeRef], label: Text) -> None:
-        # TreeNode.set_label queues one call_later per node, each scanning the visible lines
-        # (12,000 messages a refresh at 2,000 processes). Set the label and bump the node's
-        # render-cache counter the way set_label does, and repaint the visible ones once, after
-        # the reconcile (_repaint_relabelled). Labels are single-line (safe_text), so the
-        # first-line cut Tree.process_label makes is needed only for multi-line text.
-        node._label = label if "\n" not in label.plain else self.process_label(label)
-        node._updates += 1
+        # TreeNode.set_label queues one call_later per node (12,000 messages a refresh at 2,000
+        # processes): set the labels quietly and repaint the visible ones once, after the
+        # reconcile (_repaint_relabelled).
+        set_tree_node_label(self, node, label)
         self._relabelled.append(node)
 
     def _repaint_relabelled(self) -> None:
         changed, self._relabelled = self._relabelled, []
-        lines = self._tree_lines_cached
-        if lines is None:
-            return  # the structure changed: the whole tree is rebuilt and repainted anyway
-        top, height = self.scroll_offset.y, self.size.height
-        for node in changed:
-            # Only lines on screen; a node off screen or under a collapsed parent is drawn from
-            # its new label when it is scrolled to or expanded (its render cache key changed).
-            line = node._line
-            if top <= line < top + height and line < len(lines) and lines[line].node is node:
-                self._refresh_line(line)
+        repaint_tree_nodes(self, changed)
+
+    def render_label(self, node: TreeNode[NodeRef], base_style: Style, style: Style) -> Text:
+        """The node's label with its theme-variable styles resolved for the current theme."""
+        return themed(super().render_label(node, base_style, style))

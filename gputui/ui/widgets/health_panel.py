@@ -12,15 +12,8 @@ from textual.content import Content
 from textual.widgets import DataTable, Static
 
 from gputui.derive import fmt
-from gputui.model import STATUS_RANK, HealthCheck, HealthStatus
-
-STATUS_STYLE = {
-    HealthStatus.FAIL: "bold reverse red",
-    HealthStatus.WARN: "bold reverse dark_orange",
-    HealthStatus.INFO: "bold",
-    HealthStatus.PASS: "green",
-    HealthStatus.SKIP: "dim",
-}
+from gputui.model import STATUS_RANK, HealthCheck
+from gputui.ui.styles import STATUS_STYLE, Styled
 
 
 def ordered(checks: Iterable[HealthCheck]) -> list[HealthCheck]:
@@ -52,7 +45,7 @@ def detail_content(check: HealthCheck | None) -> Content:
     return Content.assemble(*parts)
 
 
-class HealthTable(DataTable[Text]):
+class HealthTable(DataTable[Styled]):
     """The checks, one row each, keyed by check id."""
 
     BINDINGS = [
@@ -104,9 +97,9 @@ class HealthPanel(Vertical):
         self.table.clear()
         for check in rows:
             self.table.add_row(
-                Text(f" {check.status.value} ", style=STATUS_STYLE[check.status]),
-                Text(fmt.safe_text(check.id, 60), no_wrap=True, overflow="ellipsis"),
-                Text(fmt.safe_text(check.summary, 200), no_wrap=True, overflow="ellipsis"),
+                Styled(Text(f" {check.status.value} ", style=STATUS_STYLE[check.status])),
+                Styled(Text(fmt.safe_text(check.id, 60), no_wrap=True, overflow="ellipsis")),
+                Styled(Text(fmt.safe_text(check.summary, 200), no_wrap=True, overflow="ellipsis")),
                 key=check.id,
             )
         if current is not None and current.id in self._by_id:

@@ -15,11 +15,14 @@ from rich.measure import Measurement
 from rich.text import Text
 from textual.binding import Binding
 from textual.widgets import DataTable
-from textual.widgets.data_table import ColumnKey, RowKey
+from textual.widgets.data_table import RowKey
 
 from gputui.derive import fmt
 from gputui.derive.tree import process_key
 from gputui.model import ContainerUsage, GpuProcess, Snapshot
+from gputui.ui.styles import EMPH, ERROR, MUTED, themed
+from gputui.ui.textual_compat import cells_written, write_row_cells
+from gputui.ui.widgets.tree_labels import HIDDEN_TEXT
 
 #: (column key, header, width) in display order.
 COLUMNS: tuple[tuple[str, str, int | None], ...] = (
@@ -53,8 +56,8 @@ class Cell:
     sort_key: tuple[int, float | str]
 
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
-        """Render the text."""
-        yield self.text
+        """Render the text, theme-variable styles resolved for the current theme."""
+        yield themed(self.text)
 
     def __rich_measure__(self, console: Console, options: ConsoleOptions) -> Measurement:
         """Measure the text."""
@@ -74,7 +77,7 @@ def _txt(value: str, style: str = "") -> Cell:
 def container_name(process: GpuProcess, snapshot: Snapshot) -> str:
     """The display name of a process's container: name, short id, ``-`` for the host."""
     if process.container_id is None:
-        return "-" if process.info.exists else "?"
+        return "-" if process.info.exists and not process.info.proc_hidden else "?"
     usage: ContainerUsage | None = snapshot.container(process.container_id)
     if usage is None:
         return process.container_id[:12]
@@ -94,7 +97,8 @@ def _names(snapshot: Snapshot) -> dict[str, str]:
 def _name(process: GpuProcess, names: dict[str, str]) -> str:
     """:func:`container_name` from a precomputed id -> name map."""
     if process.container_id is None:
-        return "-" if process.info.exists else "?"
+        # Gone, or hidden by hidepid: its cgroup (so its container) cannot be read.
+        return "-" if process.info.exists and not process.info.proc_hidden else "?"
     return names.get(process.container_id) or process.container_id[:12]
 
 
@@ -111,8 +115,8 @@ def row_inputs(process: GpuProcess, container: str) -> tuple[object, ...]:
         sample.used_memory_bytes,
         sample.sm_util,
         info.cpu_percent,
-        info.user,
-        (info.exists, info.command, info.name),
+        (info.user, info.proc_hidden),
+        (info.exists, info.proc_hidden, info.command, info.name),
         info.container_pid,
         info.rss_bytes,
     )
@@ -121,8 +125,15 @@ def row_inputs(process: GpuProcess, container: str) -> tuple[object, ...]:
 def _command(process: GpuProcess, container: str) -> Cell:
     info = process.info
     if not info.exists:
-        return _txt("<PID not found: unfindable GPU memory>", "bold red")
+        return _txt("<PID not found: unfindable GPU memory>", ERROR)
+    if info.proc_hidden:
+        return _txt(HIDDEN_TEXT, MUTED)
     return _txt(fmt.safe_text(info.command or info.name, 80, na="?"))
+
+
+def _user(process: GpuProcess, container: str) -> Cell:
+    # A process hidden by hidepid has no readable owner; the command column says why.
+    return _txt(fmt.safe_text(process.info.user, 16, na="" if process.info.proc_hidden else "?"))
 
 
 def _cpid(process: GpuProcess, container: str) -> Cell:
@@ -132,15 +143,13 @@ def _cpid(process: GpuProcess, container: str) -> Cell:
 
 #: One builder per column key: a moved value rebuilds its own cell only.
 CELL_BUILDERS: dict[str, Callable[[GpuProcess, str], Cell]] = {
-    "pid": lambda p, c: _num(p.pid, str(p.pid), "bold"),
-    "container": lambda p, c: _txt(c, "" if p.info.exists else "bold red"),
+    "pid": lambda p, c: _num(p.pid, str(p.pid), EMPH),
+    "container": lambda p, c: _txt(c, "" if p.info.exists else ERROR),
     "gpu": lambda p, c: _num(p.sample.gpu_index, str(p.sample.gpu_index)),
-    "mem": lambda p, c: _num(
-        p.sample.used_memory_bytes, fmt.mib(p.sample.used_memory_bytes), "bold"
-    ),
+    "mem": lambda p, c: _num(p.sample.used_memory_bytes, fmt.mib(p.sample.used_memory_bytes), EMPH),
     "sm": lambda p, c: _num(p.sample.sm_util, fmt.pct(p.sample.sm_util)),
     "cpu": lambda p, c: _num(p.info.cpu_percent, fmt.pct(p.info.cpu_percent)),
-    "user": lambda p, c: _txt(fmt.safe_text(p.info.user, 16, na="?")),
+    "user": _user,
     "command": _command,
     "cpid": _cpid,
     "rss": lambda p, c: _num(p.info.rss_bytes, fmt.size(p.info.rss_bytes)),
@@ -289,23 +298,15 @@ class ProcessTable(DataTable[Cell]):
                 changed |= not moved.keys().isdisjoint(("pid", "gpu", sort_column))
         self.processes = {key: process for key, (process, _) in wanted.items()}
         if updated:
-            self._update_count += 1  # DataTable's row render cache key, as update_cell bumps it
-            self.refresh()
+            cells_written(self)
         if changed:
             self._sort()
         else:
             self._restore_cursor(selected)
 
     def write_cells(self, key: str, cells: dict[str, Cell]) -> None:
-        """Put new cells into one row without repainting (the caller refreshes once).
-
-        ``update_cell`` refreshes the whole table once per cell (~25 us each: 4,000 calls a
-        refresh at 2,000 processes); :meth:`sync` writes every changed cell, then refreshes
-        once. Column widths stay fixed, as with ``update_cell``'s default ``update_width=False``.
-        """
-        row = self._data[RowKey(key)]
-        for column, cell in cells.items():
-            row[ColumnKey(column)] = cell
+        """Put new cells into one row without repainting (:meth:`sync` refreshes once after)."""
+        write_row_cells(self, key, cells)
 
     def row_keys(self) -> Sequence[str]:
         """Row keys in display order (for tests)."""

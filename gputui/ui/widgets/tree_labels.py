@@ -11,15 +11,16 @@ from rich.text import Span, Text
 from gputui.derive import fmt
 from gputui.derive.tree import Marker
 from gputui.model import ContainerUsage, GpuProcess
-
-ERROR = "bold red"
-WARN = "bold dark_orange"
-MUTED = "dim"
-EMPH = "bold"
+from gputui.ui.styles import EMPH, ERROR, MUTED, severity_style
+from gputui.ui.styles import WARNING as WARN
 
 #: Shown on every container (and the others group) while the Docker engine is unreachable: the
 #: collector keeps the last container list, which must not pass for live.
 STALE_TEXT = "[engine unreachable: last known]"
+
+#: In place of the command (and owner) of a process that ``/proc`` hides (``hidepid``): it exists
+#: and holds GPU memory, but gputui may not read who runs what, nor its container.
+HIDDEN_TEXT = "hidden by /proc (hidepid)"
 
 
 #: What ``Text.append`` strips (rich.control.strip_control_codes): bell, backspace, VT, FF, CR.
@@ -88,6 +89,7 @@ def process_inputs(process: GpuProcess, markers: tuple[Marker, ...]) -> tuple[ob
         process.pid,
         info.container_pid,
         info.exists,
+        info.proc_hidden,
         sample.gpu_index,
         sample.used_memory_bytes,
         info.user,
@@ -100,15 +102,11 @@ def process_inputs(process: GpuProcess, markers: tuple[Marker, ...]) -> tuple[ob
     )
 
 
-#: Marker severity -> style.
-MARKER_STYLE = {"fail": ERROR, "warn": WARN, "info": "bold cyan"}
-
-
 def marker_parts(markers: tuple[Marker, ...]) -> list[tuple[str, str] | str]:
     """``  [shared GPU 1: 75%]  [CPU throttled 45%]``: one bracketed flag per marker."""
     parts: list[tuple[str, str] | str] = []
     for marker in markers:
-        parts += ["  ", (f"[{marker.text}]", MARKER_STYLE.get(marker.severity, WARN))]
+        parts += ["  ", (f"[{marker.text}]", severity_style(marker.severity))]
     return parts
 
 
@@ -168,6 +166,17 @@ def process_label(process: GpuProcess, markers: tuple[Marker, ...] = ()) -> Text
             "  ",
             (fmt.mib(sample.used_memory_bytes), EMPH),
             ("  PID not found: memory held by a process nobody can see", ERROR),
+        ]
+        return assemble_parts(parts)
+    if info.proc_hidden:
+        parts += [
+            ("  GPU ", MUTED),
+            str(sample.gpu_index),
+            "  ",
+            (fmt.mib(sample.used_memory_bytes), EMPH),
+            *marker_parts(markers),
+            "  ",
+            (HIDDEN_TEXT, WARN),
         ]
         return assemble_parts(parts)
     parts += [

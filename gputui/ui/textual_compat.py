@@ -1,0 +1,72 @@
+"""The only place gputui touches Textual's private attributes, each behind a small function.
+
+The container tree and the process table refresh thousands of labels and cells a second; the
+public calls for that (``TreeNode.set_label``, ``DataTable.update_cell``) schedule one repaint
+per label or cell, which dominated refresh cost on big hosts. These functions do the same work
+in bulk through Textual internals. ``tests/ui/test_textual_compat.py`` checks every attribute
+used here exists and behaves as these functions expect, so a Textual upgrade that changes them
+fails there, loudly, instead of leaving stale labels on screen.
+
+Checked against Textual 8.2.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from rich.text import Text
+from textual.widgets import DataTable, Tree
+from textual.widgets.data_table import ColumnKey, RowKey
+from textual.widgets.tree import TreeNode
+
+
+def tree_node_label(node: TreeNode[Any]) -> Text:
+    """The label a node draws (``TreeNode._label``; the public ``label`` returns the same)."""
+    label: Text = node._label
+    return label
+
+
+def set_tree_node_label(tree: Tree[Any], node: TreeNode[Any], label: Text) -> None:
+    """Give ``node`` a new label without scheduling a repaint (see :func:`repaint_tree_nodes`).
+
+    ``TreeNode.set_label`` queues one ``call_later`` per node, each scanning the visible lines.
+    This sets the label and bumps the node's render-cache counter (``_updates``) as
+    ``set_label`` does. Multi-line text gets the first-line cut ``Tree.process_label`` makes.
+    """
+    node._label = label if "\n" not in label.plain else tree.process_label(label)
+    node._updates += 1
+
+
+def repaint_tree_nodes(tree: Tree[Any], nodes: Iterable[TreeNode[Any]]) -> None:
+    """Repaint the lines of ``nodes`` that are on screen, once each.
+
+    A node off screen or under a collapsed parent is drawn from its new label when it is
+    scrolled to or expanded (its render-cache key changed). When the tree's line cache is gone
+    (its structure changed) the whole tree is rebuilt and repainted anyway: nothing to do.
+    """
+    lines = tree._tree_lines_cached
+    if lines is None:
+        return
+    top, height = tree.scroll_offset.y, tree.size.height
+    for node in nodes:
+        line = node._line
+        if top <= line < top + height and line < len(lines) and lines[line].node is node:
+            tree._refresh_line(line)
+
+
+def write_row_cells(table: DataTable[Any], row: str, cells: Mapping[str, object]) -> None:
+    """Put new cells into one row without repainting; call :func:`cells_written` once after.
+
+    ``update_cell`` refreshes the whole table once per cell (~25 us each: 4,000 calls a refresh
+    at 2,000 processes). Column widths stay fixed, as with ``update_cell(update_width=False)``.
+    """
+    data = table._data[RowKey(row)]
+    for column, cell in cells.items():
+        data[ColumnKey(column)] = cell
+
+
+def cells_written(table: DataTable[Any]) -> None:
+    """After :func:`write_row_cells`: drop the row caches as ``update_cell`` does; repaint."""
+    table._update_count += 1
+    table.refresh()
