@@ -1,0 +1,70 @@
+"""The Textual internals gputui uses still exist and behave as ui/textual_compat.py expects.
+
+A Textual upgrade that renames or changes any of them fails here, not silently on screen.
+"""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual.app import App, ComposeResult
+from textual.widgets import DataTable, Tree
+
+from gputui.ui import textual_compat as tc
+
+
+class _Host(App[None]):
+    def compose(self) -> ComposeResult:
+        yield Tree("root", id="tree")
+        yield DataTable(id="table")
+
+
+def _line_text(tree: Tree[str], y: int) -> str:
+    return "".join(segment.text for segment in tree.render_line(y))
+
+
+async def test_tree_internals() -> None:
+    app = _Host()
+    async with app.run_test(size=(60, 20)) as pilot:
+        tree: Tree[str] = app.query_one(Tree)
+        tree.show_root = False
+        nodes = [tree.root.add_leaf(f"old {i}", str(i)) for i in range(3)]
+        await pilot.pause()
+        assert "old 1" in _line_text(tree, 1)
+        updates = nodes[1]._updates
+        tc.set_tree_node_label(tree, nodes[1], Text("new 1"))
+        assert nodes[1]._updates == updates + 1  # the render cache key moved
+        assert tc.tree_node_label(nodes[1]).plain == "new 1" == nodes[1].label.plain
+        tc.set_tree_node_label(tree, nodes[2], Text("two\nlines"))
+        assert tc.tree_node_label(nodes[2]).plain == "two"  # Tree.process_label's first line
+        assert tree._tree_lines_cached is not None
+        assert nodes[1]._line == 1 and tree._tree_lines_cached[1].node is nodes[1]
+        refreshed: list[int] = []
+        original = tree._refresh_line
+        tree._refresh_line = lambda line: (refreshed.append(line), original(line))  # type: ignore[method-assign]
+        tc.repaint_tree_nodes(tree, [nodes[1]])
+        assert refreshed == [1]
+        await pilot.pause()
+        assert "new 1" in _line_text(tree, 1)
+        tree.root.add_leaf("structure changed")
+        assert tree._tree_lines_cached is None  # rebuilt on the next draw: nothing to repaint
+        tc.repaint_tree_nodes(tree, [nodes[1]])
+        assert refreshed == [1]
+
+
+async def test_data_table_internals() -> None:
+    app = _Host()
+    async with app.run_test(size=(60, 20)) as pilot:
+        table: DataTable[str] = app.query_one(DataTable)
+        table.add_column("A", key="a", width=8)
+        table.add_column("B", key="b", width=8)
+        table.add_row("a0", "b0", key="r0")
+        table.add_row("a1", "b1", key="r1")
+        await pilot.pause()
+        count = table._update_count
+        tc.write_row_cells(table, "r1", {"b": "B1!"})
+        assert table.get_row("r1") == ["a1", "B1!"]
+        tc.cells_written(table)
+        assert table._update_count == count + 1
+        await pilot.pause()
+        line = "".join(segment.text for segment in table.render_line(2))
+        assert "B1!" in line, line
