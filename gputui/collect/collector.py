@@ -178,11 +178,7 @@ class Collector:
         """``docker exec -it`` argv for running ``argv`` on the terminal, None when unavailable."""
         if self.read_only:
             return None
-        build = getattr(self.containers, "interactive_exec_argv", None)
-        if build is None:
-            return None
-        result: list[str] | None = build(container_id, argv)
-        return result
+        return self.containers.interactive_exec_argv(container_id, argv)
 
     def signal_process(self, pid: int, signum: int, start_time: float | None) -> str | None:
         """Send a signal to a GPU process; None on success, else why not."""
@@ -276,9 +272,7 @@ class DeferredContainers:
 
     def interactive_exec_argv(self, container_id: str, argv: Sequence[str]) -> list[str] | None:
         """The wrapped source's ``docker exec -it`` argv, when it has one."""
-        build = getattr(self._get(), "interactive_exec_argv", None)
-        argv_out = None if build is None else build(container_id, argv)
-        return None if argv_out is None else list(argv_out)
+        return self._get().interactive_exec_argv(container_id, argv)
 
     def close(self) -> None:
         """Close the wrapped source if it was ever built."""

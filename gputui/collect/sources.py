@@ -84,6 +84,15 @@ class ContainerSource(Protocol):
         """
         ...
 
+    def interactive_exec_argv(self, container_id: str, argv: Sequence[str]) -> list[str] | None:
+        """The ``docker exec -it`` argv that runs ``argv`` on the terminal.
+
+        Returns:
+            None when there is no such command: no docker CLI, a malformed id, a simulated
+            container.
+        """
+        ...
+
     def close(self) -> None:
         """Stop background threads and close the client (idempotent, never waits long)."""
         ...

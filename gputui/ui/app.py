@@ -16,6 +16,7 @@ from textual.screen import ModalScreen, Screen
 from textual.worker import WorkerFailed, get_current_worker
 
 from gputui.collect.loop import CollectLoop
+from gputui.collect.sources import CollectorProtocol
 from gputui.config import load_rules
 from gputui.derive import fmt
 from gputui.derive.alerts import Alert
@@ -24,7 +25,6 @@ from gputui.derive.history import WINDOWS, History, next_window, window_label
 from gputui.model import Snapshot
 from gputui.settings import Settings
 from gputui.ui import action_table
-from gputui.ui.actions import CollectorLike
 from gputui.ui.crash import crash_report
 from gputui.ui.machine_actions import MachineActions
 from gputui.ui.messages import ExecFinished, SelectionChanged, SnapshotReady
@@ -33,6 +33,7 @@ from gputui.ui.screens.exec_modal import ExecRun
 from gputui.ui.screens.help import HelpScreen, help_rows
 from gputui.ui.screens.main import MainScreen
 from gputui.ui.state import UiState, interval_label, step_interval
+from gputui.ui.textual_compat import end_app_after_crash
 
 
 class GpuTuiApp(App[None]):
@@ -42,7 +43,7 @@ class GpuTuiApp(App[None]):
     TITLE = "gputui"
     BINDINGS = action_table.bindings(action_table.Scope.APP)
 
-    def __init__(self, collector: CollectorLike, settings: Settings) -> None:
+    def __init__(self, collector: CollectorProtocol, settings: Settings) -> None:
         super().__init__()
         self.collector = collector
         self.settings = settings
@@ -86,13 +87,8 @@ class GpuTuiApp(App[None]):
         and rendering alike, so replacing it covers them all.
         """
         cause = error.error if isinstance(error, WorkerFailed) else error
-        self._return_code = 1
-        if self._exception is None:  # run_test re-raises it, as Textual's handler arranges
-            self._exception = error
-            self._exception_event.set()
         rendered = self.console.render(crash_report(cause), self.console.options)
-        self._exit_renderables.append(Segments(rendered))
-        self._close_messages_no_wait()
+        end_app_after_crash(self, error, Segments(rendered))
 
     def notify(
         self,

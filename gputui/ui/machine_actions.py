@@ -18,10 +18,10 @@ from functools import partial
 from textual.app import App, SuspendNotSupported
 from textual.content import Content
 
+from gputui.collect.sources import CollectorProtocol
 from gputui.derive import fmt
 from gputui.model import ExecResult
 from gputui.settings import Settings
-from gputui.ui.actions import CollectorLike
 from gputui.ui.crash import redact
 from gputui.ui.messages import ExecFinished
 from gputui.ui.screens.confirm import ConfirmScreen
@@ -38,7 +38,7 @@ class MachineActions:
     def __init__(
         self,
         app: App[None],
-        collector: CollectorLike,
+        collector: CollectorProtocol,
         settings: Settings,
         main: MainScreen,
         hold_collection: Callable[[], AbstractContextManager[None]],

@@ -7,11 +7,11 @@ from typing import TYPE_CHECKING
 from gputui.settings import Settings
 
 if TYPE_CHECKING:
-    from gputui.ui.actions import CollectorLike
+    from gputui.collect.sources import CollectorProtocol
 
 
 def run_tui(
-    settings: Settings, collector: CollectorLike | None = None, *, headless: bool = False
+    settings: Settings, collector: CollectorProtocol | None = None, *, headless: bool = False
 ) -> int:
     """Build the collector, run the app until the user quits, close the collector.
 
@@ -42,8 +42,6 @@ def run_tui(
         Console(stderr=True).print(crash_report(error))
         return 1
     finally:
-        close = getattr(chosen, "close", None)
-        if close is not None:
-            close()
+        chosen.close()
     # Textual sets 1 when an exception ended the app; None or 0 after a normal quit.
     return app.return_code or 0

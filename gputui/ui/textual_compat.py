@@ -15,7 +15,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from rich.console import RenderableType
 from rich.text import Text
+from textual.app import App
 from textual.widgets import DataTable, Tree
 from textual.widgets.data_table import ColumnKey, RowKey
 from textual.widgets.tree import TreeNode
@@ -70,3 +72,18 @@ def cells_written(table: DataTable[Any]) -> None:
     """After :func:`write_row_cells`: drop the row caches as ``update_cell`` does; repaint."""
     table._update_count += 1
     table.refresh()
+
+
+def end_app_after_crash(app: App[Any], error: Exception, report: RenderableType) -> None:
+    """What Textual's ``App._handle_exception`` does, with our report instead of its traceback.
+
+    Exit status 1 (``_return_code``), the error kept for ``run_test`` to re-raise
+    (``_exception``, ``_exception_event``), ``report`` printed after the app's screen is gone
+    (``_exit_renderables``), and the message queues closed (``_close_messages_no_wait``).
+    """
+    app._return_code = 1
+    if app._exception is None:
+        app._exception = error
+        app._exception_event.set()
+    app._exit_renderables.append(report)
+    app._close_messages_no_wait()

@@ -68,3 +68,18 @@ async def test_data_table_internals() -> None:
         await pilot.pause()
         line = "".join(segment.text for segment in table.render_line(2))
         assert "B1!" in line, line
+
+
+def test_app_crash_internals() -> None:
+    """The attributes ``end_app_after_crash`` sets are the ones Textual's own handler sets."""
+    import inspect
+
+    from textual.app import App
+
+    app: App[None] = App()
+    for name in ("_return_code", "_exception", "_exception_event", "_exit_renderables"):
+        assert hasattr(app, name), name
+    assert callable(app._close_messages_no_wait)
+    handler = inspect.getsource(App._handle_exception) + inspect.getsource(App._fatal_error)
+    for name in ("_return_code", "_exception", "_exit_renderables", "_close_messages_no_wait"):
+        assert name in handler, f"Textual's crash handler no longer uses {name}"

@@ -384,6 +384,10 @@ class DemoContainers:
             engine=DEMO_ENGINE,
         )
 
+    def interactive_exec_argv(self, container_id: str, argv: Sequence[str]) -> list[str] | None:
+        """None: a simulated container has no terminal to take over."""
+        return None
+
     def exec(self, container_id: str, argv: Sequence[str], timeout_s: float) -> ExecResult:
         """Pretend to run ``argv``: a plausible in-container nvidia-smi for the busy containers."""
         info = next((c for c in DEMO_CONTAINERS if c.id == container_id), None)
