@@ -18,6 +18,7 @@ docs/exporter.md.
 from __future__ import annotations
 
 import contextlib
+import functools
 import ipaddress
 import math
 import sys
@@ -37,10 +38,18 @@ from gputui.derive.analysis import Analysis, Analyzer
 from gputui.derive.fmt import safe_text
 from gputui.export_http import HttpLimits as HttpLimits  # part of serve()'s signature
 from gputui.export_http import MetricsServer
-from gputui.model import Finding, GpuSample, HealthCheck, HealthStatus, Snapshot
+from gputui.model import (
+    FINDING_RANK,
+    GPU_GAUGES,
+    ExportedGauge,
+    Finding,
+    GpuGauge,
+    GpuSample,
+    HealthCheck,
+    HealthStatus,
+    Snapshot,
+)
 from gputui.settings import MIN_INTERVAL_S
-
-_MIB = 1024 * 1024
 
 #: Longest label value exported (longer ones end with an ellipsis).
 LABEL_LIMIT = 128
@@ -64,60 +73,37 @@ CONTAINER_LABELS = (
     "namespace",
 )
 
-#: dcgm-exporter name, help, and how to read the value from a GpuSample (None: no sample).
-DCGM_GAUGES: tuple[tuple[str, str, Callable[[GpuSample], float | None]], ...] = (
-    ("DCGM_FI_DEV_GPU_UTIL", "GPU utilization (in %).", lambda g: g.utilization_gpu),
-    ("DCGM_FI_DEV_MEM_COPY_UTIL", "Memory utilization (in %).", lambda g: g.utilization_memory),
-    (
-        "DCGM_FI_DEV_FB_USED",
-        "Framebuffer memory used (in MiB).",
-        lambda g: None if g.memory_used_bytes is None else g.memory_used_bytes // _MIB,
-    ),
-    (
-        "DCGM_FI_DEV_FB_FREE",
-        "Framebuffer memory free (in MiB).",
-        lambda g: (
-            None
-            if g.memory_used_bytes is None or g.memory_total_bytes is None
-            else max(0, g.memory_total_bytes - g.memory_used_bytes) // _MIB
-        ),
-    ),
-    ("DCGM_FI_DEV_GPU_TEMP", "GPU temperature (in C).", lambda g: g.temperature_c),
-    ("DCGM_FI_DEV_POWER_USAGE", "Power draw (in W).", lambda g: g.power_w),
-    ("DCGM_FI_DEV_SM_CLOCK", "SM clock frequency (in MHz).", lambda g: g.clock_sm_mhz),
-    ("DCGM_FI_DEV_MEM_CLOCK", "Memory clock frequency (in MHz).", lambda g: g.clock_mem_mhz),
-    ("DCGM_FI_DEV_ENC_UTIL", "Encoder utilization (in %).", lambda g: g.encoder_util),
-    ("DCGM_FI_DEV_DEC_UTIL", "Decoder utilization (in %).", lambda g: g.decoder_util),
-    ("DCGM_FI_DEV_FAN_SPEED", "Fan speed (in %).", lambda g: g.fan_percent),
-    (
-        "DCGM_FI_DEV_PCIE_TX_THROUGHPUT",
-        "PCIe TX throughput (in KB/s).",
-        lambda g: g.pcie_tx_kbps,
-    ),
-    (
-        "DCGM_FI_DEV_PCIE_RX_THROUGHPUT",
-        "PCIe RX throughput (in KB/s).",
-        lambda g: g.pcie_rx_kbps,
-    ),
-    (
-        "DCGM_FI_DEV_ECC_DBE_VOL_TOTAL",
-        "Uncorrected (double-bit) volatile ECC errors.",
-        lambda g: g.ecc_uncorrected_volatile,
-    ),
-)
 
-#: gputui's own per-GPU gauges (facts dcgm-exporter's default set does not carry).
-GPUTUI_GPU_GAUGES: tuple[tuple[str, str, Callable[[GpuSample], float | None]], ...] = (
-    ("gputui_gpu_power_limit_watts", "Enforced power limit.", lambda g: g.power_limit_w),
-    ("gputui_gpu_memory_total_bytes", "GPU memory.", lambda g: g.memory_total_bytes),
-    ("gputui_gpu_memory_used_bytes", "GPU memory in use.", lambda g: g.memory_used_bytes),
-    (
-        "gputui_gpu_throttle_reasons",
-        "NVML clock-event reason bitmask.",
-        lambda g: g.throttle_reasons,
-    ),
-    ("gputui_gpu_pstate", "Performance state (0 = P0).", lambda g: g.pstate),
-)
+def _exported_value(gauge: GpuGauge, exported: ExportedGauge, gpu: GpuSample) -> float | None:
+    if exported.compute is not None:
+        return exported.compute(gpu)
+    value: float | None = getattr(gpu, gauge.field)
+    if value is None or exported.divisor == 1:
+        return value
+    return value // exported.divisor
+
+
+def plain_gpu_gauges(
+    gauges: Sequence[GpuGauge] = GPU_GAUGES,
+) -> tuple[tuple[str, str, Callable[[GpuSample], float | None]], ...]:
+    """The per-GPU gauges of the field table: (name, help, value of a sample or None).
+
+    dcgm-exporter's (``DCGM_FI_*``) come first, then gputui's own, each in the table's order.
+    """
+    pairs = [(gauge, exported) for gauge in gauges for exported in gauge.exported]
+    pairs.sort(key=lambda pair: not pair[1].name.startswith("DCGM_"))  # stable: table order
+    return tuple(
+        (
+            exported.name,
+            exported.help,
+            functools.partial(_exported_value, gauge, exported),
+        )
+        for gauge, exported in pairs
+    )
+
+
+#: Every per-GPU gauge read from a sample (see :func:`plain_gpu_gauges`).
+GPU_SAMPLE_GAUGES = plain_gpu_gauges()
 
 
 def _label(value: object) -> str:
@@ -139,10 +125,19 @@ def _gauge(name: str, doc: str, labels: Sequence[str]) -> GaugeMetricFamily:
     return GaugeMetricFamily(name, doc, labels=list(labels))
 
 
-def gpu_families(snapshot: Snapshot) -> list[Metric]:
-    """Per-GPU gauges; a value NVML could not read is left out, never reported as 0."""
+def gpu_families(
+    snapshot: Snapshot,
+    gauges: Sequence[tuple[str, str, Callable[[GpuSample], float | None]]] = GPU_SAMPLE_GAUGES,
+) -> list[Metric]:
+    """Per-GPU gauges; a value NVML could not read is left out, never reported as 0.
+
+    Args:
+        snapshot: The GPUs to export.
+        gauges: The gauges read from each sample (:func:`plain_gpu_gauges` of the field table),
+            then the XID and lost gauges.
+    """
     families: list[Metric] = []
-    for name, doc, read in DCGM_GAUGES + GPUTUI_GPU_GAUGES:
+    for name, doc, read in gauges:
         family = _gauge(name, doc, GPU_LABELS)
         for gpu in snapshot.gpus:
             value = None if gpu.lost else read(gpu)
@@ -339,10 +334,6 @@ def dropped_family(snapshot: Snapshot, findings_dropped: int = 0) -> Metric:
     return dropped
 
 
-#: Finding severities, most severe first: when findings must be dropped, the least severe go.
-_FINDING_RANK = {"fail": 0, "warn": 1, "info": 2}
-
-
 def finding_family(findings: Iterable[Finding]) -> tuple[Metric, int]:
     """``gputui_finding{kind,subject,severity}``: 1 per finding of the analysis.
 
@@ -354,12 +345,15 @@ def finding_family(findings: Iterable[Finding]) -> tuple[Metric, int]:
         "1 per finding (sharing, memory growth, idle reservation...), as the TUI shows them.",
         ("kind", "subject", "severity"),
     )
+    # Most severe first: when findings must be dropped, the least severe go.
     ranked = sorted(
-        {(_label(f.kind), _label(f.subject), _label(f.severity)) for f in findings},
-        key=lambda labels: (_FINDING_RANK.get(labels[2], 3), labels),
+        {
+            (FINDING_RANK[f.severity], _label(f.kind), _label(f.subject), _label(f.severity))
+            for f in findings
+        }
     )
-    for values in ranked[:MAX_FINDING_SERIES]:
-        family.add_metric(list(values), 1.0)
+    for _, *values in ranked[:MAX_FINDING_SERIES]:
+        family.add_metric(values, 1.0)
     return family, max(0, len(ranked) - MAX_FINDING_SERIES)
 
 

@@ -7,18 +7,22 @@ hostile name cannot inject terminal escapes.
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from gputui import __version__
 from gputui.derive import fmt
 from gputui.derive.alerts import Alert, AlertState
 from gputui.model import (
+    FINDING_RANK,
+    GPU_GAUGES,
     STATUS_RANK,
     ContainerInfo,
     ContainerUsage,
     Finding,
+    GpuGauge,
     GpuProcess,
     GpuSample,
     HealthCheck,
@@ -44,54 +48,51 @@ def _status(s: SourceStatus) -> dict[str, Any]:
     return {"ok": s.ok, "error": s.error, "kind": s.kind, "fix": s.fix}
 
 
-def _gpu(g: GpuSample) -> dict[str, Any]:
-    return {
-        "index": g.index,
-        "uuid": g.uuid,
-        "name": g.name,
-        "lost": g.lost,
-        "error": g.error,
-        "utilization_gpu": g.utilization_gpu,
-        "utilization_memory": g.utilization_memory,
-        "memory_used_bytes": g.memory_used_bytes,
-        "memory_total_bytes": g.memory_total_bytes,
-        "temperature_c": g.temperature_c,
-        "power_w": g.power_w,
-        "power_limit_w": g.power_limit_w,
-        "clock_sm_mhz": g.clock_sm_mhz,
-        "clock_mem_mhz": g.clock_mem_mhz,
-        "clock_sm_max_mhz": g.clock_sm_max_mhz,
-        "clock_mem_max_mhz": g.clock_mem_max_mhz,
-        "pstate": g.pstate,
-        "fan_percent": g.fan_percent,
-        "pcie_rx_kbps": g.pcie_rx_kbps,
-        "pcie_tx_kbps": g.pcie_tx_kbps,
-        "throttle_reasons": g.throttle_reasons,
-        "throttle_reason_names": (
-            None if g.throttle_reasons is None else fmt.throttle(g.throttle_reasons).split(", ")
-        ),
-        "ecc_mode_current": g.ecc_mode_current,
-        "ecc_mode_pending": g.ecc_mode_pending,
-        "ecc_uncorrected_volatile": g.ecc_uncorrected_volatile,
-        "remapped_rows_pending": g.remapped_rows_pending,
-        "remapped_rows_failure": g.remapped_rows_failure,
-        "encoder_util": g.encoder_util,
-        "decoder_util": g.decoder_util,
-        "persistence_mode": g.persistence_mode,
-        "mig_mode_current": g.mig_mode_current,
-        "mig_mode_pending": g.mig_mode_pending,
-        "mig_instances": [
-            {
-                "index": m.index,
-                "uuid": m.uuid,
-                "gpu_instance_id": m.gpu_instance_id,
-                "compute_instance_id": m.compute_instance_id,
-                "memory_used_bytes": m.memory_used_bytes,
-                "memory_total_bytes": m.memory_total_bytes,
-            }
-            for m in g.mig_instances
-        ],
-    }
+def _mig_instances(g: GpuSample) -> list[dict[str, Any]]:
+    return [
+        {
+            "index": m.index,
+            "uuid": m.uuid,
+            "gpu_instance_id": m.gpu_instance_id,
+            "compute_instance_id": m.compute_instance_id,
+            "memory_used_bytes": m.memory_used_bytes,
+            "memory_total_bytes": m.memory_total_bytes,
+        }
+        for m in g.mig_instances
+    ]
+
+
+def _throttle_names(g: GpuSample) -> list[str] | None:
+    return None if g.throttle_reasons is None else fmt.throttle(g.throttle_reasons).split(", ")
+
+
+#: Keys the JSON adds right after a gauge's own: readings of the gauge for people.
+_AFTER_GAUGE: dict[str, tuple[str, Callable[[GpuSample], Any]]] = {
+    "throttle_reasons": ("throttle_reason_names", _throttle_names),
+}
+
+
+def gpu_to_json(g: GpuSample, gauges: Sequence[GpuGauge] = GPU_GAUGES) -> dict[str, Any]:
+    """One GPU in the JSON schema's ``gpus[]`` shape, in :class:`GpuSample`'s field order.
+
+    Every gauge of ``gauges`` appears under its ``json_key``; of the other fields, the identity
+    and state ones appear as they are, the MIG instances as a list, the processes not at all
+    (they are the report's ``processes``).
+    """
+    by_field = {gauge.field: gauge for gauge in gauges}
+    out: dict[str, Any] = {}
+    for f in dataclasses.fields(g):
+        gauge = by_field.get(f.name)
+        if gauge is not None:
+            out[gauge.json_key] = getattr(g, f.name)
+            after = _AFTER_GAUGE.get(f.name)
+            if after is not None:
+                out[after[0]] = after[1](g)
+        elif f.name == "mig_instances":
+            out["mig_instances"] = _mig_instances(g)
+        elif f.name != "processes":
+            out[f.name] = getattr(g, f.name)
+    return out
 
 
 def _container_ref(snapshot: Snapshot, cid: str | None) -> dict[str, Any] | None:
@@ -182,7 +183,7 @@ def finding_to_json(f: Finding) -> dict[str, Any]:
     return {
         "kind": f.kind,
         "subject": f.subject,
-        "severity": f.severity,
+        "severity": str(f.severity),
         "summary": f.summary,
         "figures": dict(f.figures),
     }
@@ -193,7 +194,7 @@ def alert_to_json(a: Alert) -> dict[str, Any]:
     return {
         "rule": a.rule,
         "subject": a.subject,
-        "severity": a.severity,
+        "severity": str(a.severity),
         "state": a.phase.value,
         "value": a.value,
         "bound": a.bound,
@@ -254,7 +255,7 @@ def snapshot_to_json(
             "cgroup_version": engine.cgroup_version,
             "cdi_spec_dirs": None if engine.cdi_spec_dirs is None else list(engine.cdi_spec_dirs),
         },
-        "gpus": [_gpu(g) for g in snapshot.gpus],
+        "gpus": [gpu_to_json(g) for g in snapshot.gpus],
         "processes": [_process(snapshot, p) for p in snapshot.processes],
         "containers": [_container(u) for u in snapshot.containers if u.known_to_engine],
         "other_containers": [_container(u) for u in snapshot.containers if not u.known_to_engine],
@@ -470,8 +471,7 @@ def snapshot_to_text(
     found = list(findings)
     if found:
         lines += ["", "Findings"]
-        order = {"fail": 0, "warn": 1, "info": 2}
-        for f in sorted(found, key=lambda f: order.get(f.severity, 3)):
+        for f in sorted(found, key=lambda f: FINDING_RANK[f.severity]):
             lines.append(f"  {f.severity.upper():<5} {fmt.safe_text(f.summary, 400)}")
     active = alerts.active if alerts is not None else ()
     if active:

@@ -336,12 +336,15 @@ def snapshot_from_report(doc: Any) -> Snapshot:
         )
         processes.append(model.GpuProcess(sample, info, cid))
     gpus = []
+    # The report names a gauge by its table row's JSON key, which may differ from the field.
+    field_of = {gauge.json_key: gauge.field for gauge in model.GPU_GAUGES}
     for i, g in enumerate(doc["gpus"]):
         where = f"gpus[{i}]"
         migs = tuple(
             _pick(model.MigInstance, m, f"{where}.mig") for m in g.get("mig_instances", [])
         )
-        gpu = _pick(model.GpuSample, g, where, mig_instances=migs)
+        fields = {field_of.get(key, key): value for key, value in g.items()}
+        gpu = _pick(model.GpuSample, fields, where, mig_instances=migs)
         gpus.append(dataclasses.replace(gpu, processes=tuple(procs_by_gpu.get(gpu.index, ()))))
     containers = []
     for key in ("containers", "other_containers"):

@@ -18,7 +18,7 @@ from enum import Enum
 
 from gputui.derive.fmt import ratio
 from gputui.derive.windows import SampledWindow, newer
-from gputui.model import Snapshot
+from gputui.model import AlertSeverity, Snapshot
 
 
 class AlertPhase(str, Enum):
@@ -95,7 +95,8 @@ class AlertRule:
         min_samples: A dynamic rule stays silent until its window holds this many samples.
         min_delta: A dynamic rule also needs the value this far from the mean (a flat series
             has sigma = 0, and a change of 1 % would otherwise count as an anomaly).
-        severity: ``warning`` or ``critical``.
+        severity: warning or critical (the config file's text, e.g. ``"critical"``, is taken as
+            the enum; anything else is a ValueError).
     """
 
     id: str
@@ -108,7 +109,12 @@ class AlertRule:
     window_s: float = 1800.0
     min_samples: int = 10
     min_delta: float = 0.0
-    severity: str = "warning"
+    severity: AlertSeverity = AlertSeverity.WARNING
+
+    def __post_init__(self) -> None:
+        # The config parser hands over the file's text; every later reader gets the enum.
+        if not isinstance(self.severity, AlertSeverity):
+            object.__setattr__(self, "severity", AlertSeverity(self.severity))
 
 
 #: The rules used when the config file names none (docs/alerts.md).
@@ -116,7 +122,11 @@ DEFAULT_RULES: tuple[AlertRule, ...] = (
     AlertRule("gpu-util-high", "gpu_util", threshold=90.0, for_s=300.0),
     AlertRule("gpu-memory-high", "memory_used_percent", threshold=90.0, for_s=60.0),
     AlertRule(
-        "gpu-temperature-high", "temperature_c", threshold=85.0, for_s=60.0, severity="critical"
+        "gpu-temperature-high",
+        "temperature_c",
+        threshold=85.0,
+        for_s=60.0,
+        severity=AlertSeverity.CRITICAL,
     ),
 )
 
@@ -146,7 +156,7 @@ class Alert:
     since: float
     firing_since: float | None = None
     resolved_at: float | None = None
-    severity: str = "warning"
+    severity: AlertSeverity = AlertSeverity.WARNING
     message: str = ""
 
 

@@ -14,10 +14,10 @@ from dataclasses import dataclass, field, replace
 from gputui.derive.alerts import Alert, AlertEngine, AlertRule, AlertState
 from gputui.derive.findings import FindingsEngine, Share, gpu_shares
 from gputui.derive.tree import Markers, node_markers
-from gputui.model import Finding, Snapshot
+from gputui.model import AlertSeverity, Finding, Snapshot
 
 #: Alert severities, worst first.
-SEVERITIES: tuple[str, ...] = ("critical", "warning")
+SEVERITIES: tuple[AlertSeverity, ...] = (AlertSeverity.CRITICAL, AlertSeverity.WARNING)
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,13 +57,13 @@ class Analysis:
         return tuple(f for f in self.findings if f.subject in subjects or f.subject in gpus)
 
 
-def worst_severity(alerts: Iterable[Alert]) -> str | None:
+def worst_severity(alerts: Iterable[Alert]) -> AlertSeverity | None:
     """``critical`` or ``warning`` (the worst among ``alerts``), None when there are none."""
     present = {alert.severity for alert in alerts}
     if not present:
         return None
-    # A severity outside the known ones (a newer config) counts as a warning.
-    return next((s for s in SEVERITIES if s in present), "warning")
+    # A severity outside the known ones (an Alert built by hand) counts as a warning.
+    return next((s for s in SEVERITIES if s in present), AlertSeverity.WARNING)
 
 
 class Analyzer:

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 from gputui.derive import fmt
 from gputui.derive.windows import SampledWindow
-from gputui.model import ContainerUsage, Finding, GpuProcess, Snapshot
+from gputui.model import ContainerUsage, Finding, FindingSeverity, GpuProcess, Snapshot
 
 _MIB = 1024 * 1024
 HOST = "host"
@@ -119,7 +119,7 @@ def sharing_findings(snapshot: Snapshot) -> list[Finding]:
             Finding(
                 "gpu_shared",
                 f"gpu:{gpu}",
-                "info",
+                FindingSeverity.INFO,
                 f"GPU {gpu} shared by {len(shares)} parties: {parts}",
                 tuple(figures),
             )
@@ -222,7 +222,7 @@ class FindingsEngine:
         return Finding(
             "memory_growth",
             subject,
-            "warn",
+            FindingSeverity.WARN,
             f"{label}: GPU memory grows {rate_mib_min:.0f} MiB/min without falling; "
             f"GPU full in {fmt.duration(fill_s)} at this rate",
             (
@@ -258,7 +258,7 @@ class FindingsEngine:
                     Finding(
                         "cpu_throttled",
                         subject,
-                        "warn",
+                        FindingSeverity.WARN,
                         f"{name}: CPU throttled in {ratio * 100:.0f}% of scheduler periods{quota}",
                         (
                             ("throttled_ratio", round(ratio, 3)),
@@ -285,7 +285,7 @@ class FindingsEngine:
                 Finding(
                     "memory_pressure",
                     subject,
-                    "warn",
+                    FindingSeverity.WARN,
                     f"{name}: memory at {pressure:.0f}% of its {fmt.size(limit)} limit",
                     (("memory_used_bytes", used or 0), ("memory_limit_bytes", limit or 0)),
                 )
@@ -295,7 +295,7 @@ class FindingsEngine:
                 Finding(
                     "oom_killed",
                     subject,
-                    "fail",
+                    FindingSeverity.FAIL,
                     f"{name}: killed by the kernel's OOM killer (memory limit {fmt.size(limit)})",
                     (("exit_code", info.exit_code if info.exit_code is not None else -1),),
                 )
@@ -305,7 +305,7 @@ class FindingsEngine:
                 Finding(
                     "restarting",
                     subject,
-                    "warn" if info.restart_count >= 3 else "info",
+                    FindingSeverity.WARN if info.restart_count >= 3 else FindingSeverity.INFO,
                     f"{name}: restarted {info.restart_count} times",
                     (("restart_count", info.restart_count),),
                 )
@@ -347,7 +347,7 @@ class FindingsEngine:
         return Finding(
             "idle_reservation",
             f"container:{info.id}",
-            "warn",
+            FindingSeverity.WARN,
             summary,
             (
                 ("idle_seconds", round(observed, 1)),

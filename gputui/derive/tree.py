@@ -23,7 +23,14 @@ from enum import Enum
 
 from gputui.derive import fmt
 from gputui.derive.findings import HOST, Share
-from gputui.model import ContainerInfo, ContainerUsage, Finding, GpuProcess, Snapshot
+from gputui.model import (
+    ContainerInfo,
+    ContainerUsage,
+    Finding,
+    FindingSeverity,
+    GpuProcess,
+    Snapshot,
+)
 
 HOST_KEY = "host"
 ORPHANS_KEY = "orphans"
@@ -171,12 +178,12 @@ class Marker:
     Attributes:
         kind: The finding kind it comes from (``gpu_shared`` for sharing).
         text: What the node shows (already safe: built from numbers and GPU indexes only).
-        severity: ``info``, ``warn`` or ``fail``.
+        severity: The finding's: info, warn or fail.
     """
 
     kind: str
     text: str
-    severity: str
+    severity: FindingSeverity
 
 
 #: Markers keyed by the node they belong on: ``container:<id>``, ``pid:<pid>``, ``host``,
@@ -244,7 +251,9 @@ def node_markers(findings: Iterable[Finding], shares: Mapping[int, tuple[Share, 
             continue
         for share in parties:
             text = f"shared GPU {gpu}: {share.memory_share * 100:.0f}%"
-            out.setdefault(_share_node(share.party), []).append(Marker("gpu_shared", text, "info"))
+            out.setdefault(_share_node(share.party), []).append(
+                Marker("gpu_shared", text, FindingSeverity.INFO)
+            )
     for finding in findings:
         marker = finding_marker(finding)
         if marker is not None:

@@ -10,7 +10,8 @@ The format is documented in docs/scenario-format.md.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+import types
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -22,7 +23,7 @@ from gputui.collect.standins.scenario_format import (
     load_scenario,
     validate_scenario,
 )
-from gputui.model import GpuReading
+from gputui.model import GPU_GAUGES, GpuGauge, GpuReading, ScenarioKey
 
 __all__ = [
     "ScenarioError",
@@ -45,36 +46,57 @@ class _Handle:
         self.pos = pos
 
 
+def _getter(name: str, gauges: tuple[GpuGauge, ...]) -> Callable[..., Any]:
+    """The stand-in's ``name``: pynvml's getter of ``gauges``, answered from the scenario."""
+
+    def getter(self: ScenarioNvml, handle: _Handle, *args: Any, **_options: Any) -> Any:
+        # Options such as pynvml's memory-info ``version`` change no scenario value.
+        return self._answer(name, gauges, handle, args)
+
+    # NvmlSource names a getter by __name__ (unsupported calls, binding problems).
+    getter.__name__ = name
+    getter.__qualname__ = f"ScenarioNvml.{name}"
+    return getter
+
+
+#: Attributes of a struct reply that follow from its gauges (pynvml's memory info has ``free``).
+_DERIVED_PARTS: dict[str, Callable[[SimpleNamespace], dict[str, int]]] = {
+    "nvmlDeviceGetMemoryInfo": lambda reply: {"free": max(0, reply.total - reply.used)},
+}
+
+
 class ScenarioNvml:
     """A pynvml-shaped module serving a scenario (the real error classes and constants).
 
     Its ``nvml*`` methods mirror pynvml's functions of the same names and are documented there.
+    The getters of GPU gauges are made from the field table (:data:`gputui.model.GPU_GAUGES`):
+    each answers its gauges' scenario keys in the reply shape the table gives, fails with the
+    error a scenario sets on a gauge's key or on the getter's group, and with ``NotSupported``
+    for a gauge the scenario leaves out (unless the key has a default).
+
+    Args:
+        data: A validated scenario.
+        gauges: The field table to answer from.
     """
 
-    NVML_CLOCK_SM: int
-    NVML_CLOCK_MEM: int
-    NVML_TEMPERATURE_GPU: int
-    NVML_MEMORY_ERROR_TYPE_UNCORRECTED: int
-    NVML_VOLATILE_ECC: int
-    NVML_PCIE_UTIL_RX_BYTES: int
-    NVML_PCIE_UTIL_TX_BYTES: int
-
-    def __init__(self, data: Mapping[str, Any]) -> None:
+    def __init__(self, data: Mapping[str, Any], gauges: Sequence[GpuGauge] = GPU_GAUGES) -> None:
         real = load_pynvml()
         self._data = data
         self.step = 0
         self.NVMLError = real.NVMLError
         self.NVMLLibraryMismatchError = real.NVMLLibraryMismatchError
-        for const in (
-            "NVML_CLOCK_SM",
-            "NVML_CLOCK_MEM",
-            "NVML_TEMPERATURE_GPU",
-            "NVML_MEMORY_ERROR_TYPE_UNCORRECTED",
-            "NVML_VOLATILE_ECC",
-            "NVML_PCIE_UTIL_RX_BYTES",
-            "NVML_PCIE_UTIL_TX_BYTES",
-        ):
-            setattr(self, const, getattr(real, const))
+        self._keys = {g.scenario.key: g.scenario for g in gauges}
+        self._args: dict[str, tuple[Any, ...]] = {}
+        for gauge in gauges:
+            for const in gauge.nvml.args:
+                # The adapter passes the module's constants: the stand-in's are the real values.
+                setattr(self, const, getattr(real, const))
+            self._args[gauge.field] = tuple(getattr(real, const) for const in gauge.nvml.args)
+        by_getter: dict[str, list[GpuGauge]] = {}
+        for gauge in gauges:
+            by_getter.setdefault(gauge.nvml.getter, []).append(gauge)
+        for getter, read in by_getter.items():
+            setattr(self, getter, types.MethodType(_getter(getter, tuple(read)), self))
         self._gpus: list[Mapping[str, Any]] = list(data.get("gpus", []))
         self._gpus.sort(key=lambda g: int(g.get("index", 0)))
 
@@ -99,11 +121,43 @@ class ScenarioNvml:
                 raise error_class(err)()
         return gpu
 
-    def _value(self, handle: _Handle, field: str, *aliases: str) -> Any:
-        value = at(self._gpu(handle, field, *aliases).get(field), self.step)
-        if value is None:
+    def _scenario_value(self, gpu: Mapping[str, Any], key: ScenarioKey) -> Any:
+        """A gauge's value at this step: the scenario's, else its default (None: unsupported)."""
+        if key.key in gpu:
+            return at(gpu[key.key], self.step)
+        if key.default_from is not None:
+            return self._scenario_value(gpu, self._keys[key.default_from])
+        return key.default
+
+    def _answer(self, getter: str, gauges: tuple[GpuGauge, ...], handle: _Handle, args: Any) -> Any:
+        """Answer ``getter(handle, *args)`` for the ``gauges`` it reads."""
+        selected = any(g.nvml.args for g in gauges)
+        asked = [g for g in gauges if not selected or self._args[g.field] == tuple(args)]
+        if not asked:
+            # A sensor, clock or counter the scenario does not describe.
             raise error_class("NotSupported")()
-        return value
+        groups = dict.fromkeys(g.nvml.group for g in asked if g.nvml.group is not None)
+        gpu = self._gpu(handle, *(g.scenario.key for g in asked), *groups)
+        values = []
+        for gauge in asked:
+            value = self._scenario_value(gpu, gauge.scenario)
+            if value is None:
+                raise error_class("NotSupported")()
+            values.append((gauge.nvml.part, int(value * gauge.nvml.scale)))
+        shape = asked[0].nvml
+        if shape.part is None:
+            return values[0][1]
+        if isinstance(shape.part, str):
+            reply = SimpleNamespace(**{str(part): value for part, value in values})
+            derived = _DERIVED_PARTS.get(getter)
+            if derived is not None:
+                vars(reply).update(derived(reply))
+            return reply
+        positions = list(shape.reply)
+        for part, value in values:
+            if isinstance(part, int):
+                positions[part] = value
+        return tuple(positions)
 
     # -- the pynvml surface NvmlSource uses ------------------------------------------------
 
@@ -141,84 +195,6 @@ class ScenarioNvml:
     def nvmlDeviceGetUUID(self, handle: _Handle) -> str:
         default = f"GPU-00000000-0000-0000-0000-{handle.pos:012d}"
         return str(self._gpu(handle, "uuid").get("uuid", default))
-
-    def nvmlDeviceGetUtilizationRates(self, handle: _Handle) -> SimpleNamespace:
-        gpu = self._gpu(handle, "utilization", "utilization_gpu", "utilization_memory")
-        util = at(gpu.get("utilization_gpu"), self.step)
-        if util is None:
-            raise error_class("NotSupported")()
-        return SimpleNamespace(gpu=util, memory=at(gpu.get("utilization_memory", 0), self.step))
-
-    def nvmlDeviceGetMemoryInfo(self, handle: _Handle, version: Any = None) -> SimpleNamespace:
-        gpu = self._gpu(handle, "memory", "memory_used_mib", "memory_total_mib")
-        total = int(at(gpu.get("memory_total_mib", 143771), self.step) * _MIB)
-        used = int(at(gpu.get("memory_used_mib", 0), self.step) * _MIB)
-        return SimpleNamespace(total=total, used=used, free=max(0, total - used))
-
-    def nvmlDeviceGetTemperature(self, handle: _Handle, sensor: int) -> int:
-        return int(self._value(handle, "temperature_c"))
-
-    def nvmlDeviceGetPowerUsage(self, handle: _Handle) -> int:
-        return int(self._value(handle, "power_w") * 1000)
-
-    def nvmlDeviceGetEnforcedPowerLimit(self, handle: _Handle) -> int:
-        return int(self._value(handle, "power_limit_w") * 1000)
-
-    def nvmlDeviceGetClockInfo(self, handle: _Handle, clock: int) -> int:
-        field = "clock_sm_mhz" if clock == self.NVML_CLOCK_SM else "clock_mem_mhz"
-        return int(self._value(handle, field, "clocks"))
-
-    def nvmlDeviceGetMaxClockInfo(self, handle: _Handle, clock: int) -> int:
-        field = "clock_sm_max_mhz" if clock == self.NVML_CLOCK_SM else "clock_mem_max_mhz"
-        return int(self._value(handle, field, "max_clocks"))
-
-    def nvmlDeviceGetPerformanceState(self, handle: _Handle) -> int:
-        return int(self._value(handle, "pstate"))
-
-    def nvmlDeviceGetFanSpeed(self, handle: _Handle) -> int:
-        return int(self._value(handle, "fan_speed"))
-
-    def nvmlDeviceGetPcieThroughput(self, handle: _Handle, counter: int) -> int:
-        field = "pcie_rx_kbps" if counter == self.NVML_PCIE_UTIL_RX_BYTES else "pcie_tx_kbps"
-        return int(self._value(handle, field, "pcie"))
-
-    def nvmlDeviceGetCurrentClocksEventReasons(self, handle: _Handle) -> int:
-        return int(self._value(handle, "throttle_reasons"))
-
-    def nvmlDeviceGetEccMode(self, handle: _Handle) -> tuple[int, int]:
-        gpu = self._gpu(handle, "ecc_mode")
-        current = at(gpu.get("ecc_mode_current"), self.step)
-        if current is None:
-            raise error_class("NotSupported")()
-        pending = at(gpu.get("ecc_mode_pending", current), self.step)
-        return int(current), int(pending)
-
-    def nvmlDeviceGetTotalEccErrors(self, handle: _Handle, kind: int, counter: int) -> int:
-        return int(self._value(handle, "ecc_uncorrected_volatile"))
-
-    def nvmlDeviceGetRemappedRows(self, handle: _Handle) -> tuple[int, int, int, int]:
-        gpu = self._gpu(handle, "remapped_rows")
-        pending = at(gpu.get("remapped_rows_pending"), self.step)
-        if pending is None:
-            raise error_class("NotSupported")()
-        failure = at(gpu.get("remapped_rows_failure", False), self.step)
-        return 0, 0, int(pending), int(failure)
-
-    def nvmlDeviceGetEncoderUtilization(self, handle: _Handle) -> tuple[int, int]:
-        return int(self._value(handle, "encoder_util")), 167000
-
-    def nvmlDeviceGetDecoderUtilization(self, handle: _Handle) -> tuple[int, int]:
-        return int(self._value(handle, "decoder_util")), 167000
-
-    def nvmlDeviceGetPersistenceMode(self, handle: _Handle) -> int:
-        return int(self._value(handle, "persistence_mode"))
-
-    def nvmlDeviceGetMigMode(self, handle: _Handle) -> tuple[int, int]:
-        gpu = self._gpu(handle, "mig_mode")
-        current = at(gpu.get("mig_mode_current"), self.step)
-        if current is None:
-            raise error_class("NotSupported")()
-        return int(current), int(at(gpu.get("mig_mode_pending", current), self.step))
 
     def nvmlDeviceGetMaxMigDeviceCount(self, handle: _Handle) -> int:
         return 0  # MIG instances are not modelled by scenario files

@@ -10,83 +10,67 @@ import functools
 import json
 import re
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from gputui.collect.files import SCENARIO_LIMIT, UserFileError, read_user_text
+from gputui.model import GPU_GAUGES, GpuGauge
 
 _CUDA_VERSION_RE = re.compile(r"[0-9]{1,4}(\.[0-9]{1,2})?")
 
 INIT_STATES = ("ok", "LibraryNotFound", "DriverNotLoaded", "NoPermission", "Unknown")
 FIELD_ERRORS = ("NotSupported", "NoPermission", "GpuIsLost", "Unknown", "Timeout")
 
+#: The keys of a scenario's GPU object that are no gauge, and the ``errors`` keys of the queries
+#: that read no gauge (``*``: every query of the GPU).
+FACT_KEYS = ("index", "uuid", "name", "errors", "processes")
+FACT_ERROR_KEYS = ("*", "name", "uuid", "processes", "process_utilization")
+
+
+@dataclass(frozen=True, slots=True)
+class GpuKeys:
+    """The scenario GPU keys of a field table (:data:`gputui.model.GPU_GAUGES`).
+
+    Attributes:
+        numbers: Keys holding a number (or a time series of numbers) and their bounds.
+        booleans: Keys holding true/false (or a series of them).
+        keys: Every key a GPU object may have.
+        errors: Every key its ``errors`` object may have: each gauge's key, the query groups
+            (``clocks``: every gauge of one NVML getter) and the queries that read no gauge.
+    """
+
+    numbers: dict[str, tuple[float, float]]
+    booleans: tuple[str, ...]
+    keys: frozenset[str]
+    errors: frozenset[str]
+
+
+@functools.lru_cache(maxsize=4)
+def gpu_keys(gauges: tuple[GpuGauge, ...] = GPU_GAUGES) -> GpuKeys:
+    """The scenario GPU keys of ``gauges``."""
+    numbers = {g.scenario.key: g.scenario.bounds for g in gauges if g.scenario.bounds is not None}
+    booleans = tuple(g.scenario.key for g in gauges if g.scenario.bounds is None)
+    groups = {g.nvml.group for g in gauges if g.nvml.group is not None}
+    return GpuKeys(
+        numbers,
+        booleans,
+        frozenset({*FACT_KEYS, *numbers, *booleans}),
+        frozenset({*FACT_ERROR_KEYS, *groups, *numbers, *booleans}),
+    )
+
+
 #: Scenario GPU keys holding a number (or a time series of numbers), and their checks.
-NUMBER_FIELDS: dict[str, tuple[float, float]] = {
-    "memory_total_mib": (0, 1e9),
-    "memory_used_mib": (0, 1e9),
-    "utilization_gpu": (0, 100),
-    "utilization_memory": (0, 100),
-    "temperature_c": (-50, 200),
-    "power_w": (0, 1e5),
-    "power_limit_w": (0, 1e5),
-    "clock_sm_mhz": (0, 1e5),
-    "clock_mem_mhz": (0, 1e5),
-    "clock_sm_max_mhz": (0, 1e5),
-    "clock_mem_max_mhz": (0, 1e5),
-    "pstate": (0, 32),
-    "fan_speed": (0, 100),
-    "pcie_rx_kbps": (0, 1e12),
-    "pcie_tx_kbps": (0, 1e12),
-    "throttle_reasons": (0, 2**63),
-    "ecc_uncorrected_volatile": (0, 2**63),
-    "encoder_util": (0, 100),
-    "decoder_util": (0, 100),
-}
-BOOL_FIELDS = (
-    "persistence_mode",
-    "ecc_mode_current",
-    "ecc_mode_pending",
-    "remapped_rows_pending",
-    "remapped_rows_failure",
-    "mig_mode_current",
-    "mig_mode_pending",
-)
-GPU_KEYS = {"index", "uuid", "name", "errors", "processes", *NUMBER_FIELDS, *BOOL_FIELDS}
+NUMBER_FIELDS: dict[str, tuple[float, float]] = gpu_keys().numbers
+#: Scenario GPU keys holding a boolean (or a time series of booleans).
+BOOL_FIELDS: tuple[str, ...] = gpu_keys().booleans
+GPU_KEYS: frozenset[str] = gpu_keys().keys
 PROCESS_KEYS = {"pid", "used_memory_mib", "sm_util", "mem_util", "type"}
 TOP_KEYS = {"nvml", "driver_version", "cuda_driver_version", "nvml_version", "gpus", "xid_events"}
 
-#: Scenario error keys accepted in ``errors`` (a field name, or ``*`` for the whole GPU).
-ERROR_KEYS = {
-    "*",
-    "name",
-    "uuid",
-    "utilization",
-    "utilization_gpu",
-    "utilization_memory",
-    "memory",
-    "memory_used_mib",
-    "memory_total_mib",
-    "temperature_c",
-    "power_w",
-    "power_limit_w",
-    "clocks",
-    "clock_sm_mhz",
-    "clock_mem_mhz",
-    "max_clocks",
-    "pstate",
-    "fan_speed",
-    "pcie",
-    "throttle_reasons",
-    "ecc_mode",
-    "ecc_uncorrected_volatile",
-    "remapped_rows",
-    "encoder_util",
-    "decoder_util",
-    "persistence_mode",
-    "mig_mode",
-    "processes",
-    "process_utilization",
-}
+#: Scenario error keys accepted in ``errors`` (a field name, a query group, or ``*`` for the
+#: whole GPU).
+ERROR_KEYS: frozenset[str] = gpu_keys().errors
 
 
 class ScenarioError(ValueError):
@@ -162,8 +146,16 @@ def _in_range(value: Any, *, low: float, high: float, nullable: bool) -> bool:
     return _is_number(value) and low <= value <= high
 
 
-def validate_scenario(data: Any, origin: str = "scenario") -> None:
-    """Check a parsed scenario; raise :class:`ScenarioError` naming the first problem."""
+def validate_scenario(
+    data: Any, origin: str = "scenario", gauges: tuple[GpuGauge, ...] = GPU_GAUGES
+) -> None:
+    """Check a parsed scenario; raise :class:`ScenarioError` naming the first problem.
+
+    Args:
+        data: The parsed JSON.
+        origin: What to call it in messages (the file name).
+        gauges: The GPU field table whose scenario keys a GPU object may hold.
+    """
     if not isinstance(data, dict):
         raise ScenarioError(f"{origin}: the top level must be a JSON object")
     unknown = set(data) - TOP_KEYS
@@ -188,7 +180,7 @@ def validate_scenario(data: Any, origin: str = "scenario") -> None:
     if not isinstance(gpus, list):
         raise ScenarioError(f"{origin}: gpus must be a list")
     for i, gpu in enumerate(gpus):
-        _validate_gpu(gpu, f"{origin}: gpus[{i}]")
+        _validate_gpu(gpu, f"{origin}: gpus[{i}]", gpu_keys(gauges))
     indexes = [g.get("index", i) for i, g in enumerate(gpus)]
     if len(set(indexes)) != len(indexes):
         raise ScenarioError(f"{origin}: GPU indexes must be unique")
@@ -210,10 +202,10 @@ def validate_scenario(data: Any, origin: str = "scenario") -> None:
             )
 
 
-def _validate_gpu(gpu: Any, where: str) -> None:
+def _validate_gpu(gpu: Any, where: str, keys: GpuKeys) -> None:
     if not isinstance(gpu, dict):
         raise ScenarioError(f"{where}: must be an object")
-    unknown = set(gpu) - GPU_KEYS
+    unknown = set(gpu) - keys.keys
     if unknown:
         raise ScenarioError(f"{where}: unknown key {sorted(unknown)[0]!r}")
     index = gpu.get("index", 0)
@@ -222,7 +214,7 @@ def _validate_gpu(gpu: Any, where: str) -> None:
     for key in ("uuid", "name"):
         if key in gpu and not isinstance(gpu[key], str):
             raise ScenarioError(f"{where}: {key} must be a string")
-    for key, (low, high) in NUMBER_FIELDS.items():
+    for key, (low, high) in keys.numbers.items():
         if key in gpu:
             _series(
                 gpu[key],
@@ -230,14 +222,14 @@ def _validate_gpu(gpu: Any, where: str) -> None:
                 functools.partial(_in_range, low=low, high=high, nullable=False),
                 f"a number in [{low:g}, {high:g}]",
             )
-    for key in BOOL_FIELDS:
+    for key in keys.booleans:
         if key in gpu:
             _series(gpu[key], f"{where}.{key}", lambda v: isinstance(v, bool), "true or false")
     errors = gpu.get("errors", {})
     if not isinstance(errors, dict):
         raise ScenarioError(f"{where}.errors: must be an object")
     for field, err in errors.items():
-        if field not in ERROR_KEYS:
+        if field not in keys.errors:
             raise ScenarioError(f"{where}.errors: unknown field {field!r}")
         _series(
             err,
