@@ -466,7 +466,8 @@ def _write(path: Any, text: str) -> None:
 
 
 def _source_on_tree(tmp_path: Any, version: str, driver: str) -> Any:
-    from gputui.collect.docker.source import DockerSource, _Endpoint
+    from gputui.collect.docker.endpoint import Endpoint as _Endpoint
+    from gputui.collect.docker.source import DockerSource
     from gputui.model import EngineInfo
 
     src = DockerSource(cgroup_root=tmp_path / "cg", proc_root=tmp_path / "proc")
@@ -527,7 +528,7 @@ def test_cgroup_v1_tree_from_proc_path(tmp_path: Any) -> None:
 
 
 def test_no_cgroup_figures_for_remote_engines(tmp_path: Any) -> None:
-    from gputui.collect.docker.source import _Endpoint
+    from gputui.collect.docker.endpoint import Endpoint as _Endpoint
     from gputui.model import ContainerInfo
 
     src = _source_on_tree(tmp_path, "2", "systemd")

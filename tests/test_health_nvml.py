@@ -212,6 +212,7 @@ def test_cuda_fail_from_cuda_version_only(tmp_path: Path) -> None:
     check = _cuda(tmp_path, cuda_version="12.4.1")
     assert check.status is S.FAIL
     assert check.summary == "Image needs CUDA 12.4, driver supports only 12.2"
+    assert check.fix is not None
     assert "Upgrade the host driver" in check.fix
 
 

@@ -6,8 +6,10 @@ import ast
 import subprocess
 import sys
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
+from typing import cast
 
 import pytest
 from test_health_support import (
@@ -188,7 +190,8 @@ def test_malformed_registrations_are_refused(
 ) -> None:
     before = registry.CHECKS
     with pytest.raises(ValueError, match=message):
-        check(check_id, **kwargs)
+        # Deliberately outside the overloads: the runtime check is what is tested.
+        check(check_id, **kwargs)  # type: ignore[call-overload]
     assert before == registry.CHECKS
 
 
@@ -199,7 +202,8 @@ def test_registering_the_same_function_again_keeps_its_place(
     monkeypatch.setattr(registry, "CHECKS", registry.CHECKS)
     entry = next(c for c in registry.CHECKS if c.id == "gpu.ecc")
     position = registry.CHECKS.index(entry)
-    check("gpu.ecc", scope=Scope.GPU)(entry.run)
+    run = cast("Callable[[CheckContext, GpuSample], Result]", entry.run)
+    check("gpu.ecc", scope=Scope.GPU)(run)
     assert registry.CHECKS.index(entry) == position
     assert len(registry.CHECKS) == len(HOST_ORDER) + len(GPU_ORDER) + len(CONTAINER_ORDER)
 

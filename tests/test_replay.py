@@ -7,12 +7,13 @@ import os
 import subprocess
 import sys
 import threading
+from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
-from gputui.model import HostInfo, Snapshot
+from gputui.model import ExecResult, HostInfo, Snapshot
 from gputui.replay import (
     RecordingError,
     RecordWriter,
@@ -36,12 +37,34 @@ def snap(i: int, *, health_id: str = "x") -> Snapshot:
 
 
 class Counting:
+    """A collector (the whole protocol) whose n-th snapshot is ``snap(n)``."""
+
+    mode = "live"
+    player = None
+
     def __init__(self) -> None:
         self.n = 0
 
     def collect(self) -> Snapshot:
         self.n += 1
         return snap(self.n - 1)
+
+    def request_health(self) -> None:
+        pass
+
+    def exec_in_container(
+        self, container_id: str, argv: Sequence[str], timeout_s: float
+    ) -> ExecResult:
+        return ExecResult(tuple(argv), None, error="not a container")
+
+    def interactive_exec_argv(self, container_id: str, argv: Sequence[str]) -> list[str] | None:
+        return None
+
+    def signal_process(self, pid: int, signum: int, start_time: float | None) -> str | None:
+        return "not a process"
+
+    def close(self) -> None:
+        pass
 
 
 def test_record_writes_one_compact_line_per_snapshot(tmp_path: Path) -> None:

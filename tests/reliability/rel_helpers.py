@@ -9,8 +9,11 @@ import json
 import os
 import subprocess
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
+
+from gputui.model import ContainerReading, ExecResult, SourceStatus
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -67,3 +70,19 @@ def gpu(index: int = 0, pids: list[int] | tuple[int, ...] = (), **fields: Any) -
     }
     base.update(fields)
     return base
+
+
+class NoDocker:
+    """A container source with no engine, for tests about NVML or parsing: Docker stays out."""
+
+    def read(self) -> ContainerReading:
+        return ContainerReading(SourceStatus("docker", False, "not used", "not_found"))
+
+    def exec(self, container_id: str, argv: Sequence[str], timeout_s: float) -> ExecResult:
+        raise AssertionError("no exec here")
+
+    def interactive_exec_argv(self, container_id: str, argv: Sequence[str]) -> list[str] | None:
+        raise AssertionError("no exec here")
+
+    def close(self) -> None:
+        return None

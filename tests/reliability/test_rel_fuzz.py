@@ -11,21 +11,22 @@ from __future__ import annotations
 import json
 import math
 import os
+import sys
 import tempfile
 from collections import Counter
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-try:
+if sys.version_info >= (3, 11):
     import tomllib
-except ImportError:  # Python 3.10
-    import tomli as tomllib  # type: ignore[no-redef]
+else:  # Python 3.10
+    import tomli as tomllib  # type: ignore[import-not-found,unused-ignore]
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from rel_helpers import run_gputui
+from rel_helpers import NoDocker, run_gputui
 
 from gputui.collect.collector import Collector
 from gputui.collect.files import SCENARIO_LIMIT, UserFileError, read_user_file
@@ -158,7 +159,13 @@ anything = st.recursive(
     max_leaves=10,
 )  # fmt: skip
 number = st.one_of(st.integers(-10, 2**64), st.floats(-1e3, 1e13), st.just(math.nan))
-series_of = lambda s: st.one_of(s, st.lists(s, max_size=5))  # noqa: E731
+
+
+def series_of(s: st.SearchStrategy[Any]) -> st.SearchStrategy[Any]:
+    """A value or a series of them (what scenario fields accept)."""
+    return st.one_of(s, st.lists(s, max_size=5))
+
+
 error_value = series_of(st.one_of(st.none(), st.sampled_from(FIELD_ERRORS), scalar))
 process = st.fixed_dictionaries(
     {"pid": st.one_of(st.integers(-3, 2**64), st.sampled_from([1, os.getpid()]), scalar)},
@@ -212,19 +219,6 @@ scenario = st.one_of(
 )
 
 
-class _NoDocker:
-    def read(self) -> Any:
-        from gputui.model import ContainerReading, SourceStatus
-
-        return ContainerReading(SourceStatus("docker", False, "not used", "not_found"))
-
-    def exec(self, *args: Any) -> Any:
-        raise AssertionError("no exec")
-
-    def close(self) -> None:
-        return None
-
-
 PROCS = ProcSource()
 
 
@@ -235,6 +229,7 @@ def test_fuzz_scenario(data: Any) -> None:
     # A file must survive a JSON round trip first (NaN and infinities included, as Python's
     # json module reads them).
     data = json.loads(json.dumps(data))
+    message: str | None
     try:
         validate_scenario(data, "s.json")
     except ScenarioError as exc:
@@ -245,7 +240,7 @@ def test_fuzz_scenario(data: Any) -> None:
         assert "\n" not in message and message.startswith("s.json")
         return
     _count("scenario_valid")
-    collector = Collector(ScenarioSource(data), PROCS, _NoDocker(), mode="scenario")
+    collector = Collector(ScenarioSource(data), PROCS, NoDocker(), mode="scenario")
     try:
         for _ in range(3):  # past every short series, into the modulo
             snap = collector.collect()
@@ -289,6 +284,7 @@ def test_fuzz_config(text: str) -> None:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError:
         return  # load_config turns this into its one-line error (tested below)
+    message: str | None
     try:
         parse_alerts(data, "c.toml")
     except ConfigError as exc:
@@ -341,6 +337,7 @@ def test_fuzz_scenario_hostile_shapes(template: str, token: str) -> None:
     text = template.replace("%s", token)
     assert len(text) <= MAX_INPUT
     _count("scenario_hostile")
+    message: str | None
     try:
         data = parse_scenario(text, "s.json")
     except ScenarioError as exc:
@@ -351,7 +348,7 @@ def test_fuzz_scenario_hostile_shapes(template: str, token: str) -> None:
         assert "\n" not in message and len(message) < 500
         return
     _count("scenario_hostile_valid")
-    collector = Collector(ScenarioSource(data), PROCS, _NoDocker(), mode="scenario")
+    collector = Collector(ScenarioSource(data), PROCS, NoDocker(), mode="scenario")
     try:
         snapshot_to_text(collector.collect())
     finally:

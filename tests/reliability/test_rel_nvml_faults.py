@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from rel_helpers import gpu, run_gputui, write_scenario
+from rel_helpers import NoDocker, gpu, run_gputui, write_scenario
 
 from gputui.collect.collector import Collector
 from gputui.collect.linux.processes import ProcSource
@@ -71,7 +71,7 @@ def _healthy(snap: Snapshot, pid: int) -> None:
 def test_fault_series_through_collector() -> None:
     pid = 1  # init: always there, a host process
     collector = Collector(
-        ScenarioSource(_scenario(pid)), ProcSource(), _NoDocker(), mode="scenario",
+        ScenarioSource(_scenario(pid)), ProcSource(), NoDocker(), mode="scenario",
         health=health.run_checks,
     )  # fmt: skip
     snaps = []
@@ -104,7 +104,7 @@ def test_fault_series_through_collector() -> None:
 def test_health_follows_faults_without_waiting_for_its_interval() -> None:
     """A GPU lost (or NVML gone) between two health runs is explained on that very refresh."""
     collector = Collector(
-        ScenarioSource(_scenario(1)), ProcSource(), _NoDocker(), mode="scenario",
+        ScenarioSource(_scenario(1)), ProcSource(), NoDocker(), mode="scenario",
         health=health.run_checks, health_interval=3600,
     )  # fmt: skip
     try:
@@ -116,21 +116,6 @@ def test_health_follows_faults_without_waiting_for_its_interval() -> None:
     assert _check(snaps[2], "gpu.lost:1") is HealthStatus.PASS
     assert _check(snaps[3], "nvml.loadable") is HealthStatus.FAIL
     assert _check(snaps[4], "nvml.loadable") is not HealthStatus.FAIL
-
-
-class _NoDocker:
-    """A container source with no engine (this test is about NVML; Docker stays out of it)."""
-
-    def read(self) -> Any:
-        from gputui.model import ContainerReading, SourceStatus
-
-        return ContainerReading(SourceStatus("docker", False, "not used", "not_found"))
-
-    def exec(self, *args: Any) -> Any:
-        raise AssertionError("no exec here")
-
-    def close(self) -> None:
-        return None
 
 
 @pytest.mark.parametrize("fmt", ["text", "json"])
