@@ -17,6 +17,7 @@ Groups 2-4 appear only when non-empty.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from enum import Enum
@@ -69,6 +70,32 @@ class Group:
     containers: tuple[ContainerUsage, ...] = ()
 
 
+_DIGITS = re.compile(r"(\d+)")
+
+
+def natural_key(name: str) -> tuple[tuple[int, int, str], ...]:
+    """Sort key ordering names as people count: ``c2`` before ``c10``, case-blind.
+
+    Args:
+        name: A container (or any) name.
+
+    Returns:
+        One ``(kind, length, text)`` entry per run of digits or non-digits. A digit run compares
+        by its length without leading zeros, then by its digits: its value, without parsing a
+        number of unbounded size.
+    """
+    parts: list[tuple[int, int, str]] = []
+    for index, part in enumerate(_DIGITS.split(name.lower())):
+        if not part:
+            continue
+        if index % 2:  # split() alternates text / digits: odd positions are the digit runs
+            digits = part.lstrip("0") or "0"
+            parts.append((0, len(digits), digits))
+        else:
+            parts.append((1, 0, part))
+    return tuple(parts)
+
+
 def process_key(process: GpuProcess) -> str:
     """Node identity of a process row: a process on two GPUs has two rows."""
     return f"{process.pid}:{process.sample.gpu_index}"
@@ -93,7 +120,7 @@ def _stub(container_id: str) -> ContainerUsage:
     )
 
 
-def _featured_order(group: Group) -> tuple[int, int, str, str]:
+def _featured_order(group: Group) -> tuple[int, int, tuple[tuple[int, int, str], ...], str]:
     if group.processes:
         rank = 0
     elif group.usage is not None and group.usage.idle_reserved:
@@ -101,7 +128,7 @@ def _featured_order(group: Group) -> tuple[int, int, str, str]:
     else:
         rank = 2
     name = group.usage.info.name if group.usage else group.key
-    return rank, -(group.gpu_memory_bytes or 0), name, group.key
+    return rank, -(group.gpu_memory_bytes or 0), natural_key(name), group.key
 
 
 def build_groups(snapshot: Snapshot) -> tuple[Group, ...]:
@@ -163,7 +190,7 @@ def build_groups(snapshot: Snapshot) -> tuple[Group, ...]:
         memory, sm = _totals(processes)
         groups.append(Group(ORPHANS_KEY, GroupKind.ORPHANS, None, processes, memory, sm))
     if others:
-        others.sort(key=lambda u: (not u.info.running, u.info.name, u.info.id))
+        others.sort(key=lambda u: (not u.info.running, natural_key(u.info.name), u.info.id))
         groups.append(Group(OTHERS_KEY, GroupKind.OTHERS, containers=tuple(others)))
     return tuple(groups)
 

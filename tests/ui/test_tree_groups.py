@@ -85,3 +85,24 @@ def test_others_running_first() -> None:
     ]
     (others,) = build_groups(snapshot(containers=containers))
     assert [u.info.name for u in others.containers] == ["mm", "zz", "aa"]
+
+
+def test_container_names_sort_naturally() -> None:
+    # Two idle reservations (same rank, no memory) and three others: names decide.
+    names = ["c10", "c2", "c1"]
+    containers = [container(n, name) for n, name in enumerate(names, 1)]
+    containers += [container(n, name, gpu_request=None) for n, name in enumerate(names, 4)]
+    groups = build_groups(snapshot(containers=containers))
+    assert [g.usage.info.name for g in groups if g.usage is not None] == ["c1", "c2", "c10"]
+    assert [u.info.name for u in groups[-1].containers] == ["c1", "c2", "c10"]
+
+
+def test_natural_key_bounded_and_case_blind() -> None:
+    from gputui.derive.tree import natural_key
+
+    long = "9" * 10_000  # digit runs compare without parsing a number
+    assert sorted(["job" + long, "job10", "Job9"], key=natural_key) == [
+        "Job9",
+        "job10",
+        "job" + long,
+    ]
