@@ -137,8 +137,11 @@ def build_parser() -> argparse.ArgumentParser:
         "--interval",
         metavar="SECONDS",
         type=_interval,
-        default=1.0,
-        help=f"refresh period (default 1.0, {MIN_INTERVAL_S} to {MAX_INTERVAL_S:g})",
+        default=None,
+        help=(
+            f"refresh period (default 1.0 or [ui] interval, {MIN_INTERVAL_S} to "
+            f"{MAX_INTERVAL_S:g})"
+        ),
     )
     parser.add_argument(
         "--read-only", action="store_true", help="no exec, no signals, no container actions"
@@ -167,7 +170,10 @@ def _add_config(parser: argparse.ArgumentParser) -> None:
         "--config",
         metavar="FILE",
         type=Path,
-        help="config file (default $XDG_CONFIG_HOME/gputui/config.toml): alert rules",
+        help=(
+            "config file (default $XDG_CONFIG_HOME/gputui/config.toml): alert rules, "
+            "[ui] preferences"
+        ),
     )
 
 
@@ -176,13 +182,30 @@ def _settings(args: argparse.Namespace) -> Settings:
     if scenario is None and os.environ.get("GPUTUI_SCENARIO"):
         scenario = Path(os.environ["GPUTUI_SCENARIO"])
     return Settings(
-        interval=args.interval,
+        interval=args.interval if args.interval is not None else 1.0,
         read_only=args.read_only,
         demo=args.demo,
         scenario=scenario,
         config=args.config,
         bell=args.bell,
     )
+
+
+#: Why the monitor does not start without a terminal (it would write escape codes forever).
+NOT_A_TERMINAL = (
+    "the monitor needs a terminal (stdin and stdout); for a report use --once or --once --json"
+)
+
+
+def _on_terminal() -> bool:
+    """Whether stdin and stdout are both terminals (the monitor reads keys and draws there)."""
+    for stream in (sys.stdin, sys.stdout):
+        try:
+            if stream is None or not stream.isatty():
+                return False
+        except (OSError, ValueError):  # a closed stream
+            return False
+    return True
 
 
 def _fail(message: str) -> int:
@@ -298,6 +321,10 @@ def _main(argv: Sequence[str] | None) -> int:
         config = load_config(args.config)  # an invalid file stops here, before any UI starts
     except ConfigError as exc:
         return _fail(str(exc))
+    if args.interval is None and config.ui.interval is not None:
+        settings = replace(settings, interval=config.ui.interval)
+    if not (args.once or args.json) and not _on_terminal():
+        return _fail(NOT_A_TERMINAL)
     if args.replay is not None:
         if args.demo or args.scenario is not None:
             return _fail("--replay cannot be combined with --demo or --scenario")
@@ -569,6 +596,8 @@ def _replay(
 ) -> int:
     from gputui.replay import RecordingError, ReplayCollector, parse_time
 
+    if not once and not _on_terminal():
+        return _fail(NOT_A_TERMINAL)
     try:
         player = ReplayCollector.from_file(path)
     except RecordingError as exc:

@@ -1,16 +1,24 @@
 """The configuration file: ``$XDG_CONFIG_HOME/gputui/config.toml`` or ``--config FILE``.
 
-Today it holds alert rules (docs/alerts.md). A missing default file means the defaults; a file
-named with ``--config`` must exist. Every problem is one line naming the file and the key, so
-the CLI can print it and exit 2.
+It holds alert rules and the monitor's preferences (``[ui]``, docs/alerts.md). A missing default
+file means the defaults; a file named with ``--config`` must exist. Every problem is one line
+naming the file and the key, so the CLI can print it and exit 2.
+
+Preferences changed in the monitor (theme, interval, sort, layout, the collapsed GPU panel) are
+remembered in a separate state file, ``ui-state.toml`` next to the default config file, which
+gputui alone writes (atomically): the user's own file, its comments and its layout are never
+rewritten. A value in the state file wins over the config file's ``[ui]``; a command-line flag
+wins over both.
 """
 
 from __future__ import annotations
 
+import contextlib
 import math
 import os
 import re
 import sys
+import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass, fields
 from pathlib import Path
@@ -18,6 +26,7 @@ from typing import Any
 
 from gputui.collect.files import CONFIG_LIMIT, UserFileError, read_user_text
 from gputui.derive.alerts import DEFAULT_RULES, METRICS, AlertRule
+from gputui.settings import MAX_INTERVAL_S, MIN_INTERVAL_S
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -29,6 +38,70 @@ class ConfigError(ValueError):
     """An unreadable or invalid config file; the message is one line."""
 
 
+#: Themes ``[ui] theme`` accepts: Textual's built-in themes (a test checks they exist).
+THEMES: tuple[str, ...] = (
+    "textual-dark",
+    "textual-light",
+    "nord",
+    "gruvbox",
+    "catppuccin-mocha",
+    "dracula",
+    "tokyo-night",
+    "monokai",
+    "flexoki",
+    "catppuccin-latte",
+    "catppuccin-frappe",
+    "catppuccin-macchiato",
+    "solarized-light",
+    "solarized-dark",
+    "rose-pine",
+    "rose-pine-moon",
+    "rose-pine-dawn",
+    "atom-one-dark",
+    "atom-one-light",
+    "ansi-dark",
+    "ansi-light",
+)
+#: Process-table sort orders ``[ui] sort`` accepts (the table's columns; a test checks them).
+SORTS: tuple[str, ...] = ("mem", "sm", "cpu", "pid", "container")
+#: ``auto`` picks by terminal size; ``top`` always stacks the GPUs above the tabs; ``side``
+#: puts them in a column beside the tabs whenever the terminal is wide enough for both.
+LAYOUTS: tuple[str, ...] = ("auto", "top", "side")
+#: Panels ``[ui] collapsed`` may name.
+PANELS: tuple[str, ...] = ("gpus",)
+#: The name of the state file the monitor writes its preferences to.
+UI_STATE_NAME = "ui-state.toml"
+
+
+@dataclass(frozen=True, slots=True)
+class UiPrefs:
+    """The monitor's preferences; None (or an absent panel) means "not set".
+
+    Attributes:
+        theme: A Textual theme name (:data:`THEMES`).
+        interval: Seconds between refreshes.
+        sort: The process table's sort order (:data:`SORTS`).
+        layout: :data:`LAYOUTS`.
+        collapsed: Panels shown collapsed (:data:`PANELS`); None when not set.
+    """
+
+    theme: str | None = None
+    interval: float | None = None
+    sort: str | None = None
+    layout: str | None = None
+    collapsed: tuple[str, ...] | None = None
+
+    def merged(self, over: UiPrefs) -> UiPrefs:
+        """These preferences with every value ``over`` sets replacing ours."""
+        return UiPrefs(
+            theme=over.theme if over.theme is not None else self.theme,
+            interval=over.interval if over.interval is not None else self.interval,
+            sort=over.sort if over.sort is not None else self.sort,
+            layout=over.layout if over.layout is not None else self.layout,
+            collapsed=over.collapsed if over.collapsed is not None else self.collapsed,
+        )
+
+
 @dataclass(frozen=True, slots=True)
 class Config:
     """What the config file says (or the defaults).
@@ -36,10 +109,12 @@ class Config:
     Attributes:
         path: The file read, None when none exists.
         alert_rules: The alert rules in force.
+        ui: The monitor's preferences: the config file's ``[ui]`` overridden by the state file.
     """
 
     path: Path | None = None
     alert_rules: tuple[AlertRule, ...] = DEFAULT_RULES
+    ui: UiPrefs = UiPrefs()
 
 
 def default_config_path(env: Mapping[str, str] | None = None) -> Path:
@@ -53,21 +128,150 @@ def default_config_path(env: Mapping[str, str] | None = None) -> Path:
     return root / "gputui" / "config.toml"
 
 
+def ui_state_path(env: Mapping[str, str] | None = None) -> Path:
+    """``$XDG_CONFIG_HOME/gputui/ui-state.toml``: where the monitor keeps what the user changed."""
+    return default_config_path(env).with_name(UI_STATE_NAME)
+
+
 def load_config(path: Path | None = None, env: Mapping[str, str] | None = None) -> Config:
-    """Read ``path`` (``--config``), else the default file when it exists.
+    """Read ``path`` (``--config``), else the default file when it exists; then the state file.
 
     Raises:
         ConfigError: an explicit file is missing, or any file is unreadable or invalid.
     """
     explicit = path is not None
     path = path if path is not None else default_config_path(env)
-    if not explicit and not path.exists():
-        return Config()
+    config = Config()
+    if explicit or path.exists():
+        try:
+            text = read_user_text(path, "config file", CONFIG_LIMIT)
+        except UserFileError as exc:
+            raise ConfigError(str(exc)) from None
+        config = parse_config(text, path)
+    state = load_ui_state(ui_state_path(env))
+    return Config(config.path, config.alert_rules, config.ui.merged(state))
+
+
+def load_ui_state(path: Path) -> UiPrefs:
+    """The preferences the monitor saved in ``path``; none when the file does not exist.
+
+    Raises:
+        ConfigError: the file is unreadable or invalid (the message says to delete it).
+    """
+    if not path.exists():
+        return UiPrefs()
     try:
-        text = read_user_text(path, "config file", CONFIG_LIMIT)
+        text = read_user_text(path, "ui state file", CONFIG_LIMIT)
+        data = tomllib.loads(text)
     except UserFileError as exc:
         raise ConfigError(str(exc)) from None
-    return parse_config(text, path)
+    except (tomllib.TOMLDecodeError, RecursionError, ValueError) as exc:
+        raise ConfigError(
+            f"ui state file {path} is not valid TOML ({_one_line(exc)}); delete it to reset"
+        ) from None
+    unknown = sorted(set(data) - {"ui"})
+    if unknown:
+        raise ConfigError(f"ui state file {path}: unknown section {_shown(unknown[0])}")
+    return parse_ui(data.get("ui", {}), f"ui state file {path}")
+
+
+def parse_ui(raw: Any, origin: str) -> UiPrefs:
+    """The ``[ui]`` table of a config (or state) document.
+
+    Raises:
+        ConfigError: naming the first bad key or value.
+    """
+    if not isinstance(raw, dict):
+        raise ConfigError(f"{origin}: ui must be a table")
+    unknown = sorted(set(raw) - {"theme", "interval", "sort", "layout", "collapsed"})
+    if unknown:
+        raise ConfigError(f"{origin}: ui: unknown key {_shown(unknown[0])}")
+
+    def choice(key: str, allowed: tuple[str, ...]) -> str | None:
+        value = raw.get(key)
+        if value is None:
+            return None
+        if value not in allowed:
+            raise ConfigError(
+                f"{origin}: ui.{key}: {_shown(value)} is not one of {', '.join(allowed)}"
+            )
+        return str(value)
+
+    interval = raw.get("interval")
+    if interval is not None:
+        if (
+            not isinstance(interval, (int, float))
+            or isinstance(interval, bool)
+            or not MIN_INTERVAL_S <= interval <= MAX_INTERVAL_S  # also NaN
+        ):
+            raise ConfigError(
+                f"{origin}: ui.interval: expected seconds from {MIN_INTERVAL_S} to "
+                f"{MAX_INTERVAL_S:g}, got {_shown(interval)}"
+            )
+        interval = float(interval)
+    collapsed = raw.get("collapsed")
+    if collapsed is not None:
+        if not isinstance(collapsed, list) or len(collapsed) > len(PANELS):
+            raise ConfigError(
+                f"{origin}: ui.collapsed: expected a list of panels ({', '.join(PANELS)}), "
+                f"got {_shown(collapsed)}"
+            )
+        for panel in collapsed:
+            if panel not in PANELS:
+                raise ConfigError(
+                    f"{origin}: ui.collapsed: {_shown(panel)} is not one of {', '.join(PANELS)}"
+                )
+        collapsed = tuple(dict.fromkeys(collapsed))
+    return UiPrefs(
+        theme=choice("theme", THEMES),
+        interval=interval,
+        sort=choice("sort", SORTS),
+        layout=choice("layout", LAYOUTS),
+        collapsed=collapsed,
+    )
+
+
+def _toml_value(value: str | float | tuple[str, ...]) -> str:
+    if isinstance(value, tuple):
+        return "[" + ", ".join(_toml_value(v) for v in value) + "]"
+    if isinstance(value, str):
+        # Only names from the fixed lists above reach here: no quote or control character.
+        return f'"{value}"'
+    return repr(float(value))
+
+
+def ui_state_text(prefs: UiPrefs) -> str:
+    """The state file's content: a comment and the ``[ui]`` table of the values set."""
+    lines = [
+        "# Written by gputui when you change a preference in the monitor; values here override",
+        "# the [ui] table of config.toml. Delete this file to go back to config.toml.",
+        "[ui]",
+    ]
+    for key in ("theme", "interval", "sort", "layout", "collapsed"):
+        value = getattr(prefs, key)
+        if value is not None:
+            lines.append(f"{key} = {_toml_value(value)}")
+    return "\n".join(lines) + "\n"
+
+
+def save_ui_state(prefs: UiPrefs, path: Path) -> None:
+    """Write ``prefs`` to the state file atomically (a temporary file renamed over it).
+
+    Raises:
+        OSError: the directory or the file cannot be written.
+    """
+    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    fd, temp = tempfile.mkstemp(prefix=".ui-state.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as out:
+            out.write(ui_state_text(prefs))
+            out.flush()
+            os.fsync(out.fileno())
+        os.replace(temp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(temp)
+        raise
 
 
 def parse_config(text: str, path: Path) -> Config:
@@ -85,7 +289,8 @@ def parse_config(text: str, path: Path) -> Config:
         raise ConfigError(f"config file {path} is not valid TOML: nested too deeply") from None
     except ValueError:  # an integer over Python's int/str conversion limit (4300 digits)
         raise ConfigError(f"config file {path}: a number has too many digits") from None
-    return Config(path=path, alert_rules=parse_alerts(data, str(path)))
+    ui = parse_ui(data.get("ui", {}), str(path))
+    return Config(path=path, alert_rules=parse_alerts(data, str(path)), ui=ui)
 
 
 def _one_line(exc: Exception) -> str:
@@ -202,7 +407,7 @@ def parse_alerts(data: Mapping[str, Any], origin: str = "config") -> tuple[Alert
     Raises:
         ConfigError: naming the first problem.
     """
-    unknown = set(data) - {"alerts"}
+    unknown = set(data) - {"alerts", "ui"}  # [ui]: parse_ui
     if unknown:
         raise ConfigError(f"{origin}: unknown section {_shown(sorted(unknown)[0])}")
     alerts = data.get("alerts", {})

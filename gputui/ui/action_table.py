@@ -64,6 +64,7 @@ class ActionRow:
         palette: Offered in the command palette.
         scope: Declared on the app or on the monitor screen.
         explain_read_only: Under ``--read-only`` its key still says why it does nothing.
+        priority: The key acts before any widget's own binding (Ctrl+C: quit, even in the filter).
     """
 
     action: str
@@ -81,6 +82,7 @@ class ActionRow:
     palette: bool = True
     scope: Scope = Scope.APP
     explain_read_only: bool = False
+    priority: bool = False
 
     @property
     def action_name(self) -> str:
@@ -102,6 +104,7 @@ class ActionRow:
             key_display=self.key_display,
             tooltip=self.help,
             id=self.binding_id,
+            priority=self.priority,
         )
 
 
@@ -132,6 +135,19 @@ _TAB_ROWS = tuple(
 #: Every action, in the order the help screen and the palette list them.
 ACTIONS: tuple[ActionRow, ...] = (
     ActionRow("quit", "q", "quit", "Quit", "Quit", "Quit gputui", palette=False),
+    # Ctrl+C quits as in htop, nvitop, k9s and lazydocker; before the widgets' "copy".
+    ActionRow(
+        "interrupt",
+        "ctrl+c",
+        "quit.ctrl-c",
+        "Quit",
+        "Quit",
+        "Quit gputui",
+        key_display="^c",
+        footer=False,
+        palette=False,
+        priority=True,
+    ),
     ActionRow("help", "question_mark", "help", "Help", "Keys", "List every key", key_display="?"),
     *_TAB_ROWS,
     ActionRow(
@@ -228,8 +244,20 @@ ACTIONS: tuple[ActionRow, ...] = (
         "History window 1 / 5 / 30 min",
         footer=False,
     ),
+    # One key, two rows: the footer says Pause while live and Resume while paused.
     ActionRow(
         "toggle_pause", "p", "pause", "Pause", "Pause / resume", "Stop or restart refreshing"
+    ),
+    ActionRow("resume", "p", "resume", "Resume", "Resume", "Restart refreshing", palette=False),
+    ActionRow(
+        "toggle_gpus",
+        "v",
+        "gpus.collapse",
+        "GPUs",
+        "Collapse / expand GPU panel",
+        "Collapse the GPU panel to one summary line, or expand it again",
+        main_only=True,
+        footer=False,
     ),
     ActionRow(
         "replay_step(-1)",
@@ -329,7 +357,7 @@ ACTIONS: tuple[ActionRow, ...] = (
         "filter.close",
         "Close filter",
         "Close filter",
-        "Clear and close the process filter",
+        "Clear and close the process filter (in a dialog: close it)",
         footer=False,
         palette=False,
         scope=Scope.MAIN,

@@ -2,22 +2,36 @@
 
 from __future__ import annotations
 
+import inspect
 import threading
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import replace
 from functools import partial
 from typing import Any
 
 from rich.segment import Segments
 from textual import events, work
+from textual.actions import parse as parse_action
 from textual.app import App, SystemCommand
+from textual.command import CommandPalette
 from textual.notifications import SeverityLevel
 from textual.screen import ModalScreen, Screen
 from textual.worker import WorkerFailed, get_current_worker
 
 from gputui.collect.loop import CollectLoop
 from gputui.collect.sources import CollectorProtocol
-from gputui.config import load_rules
+from gputui.config import (
+    SORTS,
+    THEMES,
+    Config,
+    ConfigError,
+    UiPrefs,
+    load_config,
+    load_ui_state,
+    save_ui_state,
+    ui_state_path,
+)
 from gputui.derive import fmt
 from gputui.derive.alerts import Alert
 from gputui.derive.analysis import Analysis, Analyzer
@@ -52,8 +66,24 @@ class GpuTuiApp(App[None]):
         self.history = History(settings.history_seconds, self.interval)
         self.paused = False
         self._binding_state: tuple[object, ...] = ()
-        rules, self._config_error = load_rules(settings.config)
+        # The CLI validated the files before starting; if one has since become invalid the
+        # monitor still starts, on the defaults, and says why (a monitor that refuses to run
+        # because of its alert config helps nobody).
+        self._config_error: str | None = None
+        try:
+            config = load_config(settings.config)
+        except ConfigError as exc:
+            config, self._config_error = Config(), str(exc)
+        rules = config.alert_rules
+        #: The preferences in force ([ui] of the config file, overridden by the state file).
+        self.prefs: UiPrefs = config.ui
+        self._prefs_path = ui_state_path()
+        self._save_failed = False
         self.main = MainScreen(self.history, len(rules))
+        self.main.layout_preference = self.prefs.layout or "auto"
+        self.main.gpus_collapsed = "gpus" in (self.prefs.collapsed or ())
+        if self.prefs.sort is not None and self.prefs.sort in SORTS:
+            self.main.table.sort_index = SORTS.index(self.prefs.sort)
         # Used only by the collector thread once running (and by callers priming it before).
         self.analyzer = Analyzer(rules)
         # The same loop export and record run; the worker below runs it on its thread.
@@ -120,7 +150,11 @@ class GpuTuiApp(App[None]):
         return self.main
 
     def on_mount(self) -> None:
-        """Start collecting."""
+        """Apply the theme preference, then start collecting."""
+        if self.prefs.theme is not None and self.prefs.theme in self.available_themes:
+            self.theme = self.prefs.theme
+        # Subscribed after the preference is applied: only the user's changes are remembered.
+        self.theme_changed_signal.subscribe(self, self._theme_changed)
         self.main.apply(None, self.ui_state, self.window, None)
         if self._config_error:
             self.notify(f"{self._config_error}; using the default alert rules", severity="error")
@@ -213,34 +247,95 @@ class GpuTuiApp(App[None]):
             return False
         if policy.replay and self.collector.player is None:
             return False
-        # Main-screen actions act on the tabs another full screen (the evidence view) covers.
-        covered = screen is not self.main and not isinstance(screen, ModalScreen)
+        # Main-screen actions act on the monitor's tabs: gone while another screen (the evidence
+        # view, a dialog, the help) covers them. The palette is the exception: what it offers
+        # runs on the screen it was opened from.
+        covered = screen is not self.main and not isinstance(screen, CommandPalette)
         return not (policy.main_only and covered)
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         """False hides an action (read-only); None shows its key dimmed (cannot apply now)."""
         if not self._offered(action, self.screen):
             return False
+        modal = isinstance(self.screen, ModalScreen) and not isinstance(self.screen, CommandPalette)
+        if modal and action in action_table.POLICIES and action != "interrupt":
+            # A dialog's keys are its own (Textual stops at it): none of ours works there, so
+            # none is listed under it; only Ctrl+C, a priority key, still quits.
+            return False
+        if action in ("toggle_pause", "resume"):
+            # p is one key with two rows: the footer reads Pause, or Resume while paused.
+            return self.ui_state.paused is (action == "resume")
         if not self.is_running or self.screen is not self.main:
             return True
+        return True if self.refusal(action) is None else None  # None: dimmed until it fits
+
+    def refusal(self, action: str) -> str | None:
+        """Why an action cannot act on the monitor's selection now; None when it can.
+
+        Args:
+            action: The action's name (parameters aside).
+
+        Returns:
+            One sentence for a notification, naming what to do instead.
+        """
         policy = action_table.POLICIES.get(action)
-        if policy is None:
-            return True
-        container, _ = self.main.selection()
-        met = action_table.needs_met(policy.needs, container, self.main.active_tab)
-        return True if met else None  # None: the key shows dimmed until the selection fits
+        if policy is None or self.screen is not self.main:
+            return None
+        container, process = self.main.selection()
+        tab = self.main.active_tab
+        if action_table.needs_met(policy.needs, container, tab):
+            return None
+        title = next(r.title for r in action_table.ACTIONS if r.action_name == action)
+        if policy.needs is action_table.Needs.PROCESSES_TAB:
+            return f"{title}: it sorts the process table; press 2 for the Processes tab first."
+        if tab in ("health", "alerts"):
+            return f"{title}: it acts on the Containers or Processes tab; press 1 or 2 first."
+        if container is None and process is not None:
+            if not process.info.exists:
+                return (
+                    f"{title}: PID {process.pid} is not visible to gputui (gone, or in another "
+                    "PID namespace), so its container is unknown."
+                )
+            return f"{title}: PID {process.pid} runs outside any container."
+        if container is None:
+            return f"{title}: select a container (or one of its processes) first."
+        name = fmt.safe_text(container.info.name, 60)
+        status = fmt.safe_text(container.info.status, 20)
+        return f"{title}: container {name} is {status}; it needs a running container."
 
     def get_system_commands(self, screen: Screen[Any]) -> Iterable[SystemCommand]:
         """Textual's commands plus every gputui action the table offers on ``screen``."""
-        yield from super().get_system_commands(screen)
+        for command in super().get_system_commands(screen):
+            if command.title == "Keys":
+                continue  # Textual's key panel: the help ("?", also "Keys" here) lists more
+            yield command
         for row in action_table.ACTIONS:
             if row.palette and self._offered(row.action_name, screen):
-                yield SystemCommand(row.title, row.help, partial(self.run_action, row.action))
+                yield SystemCommand(row.title, row.help, partial(self._run_from_palette, row))
+
+    async def _run_from_palette(self, row: action_table.ActionRow) -> None:
+        """Run a palette entry, or say why it cannot act (a key would show dimmed)."""
+        why = self.refusal(row.action_name)
+        if why is not None:
+            self.notify(why, severity="warning")
+            return
+        name, params = parse_action(row.action)[1:]
+        result = getattr(self, f"action_{name}")(*params)  # every palette row acts on the app
+        if inspect.isawaitable(result):
+            await result
 
     def on_key(self, event: events.Key) -> None:
-        """T / K under --read-only: their bindings are gone, so say why nothing happens."""
+        """Keys that cannot act now say why: T / K under --read-only, dimmed keys always."""
         if event.key in self._explained_keys:
             self.machine.explain_refused_key()
+            return
+        if self.screen is not self.main:
+            return
+        active = self.screen.active_bindings.get(event.key)
+        if active is not None and not active.enabled:
+            why = self.refusal(parse_action(active.binding.action)[1])
+            if why is not None:
+                self.notify(why, severity="warning", timeout=4)
 
     # -------------------------------------------------------------------------- actions
 
@@ -255,8 +350,52 @@ class GpuTuiApp(App[None]):
         self.push_screen(HelpScreen(help_rows(rows, bound)))
 
     def action_toggle_theme(self) -> None:
-        """Light / dark."""
+        """Light / dark (remembered by the theme signal)."""
         self.theme = "textual-light" if self.current_theme.dark else "textual-dark"
+
+    def _theme_changed(self, theme: object) -> None:
+        """``d`` or the palette's theme picker: remember the theme for the next start."""
+        if self.theme in THEMES:
+            self.remember(theme=self.theme)
+
+    def remember(self, **changes: object) -> None:
+        """Save changed preferences to the state file; a failure is said once, never fatal.
+
+        Args:
+            changes: :class:`~gputui.config.UiPrefs` fields and their new values.
+        """
+        self.prefs = replace(self.prefs, **changes)  # type: ignore[arg-type]
+        try:
+            saved = load_ui_state(self._prefs_path)
+        except ConfigError:
+            saved = UiPrefs()  # unreadable: rewritten with what is known to be good
+        updated = replace(saved, **changes)  # type: ignore[arg-type]
+        if updated == saved:
+            return
+        try:
+            save_ui_state(updated, self._prefs_path)
+        except OSError as exc:
+            if not self._save_failed:
+                self._save_failed = True
+                reason = exc.strerror or type(exc).__name__
+                self.notify(
+                    f"Preferences are not saved: cannot write {self._prefs_path}: {reason}",
+                    severity="warning",
+                    timeout=8,
+                )
+
+    def action_toggle_gpus(self) -> None:
+        """Collapse the GPU panel to one summary line, or expand it (remembered)."""
+        collapsed = self.main.toggle_gpus()
+        self.remember(collapsed=("gpus",) if collapsed else ())
+
+    def action_interrupt(self) -> None:
+        """Ctrl+C: quit at once, from any screen (as htop, nvitop, k9s and lazydocker do)."""
+        self.exit()
+
+    def action_resume(self) -> None:
+        """``p`` while paused (the footer's Resume)."""
+        self.action_toggle_pause()
 
     def action_exec_smi(self) -> None:
         """nvidia-smi in the selected container, captured, in a modal."""
@@ -268,6 +407,13 @@ class GpuTuiApp(App[None]):
 
     def action_signal(self, signum: int) -> None:
         """Confirm, then signal the selected process (or say why not)."""
+        if self.screen is self.main and self.main.active_tab in ("health", "alerts"):
+            self.notify(
+                "Signals act on the process under the cursor of the Containers or Processes "
+                "tab; press 1 or 2 first.",
+                severity="warning",
+            )
+            return
         self.machine.signal(signum)
 
     def on_exec_finished(self, message: ExecFinished) -> None:
@@ -294,8 +440,11 @@ class GpuTuiApp(App[None]):
         self.main.open_filter()
 
     def action_sort(self) -> None:
-        """Cycle the process table's sort column."""
+        """Cycle the process table's sort column (remembered)."""
         self.main.cycle_sort()
+        index = self.main.table.sort_index
+        if 0 <= index < len(SORTS):
+            self.remember(sort=SORTS[index])
 
     def action_window(self) -> None:
         """Cycle the sparkline window (1 / 5 / 30 min)."""
@@ -363,4 +512,5 @@ class GpuTuiApp(App[None]):
         self.history.set_interval(self.interval)
         self.loop.interval = self.interval  # ends the wait in progress: the new one applies
         self._rerender()
+        self.remember(interval=self.interval)
         self.notify(f"Refreshing every {interval_label(self.interval)}", timeout=2)

@@ -7,7 +7,7 @@ from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.content import Content
 from textual.screen import ModalScreen
-from textual.widgets import Button, Static
+from textual.widgets import Button, Footer, Static
 
 
 class ConfirmScreen(ModalScreen[bool]):
@@ -31,6 +31,8 @@ class ConfirmScreen(ModalScreen[bool]):
             with Horizontal(classes="buttons"):
                 yield Button("No (n)", id="no", variant="primary")
                 yield Button("Yes (y)", id="yes", variant="error")
+        # Its own footer, over the monitor's: only the keys that work here.
+        yield Footer()
 
     def on_mount(self) -> None:
         """Focus the harmless answer."""

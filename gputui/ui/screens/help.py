@@ -9,7 +9,7 @@ from textual.binding import Binding
 from textual.containers import VerticalScroll
 from textual.content import Content
 from textual.screen import ModalScreen
-from textual.widgets import Static
+from textual.widgets import Footer, Static
 
 from gputui.ui.action_table import ActionRow
 
@@ -21,7 +21,7 @@ BUILTIN_KEYS: tuple[tuple[str, str], ...] = (
     ("enter", "expand / collapse the container under the cursor"),
     ("space", "expand / collapse"),
     ("shift+←/→/↑/↓", "tree: parent / next ancestor / previous / next sibling"),
-    ("escape", "close the filter or a dialog"),
+    ("escape", "close a dialog (on the monitor: clear and close the filter)"),
     ("ctrl+p", "command palette (every action by name)"),
     ("mouse", "click tabs, rows and tree nodes; scroll with the wheel"),
 )
@@ -77,6 +77,8 @@ class HelpScreen(ModalScreen[None]):
             yield Static(
                 Content.styled("Esc, q or ? closes this screen.", "$text-muted"), id="help-foot"
             )
+        # Its own footer, over the monitor's: only the keys that work here.
+        yield Footer()
 
     def action_dismiss_help(self) -> None:
         """Close."""
@@ -92,12 +94,20 @@ def help_rows(rows: Iterable[ActionRow], bound: Mapping[str, list[str]]) -> list
             missing here (a monitor key asked from another screen) show their default keys.
 
     Returns:
-        One row per action, in table order, then :data:`BUILTIN_KEYS`.
+        One row per action, in table order (rows with one help text share a line: ``q/^c``;
+        a key already listed is not listed again: ``p`` is Pause and, while paused, Resume),
+        then the :data:`BUILTIN_KEYS` whose keys no row lists.
     """
-    lines: list[tuple[str, str]] = []
+    labels: dict[str, list[str]] = {}
+    seen: set[str] = set()
     defaults = {row.binding_id: [k.strip() for k in row.keys.split(",")] for row in rows}
     for row in rows:
         keys = bound.get(row.binding_id) or defaults[row.binding_id]
+        if seen.issuperset(keys):
+            continue  # another action's row already lists these keys
+        seen.update(keys)
         display = row.key_display if keys == defaults[row.binding_id] else None
-        lines.append((key_label(keys, display), row.help))
-    return lines + list(BUILTIN_KEYS)
+        labels.setdefault(row.help, []).append(key_label(keys, display))
+    lines = [("/".join(keys), text) for text, keys in labels.items()]
+    builtin = [(key, text) for key, text in BUILTIN_KEYS if key not in seen]
+    return lines + builtin

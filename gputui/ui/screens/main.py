@@ -19,6 +19,8 @@ from gputui.derive.history import History
 from gputui.derive.tree import build_groups
 from gputui.model import ContainerUsage, GpuProcess, HealthStatus, Snapshot, worst_status
 from gputui.ui import action_table
+from gputui.ui.empty_states import gpus_empty
+from gputui.ui.layout import SIDE_HYSTERESIS, SIDE_WIDTH, Layout, choose_layout, wants_side
 from gputui.ui.messages import SelectionChanged
 from gputui.ui.state import TABS, UiState
 from gputui.ui.widgets.alerts_panel import AlertsPanel
@@ -29,35 +31,29 @@ from gputui.ui.widgets.health_panel import HealthPanel
 from gputui.ui.widgets.history import HistoryPanel
 from gputui.ui.widgets.process_table import ProcessTable
 
-#: Below this width the GPU panel goes above the tabs and every GPU takes one line.
-NARROW_WIDTH = 120
+#: Below this width the GPU panel goes above the tabs (the stacked layout); kept under this
+#: name for the layout's callers. The choice itself is :func:`gputui.ui.layout.choose_layout`.
+NARROW_WIDTH = SIDE_WIDTH
 
-#: Once wide, the layout stays wide down to ``NARROW_WIDTH - NARROW_HYSTERESIS`` columns, so a
-#: terminal dragged back and forth across the threshold does not flip it at every column.
-NARROW_HYSTERESIS = 2
+#: Once side by side, the layout stays so down to ``NARROW_WIDTH - NARROW_HYSTERESIS`` columns.
+NARROW_HYSTERESIS = SIDE_HYSTERESIS
 
 #: The smallest terminal the layout is drawn in; below it a message says so instead.
 MIN_WIDTH, MIN_HEIGHT = 40, 12
 
 
 def is_narrow(width: int, was_narrow: bool | None) -> bool:
-    """Whether a terminal ``width`` columns wide gets the narrow (stacked) layout.
-
-    A function of the terminal's width and the current choice only, never of a widget's size:
-    switching layouts changes widget sizes, and deciding from those made the two layouts trigger
-    each other forever.
+    """Whether a terminal ``width`` columns wide stacks the GPU panel above the tabs (``auto``).
 
     Args:
         width: The terminal's width in columns.
         was_narrow: The layout in use (None before the first choice).
 
     Returns:
-        True for the narrow layout: below :data:`NARROW_WIDTH`, or, when already wide, below
-        ``NARROW_WIDTH - NARROW_HYSTERESIS``.
+        True for the stacked layout: below :data:`NARROW_WIDTH`, or, when already side by side,
+        below ``NARROW_WIDTH - NARROW_HYSTERESIS``.
     """
-    if was_narrow is False:
-        return width < NARROW_WIDTH - NARROW_HYSTERESIS
-    return width < NARROW_WIDTH
+    return not wants_side(width, "auto", None if was_narrow is None else not was_narrow)
 
 
 def too_small_text(width: int, height: int) -> str:
@@ -95,7 +91,13 @@ class MainScreen(Screen[None]):
         self._health_title: str = ""
         self._alerts_title: str = ""
         self._narrow: bool | None = None
-        self._fitted: tuple[int, int] | None = None
+        self._fitted: tuple[object, ...] | None = None
+        #: ``[ui] layout``: auto, top or side.
+        self.layout_preference = "auto"
+        #: The user collapsed the GPU panel to its summary line (``v``).
+        self.gpus_collapsed = False
+        #: The arrangement in use (None until the first fit).
+        self.arrangement: Layout | None = None
 
     def compose(self) -> ComposeResult:
         """Header, body (GPU panel + tabs), footer."""
@@ -155,7 +157,10 @@ class MainScreen(Screen[None]):
         self.header.show(self.snapshot, state, self.analysis)
         if self.snapshot is None:
             return
+        self.fit_layout()  # the GPU count decides the layout too
         shares = self.analysis.shares if self.analysis is not None else None
+        if not self.snapshot.gpus:
+            self.gpus.show_empty(gpus_empty(self.snapshot))
         self.gpus.show(self.snapshot.gpus, self.history, window, shares)
         self._update_health_title(self.snapshot)
         self._update_alerts_title()
@@ -253,8 +258,12 @@ class MainScreen(Screen[None]):
     def selection(self) -> tuple[ContainerUsage | None, GpuProcess | None]:
         """The container and process the keys act on.
 
-        The table's row on the Processes tab, otherwise the tree's node.
+        The table's row on the Processes tab, the tree's node on the Containers and History tabs
+        (the History tab charts the tree's container); nothing on the Health and Alerts tabs,
+        whose rows are no container, so no key acts on a selection the user cannot see.
         """
+        if self.active_tab in ("health", "alerts"):
+            return None, None
         if self.active_tab == "processes":
             process = self.table.selected
             if process is None:
@@ -279,28 +288,56 @@ class MainScreen(Screen[None]):
         self.fit_layout()
 
     def fit_layout(self) -> None:
-        """Choose the layout for the terminal's size (``App.size``); classes change only on change.
+        """Choose the layout for the terminal's size (``App.size``) and the GPU count.
 
-        Narrow terminals stack the GPU panel above the tabs, one line per GPU. Below the minimum
-        size the layout is hidden behind a message naming the minimum (it is kept, and comes back
-        as it was when the terminal grows). The screen's own Resize events can carry sizes from
-        an earlier layout pass (a dumb terminal reports 80x25 first): deciding from them made
-        the class change and the relayout it causes feed each other.
+        See :func:`gputui.ui.layout.choose_layout`. Classes and sizes change only on change.
+        Below the minimum size the layout is hidden behind a message naming the minimum (it is
+        kept, and comes back as it was when the terminal grows). The screen's own Resize events
+        can carry sizes from an earlier layout pass (a dumb terminal reports 80x25 first):
+        deciding from them made the class change and the relayout it causes feed each other.
         """
         width, height = self.app.size
-        if self._fitted == (width, height):
+        gpus = len(self.snapshot.gpus) if self.snapshot is not None else 0
+        key = (width, height, gpus, self.gpus_collapsed, self.layout_preference)
+        if self._fitted == key:
             return
-        self._fitted = (width, height)
+        self._fitted = key
         small = width < MIN_WIDTH or height < MIN_HEIGHT
         if small:
             self.too_small.update(too_small_text(width, height))
         if small != self.has_class("-too-small"):
             self.set_class(small, "-too-small")
-        narrow = is_narrow(width, self._narrow)
+        was_side = None if self._narrow is None else not self._narrow
+        layout = choose_layout(
+            width,
+            height,
+            gpus,
+            collapsed=self.gpus_collapsed,
+            preference=self.layout_preference,
+            was_side=was_side,
+        )
+        self.arrangement = layout
+        narrow = not layout.side
         if narrow != self._narrow:
             self._narrow = narrow
             self.set_class(narrow, "-narrow")
-            self.call_after_refresh(self.gpus.update_compact)
+        if self.header.styles.height is None or self.header.styles.height.value != (
+            layout.header_rows
+        ):
+            self.header.styles.height = layout.header_rows
+        self.gpus.styles.height = "1fr" if layout.side else layout.gpu_rows
+        self.gpus.set_style(layout.style, collapsed=self.gpus_collapsed and gpus > 0)
+        if not gpus:
+            self.gpus.show_empty(gpus_empty(self.snapshot))
+
+    def toggle_gpus(self) -> bool:
+        """Collapse the GPU panel to its summary line, or expand it; returns the new state."""
+        self.gpus_collapsed = not self.gpus_collapsed
+        self.fit_layout()
+        if self.snapshot is not None:
+            shares = self.analysis.shares if self.analysis is not None else None
+            self.gpus.show(self.snapshot.gpus, self.history, self.window, shares)
+        return self.gpus_collapsed
 
     def on_tabbed_content_tab_activated(self, event: TabbedContent.TabActivated) -> None:
         """Catch the newly visible tab up and focus its main widget."""

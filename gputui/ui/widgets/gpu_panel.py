@@ -1,7 +1,8 @@
 """One card per GPU: gauges as bars with numbers, clocks, throttle reasons and sparklines.
 
-When the panel is short (or the terminal narrow) it gets the ``-compact`` class and every GPU
-collapses to one line, so eight GPUs fit on an 80x24 terminal next to the container tree.
+The screen's layout (:mod:`gputui.ui.layout`) picks the style: full cards, one line per GPU
+(the ``-compact`` class), one summary line for all (``-summary``: many GPUs on a small terminal,
+or the panel collapsed with ``v``), or, without any GPU, why and what to do (``-empty``).
 """
 
 from __future__ import annotations
@@ -13,17 +14,17 @@ from textual.containers import Horizontal, VerticalScroll
 from textual.content import Content
 from textual.events import Resize
 from textual.widget import Widget
-from textual.widgets import Label
+from textual.widgets import Label, Static
 
 from gputui.derive import fmt
 from gputui.derive.findings import Share
 from gputui.derive.history import History, gpu_key
 from gputui.model import GpuSample
+from gputui.ui.layout import CARD_HEIGHT, GpuStyle
 from gputui.ui.widgets.repaint import changed_regions
 from gputui.ui.widgets.spark import Spark
 
-#: Lines one full card takes (4 gauge lines + the sparkline row).
-CARD_HEIGHT = 5
+__all__ = ["CARD_HEIGHT", "GpuCard", "GpuPanel", "card_lines", "compact_line", "summary_line"]
 
 Part = str | tuple[str, str]
 
@@ -156,64 +157,178 @@ def compact_line(gpu: GpuSample, width: int, shared: bool = False) -> Content:
     )
 
 
+def _plain_width(parts: list[Part]) -> int:
+    return sum(len(p) if isinstance(p, str) else len(p[0]) for p in parts)
+
+
+def _fitted(parts: list[Part], width: int) -> Content:
+    """One line of parts, cut with an ellipsis at ``width`` cells: a card line never wraps."""
+    line = Content.assemble(*parts)
+    return line.truncate(max(1, width), ellipsis=True) if line.cell_length > width else line
+
+
+def _rate(kbps: int | None) -> str:
+    """PCIe throughput (NVML reports KB/s) as ``1.2GiB/s``."""
+    return fmt.NA if kbps is None else f"{fmt.size(kbps * 1024)}/s"
+
+
+def title_parts(gpu: GpuSample, width: int, shares: tuple[Share, ...] = ()) -> list[Part]:
+    """``GPU 0 H200  MIG  shared: a 62% · b 38%``: the name gives way before the parties do.
+
+    Args:
+        gpu: The sample.
+        width: Cells available; the result never exceeds it (names are cut with ``…``).
+        shares: The GPU's parties; two or more add the ``shared:`` figures.
+
+    Returns:
+        Styled parts of one line.
+    """
+    head = f"GPU {gpu.index} "
+    mig: list[Part] = ["  ", ("MIG", "bold $text-accent")] if gpu.mig_mode_current else []
+    name = _short_name(gpu.name)
+    sharing: list[Part] = []
+    if len(shares) >= 2:
+        # The name keeps at least 8 cells; the sharing line gets the rest and fits itself.
+        room = width - len(head) - min(len(name), 8) - _plain_width(mig) - 2
+        if room >= 16:
+            sharing = ["  ", *share_parts(shares, room)]
+    room = max(1, width - len(head) - _plain_width(mig) - _plain_width(sharing))
+    if len(name) > room:
+        name = name[: max(0, room - 1)] + "…"
+    return [(head, "bold $accent"), (name, "bold"), *mig, *sharing]
+
+
+def detail_parts(gpu: GpuSample) -> list[Part]:
+    """PCIe rx/tx, encoder/decoder and ECC: what NVML has beyond the gauges (N/A when absent)."""
+    parts: list[Part] = [
+        ("PCIe rx ", "$text-muted"),
+        _rate(gpu.pcie_rx_kbps),
+        (" tx ", "$text-muted"),
+        _rate(gpu.pcie_tx_kbps),
+        ("  enc ", "$text-muted"),
+        fmt.pct(gpu.encoder_util),
+        (" dec ", "$text-muted"),
+        fmt.pct(gpu.decoder_util),
+    ]
+    if gpu.ecc_mode_current is not None:
+        parts.append(("  ECC ", "$text-muted"))
+        if not gpu.ecc_mode_current:
+            parts.append("off")
+        else:
+            errors = gpu.ecc_uncorrected_volatile
+            bad = bool(errors) or bool(gpu.remapped_rows_failure)
+            text = "on" if errors is None else f"on, {errors} uncorrected"
+            if gpu.remapped_rows_failure:
+                text += ", row remap failed"
+            parts.append((text, "bold $text-error") if bad else text)
+    return parts
+
+
 def card_lines(gpu: GpuSample, width: int, shares: tuple[Share, ...] = ()) -> Content:
-    """The four gauge lines of a full card.
+    """The five text lines of a full card, each cut to ``width`` (never wrapped).
 
     Args:
         gpu: The sample.
         width: Cells available.
-        shares: The GPU's parties; two or more put a ``shared:`` line in the title row (in place
-            of P-state and fan, which matter less than who is competing for the GPU).
+        shares: The GPU's parties; two or more put a ``shared:`` figure in the title row
+            (the name is shortened first; P-state and fan live on the clocks line, so sharing
+            never hides them).
 
     Returns:
-        Title, util + memory, temperature + power, clocks + throttle reasons.
+        Title; util + memory; temperature + power; clocks, P-state, fan and throttle reasons;
+        PCIe rx/tx, encoder/decoder and ECC.
     """
-    title: list[Part] = [(f"GPU {gpu.index} ", "bold $accent"), (_short_name(gpu.name), "bold")]
+    title = title_parts(gpu, width, shares)
     if gpu.lost:
-        title += ["  ", (" LOST ", "bold reverse $text-error")]
+        title = [*title_parts(gpu, width - 8), "  ", (" LOST ", "bold reverse $text-error")]
         error = fmt.safe_text(gpu.error, max(10, width), na="GPU is lost (fallen off the bus?)")
-        return Content.assemble(*title, "\n", (error, "$text-error"), "\n\n")
-    if gpu.mig_mode_current:
-        title += ["  ", ("MIG", "bold $text-accent")]
-    if len(shares) >= 2:
-        used = sum(len(p) if isinstance(p, str) else len(p[0]) for p in title)
-        title += ["  ", *share_parts(shares, width - used - 2)]
-    else:
-        if gpu.pstate is not None:
-            title += [("  P", "$text-muted"), str(gpu.pstate)]
-        if gpu.fan_percent is not None:
-            title += [("  fan ", "$text-muted"), fmt.pct(gpu.fan_percent)]
+        return Content("\n").join(
+            [_fitted(title, width), _fitted([(error, "$text-error")], width), "", "", ""]
+        )
     half = max(16, (width - 2) // 2)
     mem_pct = fmt.ratio(gpu.memory_used_bytes, gpu.memory_total_bytes)
     temp = None if gpu.temperature_c is None else float(gpu.temperature_c)
     power_pct = fmt.ratio(gpu.power_w, gpu.power_limit_w)
     reasons = fmt.throttle(gpu.throttle_reasons)
     reason_style = "$text-muted" if reasons in ("none", fmt.NA) else "bold $text-warning"
-    return Content.assemble(
-        *title,
-        "\n",
-        *_gauge("util", gpu.utilization_gpu, fmt.pct(gpu.utilization_gpu), half),
-        "  ",
-        *_gauge("mem ", mem_pct, _mem_value(gpu), half),
-        "\n",
-        *_gauge("temp", temp, fmt.temp(gpu.temperature_c), half),
-        "  ",
-        *_gauge("pwr ", power_pct, _power_value(gpu), half),
-        "\n",
+    clocks: list[Part] = [
         ("SM ", "$text-muted"),
         fmt.mhz(gpu.clock_sm_mhz),
         ("  MEM ", "$text-muted"),
         fmt.mhz(gpu.clock_mem_mhz),
-        ("  throttle ", "$text-muted"),
-        (reasons, reason_style),
-    )
+    ]
+    if gpu.pstate is not None:
+        clocks += [("  P", "$text-muted"), str(gpu.pstate)]
+    if gpu.fan_percent is not None:
+        clocks += [("  fan ", "$text-muted"), fmt.pct(gpu.fan_percent)]
+    clocks += [("  throttle ", "$text-muted"), (reasons, reason_style)]
+    lines = [
+        _fitted(title, width),
+        _fitted(
+            [
+                *_gauge("util", gpu.utilization_gpu, fmt.pct(gpu.utilization_gpu), half),
+                "  ",
+                *_gauge("mem ", mem_pct, _mem_value(gpu), half),
+            ],
+            width,
+        ),
+        _fitted(
+            [
+                *_gauge("temp", temp, fmt.temp(gpu.temperature_c), half),
+                "  ",
+                *_gauge("pwr ", power_pct, _power_value(gpu), half),
+            ],
+            width,
+        ),
+        _fitted(clocks, width),
+        _fitted(detail_parts(gpu), width),
+    ]
+    return Content("\n").join(lines)
+
+
+def summary_line(gpus: tuple[GpuSample, ...], width: int, collapsed: bool) -> Content:
+    """All GPUs on one line: count, mean and peak util, memory, hottest, power, lost ones.
+
+    Args:
+        gpus: The samples.
+        width: Cells available (the line is cut with ``…``).
+        collapsed: The user collapsed the panel: say which key expands it.
+
+    Returns:
+        The styled line.
+    """
+    alive = [g for g in gpus if not g.lost]
+    utils = [g.utilization_gpu for g in alive if g.utilization_gpu is not None]
+    used = [g.memory_used_bytes for g in alive if g.memory_used_bytes is not None]
+    total = [g.memory_total_bytes for g in alive if g.memory_total_bytes is not None]
+    temps = [g.temperature_c for g in alive if g.temperature_c is not None]
+    power = [g.power_w for g in alive if g.power_w is not None]
+    mean = sum(utils) / len(utils) if utils else None
+    parts: list[Part] = [(f"{len(gpus)} GPU{'s' if len(gpus) != 1 else ''}", "bold $accent")]
+    parts += [("  util ", "$text-muted"), (fmt.pct(mean), _level_style(mean))]
+    if utils:
+        parts += [("  max ", "$text-muted"), fmt.pct(max(utils))]
+    mem = f"{fmt.size(sum(used))}/{fmt.size(sum(total))}" if used and total else fmt.NA
+    parts += [("  mem ", "$text-muted"), mem]
+    hottest = max(temps) if temps else None
+    parts += [("  max ", "$text-muted"), (fmt.temp(hottest), _level_style(hottest, 80, 88))]
+    parts += [("  pwr ", "$text-muted"), fmt.watts(sum(power)) if power else fmt.NA]
+    lost = len(gpus) - len(alive)
+    if lost:
+        parts += ["  ", (f" {lost} LOST ", "bold reverse $text-error")]
+    throttled = sum(1 for g in alive if fmt.throttle(g.throttle_reasons) not in ("none", fmt.NA))
+    if throttled:
+        parts += [("  throttled ", "$text-muted"), (str(throttled), "bold $text-warning")]
+    if collapsed:
+        parts += [("   v: show GPUs", "$text-muted")]
+    return _fitted(parts, width)
 
 
 class GpuGauges(Widget):
     """The text part of a card; re-renders only when its sample (or width) changes."""
 
     DEFAULT_CSS = """
-    GpuGauges { height: 4; }
+    GpuGauges { height: 5; }
     """
 
     def __init__(self) -> None:
@@ -246,7 +361,7 @@ class GpuGauges(Widget):
         width = self.size.width
         if self.parent is not None and self.parent.parent is not None:
             panel = self.parent.parent
-            if panel.has_class("-compact"):
+            if panel.has_class("-compact"):  # one line per GPU
                 return compact_line(self.sample, width, len(self.shares) >= 2)
         return card_lines(self.sample, width, self.shares)
 
@@ -298,15 +413,27 @@ class GpuCard(Widget):
 
 
 class GpuPanel(VerticalScroll):
-    """The cards, keyed by GPU index; mounts and removes cards only when the GPU set changes."""
+    """The GPUs in the style the layout picked: cards, lines, a summary line, or why none.
+
+    Cards are mounted and removed only when the GPU set changes.
+    """
 
     # Nested under GpuPanel because DEFAULT_CSS is scoped to the widget that declares it.
     DEFAULT_CSS = """
     GpuPanel {
         height: 1fr;
+        #gpu-summary, #gpu-empty { display: none; height: auto; }
         &.-compact {
             GpuGauges { height: 1; }
             GpuCard .sparks { display: none; }
+        }
+        &.-summary {
+            GpuCard { display: none; }
+            #gpu-summary { display: block; height: 1; }
+        }
+        &.-empty {
+            GpuCard { display: none; }
+            #gpu-empty { display: block; }
         }
     }
     """
@@ -316,6 +443,16 @@ class GpuPanel(VerticalScroll):
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
         self.cards: dict[int, GpuCard] = {}
+        self.style = GpuStyle.CARDS
+        self.collapsed = False
+        self.summary = Static("", id="gpu-summary")
+        self.empty = Static("", id="gpu-empty")
+        self._gpus: tuple[GpuSample, ...] = ()
+
+    def compose(self) -> ComposeResult:
+        """The summary line and the empty-state text; cards are mounted as GPUs appear."""
+        yield self.summary
+        yield self.empty
 
     def show(
         self,
@@ -333,6 +470,7 @@ class GpuPanel(VerticalScroll):
             shares: Per GPU index, the parties using it (from the snapshot's analysis).
         """
         shares = shares or {}
+        self._gpus = gpus
         indexes = [gpu.index for gpu in gpus]
         if list(self.cards) != indexes:
             for index in [i for i in self.cards if i not in indexes]:
@@ -342,20 +480,49 @@ class GpuPanel(VerticalScroll):
                     self.cards[gpu.index] = card = GpuCard(gpu.index)
                     self.mount(card)
             self.cards = {i: self.cards[i] for i in indexes}
-            self.update_compact()
-        sparks = not self.has_class("-compact")
+        if self.style is GpuStyle.SUMMARY:
+            self._update_summary()
+            return  # the cards are hidden: nothing else to draw
+        sparks = self.style is GpuStyle.CARDS
         for gpu in gpus:
             self.cards[gpu.index].show(gpu, history, window, sparks, shares.get(gpu.index, ()))
 
-    def update_compact(self) -> None:
-        """Cards when they fit, one line per GPU when they do not (or the screen is narrow)."""
-        narrow = self.screen.has_class("-narrow") if self.is_attached else False
-        compact = narrow or self.size.height < len(self.cards) * CARD_HEIGHT
-        if compact != self.has_class("-compact"):
-            self.set_class(compact, "-compact")
-            for card in self.cards.values():
-                card.gauges.refresh(layout=True)
+    def show_empty(self, text: Content) -> None:
+        """What to say when there is no GPU (see :mod:`gputui.ui.empty_states`)."""
+        self.empty.update(text)
+
+    def set_style(self, style: GpuStyle, collapsed: bool = False) -> None:
+        """Draw the GPUs as the layout says; classes change (and cards re-render) only on change.
+
+        Args:
+            style: Cards, lines, summary or empty.
+            collapsed: The summary stands for a panel the user collapsed (it says how to expand).
+        """
+        self.collapsed = collapsed
+        if style is self.style and self.has_class(f"-{_CLASS[style]}"):
+            self._update_summary()
+            return
+        self.style = style
+        for name in _CLASS.values():
+            self.set_class(name == _CLASS[style], f"-{name}")
+        for card in self.cards.values():
+            card.gauges.refresh(layout=True)
+        self._update_summary()
+
+    def _update_summary(self) -> None:
+        if self.style is GpuStyle.SUMMARY:
+            width = self.size.width or (self.app.size.width if self.is_attached else 80)
+            self.summary.update(summary_line(self._gpus, width, self.collapsed))
 
     def on_resize(self, event: Resize) -> None:
-        """Re-decide compactness whenever the space changes."""
-        self.update_compact()
+        """The summary line is fitted to the width."""
+        self._update_summary()
+
+
+#: The panel's class for each style (``-compact`` is one line per GPU).
+_CLASS = {
+    GpuStyle.CARDS: "cards",
+    GpuStyle.LINES: "compact",
+    GpuStyle.SUMMARY: "summary",
+    GpuStyle.EMPTY: "empty",
+}
