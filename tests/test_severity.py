@@ -50,6 +50,8 @@ def test_findings_take_their_text_as_the_enum() -> None:
 def test_alert_rules_take_their_text_as_the_enum() -> None:
     assert AlertRule("r", "gpu_util", severity="critical").severity is AlertSeverity.CRITICAL  # type: ignore[arg-type]
     assert AlertRule("r", "gpu_util").severity is AlertSeverity.WARNING
+    alert = Alert("r", "gpu0", AlertPhase.FIRING, 1.0, 0.0, 0.0, severity="critical")  # type: ignore[arg-type]
+    assert alert.severity is AlertSeverity.CRITICAL
     assert {r.id: r.severity for r in DEFAULT_RULES}["gpu-temperature-high"] is (
         AlertSeverity.CRITICAL
     )

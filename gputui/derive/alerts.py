@@ -144,7 +144,7 @@ class Alert:
         since: When the condition started to hold (the pending start).
         firing_since: When it started firing, None while pending.
         resolved_at: When it was resolved, None until then.
-        severity: The rule's severity.
+        severity: The rule's severity (text such as ``"critical"`` is taken as the enum).
         message: One line for people.
     """
 
@@ -158,6 +158,10 @@ class Alert:
     resolved_at: float | None = None
     severity: AlertSeverity = AlertSeverity.WARNING
     message: str = ""
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.severity, AlertSeverity):
+            object.__setattr__(self, "severity", AlertSeverity(self.severity))
 
 
 @dataclass(frozen=True, slots=True)
