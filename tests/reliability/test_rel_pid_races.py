@@ -23,7 +23,6 @@ from rel_helpers import gpu
 
 from gputui.collect.collector import Collector
 from gputui.collect.docker.source import DockerSource
-from gputui.collect.linux import processes as procs_module
 from gputui.collect.linux.processes import ProcSource
 from gputui.collect.standins.scenario import ScenarioSource
 
@@ -54,21 +53,21 @@ def test_exit_between_nvml_and_proc_reads(
         collector.close()
 
 
-@pytest.mark.parametrize("stage", ["psutil", "cgroup"])
+@pytest.mark.parametrize("stage", ["owner", "cgroup"])
 def test_exit_inside_one_read(
     stage: str, host_sleeper: Callable[..., subprocess.Popen[bytes]], monkeypatch: Any
 ) -> None:
-    """The process dies after /proc/<pid>/stat was read but before psutil / the cgroup file."""
+    """The process dies after /proc/<pid>/stat was read but before its owner / cgroup file."""
     proc = host_sleeper()
     source = ProcSource()
-    if stage == "psutil":
-        real = psutil.Process
+    if stage == "owner":
+        real_owner = ProcSource._read_owner
 
-        def dying(pid: int) -> Any:
+        def dying(self: ProcSource, pid: int) -> Any:
             _kill(proc)
-            return real(pid)
+            return real_owner(self, pid)
 
-        monkeypatch.setattr(procs_module.psutil, "Process", dying)
+        monkeypatch.setattr(ProcSource, "_read_owner", dying)
     else:
         real_read = ProcSource._read_text
 

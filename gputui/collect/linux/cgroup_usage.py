@@ -22,8 +22,10 @@ import os
 from collections.abc import Mapping
 from pathlib import Path
 
-from gputui.collect.linux.fileio import read_small
+from gputui.collect.linux.fileio import KeptFiles, fd_budget, read_small
 from gputui.model import ContainerInfo, EngineInfo
+
+_CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 
 
 def memory_used(usage: int | None, stat: Mapping[str, int], cgroup_version: str) -> int | None:
@@ -38,6 +40,13 @@ def memory_used(usage: int | None, stat: Mapping[str, int], cgroup_version: str)
         return None
     key = "total_inactive_file" if cgroup_version == "1" else "inactive_file"
     inactive = stat.get(key)
+    return used_without(usage, inactive)
+
+
+def used_without(usage: int | None, inactive: int | None) -> int | None:
+    """``usage`` minus ``inactive`` file pages, when they are known and fewer than ``usage``."""
+    if usage is None:
+        return None
     if inactive is not None and inactive < usage:
         return usage - inactive
     return usage
@@ -90,7 +99,10 @@ def cgroup_usage(
         text = (texts.get(name) or "").strip()
         return int(text) if text.isdigit() else None
 
-    mem_stat = parse_keyed(texts.get("memory.stat") or "")
+    # Only one line of memory.stat (about 40) is needed: it is looked up, not parsed whole.
+    inactive = keyed_value(
+        texts.get("memory.stat") or "", "total_inactive_file" if version == "1" else "inactive_file"
+    )
     if version == "2":
         usec = parse_keyed(texts.get("cpu.stat") or "").get("usage_usec")
         cpu_ns = None if usec is None else usec * 1000
@@ -101,7 +113,7 @@ def cgroup_usage(
     if limit_name not in texts:
         return cpu_ns, None, None
     limit = memory_limit(texts[limit_name], host_memory)
-    return cpu_ns, memory_used(usage, mem_stat, version), limit
+    return cpu_ns, used_without(usage, inactive), limit
 
 
 def cgroup_throttling(
@@ -131,6 +143,25 @@ def parse_keyed(text: str) -> dict[str, int]:
         if value.strip().isdigit():
             out[key] = int(value.strip())
     return out
+
+
+def keyed_value(text: str, key: str) -> int | None:
+    """One value of a flat-keyed cgroup file: ``parse_keyed(text).get(key)`` without the dict.
+
+    Where a key is listed twice (never seen), the last line wins, as in :func:`parse_keyed`.
+    """
+    found: int | None = None
+    needle = "\n" + key + " "
+    padded = "\n" + text
+    at = padded.find(needle)
+    while at >= 0:
+        start = at + len(needle)
+        end = padded.find("\n", start)
+        value = (padded[start:] if end < 0 else padded[start:end]).strip()
+        if value.isdigit():
+            found = int(value)
+        at = -1 if end < 0 else padded.find(needle, end)
+    return found
 
 
 def parse_proc_stat(text: str, clock_ticks: int) -> tuple[int, int] | None:
@@ -250,8 +281,18 @@ def cpu_percent(cpu_delta: float, system_delta: float, online_cpus: float) -> fl
     return cpu_delta / system_delta * online_cpus * 100.0
 
 
+#: Descriptors of cgroup files kept open (v1: five per running container).
+MAX_KEPT_CGROUP_FDS = 8192
+#: The owner under which ``/proc/stat``'s descriptor is kept (never a container id).
+_HOST = "host"
+
+
 class CgroupSampler:
     """Finds each container's cgroup directories once and samples its files on every call.
+
+    The files are kept open between samples and read again with ``os.pread`` (one syscall per
+    file instead of four); a container's descriptors are closed when it is re-inspected (a
+    restart moves it to a new cgroup), forgotten, or no longer running.
 
     Args:
         cgroup_root: Where the host's cgroup hierarchy is mounted.
@@ -267,23 +308,28 @@ class CgroupSampler:
         self.dirs: dict[str, tuple[Path | None, ...]] = {}
         #: Per container: (CPU ns, host CPU ticks, last CPU %) of the previous sample.
         self.cpu_prev: dict[str, tuple[int, int, float | None]] = {}
+        #: The files read on every sample, open (``/proc/stat`` under ``"host"``).
+        self.files = KeptFiles(fd_budget(MAX_KEPT_CGROUP_FDS, 4))
 
     def inspected(self, container_id: str, cgroup_parent: str | None) -> None:
         """A (re-)inspect: a restart means a new init PID and cgroup, so look again."""
         self.parent[container_id] = cgroup_parent
         self.dirs.pop(container_id, None)
+        self.files.close_owner(container_id)
 
     def forget(self, container_id: str) -> None:
         """Drop everything about a container that is gone."""
         self.parent.pop(container_id, None)
         self.dirs.pop(container_id, None)
         self.cpu_prev.pop(container_id, None)
+        self.files.close_owner(container_id)
 
     def clear(self) -> None:
         """Drop everything (the engine connection was rebuilt)."""
         self.parent.clear()
         self.dirs.clear()
         self.cpu_prev.clear()
+        self.files.close()
 
     def _find_dirs(
         self, info: ContainerInfo, engine: EngineInfo, version: str
@@ -301,17 +347,19 @@ class CgroupSampler:
         """The containers with CPU %, memory and throttling filled in for the running ones."""
         running = [c for c in containers if c.running]
         if not running:
+            self.files.close()
             return containers
         version = engine.cgroup_version or "1"
-        proc_stat = read_small(self.proc_root / "stat")
-        system = parse_proc_stat(proc_stat or "", os.sysconf("SC_CLK_TCK"))
+        read = self.files.read
+        proc_stat = read(_HOST, self.proc_root / "stat")
+        system = parse_proc_stat(proc_stat or "", _CLOCK_TICKS)
         usage: dict[str, ContainerInfo] = {}
         for info in running:
             dirs = self.dirs.get(info.id)
             if dirs is None or not any(dirs):
                 dirs = self.dirs[info.id] = self._find_dirs(info, engine, version)
             texts = {
-                name: read_small(folder / name)
+                name: read(info.id, f"{folder}/{name}")
                 for folder, names in zip(dirs, CGROUP_FILES[version], strict=True)
                 if folder is not None
                 for name in names
@@ -344,4 +392,8 @@ class CgroupSampler:
             )
         for cid in [c for c in self.cpu_prev if c not in usage]:
             del self.cpu_prev[cid]
+        # A container that stopped keeps no descriptors (its cgroup is usually gone).
+        for owner in self.files.owners():
+            if owner != _HOST and owner not in usage:
+                self.files.close_owner(owner)
         return [usage.get(c.id, c) for c in containers]

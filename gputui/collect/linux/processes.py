@@ -1,23 +1,33 @@
-"""Host facts about PIDs, from psutil and ``/proc`` (the only module that imports psutil).
+"""Host facts about PIDs, from ``/proc`` (the only module that imports psutil).
 
-psutil supplies the live facts (command line, user, CPU, RSS, start time); the container id and
-the in-container PID come from ``<proc_root>/<pid>/cgroup`` and ``<proc_root>/<pid>/status``,
-which psutil does not expose. ``proc_root`` exists so tests can point those two files at a
-prepared directory while psutil keeps describing real processes.
+The live facts (command line, user, CPU, RSS, start time) are read from ``/proc/<pid>`` the way
+psutil computes them, with the same results; the container id and the in-container PID come from
+``<proc_root>/<pid>/cgroup`` and ``<proc_root>/<pid>/status``. ``proc_root`` exists so tests can
+point those two files at a prepared directory while the live facts keep describing real
+processes. psutil is imported only to send a signal (``send_signal``) and where ``/proc`` lacks
+a field it needs (kernels without ``MemAvailable``), so ``--once`` never loads it.
+
+Per-process files that are read on every refresh (``stat``, ``statm``) stay open between
+refreshes and are read again with ``os.pread``: one syscall per file instead of four. A kept
+descriptor names the process it was opened for, never a later one under the same PID (its reads
+fail with ESRCH once that process is reaped), and it is closed as soon as its PID is gone, its
+start time changes or nobody asks about it any more.
 """
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
+import pwd
 import signal
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
-import psutil
-
+from gputui.collect.linux.fileio import fd_budget
 from gputui.collect.linux.membership import (
     MAX_CGROUP_CHARS,
     MAX_MOUNTINFO_CHARS,
@@ -57,19 +67,36 @@ MAX_CMDLINE_BYTES = 128 * 1024
 #: How often the /proc mount options (hidepid) are read again: a remount that fixes them is
 #: noticed without a restart, and mountinfo is not read on every refresh.
 MOUNT_RECHECK_S = 30.0
+#: ``/proc/stat`` holds one line per CPU and per interrupt: tens of kB on large machines.
+MAX_PROC_STAT_BYTES = 1 << 20
+#: ``/proc/meminfo`` is about 1.5 kB.
+MAX_MEMINFO_BYTES = 64 * 1024
+#: Descriptors kept open for per-process files (``stat`` and ``statm``: two per process). Beyond
+#: this, or half of what the soft ``RLIMIT_NOFILE`` leaves, further processes are read by
+#: open/read/close: admission stops rather than evicting, because every PID is read once per
+#: refresh in turn, so evicting the least recently read one would reopen a file on every read.
+MAX_KEPT_FDS = 16_384
 _CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 _PAGE_SIZE = os.sysconf("SC_PAGE_SIZE")
+_OPEN_FLAGS = os.O_RDONLY | os.O_CLOEXEC
+
+
+def kept_fd_budget() -> int:
+    """How many descriptors the process source may keep open (see :data:`MAX_KEPT_FDS`)."""
+    return fd_budget(MAX_KEPT_FDS, 2)
 
 
 @dataclass(slots=True)
 class _Tracked:
     """One process across refreshes: facts fixed for its lifetime, and the last CPU sample.
 
-    The user and start time are read once (through psutil), the command line and name when the
-    process is first seen and again whenever it execs another program; a refresh otherwise reads
-    only ``/proc/<pid>/stat`` (about 10 µs). Its start-time field detects PID reuse exactly (an
+    The user and start time are read once, the command line and name when the process is first
+    seen and again whenever it execs another program; a refresh otherwise reads only
+    ``/proc/<pid>/stat`` and ``statm`` through descriptors kept open (``stat_fd``,
+    ``statm_fd``; -1 when none is kept). Its start-time field detects PID reuse exactly (an
     integer tick count, no float tolerance needed) and its :attr:`_Stat.image` fields change on
-    every exec.
+    every exec. ``info`` is the last answer and ``info_key`` what it was built from: an
+    unchanged process gets the same object back, not a new one per refresh.
     """
 
     start_ticks: int
@@ -83,11 +110,14 @@ class _Tracked:
     sampled_at: float | None = None
     sampled_wall: float | None = None
     cpu_percent: float | None = None
+    stat_fd: int = -1
+    statm_fd: int = -1
+    info: ProcessInfo | None = None
+    info_key: tuple[object, ...] | None = None
 
 
-@dataclass(frozen=True, slots=True)
-class _Stat:
-    """The fields of ``/proc/<pid>/stat`` gputui needs.
+class _Stat(NamedTuple):
+    """The fields of ``/proc/<pid>/stat`` gputui needs (a tuple: built on every refresh).
 
     Attributes:
         comm: The command name (field 2; at most 64 characters, kernel threads included).
@@ -158,7 +188,8 @@ def parse_stat(text: str) -> _Stat | None:
     """Parse ``/proc/<pid>/stat``; None when it is garbled or oversized.
 
     The command name (field 2) is in parentheses and may itself contain spaces and parentheses,
-    so the fields are counted from the *last* closing parenthesis.
+    so the fields are counted from the *last* closing parenthesis. Every number used must be
+    plain ASCII digits of at most 20 characters (no signs, no 65-bit values).
     """
     if len(text) > MAX_STAT_BYTES:
         return None
@@ -166,29 +197,34 @@ def parse_stat(text: str) -> _Stat | None:
     if start < 0 or end < start:
         return None
     fields = text[end + 2 :].split()
-
-    def optional(index: int) -> int:
-        # The text and argument addresses came with later kernels (2.6.x, 3.5): absent means 0.
-        return _num(fields[index]) if index < len(fields) else 0
-
-    try:
-        # Field numbers in proc(5) are 1-based and count pid and comm: state is field 3, so
-        # field n is fields[n - 3].
-        return _Stat(
-            comm=text[start + 1 : end][:64],
-            state=fields[0][:1],
-            ppid=_num(fields[1]),
-            flags=_num(fields[6]),
-            cpu_ticks=_num(fields[11]) + _num(fields[12]),
-            start_ticks=_num(fields[19]),
-            rss_pages=_num(fields[21]),
-            code_start=optional(23),
-            code_end=optional(24),
-            arg_start=optional(45),
-            arg_end=optional(46),
-        )
-    except (IndexError, ValueError):
+    if len(fields) < 22:
         return None
+    # Field numbers in proc(5) are 1-based and count pid and comm: state is field 3, so field n
+    # is fields[n - 3]. The text and argument addresses came with later kernels (2.6.x, 3.5):
+    # absent means 0. The numbers are checked together: this runs for every process on every
+    # refresh, and one check of the joined digits costs what one per field would cost each.
+    count = len(fields)
+    numbers = [fields[1], fields[6], fields[11], fields[12], fields[19], fields[21]]
+    numbers += [fields[i] if i < count else "0" for i in (23, 24, 45, 46)]
+    joined = "".join(numbers)
+    if not (joined.isascii() and joined.isdigit()) or max(map(len, numbers)) > _MAX_INT_DIGITS:
+        return None
+    ppid, flags, utime, stime, start_ticks, rss, code_start, code_end, arg_start, arg_end = map(
+        int, numbers
+    )
+    return _Stat(
+        text[start + 1 : end][:64],
+        fields[0][:1],
+        ppid,
+        flags,
+        utime + stime,
+        start_ticks,
+        rss,
+        code_start,
+        code_end,
+        arg_start,
+        arg_end,
+    )
 
 
 def parse_cmdline(data: bytes, cut: bool = False) -> list[str]:
@@ -268,7 +304,7 @@ _TEXT_LIMITS = {"cgroup": MAX_CGROUP_CHARS, "status": MAX_STATUS_CHARS}
 
 
 class ProcSource:
-    """A :class:`~gputui.collect.sources.ProcessSource` over psutil and ``/proc``."""
+    """A :class:`~gputui.collect.sources.ProcessSource` over ``/proc``."""
 
     def __init__(
         self, proc_root: str | Path = "/proc", clock: Callable[[], float] = time.monotonic
@@ -280,9 +316,15 @@ class ProcSource:
         self._file_facts: dict[int, tuple[float | None, _FileFacts]] = {}
         self._host_pid_ns: bool | None = None
         self._relative_seen = False
-        self._host_cpu_primed = False
         self._hidepid: str | None = None
         self._mount_read_at: float | None = None
+        self._host_cpu: tuple[float, ...] | None = None
+        #: Descriptors kept open now, and the most that may be.
+        self._kept = 0
+        self._kept_limit = kept_fd_budget()
+        #: Per :meth:`read`: the boot time and user names looked up (a read sees one of each).
+        self._boot_time: float | None = None
+        self._users: dict[int, str] = {}
 
     def read(self, pids: Iterable[int]) -> dict[int, ProcessInfo]:
         """Facts for each PID.
@@ -295,99 +337,237 @@ class ProcSource:
             one that exists but ``/proc`` does not show (``hidepid``).
         """
         wanted = set(pids)
+        self._boot_time = None
+        self._users.clear()
         result = {pid: self._read_one(pid) for pid in wanted}
         # Forget processes nobody asks about any more: the caches stay as big as the GPU
-        # process list, and a later PID reuse cannot inherit a stale entry.
-        for cache in (self._tracked, self._file_facts):
-            for pid in cache.keys() - wanted:
-                del cache[pid]
+        # process list, a later PID reuse cannot inherit a stale entry, and their kept
+        # descriptors are closed.
+        for pid in self._tracked.keys() - wanted:
+            self._drop(pid)
+        for pid in self._file_facts.keys() - wanted:
+            del self._file_facts[pid]
         return result
+
+    @property
+    def kept_fds(self) -> int:
+        """How many descriptors of per-process files are open now."""
+        return self._kept
+
+    def close(self) -> None:
+        """Close every kept descriptor (the source still works: it opens them again)."""
+        for pid in list(self._tracked):
+            self._drop(pid)
+
+    def __del__(self) -> None:
+        # A source dropped without close() (tests, one-shot runs) must not leak descriptors.
+        for tracked in getattr(self, "_tracked", {}).values():
+            _close_fds(tracked)
+
+    def _drop(self, pid: int) -> None:
+        """Forget a tracked process and close its kept descriptors."""
+        tracked = self._tracked.pop(pid, None)
+        if tracked is not None:
+            self._kept -= _close_fds(tracked)
 
     def _read_one(self, pid: int) -> ProcessInfo:
         if not 0 < pid <= PID_MAX_LIMIT:
             return ProcessInfo(pid, exists=False)
-        stat, error = self._read_stat(pid)
-        if stat is None:
-            self._tracked.pop(pid, None)
-            if error in _DENIED:  # hidepid=1: the directory is listed, its files are not
-                return _hidden(pid)
-            fixture = self._read_fixture_only(pid)
-            if fixture is not None:
-                return fixture
-            return _hidden(pid) if _exists_unseen(pid) else ProcessInfo(pid, exists=False)
         tracked = self._tracked.get(pid)
+        stat = None if tracked is None else self._kept_stat(tracked)
+        fd = -1
+        if stat is None:
+            # Not kept, or the kept descriptor failed (the process is gone: its PID may already
+            # name another one), so open the file again, as for a process never seen.
+            if tracked is not None:
+                self._kept -= _close_fds(tracked)
+            stat, error, fd = self._read_stat(pid)
+            if stat is None:
+                self._drop(pid)
+                if error in _DENIED:  # hidepid=1: the directory is listed, its files are not
+                    return _hidden(pid)
+                fixture = self._read_fixture_only(pid)
+                if fixture is not None:
+                    return fixture
+                return _hidden(pid) if _exists_unseen(pid) else ProcessInfo(pid, exists=False)
         if tracked is None or tracked.start_ticks != stat.start_ticks:
             if tracked is not None:  # PID reused: the old process's container facts are wrong too.
+                self._drop(pid)
                 self._file_facts.pop(pid, None)
             tracked = self._track(pid, stat)
             if tracked is None:
+                _close_fd(fd)
                 return ProcessInfo(pid, exists=False)
         elif tracked.image != stat.image and not self._read_command(pid, tracked, stat):
             # The process exec'd another program: its command line and name are new.
-            self._tracked.pop(pid, None)
+            _close_fd(fd)
+            self._drop(pid)
             return ProcessInfo(pid, exists=False)
+        if fd >= 0:
+            self._keep_stat_fd(tracked, fd)
         try:
             facts, facts_denied = self._facts(pid, tracked.start_time)
         except _Vanished:
-            self._tracked.pop(pid, None)
+            self._drop(pid)
             return ProcessInfo(pid, exists=False)
         zombie = stat.state == "Z"
-        return ProcessInfo(
+        cpu = None if zombie else self._cpu_percent(tracked, stat.cpu_ticks)
+        rss = None if zombie else self._rss(pid, stat, tracked)
+        denied = tracked.denied or facts_denied
+        # The facts object is cached per process: the comparison is by identity first.
+        key = (cpu, rss, denied, tracked.command, tracked.name, facts)
+        if tracked.info is not None and tracked.info_key == key:
+            return tracked.info
+        info = ProcessInfo(
             pid,
             command=tracked.command,
             name=tracked.name or facts.name,
             user=tracked.user,
-            cpu_percent=None if zombie else self._cpu_percent(tracked, stat.cpu_ticks),
-            rss_bytes=None if zombie else self._rss(pid, stat),
+            cpu_percent=cpu,
+            rss_bytes=rss,
             start_time=tracked.start_time,
             container_id=facts.container_id,
             runtime=facts.runtime,
             pod_uid=facts.pod_uid,
             container_pid=facts.container_pid,
-            access_denied=tracked.denied or facts_denied,
+            access_denied=denied,
         )
+        tracked.info, tracked.info_key = info, key
+        return info
 
-    def _read_stat(self, pid: int) -> tuple[_Stat | None, int]:
-        """``/proc/<pid>/stat`` parsed, or (None, errno); errno 0 when it was garbled."""
+    def _read_stat(self, pid: int) -> tuple[_Stat | None, int, int]:
+        """``/proc/<pid>/stat`` opened afresh and parsed.
+
+        Returns:
+            (stat, 0, descriptor) with the descriptor left open when one may be kept (-1 when
+            not), or (None, errno, -1); errno 0 when the file was garbled.
+        """
         # Live facts always come from the real /proc (as psutil's do); a prepared proc_root only
         # stands in for the cgroup and status files.
-        data, error = read_capped(f"/proc/{pid}/stat", MAX_STAT_BYTES)
-        if data is None:
-            return None, error
-        return parse_stat(data.decode(errors="replace")), 0
+        path = f"/proc/{pid}/stat"
+        if self._kept >= self._kept_limit:
+            data, error = read_capped(path, MAX_STAT_BYTES)
+            if data is None:
+                return None, error, -1
+            return parse_stat(data.decode(errors="replace")), 0, -1
+        try:
+            fd = os.open(path, _OPEN_FLAGS)
+        except OSError as exc:
+            return None, exc.errno or errno.EIO, -1
+        try:
+            data = os.pread(fd, MAX_STAT_BYTES, 0)
+        except OSError as exc:
+            os.close(fd)
+            return None, exc.errno or errno.EIO, -1
+        stat = parse_stat(data.decode(errors="replace"))
+        if stat is None:
+            os.close(fd)
+            return None, 0, -1
+        return stat, 0, fd
 
-    def _rss(self, pid: int, stat: _Stat) -> int:
-        # statm is what psutil, ps and top report; stat's rss field can lag it by the per-CPU
-        # counters the kernel has not folded in yet.
-        data, _ = read_capped(f"/proc/{pid}/statm", MAX_STATM_BYTES)
+    def _keep_stat_fd(self, tracked: _Tracked, fd: int) -> None:
+        if tracked.stat_fd >= 0:  # cannot happen (closed before a fresh open); never leak one
+            os.close(fd)
+            return
+        tracked.stat_fd = fd
+        self._kept += 1
+
+    def _kept_stat(self, tracked: _Tracked) -> _Stat | None:
+        """``stat`` through the kept descriptor; None when none is kept or it failed."""
+        if tracked.stat_fd < 0:
+            return None
+        try:
+            data = os.pread(tracked.stat_fd, MAX_STAT_BYTES, 0)
+        except OSError:  # ESRCH: the process it was opened for has been reaped
+            return None
+        return parse_stat(data.decode(errors="replace"))
+
+    def _rss(self, pid: int, stat: _Stat, tracked: _Tracked) -> int:
+        # statm is what psutil, ps and top report. stat's rss field differs: since Linux 6.16
+        # statm sums the per-CPU counters exactly, stat reads their approximate total (a
+        # quarter of the processes of a test machine differ by up to ~50 pages).
+        data = None
+        if tracked.statm_fd >= 0:
+            try:
+                data = os.pread(tracked.statm_fd, MAX_STATM_BYTES, 0)
+            except OSError:
+                self._kept -= _close_fd(tracked.statm_fd)
+                tracked.statm_fd = -1
+        if data is None:
+            if tracked.stat_fd >= 0 and self._kept < self._kept_limit:
+                data = self._open_statm(pid, tracked)
+            else:
+                data, _ = read_capped(f"/proc/{pid}/statm", MAX_STATM_BYTES)
         try:
             return _num((data or b"").decode(errors="replace").split()[1]) * _PAGE_SIZE
         except (IndexError, ValueError):
             return stat.rss_pages * _PAGE_SIZE
 
+    def _open_statm(self, pid: int, tracked: _Tracked) -> bytes | None:
+        """Open ``statm``, keep its descriptor with the process's, return its first read."""
+        try:
+            fd = os.open(f"/proc/{pid}/statm", _OPEN_FLAGS)
+        except OSError:
+            return None
+        try:
+            data = os.pread(fd, MAX_STATM_BYTES, 0)
+        except OSError:
+            os.close(fd)
+            return None
+        tracked.statm_fd = fd
+        self._kept += 1
+        return data
+
     def _track(self, pid: int, stat: _Stat) -> _Tracked | None:
         """Read the lifetime facts of a process seen for the first time (None: it is gone)."""
         tracked = _Tracked(stat.start_ticks)
-        try:
-            proc = psutil.Process(pid)
-            with proc.oneshot():
-                try:
-                    tracked.user = clean_text(proc.username())
-                except psutil.AccessDenied:
-                    tracked.denied = True
-                try:
-                    tracked.start_time = proc.create_time()
-                except psutil.AccessDenied:
-                    tracked.denied = True
-        except psutil.ZombieProcess:
-            pass  # A zombie still exists; what it has left is read below.
-        except psutil.NoSuchProcess:
+        owner = self._read_owner(pid)
+        if owner is None:
             if not self._fixture:
                 return None
+        else:
+            tracked.user, tracked.denied = owner
+            tracked.start_time = self._start_time(stat.start_ticks)
         if not self._read_command(pid, tracked, stat) and not self._fixture:
             return None
         self._tracked[pid] = tracked
         return tracked
+
+    def _read_owner(self, pid: int) -> tuple[str | None, bool] | None:
+        """The user a process runs as, as psutil names it (its real uid, or the uid in digits).
+
+        Returns:
+            (user or None, whether ``status`` was denied), or None when the process is gone.
+        """
+        data, error = read_capped(f"/proc/{pid}/status", MAX_STATUS_CHARS)
+        if data is None:
+            if error in (errno.ENOENT, errno.ESRCH):
+                return None
+            return None, error in _DENIED
+        uid = _real_uid(data)
+        if uid is None:
+            return None, False
+        name = self._users.get(uid)
+        if name is None:
+            try:
+                name = pwd.getpwuid(uid).pw_name
+            except KeyError:  # a uid with no passwd entry: psutil gives the number
+                name = str(uid)
+            self._users[uid] = name
+        return clean_text(name), False
+
+    def _start_time(self, start_ticks: int) -> float | None:
+        """Start time in seconds since the epoch, as psutil computes it (ticks + boot time).
+
+        The boot time is read once per :meth:`read` (psutil reads it on every call): the wall
+        clock being stepped moves it, and a later read then sees the new one.
+        """
+        if self._boot_time is None:
+            data, _ = read_capped("/proc/stat", MAX_PROC_STAT_BYTES)
+            self._boot_time = _btime(data or b"")
+        if self._boot_time is None:
+            return None
+        return start_ticks / _CLOCK_TICKS + self._boot_time
 
     def _read_command(self, pid: int, tracked: _Tracked, stat: _Stat) -> bool:
         """(Re)read the command line and name into ``tracked``; False when the process is gone.
@@ -505,24 +685,45 @@ class ProcSource:
         return None, False
 
     def host_stats(self) -> HostStats:
-        """The host's CPU (since the previous call), load, memory and swap."""
-        # psutil measures CPU between calls; the very first value covers nothing, so say N/A.
-        cpu = psutil.cpu_percent(interval=None)
-        first, self._host_cpu_primed = not self._host_cpu_primed, True
+        """The host's CPU (since the previous call), load, memory and swap, as psutil gives them.
+
+        Read from ``/proc/stat`` and ``/proc/meminfo`` with psutil's formulas; psutil itself is
+        asked only on a kernel whose ``meminfo`` lacks ``MemAvailable`` or the swap lines.
+        """
+        data, _ = read_capped("/proc/stat", MAX_PROC_STAT_BYTES)
+        times = cpu_times(data or b"")
+        # CPU is measured between calls; the very first value covers nothing, so say N/A.
+        cpu = None
+        if times is not None:
+            if self._host_cpu is not None:
+                cpu = busy_percent(self._host_cpu, times)
+            self._host_cpu = times
         try:
-            load: tuple[float, float, float] | None = psutil.getloadavg()
+            load: tuple[float, float, float] | None = os.getloadavg()
         except OSError:
             load = None
-        memory = psutil.virtual_memory()
-        swap = psutil.swap_memory()
+        data, _ = read_capped("/proc/meminfo", MAX_MEMINFO_BYTES)
+        memory = parse_meminfo(data or b"")
+        if memory is None:
+            import psutil  # only where meminfo lacks a field psutil can compute otherwise
+
+            vm, sw = psutil.virtual_memory(), psutil.swap_memory()
+            memory = (int(vm.total), int(vm.available), int(sw.total), int(sw.total - sw.free))
+        total, available, swap_total, swap_used = memory
+        try:  # psutil.cpu_count(): online CPUs, None when the count is not positive
+            cpus: int | None = os.sysconf("SC_NPROCESSORS_ONLN")
+        except (OSError, ValueError):
+            cpus = os.cpu_count()
+        if cpus is not None and cpus < 1:
+            cpus = None
         return HostStats(
-            cpu_percent=None if first else cpu,
-            cpu_count=psutil.cpu_count(),
+            cpu_percent=cpu,
+            cpu_count=cpus,
             load_avg=load,
-            memory_used_bytes=int(memory.total - memory.available),
-            memory_total_bytes=int(memory.total),
-            swap_used_bytes=int(swap.used),
-            swap_total_bytes=int(swap.total),
+            memory_used_bytes=total - available,
+            memory_total_bytes=total,
+            swap_used_bytes=swap_used,
+            swap_total_bytes=swap_total,
         )
 
     def visibility(self) -> Visibility:
@@ -659,6 +860,8 @@ class ProcSource:
         self, pid: int, signum: int, start_time: float, pidfd: int | None
     ) -> str | None:
         """The checks that need the process itself, then the signal (through ``pidfd``)."""
+        import psutil  # only here: reading and reporting never load it
+
         stat = self._signal_stat(pid)
         try:
             if not _same_start(psutil.Process(pid).create_time(), start_time):
@@ -744,7 +947,111 @@ def _status_field(status_text: str, key: str) -> str | None:
 
 def _owner(pid: int) -> str:
     """User name (or uid) owning ``pid``, for messages; ``another user`` when unreadable."""
+    import psutil
+
     try:
         return psutil.Process(pid).username()
     except (psutil.Error, OSError):
         return "another user"
+
+
+def _close_fd(fd: int) -> int:
+    """Close ``fd`` when it is one (>= 0); how many were closed (0 or 1)."""
+    if fd < 0:
+        return 0
+    # EBADF cannot happen for a descriptor this module owns; closing is best effort.
+    with contextlib.suppress(OSError):
+        os.close(fd)
+    return 1
+
+
+def _close_fds(tracked: _Tracked) -> int:
+    """Close the kept descriptors of one process; how many were open."""
+    closed = _close_fd(tracked.stat_fd) + _close_fd(tracked.statm_fd)
+    tracked.stat_fd = tracked.statm_fd = -1
+    return closed
+
+
+def _real_uid(status: bytes) -> int | None:
+    """The real uid from ``/proc/<pid>/status`` (the first number of its ``Uid:`` line)."""
+    at = status.find(b"\nUid:")
+    if at < 0:
+        return None
+    fields = status[at + 5 : status.find(b"\n", at + 5)].split()
+    if not fields or not fields[0].isdigit() or len(fields[0]) > _MAX_INT_DIGITS:
+        return None
+    return int(fields[0])
+
+
+def _btime(proc_stat: bytes) -> float | None:
+    """The boot time (``btime``, seconds since the epoch) from ``/proc/stat``."""
+    at = proc_stat.find(b"\nbtime ")
+    if at < 0:
+        return None
+    value = proc_stat[at + 7 : proc_stat.find(b"\n", at + 7)].strip()
+    if not value.isdigit() or len(value) > _MAX_INT_DIGITS:
+        return None
+    return float(value)
+
+
+#: The ``cpu`` line's fields psutil reads (Linux 2.6.33+: user ... guest_nice).
+_CPU_FIELDS = 10
+
+
+def cpu_times(proc_stat: bytes) -> tuple[float, ...] | None:
+    """Host CPU times in seconds from the first line of ``/proc/stat``, as psutil reads them.
+
+    Returns:
+        ``user, nice, system, idle, iowait, irq, softirq, steal, guest, guest_nice``; None when
+        the line is missing or malformed.
+    """
+    line = proc_stat[: proc_stat.find(b"\n")] if b"\n" in proc_stat else proc_stat
+    fields = line.split()
+    if len(fields) < _CPU_FIELDS + 1 or fields[0] != b"cpu":
+        return None
+    values = fields[1 : _CPU_FIELDS + 1]
+    if not all(v.isdigit() and len(v) <= _MAX_INT_DIGITS for v in values):
+        return None
+    return tuple(float(v) / _CLOCK_TICKS for v in values)
+
+
+def busy_percent(before: tuple[float, ...], after: tuple[float, ...]) -> float:
+    """Host CPU busy % between two :func:`cpu_times`, psutil's ``cpu_percent`` formula.
+
+    Negative deltas count as 0; guest time is already in user/nice, so it is subtracted from
+    the total; idle and iowait are not busy.
+    """
+    deltas = [max(0, b - a) for a, b in zip(before, after, strict=True)]
+    total = sum(deltas) - deltas[8] - deltas[9]
+    busy = total - deltas[3] - deltas[4]
+    if total == 0:
+        return 0.0
+    return round(busy / total * 100, 1)
+
+
+def parse_meminfo(meminfo: bytes) -> tuple[int, int, int, int] | None:
+    """(total, available, swap total, swap used) in bytes from ``/proc/meminfo``.
+
+    Returns:
+        None when a line is missing (kernels before 3.14 have no ``MemAvailable``, which psutil
+        then estimates from other lines).
+    """
+    wanted = {b"MemTotal:": 0, b"MemAvailable:": 0, b"SwapTotal:": 0, b"SwapFree:": 0}
+    found = 0
+    for line in meminfo.splitlines():
+        fields = line.split()
+        if len(fields) >= 2 and fields[0] in wanted:
+            if not fields[1].isdigit() or len(fields[1]) > _MAX_INT_DIGITS:
+                return None
+            wanted[fields[0]] = int(fields[1]) * 1024
+            found += 1
+            if found == len(wanted):
+                break
+    if found < len(wanted):
+        return None
+    return (
+        wanted[b"MemTotal:"],
+        wanted[b"MemAvailable:"],
+        wanted[b"SwapTotal:"],
+        wanted[b"SwapTotal:"] - wanted[b"SwapFree:"],
+    )
