@@ -179,6 +179,7 @@ def test_report_quotes_of_container_facts_are_inert() -> None:
         ContainerInfo,
         ContainerUsage,
         Finding,
+        FindingSeverity,
         HealthCheck,
         HealthStatus,
         HostInfo,
@@ -201,5 +202,5 @@ def test_report_quotes_of_container_facts_are_inert() -> None:
         containers=(ContainerUsage(info),),
         health=(check,),
     )
-    finding = Finding("oom_killed", "container:x", "warn", "OOM " + ESC_SEQS)
+    finding = Finding("oom_killed", "container:x", FindingSeverity.WARN, "OOM " + ESC_SEQS)
     assert terminal_unsafe(snapshot_to_text(snap, [finding]).encode()) == []
