@@ -22,7 +22,7 @@ from gputui.wiring import build_collector
 T0 = 1_800_000_000.0
 
 
-def snap(i: int, util: float = 10.0) -> Snapshot:
+def snap(i: int, util: int = 10) -> Snapshot:
     gpu = GpuSample(0, f"GPU-{i}", "H200", utilization_gpu=util)
     return Snapshot(T0 + i, "replay", HostInfo("h"), gpus=(gpu,))
 

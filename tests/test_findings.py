@@ -24,6 +24,7 @@ from gputui.derive.findings import (
 from gputui.model import (
     ContainerInfo,
     ContainerReading,
+    Finding,
     GpuProcessSample,
     GpuReading,
     GpuSample,
@@ -107,7 +108,7 @@ def test_one_party_is_not_sharing() -> None:
 
 def test_rising_memory_fires_growth_with_rate_and_time_to_fill() -> None:
     engine = FindingsEngine(FindingRules(growth_min_span_s=60))
-    found = ()
+    found: tuple[Finding, ...] = ()
     for i in range(13):  # +50 MiB every 10 s = 300 MiB/min
         found = engine.update(snap(i * 10.0, [(7, None, 1000 + 50 * i, 90)]))
     (growth,) = [f for f in found if f.kind == "memory_growth"]
@@ -120,7 +121,8 @@ def test_rising_memory_fires_growth_with_rate_and_time_to_fill() -> None:
 def test_sawtooth_and_flat_memory_do_not_fire() -> None:
     engine = FindingsEngine(FindingRules(growth_min_span_s=60))
     saw = itertools.cycle([1000, 1400, 1800, 1000])
-    flat_found = saw_found = ()
+    flat_found: tuple[Finding, ...] = ()
+    saw_found: tuple[Finding, ...] = ()
     for i in range(20):
         saw_found = engine.update(snap(i * 10.0, [(8, None, next(saw), 50), (9, None, 500, 50)]))
         flat_found = saw_found
@@ -217,7 +219,7 @@ def test_scenario_time_series_rising_fires_and_sawtooth_does_not(
     ticks = itertools.count(0.0, 10.0)
     collector = Collector(source, ProcSource(), DemoContainers(), clock=lambda: next(ticks))
     engine = FindingsEngine(FindingRules(growth_min_span_s=60))
-    found = ()
+    found: tuple[Finding, ...] = ()
     for _ in range(12):
         found = engine.update(collector.collect())
     growth = {f.subject: f for f in found if f.kind == "memory_growth"}

@@ -294,7 +294,7 @@ def test_a_new_gauge_is_one_field_and_one_row() -> None:
         def collect(self) -> Any:
             return gpu_families(snapshot, plain_gpu_gauges(WITH_ENERGY))
 
-    registry.register(_Families())  # type: ignore[arg-type]
+    registry.register(_Families())  # type: ignore[arg-type,unused-ignore]
     text = generate_latest(registry).decode()
     assert "# HELP gputui_gpu_energy_joules Energy used since the driver loaded." in text
     assert re.search(r'^gputui_gpu_energy_joules\{.*gpu="0".*\} 1500\.25$', text, re.M)

@@ -155,7 +155,7 @@ def _strategy(tp: Any) -> st.SearchStrategy[Any]:
     if origin is dict:
         _, value_tp = typing.get_args(tp)
         return st.dictionaries(_TEXT, _strategy(value_tp), max_size=2)
-    if dataclasses.is_dataclass(tp):
+    if isinstance(tp, type) and dataclasses.is_dataclass(tp):
         hints = typing.get_type_hints(tp, vars(model))
         fields = {f.name: _strategy(hints[f.name]) for f in dataclasses.fields(tp)}
         if tp is Snapshot:  # a snapshot's time must be showable (1970 .. 9999)
