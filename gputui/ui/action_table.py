@@ -248,7 +248,10 @@ ACTIONS: tuple[ActionRow, ...] = (
     ActionRow(
         "toggle_pause", "p", "pause", "Pause", "Pause / resume", "Stop or restart refreshing"
     ),
-    ActionRow("resume", "p", "resume", "Resume", "Resume", "Restart refreshing", palette=False),
+    # Same help as Pause: the help lists p once. A keymap moving gputui.pause moves it too.
+    ActionRow(
+        "resume", "p", "resume", "Resume", "Resume", "Stop or restart refreshing", palette=False
+    ),
     ActionRow(
         "toggle_gpus",
         "v",

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import inspect
 import threading
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import replace
 from functools import partial
@@ -105,6 +105,15 @@ class GpuTuiApp(App[None]):
             if row.write and row.explain_read_only
             for key in row.keys.split(",")
         )
+
+    def set_keymap(self, keymap: Mapping[str, str]) -> None:
+        """Textual's keymap, with ``p``'s two rows (Pause, Resume) moved together."""
+        keys = dict(keymap)
+        pause = action_table.BINDING_ID_PREFIX + "pause"
+        resume = action_table.BINDING_ID_PREFIX + "resume"
+        if pause in keys and resume not in keys:
+            keys[resume] = keys[pause]
+        super().set_keymap(keys)
 
     # ------------------------------------------------------------- crashes, notifications
 

@@ -257,11 +257,11 @@ async def test_resize_toggles_narrow_and_compact(make_app: AppFactory) -> None:
     gpus = [gpu(i) for i in range(8)]
     collector = FakeCollector([snapshot(gpus=gpus)])
     app = make_app(collector)
-    async with app.run_test(size=(160, 50)) as pilot:
+    async with app.run_test(size=(200, 60)) as pilot:
         await ready(pilot)
         panel = app.main.gpus
-        assert not app.main.has_class("-narrow")
-        assert not panel.has_class("-compact")  # 8 cards x 5 lines fit in 48 rows
+        assert not app.main.has_class("-narrow")  # wide enough for the side column
+        assert not panel.has_class("-compact")  # 8 cards x 6 lines fit in 57 rows
         await pilot.resize_terminal(80, 24)
         await pilot.pause()
         await pilot.pause()
@@ -271,12 +271,12 @@ async def test_resize_toggles_narrow_and_compact(make_app: AppFactory) -> None:
         assert app.main.ctree.size.height >= 5  # and the tree still has room
         for card in panel.cards.values():
             assert card.gauges.size.height == 1
-        await pilot.resize_terminal(160, 30)
+        await pilot.resize_terminal(200, 30)
         await pilot.pause()
         await pilot.pause()
         assert not app.main.has_class("-narrow")
-        assert panel.has_class("-compact")  # 8 x 5 > 28 rows: still one line each
-        await pilot.resize_terminal(160, 50)
+        assert panel.has_class("-compact")  # 8 x 6 > 27 rows: still one line each
+        await pilot.resize_terminal(200, 60)
         await pilot.pause()
         await pilot.pause()
         assert not panel.has_class("-compact")

@@ -63,12 +63,14 @@ def test_is_narrow_has_hysteresis() -> None:
 
 async def test_120_and_119_columns_flip_at_most_once_per_resize(make_app: AppFactory) -> None:
     app = make_app()
-    async with app.run_test(size=(120, 40)) as pilot:
+    async with app.run_test(size=(NARROW_WIDTH, 40)) as pilot:
         await ready(pilot)
         await _settle(pilot)
         assert not app.main.has_class("-narrow")
         flips = _count_flips(app)
-        sizes = [119, 120, 119, 100, 119, 120, 121, 80, 160, 117, 120]
+        # The same walk as at the old 120-column threshold, shifted to the side column's.
+        shift = NARROW_WIDTH - 120
+        sizes = [w + shift for w in (119, 120, 119, 100, 119, 120, 121, 80, 160, 117, 120)]
         expected = [False, False, False, True, True, False, False, True, False, True, False]
         for width, narrow in zip(sizes, expected, strict=True):
             before = flips()
@@ -83,7 +85,7 @@ async def test_stale_screen_resize_does_not_flip_or_loop(make_app: AppFactory) -
     """A Resize for the screen with a size the terminal does not have (what a dumb terminal
     produces) changes nothing, and ``q`` still quits promptly."""
     app = make_app()
-    async with app.run_test(size=(120, 40)) as pilot:
+    async with app.run_test(size=(NARROW_WIDTH, 40)) as pilot:
         await ready(pilot)
         await _settle(pilot)
         flips = _count_flips(app)

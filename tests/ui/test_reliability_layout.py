@@ -88,7 +88,7 @@ async def test_every_gauge_shows_na_for_a_missing_value(make_app: AppFactory) ->
         text = "\n".join(screen_lines(app))
         assert re.search(r"pwr\s*░+\s+N/A", text), text
 
-        await pilot.resize_terminal(80, 24)  # narrow: one line per GPU
+        await pilot.resize_terminal(80, 15)  # short: one line per GPU
         await _settle(pilot)
         assert app.main.gpus.has_class("-compact")
         line = app.main.gpus.cards[0].gauges.render().plain
