@@ -449,11 +449,15 @@ class GpuTuiApp(App[None]):
         self.main.open_filter()
 
     def action_sort(self) -> None:
-        """Cycle the process table's sort column (remembered)."""
+        """Cycle the sort column of the visible tree or table (the table's is remembered)."""
         self.main.cycle_sort()
         index = self.main.table.sort_index
         if 0 <= index < len(SORTS):
             self.remember(sort=SORTS[index])
+
+    def action_sort_reverse(self) -> None:
+        """Reverse the sort of the container tree or the process table."""
+        self.main.reverse_sort()
 
     def action_window(self) -> None:
         """Cycle the sparkline window (1 / 5 / 30 min)."""

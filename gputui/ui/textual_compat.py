@@ -12,15 +12,20 @@ Checked against Textual 8.2.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from rich.console import RenderableType
 from rich.text import Text
 from textual.app import App
 from textual.widgets import DataTable, Tree
+from textual.widgets._tree import TOGGLE_STYLE
 from textual.widgets.data_table import ColumnKey, RowKey
 from textual.widgets.tree import TreeNode
+
+#: The style Textual's Tree gives a node's expander so a click on it toggles the node (a
+#: ``render_label`` drawing its own expander must carry it too).
+TREE_TOGGLE_STYLE = TOGGLE_STYLE
 
 
 def tree_node_label(node: TreeNode[Any]) -> Text:
@@ -55,6 +60,35 @@ def repaint_tree_nodes(tree: Tree[Any], nodes: Iterable[TreeNode[Any]]) -> None:
         line = node._line
         if top <= line < top + height and line < len(lines) and lines[line].node is node:
             tree._refresh_line(line)
+
+
+def reorder_tree_children(
+    tree: Tree[Any], parent: TreeNode[Any], children: Sequence[TreeNode[Any]]
+) -> None:
+    """Put ``parent``'s children (the same nodes) in the order of ``children``.
+
+    Textual has no call to move a node: removing and re-adding a container re-creates it and
+    every process under it, on every refresh the sort order moves (a CPU sort moves it all the
+    time). This reorders the child list (``TreeNode._children``) in place and drops the tree's
+    line caches once, as ``TreeNode.remove`` does (``Tree._invalidate``).
+    """
+    if len(children) != len(parent._children) or {id(c) for c in children} != {
+        id(c) for c in parent._children
+    }:
+        raise ValueError("reorder_tree_children takes exactly the parent's children")
+    parent._children[:] = children
+    tree._invalidate()
+
+
+def set_column_label(table: DataTable[Any], column: str, label: Text) -> None:
+    """Give a DataTable column a new header label (``Column.label``) and repaint the header.
+
+    Column widths stay as they are; the header row is cached per update count like the cells,
+    so the count is bumped (``_update_count``) as ``update_cell`` does.
+    """
+    table.columns[ColumnKey(column)].label = label
+    table._update_count += 1
+    table.refresh()
 
 
 def write_row_cells(table: DataTable[Any], row: str, cells: Mapping[str, object]) -> None:

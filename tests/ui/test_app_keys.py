@@ -189,30 +189,32 @@ async def test_d_toggles_light_and_dark(make_app: AppFactory) -> None:
         assert app.current_theme.dark is dark
 
 
-async def test_s_sorts_only_on_processes_tab(make_app: AppFactory) -> None:
+async def test_s_sorts_the_process_table(make_app: AppFactory) -> None:
     app = make_app()
     async with app.run_test(size=(140, 40)) as pilot:
         await ready(pilot)
-        assert app.check_action("sort", ()) is None  # dimmed on the Containers tab
+        assert app.check_action("sort", ()) is True  # the tree sorts too (test_tree_columns.py)
         await pilot.press("2")
         table = app.main.table
         assert table.row_keys()[0] == "611:0"  # GPU memory, descending
         await pilot.press("s")  # SM %
         await pilot.press("s")  # CPU %
         await pilot.press("s")  # PID ascending
-        assert table.sort_label == "PID ↑"
+        assert table.sort_label == "PID ▲"
         assert table.row_keys() == ["611:0", "612:1", "700:1", "800:0", "900:0", "999:1"]
         await pilot.press("s")  # container
         assert table.sort_label.startswith("container")
+        await pilot.press("s")  # elapsed, longest first
+        assert table.sort_label == "elapsed ▼"
         await pilot.press("s")
-        assert table.sort_label == "GPU mem ↓"
+        assert table.sort_label == "GPU mem ▼"
 
 
 async def test_slash_filters_and_escape_clears(make_app: AppFactory) -> None:
     app = make_app()
     async with app.run_test(size=(140, 40)) as pilot:
         await ready(pilot)
-        await pilot.press("slash")
+        await pilot.press("2", "slash")  # on the Containers tab, / filters the tree
         assert app.main.active_tab == "processes"
         assert isinstance(app.focused, Input)
         await pilot.press(*"trainer")
@@ -232,7 +234,7 @@ async def test_filter_matches_user_and_pid(make_app: AppFactory) -> None:
     app = make_app()
     async with app.run_test(size=(140, 40)) as pilot:
         await ready(pilot)
-        await pilot.press("slash", *"nobody")
+        await pilot.press("2", "slash", *"nobody")
         await pilot.pause()
         assert app.main.table.row_keys() == ["800:0"]
 

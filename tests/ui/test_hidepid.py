@@ -32,7 +32,7 @@ async def test_hidden_process_is_named_hidden_in_tree_and_table(make_app: AppFac
         tree = app.main.ctree
         label = tree.nodes_by_key["p:700:0"].label.plain
         assert HIDDEN_TEXT in label, label
-        assert "?" not in label and "2048MiB" in label
+        assert "?" not in label and "2.0GiB" in label  # the tree's GPU MEM column is in GiB
         assert any(HIDDEN_TEXT in line for line in screen_lines(app))
         await pilot.press("2")
         await pilot.pause()

@@ -24,7 +24,7 @@ from gputui.ui.layout import SIDE_HYSTERESIS, SIDE_WIDTH, Layout, choose_layout,
 from gputui.ui.messages import SelectionChanged
 from gputui.ui.state import TABS, UiState
 from gputui.ui.widgets.alerts_panel import AlertsPanel
-from gputui.ui.widgets.container_tree import ContainerTree, NodeRef
+from gputui.ui.widgets.container_tree import ContainerPane, ContainerTree, NodeRef
 from gputui.ui.widgets.gpu_panel import GpuPanel
 from gputui.ui.widgets.header import HeaderBar
 from gputui.ui.widgets.health_panel import HealthPanel
@@ -78,6 +78,7 @@ class MainScreen(Screen[None]):
         self.header = HeaderBar(id="header")
         self.gpus = GpuPanel(id="gpus")
         self.ctree = ContainerTree(id="tree")
+        self.cpane = ContainerPane(self.ctree, id="tree-pane")
         self.table = ProcessTable(id="procs")
         self.health = HealthPanel(id="health-panel")
         self.history_panel = HistoryPanel(id="history-panel")
@@ -107,7 +108,7 @@ class MainScreen(Screen[None]):
             yield self.gpus
             with TabbedContent(id="tabs", initial="containers"):
                 with TabPane("Containers", id="containers"):
-                    yield self.ctree
+                    yield self.cpane
                 with TabPane("Processes", id="processes"), Vertical():
                     yield self.filter_input
                     yield self.proc_status
@@ -176,7 +177,8 @@ class MainScreen(Screen[None]):
         if tab == "containers":
             docker = snapshot.sources.get("docker")
             stale = docker is not None and not docker.ok
-            self.ctree.sync(build_groups(snapshot), analysis.markers if analysis else None, stale)
+            markers = analysis.markers if analysis else None
+            self.ctree.sync(build_groups(snapshot), markers, stale, snapshot.taken_at)
         elif tab == "processes":
             self.table.sync(snapshot)
             self._update_proc_status()
@@ -243,7 +245,7 @@ class MainScreen(Screen[None]):
                 (self.table.sort_label, "bold"),
                 (f"  ·  {shown} of {total} GPU processes", "$text-muted"),
                 (filt, "$text-warning"),
-                ("   (s: sort  /: filter)", "$text-muted"),
+                ("   (s/S: sort  /: filter)", "$text-muted"),
             )
         )
 
@@ -394,19 +396,35 @@ class MainScreen(Screen[None]):
         self.show_tab(TABS[(index + step) % len(TABS)])
 
     def open_filter(self) -> None:
-        """Show and focus the filter input on the Processes tab."""
+        """Show and focus the filter input: the tree's on the Containers tab, else the table's."""
+        if self.active_tab == "containers":
+            self.cpane.open_filter()
+            return
         self.show_tab("processes")
         self.filter_input.display = True
         self.filter_input.focus()
 
     def action_close_filter(self) -> None:
         """Escape: clear and hide the filter when it is focused."""
+        if self.active_tab == "containers" and self.cpane.close_filter():
+            return
         if self.filter_input.has_focus or self.filter_input.display:
             self.filter_input.value = ""
             self.filter_input.display = False
             self.table.focus()
 
     def cycle_sort(self) -> None:
-        """Next sort order of the process table."""
+        """Next sort column of the container tree or the process table (the visible one)."""
+        if self.active_tab == "containers":
+            self.ctree.cycle_sort()
+            return
         self.table.cycle_sort()
+        self._update_proc_status()
+
+    def reverse_sort(self) -> None:
+        """Reverse the sort of the container tree or the process table (the visible one)."""
+        if self.active_tab == "containers":
+            self.ctree.reverse_sort()
+            return
+        self.table.reverse_sort()
         self._update_proc_status()

@@ -2,30 +2,57 @@
 
 Node identity is a key (``c:<container id>``, ``p:<pid>:<gpu>``, ``g:host``...), so a refresh
 updates labels in place, keeps expansion and the cursor, removes vanished nodes and inserts new
-ones where they belong; nothing is rebuilt from scratch. The labels are built in
-:mod:`gputui.ui.widgets.tree_labels` (untrusted strings through ``fmt.safe_text``, never markup).
+ones where they belong; nothing is rebuilt from scratch. The labels are aligned columns built in
+:mod:`gputui.ui.widgets.tree_labels` (untrusted strings through ``fmt.safe_text``, never markup);
+:class:`ContainerPane` puts the column titles, the active sort and filter and the filter input
+above the tree.
+
+``s`` cycles the sort column (:data:`TREE_SORTS`), ``S`` reverses it, ``/`` filters containers
+by name, image, compose project/service, pod, or the user, command or PID of a process (a
+container stays with the processes that match).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import partial
 
 from rich.style import Style
 from rich.text import Text
+from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.widgets import Tree
+from textual.containers import Vertical
+from textual.content import Content
+from textual.widgets import Input, Static, Tree
 from textual.widgets.tree import TreeNode
 
-from gputui.derive.tree import HOST_KEY, ORPHANS_KEY, Group, GroupKind, Markers, process_key
+from gputui.derive import fmt
+from gputui.derive.tree import (
+    HOST_KEY,
+    ORPHANS_KEY,
+    Group,
+    GroupKind,
+    Markers,
+    natural_key,
+    process_key,
+)
 from gputui.model import ContainerUsage, GpuProcess
 from gputui.ui.styles import themed
-from gputui.ui.textual_compat import repaint_tree_nodes, set_tree_node_label
+from gputui.ui.textual_compat import (
+    TREE_TOGGLE_STYLE,
+    reorder_tree_children,
+    repaint_tree_nodes,
+    set_tree_node_label,
+    tree_node_label,
+)
 from gputui.ui.widgets.tree_labels import (
+    EXPANDER_WIDTH,
+    INDENT,
     STALE_TEXT,
     container_inputs,
     container_label,
+    header_text,
     host_label,
     orphans_label,
     others_label,
@@ -51,6 +78,159 @@ class NodeRef:
     process: GpuProcess | None = None
 
 
+# -- sort and filter ---------------------------------------------------------------------------
+
+#: A container's sort value: (the container, its GPU memory, its SM %, now) -> a number or text,
+#: None when unknown (unknown values go last in either direction).
+SortValue = Callable[[ContainerUsage, int | None, int | None, float | None], object]
+
+
+def _uptime_s(usage: ContainerUsage, now: float | None) -> float | None:
+    started = usage.info.started_at
+    if not usage.info.running or started is None or now is None:
+        return None
+    return now - started
+
+
+@dataclass(frozen=True, slots=True)
+class TreeSort:
+    """One order ``s`` cycles through.
+
+    Attributes:
+        key: The column it sorts by (``gpu_use``: the default order of ``build_groups``).
+        label: What the status line calls it.
+        descending: Largest first by default (``S`` reverses).
+        value: The value compared; None for the default order.
+    """
+
+    key: str
+    label: str
+    descending: bool
+    value: SortValue | None = None
+
+
+#: The orders ``s`` cycles through, the default first (GPU users by GPU memory, then idle
+#: reservations, then cgroup-only containers: the report's order).
+TREE_SORTS: tuple[TreeSort, ...] = (
+    TreeSort("gpu_use", "GPU use", True),
+    TreeSort("name", "name", False, lambda u, m, s, n: natural_key(u.info.name)),
+    TreeSort("status", "status", False, lambda u, m, s, n: u.info.status),
+    TreeSort("gpu_mem", "GPU mem", True, lambda u, m, s, n: m if u.pids else None),
+    TreeSort("sm", "SM %", True, lambda u, m, s, n: s if u.pids else None),
+    TreeSort("cpu", "CPU %", True, lambda u, m, s, n: u.info.cpu_percent),
+    TreeSort("mem", "memory", True, lambda u, m, s, n: u.info.memory_used_bytes),
+    TreeSort("elapsed", "uptime", True, lambda u, m, s, n: _uptime_s(u, n)),
+)
+
+
+def container_matches(usage: ContainerUsage, needle: str) -> bool:
+    """The (lower-case) needle occurs in the name, image, compose labels, pod or short id."""
+    info = usage.info
+    fields = (
+        info.name,
+        info.image,
+        info.compose_project,
+        info.compose_service,
+        info.k8s_pod,
+        info.k8s_namespace,
+        info.short_id,
+    )
+    return any(needle in field.lower() for field in fields if field)
+
+
+def process_matches(process: GpuProcess, needle: str) -> bool:
+    """The (lower-case) needle occurs in the process's command, name, user or PID."""
+    info = process.info
+    fields = (info.command, info.name, info.user, str(process.pid))
+    return any(needle in field.lower() for field in fields if field)
+
+
+def _filtered(group: Group, needle: str) -> Group | None:
+    if group.kind is GroupKind.OTHERS:
+        kept = tuple(u for u in group.containers if container_matches(u, needle))
+        return replace(group, containers=kept) if kept else None
+    if group.usage is not None and container_matches(group.usage, needle):
+        return group  # the container matches: all of its processes stay
+    processes = tuple(p for p in group.processes if process_matches(p, needle))
+    return replace(group, processes=processes) if processes else None
+
+
+def _sorted_usages(
+    entries: Sequence[tuple[ContainerUsage, int | None, int | None]],
+    order: TreeSort,
+    reverse: bool,
+    now: float | None,
+) -> list[int]:
+    """Positions of ``entries`` in the order asked for; unknown values last, ties by name."""
+    descending = order.descending != reverse
+    if order.value is None:
+        positions = list(range(len(entries)))
+        return positions[::-1] if reverse else positions
+    value = order.value
+    by_name = sorted(range(len(entries)), key=lambda i: natural_key(entries[i][0].info.name))
+    values = {i: value(*entries[i], now) for i in by_name}
+    known = [i for i in by_name if values[i] is not None]
+    unknown = [i for i in by_name if values[i] is None]
+    # A stable sort keeps names in order among equal values, in either direction.
+    known.sort(key=lambda i: values[i], reverse=descending)  # type: ignore[arg-type, return-value]
+    return known + unknown
+
+
+def tree_view(
+    groups: Sequence[Group],
+    needle: str = "",
+    order: TreeSort = TREE_SORTS[0],
+    reverse: bool = False,
+    now: float | None = None,
+) -> tuple[Group, ...]:
+    """The groups the tree shows: filtered by ``needle``, containers in the asked order.
+
+    Args:
+        groups: From :func:`gputui.derive.tree.build_groups`.
+        needle: Filter text (matched case-blind); empty shows everything.
+        order: The sort order.
+        reverse: ``S``: the other direction.
+        now: The snapshot's time (uptime).
+
+    Returns:
+        The container groups sorted, then host, orphans and the other containers (also sorted)
+        as ``build_groups`` places them.
+    """
+    if not needle and order.value is None and not reverse:
+        return tuple(groups)  # the common case costs nothing
+    needle = needle.lower()
+    featured: list[tuple[Group, ContainerUsage]] = []
+    rest: list[Group] = []
+    for group in groups:
+        shown = _filtered(group, needle) if needle else group
+        if shown is None:
+            continue
+        if shown.kind is GroupKind.CONTAINER and shown.usage is not None:
+            featured.append((shown, shown.usage))
+        else:
+            rest.append(shown)
+    entries = [(usage, g.gpu_memory_bytes, g.sm_util) for g, usage in featured]
+    ordered = [featured[i][0] for i in _sorted_usages(entries, order, reverse, now)]
+    for group in rest:
+        if group.kind is GroupKind.OTHERS:
+            usages = [(u, None, None) for u in group.containers]
+            positions = _sorted_usages(usages, order, reverse, now)
+            group = replace(group, containers=tuple(group.containers[i] for i in positions))
+        ordered.append(group)
+    return tuple(ordered)
+
+
+def container_count(groups: Sequence[Group]) -> int:
+    """Containers among ``groups`` (those with GPU use and the others)."""
+    return sum(
+        len(g.containers) if g.kind is GroupKind.OTHERS else int(g.kind is GroupKind.CONTAINER)
+        for g in groups
+    )
+
+
+# -- items -------------------------------------------------------------------------------------
+
+
 @dataclass(frozen=True, slots=True)
 class _Item:
     ref: NodeRef
@@ -62,12 +242,14 @@ class _Item:
     expand: bool = True
 
 
-def _process_item(usage: ContainerUsage | None, process: GpuProcess, markers: Markers) -> _Item:
+def _process_item(
+    usage: ContainerUsage | None, process: GpuProcess, markers: Markers, now: float | None
+) -> _Item:
     mine = markers.get(f"pid:{process.pid}", ())
     return _Item(
         NodeRef(f"p:{process_key(process)}", "process", usage, process),
-        process_inputs(process, mine),
-        partial(process_label, process, mine),
+        process_inputs(process, mine, now, INDENT),
+        partial(process_label, process, mine, now, INDENT),
     )
 
 
@@ -78,22 +260,26 @@ def _container_item(
     markers: Markers,
     children: tuple[_Item, ...] | None,
     stale: bool = False,
+    now: float | None = None,
+    indent: int = 0,
 ) -> _Item:
     mine = markers.get(f"container:{usage.info.id}", ())
     return _Item(
         NodeRef(f"c:{usage.info.id}", "container", usage),
-        container_inputs(usage, memory, sm, mine, stale),
-        partial(container_label, usage, memory, sm, mine, stale),
+        container_inputs(usage, memory, sm, mine, stale, now, indent),
+        partial(container_label, usage, memory, sm, mine, stale, now, indent),
         children,
     )
 
 
-def _group_item(group: Group, markers: Markers, stale: bool = False) -> _Item:
-    children = tuple(_process_item(group.usage, p, markers) for p in group.processes)
+def _group_item(
+    group: Group, markers: Markers, stale: bool = False, now: float | None = None
+) -> _Item:
+    children = tuple(_process_item(group.usage, p, markers, now) for p in group.processes)
     if group.kind is GroupKind.CONTAINER and group.usage is not None:
         # The group key is the container id, so this is the node key c:<group.key>.
         memory, sm = group.gpu_memory_bytes, group.sm_util
-        return _container_item(group.usage, memory, sm, markers, children or None, stale)
+        return _container_item(group.usage, memory, sm, markers, children or None, stale, now)
     count = len(group.processes)
     memory, sm = group.gpu_memory_bytes, group.sm_util
     if group.kind is GroupKind.HOST:
@@ -104,17 +290,19 @@ def _group_item(group: Group, markers: Markers, stale: bool = False) -> _Item:
         mine = markers.get(ORPHANS_KEY, ())
         build = partial(orphans_label, count, memory, mine)
         return _Item(NodeRef("g:orphans", "orphans"), (count, memory, mine), build, children)
-    others = tuple(_container_item(u, None, None, markers, None, stale) for u in group.containers)
+    others = tuple(
+        _container_item(u, None, None, markers, None, stale, now, INDENT) for u in group.containers
+    )
     build = partial(others_label, len(others), stale)
     inputs = (len(others), stale)
     return _Item(NodeRef("g:others", "others"), inputs, build, others, expand=False)
 
 
-__all__ = ["STALE_TEXT", "ContainerTree", "NodeRef"]
+__all__ = ["STALE_TEXT", "ContainerPane", "ContainerTree", "NodeRef"]
 
 
 class ContainerTree(Tree[NodeRef]):
-    """Containers and their GPU processes, with vim-style movement keys."""
+    """Containers and their GPU processes in aligned columns, sortable and filterable."""
 
     BINDINGS = [
         Binding("j", "cursor_down", "Down", show=False),
@@ -126,10 +314,18 @@ class ContainerTree(Tree[NodeRef]):
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__("containers", id=id)
         self.show_root = False
-        self.guide_depth = 3
+        self.guide_depth = INDENT
         self.nodes_by_key: dict[str, TreeNode[NodeRef]] = {}
         self._inputs: dict[str, tuple[object, ...]] = {}
         self._relabelled: list[TreeNode[NodeRef]] = []
+        self.sort_index = 0
+        self.reverse = False
+        self.filter_text = ""
+        self.shown_containers = 0
+        self.total_containers = 0
+        self._last: tuple[tuple[Group, ...], Markers | None, bool, float | None] | None = None
+        #: Called after every change of what the tree shows (the pane's status line and header).
+        self.on_view_change: Callable[[], None] | None = None
 
     @property
     def selected(self) -> NodeRef | None:
@@ -137,8 +333,49 @@ class ContainerTree(Tree[NodeRef]):
         node = self.cursor_node
         return None if node is None else node.data
 
+    @property
+    def sort(self) -> TreeSort:
+        """The active sort order."""
+        return TREE_SORTS[self.sort_index]
+
+    @property
+    def sort_label(self) -> str:
+        """The active sort, e.g. ``GPU mem ▼`` (``▲`` ascending)."""
+        order = self.sort
+        return f"{order.label} {'▼' if order.descending != self.reverse else '▲'}"
+
+    def cycle_sort(self) -> None:
+        """``s``: the next sort column, in its natural direction."""
+        self.sort_index = (self.sort_index + 1) % len(TREE_SORTS)
+        self.reverse = False
+        self.resync()
+
+    def reverse_sort(self) -> None:
+        """``S``: the same column, the other way round."""
+        self.reverse = not self.reverse
+        self.resync()
+
+    def set_filter(self, text: str) -> None:
+        """Show only containers (and processes) matching ``text``; empty shows everything."""
+        text = text.strip()
+        if text != self.filter_text:
+            self.filter_text = text
+            self.resync()
+
+    def resync(self) -> None:
+        """Show the last groups again (after a sort or filter change)."""
+        if self._last is not None:
+            groups, markers, stale, now = self._last
+            self.sync(groups, markers, stale, now)
+        elif self.on_view_change is not None:
+            self.on_view_change()
+
     def sync(
-        self, groups: Sequence[Group], markers: Markers | None = None, stale: bool = False
+        self,
+        groups: Sequence[Group],
+        markers: Markers | None = None,
+        stale: bool = False,
+        now: float | None = None,
     ) -> None:
         """Reconcile the tree with a new set of groups (keyed, in place).
 
@@ -147,14 +384,22 @@ class ContainerTree(Tree[NodeRef]):
             markers: Sharing and finding markers by subject (see
                 :func:`gputui.derive.tree.node_markers`).
             stale: The Docker engine is unreachable: the containers are its last known list.
+            now: The snapshot's time: containers' uptime and processes' elapsed time.
         """
+        groups = tuple(groups)
+        self._last = (groups, markers, stale, now)
+        shown = tree_view(groups, self.filter_text, self.sort, self.reverse, now)
+        self.total_containers = container_count(groups)
+        self.shown_containers = self.total_containers if shown is groups else container_count(shown)
         markers = markers or {}
         cursor = self.cursor_node
         cursor_key = cursor.data.key if cursor is not None and cursor.data else None
         cursor_parent = cursor.parent if cursor is not None else None
         parent_key = cursor_parent.data.key if cursor_parent and cursor_parent.data else None
-        self._reconcile(self.root, tuple(_group_item(g, markers, stale) for g in groups))
+        self._reconcile(self.root, tuple(_group_item(g, markers, stale, now) for g in shown))
         self._repaint_relabelled()
+        if self.on_view_change is not None:
+            self.on_view_change()
         if cursor_key is None:
             if self.cursor_line == -1 and self.root.children:
                 self.call_after_refresh(self._move_to, self.root.children[0])
@@ -164,7 +409,7 @@ class ContainerTree(Tree[NodeRef]):
             target = self.nodes_by_key.get(parent_key)  # the process left; stay on its container
         if target is not cursor:
             if target is None and self.root.children:
-                target = self.root.children[min(len(self.root.children) - 1, 0)]
+                target = self.root.children[0]
             self.call_after_refresh(self._move_to, target)
 
     def _move_to(self, node: TreeNode[NodeRef] | None) -> None:
@@ -189,28 +434,21 @@ class ContainerTree(Tree[NodeRef]):
             if old.data is None or old.data.key not in wanted:
                 self._forget(old)
                 old.remove()
-        for position, item in enumerate(items):
+        ordered: list[TreeNode[NodeRef]] = []
+        for item in items:
             key = item.ref.key
-            children = parent.children
             node: TreeNode[NodeRef] | None = self.nodes_by_key.get(key)
             if node is not None and node.parent is not parent:
                 # Moved to another parent (a container got its first GPU process): re-create it.
                 self._forget(node)
                 node.remove()
                 node = None
-            expand = item.expand
-            if node is not None and (position >= len(children) or children[position] is not node):
-                expand = node.is_expanded
-                self._forget(node)
-                node.remove()
-                node = None
             if node is None:
-                before = position if position < len(parent.children) else None
+                # Added at the end; the reorder below puts it where it belongs.
                 node = parent.add(
                     item.build(),
                     item.ref,
-                    before=before,
-                    expand=expand,
+                    expand=item.expand,
                     allow_expand=item.children is not None,
                 )
                 self.nodes_by_key[key] = node
@@ -222,7 +460,14 @@ class ContainerTree(Tree[NodeRef]):
                     self._relabel(node, item.build())
                 if node.allow_expand != (item.children is not None):
                     node.allow_expand = item.children is not None
+            ordered.append(node)
             self._reconcile(node, item.children or ())
+        children = parent.children
+        if any(a is not b for a, b in zip(children, ordered, strict=True)):
+            # The order moved (a sort, GPU memory changing places): move the nodes, keeping
+            # them (and everything under them) instead of re-creating them.
+            # The tree keeps its cursor node, whose line it recomputes when it rebuilds.
+            reorder_tree_children(self, parent, ordered)
 
     def _relabel(self, node: TreeNode[NodeRef], label: Text) -> None:
         # TreeNode.set_label queues one call_later per node (12,000 messages a refresh at 2,000
@@ -236,5 +481,118 @@ class ContainerTree(Tree[NodeRef]):
         repaint_tree_nodes(self, changed)
 
     def render_label(self, node: TreeNode[NodeRef], base_style: Style, style: Style) -> Text:
-        """The node's label with its theme-variable styles resolved for the current theme."""
-        return themed(super().render_label(node, base_style, style))
+        """The node's label after its expander, or two blanks on a leaf (columns stay aligned).
+
+        Theme-variable styles are resolved for the current theme.
+        """
+        label = tree_node_label(node).copy()
+        label.stylize(style)
+        if node.allow_expand:
+            icon = self.ICON_NODE_EXPANDED if node.is_expanded else self.ICON_NODE
+            prefix = Text(icon, style=base_style + TREE_TOGGLE_STYLE)
+        else:
+            prefix = Text(" " * EXPANDER_WIDTH, style=base_style)
+        return themed(Text.assemble(prefix, label))
+
+    def watch_scroll_x(self, old_value: float, new_value: float) -> None:
+        """Scrolled sideways: the column titles follow."""
+        super().watch_scroll_x(old_value, new_value)
+        if self.on_view_change is not None and round(old_value) != round(new_value):
+            self.on_view_change()
+
+
+class ContainerPane(Vertical):
+    """The filter input, a status line (sort, filter, counts), the column titles, the tree."""
+
+    DEFAULT_CSS = """
+    ContainerPane #tree-filter { height: 3; margin: 0; }
+    ContainerPane #tree-status { height: 1; padding: 0 1; }
+    ContainerPane #tree-header { height: 1; text-style: bold; background: $surface; }
+    """
+
+    def __init__(self, tree: ContainerTree, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self.ctree = tree
+        self.filter_input = Input(
+            placeholder="filter containers: name, image, compose, pod, process command or user",
+            id="tree-filter",
+        )
+        self.status = Static("", id="tree-status")
+        self.header = Static("", id="tree-header")
+        self._shown: tuple[str, Content] | None = None
+        self._header_x: int | None = None
+        tree.on_view_change = self.refresh_status
+
+    def compose(self) -> ComposeResult:
+        """Filter (hidden until ``/``), status line, column titles, tree."""
+        yield self.filter_input
+        yield self.status
+        yield self.header
+        yield self.ctree
+
+    def on_mount(self) -> None:
+        """The filter input stays hidden until asked for."""
+        self.filter_input.display = False
+        self.refresh_status()
+
+    def refresh_status(self) -> None:
+        """Show the sort, the filter and the counts; the titles follow the tree's scroll."""
+        tree = self.ctree
+        needle = tree.filter_text
+        counts = f"{tree.shown_containers} of {tree.total_containers} containers"
+        parts: list[tuple[str, str] | str] = [
+            ("sort ", "$text-muted"),
+            (tree.sort_label, "bold"),
+            (f"  ·  {counts}", "$text-muted"),
+        ]
+        if needle:
+            parts.append((f"  ·  filter “{fmt.safe_text(needle, 60)}”", "$text-warning"))
+        parts.append(("   (s/S: sort  /: filter)", "$text-muted"))
+        key = "".join(p if isinstance(p, str) else p[0] for p in parts)
+        if self._shown is None or self._shown[0] != key:
+            content = Content.assemble(*parts)
+            self._shown = (key, content)
+            self.status.update(content)
+        x = round(tree.scroll_x)
+        if x != self._header_x:
+            self._header_x = x
+            self.header.update(Content(header_text()[x:]))
+
+    @property
+    def status_text(self) -> str:
+        """The status line as shown (for tests)."""
+        return self._shown[0] if self._shown is not None else ""
+
+    @property
+    def header_line(self) -> str:
+        """The column titles as shown."""
+        return header_text()[self._header_x or 0 :]
+
+    def open_filter(self) -> None:
+        """``/``: show and focus the filter input."""
+        self.filter_input.display = True
+        self.filter_input.focus()
+
+    def close_filter(self) -> bool:
+        """Escape: clear and hide the filter; True when there was one to close."""
+        if not (self.filter_input.has_focus or self.filter_input.display):
+            return False
+        self.filter_input.value = ""
+        self.filter_input.display = False
+        self.ctree.set_filter("")
+        self.ctree.focus()
+        return True
+
+    def on_input_changed(self, event: Input.Changed) -> None:
+        """Filter as you type."""
+        if event.input is self.filter_input:
+            event.stop()
+            self.ctree.set_filter(event.value)
+
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        """Enter keeps the filter and returns to the tree (an empty one hides the input)."""
+        if event.input is self.filter_input:
+            event.stop()
+            if not event.value.strip():
+                self.filter_input.display = False
+            self.ctree.focus()

@@ -1,5 +1,9 @@
 """The Processes tab: every GPU process in a sortable, filterable, keyed DataTable.
 
+Fixed-width columns first and the variable-width COMMAND last, so everything else stays on
+screen; PID stays put while the table scrolls sideways. The sort column's header carries ▼ / ▲;
+``s`` picks the next column, ``S`` reverses it; Home / End go to the first / last row.
+
 Rows are keyed by ``"<pid>:<gpu index>"``. A refresh removes stale keys, calls ``update_cell``
 only for cells whose value changed, adds new rows and sorts once: ``remove_row`` and
 ``clear()`` + ``add_rows`` re-layout the whole table, which dominates refresh cost on big hosts.
@@ -21,22 +25,26 @@ from gputui.derive import fmt
 from gputui.derive.tree import process_key
 from gputui.model import ContainerUsage, GpuProcess, Snapshot
 from gputui.ui.styles import EMPH, ERROR, MUTED, themed
-from gputui.ui.textual_compat import cells_written, write_row_cells
-from gputui.ui.widgets.tree_labels import HIDDEN_TEXT
+from gputui.ui.textual_compat import cells_written, set_column_label, write_row_cells
+from gputui.ui.widgets.tree_labels import HIDDEN_TEXT, since
 
-#: (column key, header, width) in display order.
+#: (column key, header, width) in display order; widths leave room for the sort arrow.
 COLUMNS: tuple[tuple[str, str, int | None], ...] = (
     ("pid", "PID", 7),
     ("container", "CONTAINER", 14),
-    ("gpu", "GPU", 3),
-    ("mem", "GPU MEM", 9),
-    ("sm", "SM%", 4),
-    ("cpu", "CPU%", 5),
+    ("gpu", "GPU", 5),
+    ("mem", "GPU MEM", 10),
+    ("sm", "SM%", 5),
+    ("cpu", "CPU%", 6),
     ("user", "USER", 8),
+    ("cpid", "CPID", 7),
+    ("rss", "RSS", 9),
+    ("elapsed", "ELAPSED", 9),
     ("command", "COMMAND", None),
-    ("cpid", "CPID", 6),
-    ("rss", "RSS", 8),
 )
+
+#: Columns that stay on screen while the table scrolls sideways (PID).
+FIXED_COLUMNS = 1
 
 #: Sort orders ``s`` cycles through: (column key, label, descending).
 SORTS: tuple[tuple[str, str, bool], ...] = (
@@ -45,7 +53,11 @@ SORTS: tuple[tuple[str, str, bool], ...] = (
     ("cpu", "CPU %", True),
     ("pid", "PID", False),
     ("container", "container", False),
+    ("elapsed", "elapsed", True),
 )
+
+#: The header's marks of the sort column: descending, ascending.
+DOWN, UP = "▼", "▲"
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,10 +114,11 @@ def _name(process: GpuProcess, names: dict[str, str]) -> str:
     return names.get(process.container_id) or process.container_id[:12]
 
 
-def row_inputs(process: GpuProcess, container: str) -> tuple[object, ...]:
+def row_inputs(process: GpuProcess, container: str, now: float | None = None) -> tuple[object, ...]:
     """The raw values behind each cell, one entry per column of :data:`COLUMNS`, in order.
 
-    Equal entries mean equal cells, so a refresh builds only the cells whose values moved.
+    Equal entries mean equal cells, so a refresh builds only the cells whose values moved. The
+    elapsed time enters as the text it shows: it changes once a minute after the first hour.
     """
     info, sample = process.info, process.sample
     return (
@@ -116,13 +129,14 @@ def row_inputs(process: GpuProcess, container: str) -> tuple[object, ...]:
         sample.sm_util,
         info.cpu_percent,
         (info.user, info.proc_hidden),
-        (info.exists, info.proc_hidden, info.command, info.name),
         info.container_pid,
         info.rss_bytes,
+        (info.start_time, since(info.start_time, now)),
+        (info.exists, info.proc_hidden, info.command, info.name),
     )
 
 
-def _command(process: GpuProcess, container: str) -> Cell:
+def _command(process: GpuProcess, container: str, now: float | None) -> Cell:
     info = process.info
     if not info.exists:
         return _txt("<PID not found: unfindable GPU memory>", ERROR)
@@ -131,42 +145,53 @@ def _command(process: GpuProcess, container: str) -> Cell:
     return _txt(fmt.safe_text(info.command or info.name, 80, na="?"))
 
 
-def _user(process: GpuProcess, container: str) -> Cell:
+def _user(process: GpuProcess, container: str, now: float | None) -> Cell:
     # A process hidden by hidepid has no readable owner; the command column says why.
     return _txt(fmt.safe_text(process.info.user, 16, na="" if process.info.proc_hidden else "?"))
 
 
-def _cpid(process: GpuProcess, container: str) -> Cell:
+def _cpid(process: GpuProcess, container: str, now: float | None) -> Cell:
     cpid = process.info.container_pid
     return _num(cpid, "" if cpid is None else str(cpid))
 
 
+def _elapsed(process: GpuProcess, container: str, now: float | None) -> Cell:
+    # Sorted by start time (earliest = longest running), which does not move between refreshes.
+    start = process.info.start_time
+    return _num(None if start is None else -start, since(start, now))
+
+
 #: One builder per column key: a moved value rebuilds its own cell only.
-CELL_BUILDERS: dict[str, Callable[[GpuProcess, str], Cell]] = {
-    "pid": lambda p, c: _num(p.pid, str(p.pid), EMPH),
-    "container": lambda p, c: _txt(c, "" if p.info.exists else ERROR),
-    "gpu": lambda p, c: _num(p.sample.gpu_index, str(p.sample.gpu_index)),
-    "mem": lambda p, c: _num(p.sample.used_memory_bytes, fmt.mib(p.sample.used_memory_bytes), EMPH),
-    "sm": lambda p, c: _num(p.sample.sm_util, fmt.pct(p.sample.sm_util)),
-    "cpu": lambda p, c: _num(p.info.cpu_percent, fmt.pct(p.info.cpu_percent)),
+CELL_BUILDERS: dict[str, Callable[[GpuProcess, str, float | None], Cell]] = {
+    "pid": lambda p, c, n: _num(p.pid, str(p.pid), EMPH),
+    "container": lambda p, c, n: _txt(c, "" if p.info.exists else ERROR),
+    "gpu": lambda p, c, n: _num(p.sample.gpu_index, str(p.sample.gpu_index)),
+    "mem": lambda p, c, n: _num(
+        p.sample.used_memory_bytes, fmt.mib(p.sample.used_memory_bytes), EMPH
+    ),
+    "sm": lambda p, c, n: _num(p.sample.sm_util, fmt.pct(p.sample.sm_util)),
+    "cpu": lambda p, c, n: _num(p.info.cpu_percent, fmt.pct(p.info.cpu_percent)),
     "user": _user,
-    "command": _command,
     "cpid": _cpid,
-    "rss": lambda p, c: _num(p.info.rss_bytes, fmt.size(p.info.rss_bytes)),
+    # MiB like GPU MEM: one unit for every row of a column.
+    "rss": lambda p, c, n: _num(p.info.rss_bytes, fmt.mib(p.info.rss_bytes)),
+    "elapsed": _elapsed,
+    "command": _command,
 }
 
 
-def row_cells(process: GpuProcess, container: str) -> dict[str, Cell]:
+def row_cells(process: GpuProcess, container: str, now: float | None = None) -> dict[str, Cell]:
     """The cells of one process row, by column key.
 
     Args:
         process: The process.
         container: Its container's display name (already made safe).
+        now: The snapshot's time (the elapsed column).
 
     Returns:
         One :class:`Cell` per column of :data:`COLUMNS`.
     """
-    return {column: CELL_BUILDERS[column](process, container) for column, _, _ in COLUMNS}
+    return {column: CELL_BUILDERS[column](process, container, now) for column, _, _ in COLUMNS}
 
 
 def matches(process: GpuProcess, container: str, needle: str) -> bool:
@@ -187,11 +212,15 @@ class ProcessTable(DataTable[Cell]):
         Binding("k", "cursor_up", "Up", show=False),
         Binding("g", "scroll_top", "First", show=False),
         Binding("G", "scroll_bottom", "Last", show=False),
+        # A row cursor: Home / End go to the first / last row (DataTable scrolls sideways).
+        Binding("home", "scroll_top", "First", show=False),
+        Binding("end", "scroll_bottom", "Last", show=False),
     ]
 
     def __init__(self, *, id: str | None = None) -> None:
-        super().__init__(id=id, cursor_type="row", zebra_stripes=True)
+        super().__init__(id=id, cursor_type="row", zebra_stripes=True, fixed_columns=FIXED_COLUMNS)
         self.sort_index = 0
+        self.reverse = False
         self.filter_text = ""
         self._cells: dict[str, dict[str, Cell]] = {}
         self._inputs: dict[str, tuple[object, ...]] = {}
@@ -200,13 +229,31 @@ class ProcessTable(DataTable[Cell]):
     def on_mount(self) -> None:
         """Create the columns once; their keys are the column names."""
         for key, header, width in COLUMNS:
-            self.add_column(header, key=key, width=width)
+            self.add_column(self._header(key, header), key=key, width=width)
+
+    @property
+    def descending(self) -> bool:
+        """The active sort's direction (its natural one unless reversed with ``S``)."""
+        return SORTS[self.sort_index][2] != self.reverse
 
     @property
     def sort_label(self) -> str:
-        """The active sort, e.g. ``GPU mem ↓``."""
-        _, label, descending = SORTS[self.sort_index]
-        return f"{label} {'↓' if descending else '↑'}"
+        """The active sort, e.g. ``GPU mem ▼`` (``▲``: ascending)."""
+        return f"{SORTS[self.sort_index][1]} {DOWN if self.descending else UP}"
+
+    def _header(self, key: str, title: str) -> Text:
+        if key != SORTS[self.sort_index][0]:
+            return Text(title)
+        return Text(f"{title} {DOWN if self.descending else UP}", style="bold")
+
+    def _mark_sort_column(self, previous: str) -> None:
+        titles = {key: title for key, title, _ in COLUMNS}
+        for key in {previous, SORTS[self.sort_index][0]}:
+            set_column_label(self, key, self._header(key, titles[key]))
+
+    def header_labels(self) -> list[str]:
+        """The column headers as shown, in order (for tests)."""
+        return [column.label.plain for column in self.ordered_columns]
 
     @property
     def selected(self) -> GpuProcess | None:
@@ -220,12 +267,22 @@ class ProcessTable(DataTable[Cell]):
         return self.processes.get(str(key.value))
 
     def cycle_sort(self) -> None:
-        """Move to the next sort order and re-sort now."""
+        """Move to the next sort order (in its natural direction) and re-sort now."""
+        previous = SORTS[self.sort_index][0]
         self.sort_index = (self.sort_index + 1) % len(SORTS)
+        self.reverse = False
+        self._mark_sort_column(previous)
+        self._sort()
+
+    def reverse_sort(self) -> None:
+        """Sort the same column the other way round."""
+        self.reverse = not self.reverse
+        self._mark_sort_column(SORTS[self.sort_index][0])
         self._sort()
 
     def _sort(self) -> None:
-        column, _, descending = SORTS[self.sort_index]
+        column = SORTS[self.sort_index][0]
+        descending = self.descending
         selected = self.selected
         # Ties (same memory, same container) fall back to PID then GPU so the order is stable.
         self.sort(
@@ -255,6 +312,7 @@ class ProcessTable(DataTable[Cell]):
             snapshot: The refresh to show (rows filtered by :attr:`filter_text`).
         """
         selected = self.selected
+        now = snapshot.taken_at
         names = _names(snapshot)
         wanted: dict[str, tuple[GpuProcess, str]] = {}
         for process in snapshot.processes:
@@ -276,18 +334,18 @@ class ProcessTable(DataTable[Cell]):
         updated = False
         sort_column = SORTS[self.sort_index][0]
         for key, (process, name) in wanted.items():
-            inputs = row_inputs(process, name)
+            inputs = row_inputs(process, name, now)
             before = self._inputs.get(key)
             if before == inputs:
                 continue
             self._inputs[key] = inputs
             if before is None:
-                cells = self._cells[key] = row_cells(process, name)
+                cells = self._cells[key] = row_cells(process, name, now)
                 self.add_row(*(cells[c] for c, _, _ in COLUMNS), key=key)
                 changed = True
                 continue
             moved = {
-                column: CELL_BUILDERS[column](process, name)
+                column: CELL_BUILDERS[column](process, name, now)
                 for (column, _, _), old, new in zip(COLUMNS, before, inputs, strict=True)
                 if old != new
             }

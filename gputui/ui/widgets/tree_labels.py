@@ -1,11 +1,19 @@
 """The labels of the container tree's rows, and the raw inputs each is built from.
 
+Rows are aligned columns (:data:`TREE_COLUMNS`): the name, then fixed-width figures at the same
+screen offset on every row whatever its depth (``indent``), each column in one unit, then the
+variable-width texts, and the bracketed flags last, so a narrow terminal cuts flags, not facts.
+
 Every untrusted string goes through ``fmt.safe_text`` into a Rich ``Text`` (never markup), so
 names and commands cannot inject styles or terminal sequences.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from rich.cells import cell_len, set_cell_size
 from rich.text import Span, Text
 
 from gputui.derive import fmt
@@ -22,12 +30,124 @@ STALE_TEXT = "[engine unreachable: last known]"
 #: and holds GPU memory, but gputui may not read who runs what, nor its container.
 HIDDEN_TEXT = "hidden by /proc (hidepid)"
 
+#: Cells every row spends before its label: the expander (``▼ ``) or, on a leaf, two blanks, so
+#: rows with and without children start their columns at the same place.
+EXPANDER_WIDTH = 2
+
+#: What the tree indents each level by (``Tree.guide_depth``).
+INDENT = 3
+
+#: What a column shows when its figure does not apply to the row or is unknown.
+NONE = "-"
+
+_GIB = 1024**3
+
+
+@dataclass(frozen=True, slots=True)
+class TreeColumn:
+    """One column of the container tree.
+
+    Attributes:
+        key: Identity (also the sort key name).
+        title: The header's text.
+        width: Cells; texts are cut with an ellipsis, numbers right-aligned.
+        right: Right-aligned (numbers).
+    """
+
+    key: str
+    title: str
+    width: int
+    right: bool = False
+
+
+#: The tree's columns in display order; flags follow the last one.
+TREE_COLUMNS: tuple[TreeColumn, ...] = (
+    TreeColumn("name", "NAME", 24),
+    TreeColumn("status", "STATUS", 10),
+    TreeColumn("gpus", "GPUS", 5),
+    TreeColumn("gpu_mem", "GPU MEM", 9, right=True),
+    TreeColumn("sm", "SM%", 4, right=True),
+    TreeColumn("cpu", "CPU%", 5, right=True),
+    TreeColumn("mem", "MEM", 8, right=True),
+    TreeColumn("elapsed", "ELAPSED", 7, right=True),
+    TreeColumn("image", "IMAGE", 24),
+    TreeColumn("group", "COMPOSE/POD", 20),
+)
+
+#: The columns a process row fills one by one; its command spans the image and compose/pod ones.
+_FIGURES = len(TREE_COLUMNS) - 2
+_COMMAND_WIDTH = TREE_COLUMNS[-2].width + 1 + TREE_COLUMNS[-1].width
+
 
 #: What ``Text.append`` strips (rich.control.strip_control_codes): bell, backspace, VT, FF, CR.
 _STRIPPED = frozenset("\x07\x08\x0b\x0c\x0d")
 
+Part = tuple[str, str] | str
 
-def assemble_parts(parts: list[tuple[str, str] | str], dim: bool = False) -> Text:
+
+def gib(value: int | float | None) -> str:
+    """Bytes as GiB with one decimal (``13.0GiB``, ``0.2GiB``): one unit for a whole column."""
+    if value is None:
+        return NONE
+    return f"{float(value) / _GIB:.1f}GiB"
+
+
+def elapsed(seconds: float | None) -> str:
+    """How long something has run: ``0:05``, ``12:34`` (m:ss), ``3h05m``, ``3d04h``.
+
+    Minutes and seconds only in the first hour, so older rows change text once a minute and
+    their labels are not rebuilt every refresh. Negative durations (clock skew) read ``0:00``.
+    """
+    if seconds is None:
+        return NONE
+    s = max(0, int(seconds))
+    if s < 3600:
+        return f"{s // 60}:{s % 60:02d}"
+    if s < 86400:
+        return f"{s // 3600}h{(s % 3600) // 60:02d}m"
+    return f"{s // 86400}d{(s % 86400) // 3600:02d}h"
+
+
+def since(start: float | None, now: float | None) -> str:
+    """:func:`elapsed` from a start time to ``now`` (``-`` when either is unknown)."""
+    if start is None or now is None:
+        return NONE
+    return elapsed(now - start)
+
+
+def fit(parts: Sequence[Part], width: int, right: bool = False, pad: bool = True) -> list[Part]:
+    """Styled parts cut or padded to exactly ``width`` cells (cut with ``…``).
+
+    Args:
+        parts: Texts, each plain or ``(text, style)``.
+        width: Cells the column has.
+        right: Pad on the left (numbers).
+        pad: Pad at all (False for the last text of a row: no trailing blanks).
+
+    Returns:
+        The parts, the one crossing the edge cut, with the padding added.
+    """
+    sizes = [cell_len(part if isinstance(part, str) else part[0]) for part in parts]
+    total = sum(sizes)
+    if total <= width:
+        if not pad or total == width:
+            return list(parts)
+        blank = " " * (width - total)
+        return [blank, *parts] if right else [*parts, blank]
+    out: list[Part] = []
+    room = width - 1  # one cell for the ellipsis
+    for part, size in zip(parts, sizes, strict=True):
+        if size <= room:
+            out.append(part)
+            room -= size
+            continue
+        text, style = (part, "") if isinstance(part, str) else part
+        out.append((set_cell_size(text, room) + "…" if room > 0 else "…", style))
+        break
+    return out
+
+
+def assemble_parts(parts: Sequence[Part], dim: bool = False) -> Text:
     """``Text.assemble(*parts, no_wrap=True, overflow="ellipsis")``, built in one go.
 
     ``Text.assemble`` appends part by part (15 appends, each stripping control codes); a label is
@@ -53,27 +173,111 @@ def assemble_parts(parts: list[tuple[str, str] | str], dim: bool = False) -> Tex
     return Text(plain, style=style, no_wrap=True, overflow="ellipsis", spans=spans)
 
 
+def row(
+    indent: int,
+    cells: Sequence[Sequence[Part]],
+    tail: Sequence[Part] = (),
+    flags: Sequence[Part] = (),
+    dim: bool = False,
+) -> Text:
+    """One aligned row: ``cells`` fill :data:`TREE_COLUMNS` from the left, then ``tail``, flags.
+
+    Args:
+        indent: Cells the tree indents this row by (its depth times :data:`INDENT`): the name
+            column is that much narrower, so every other column starts at the same offset.
+        cells: The parts of each column, from the first; fewer than all columns is fine.
+        tail: Free text after the last filled column (a process's command).
+        flags: The row's bracketed flags, last.
+        dim: Dim the whole row (not live).
+
+    Returns:
+        The label.
+    """
+    parts: list[Part] = []
+    last = len(cells) - 1
+    for index, (column, cell) in enumerate(zip(TREE_COLUMNS, cells, strict=False)):
+        width = column.width - indent if index == 0 else column.width
+        if index:
+            parts.append(" ")
+        # No trailing blanks after the row's last text: they would only widen the tree.
+        pad = index < last or bool(tail) or bool(flags)
+        parts += fit(cell, max(1, width), column.right, pad)
+    if tail:
+        parts.append(" ")
+        parts += tail
+    parts += flags
+    return assemble_parts(parts, dim=dim)
+
+
+def header_text() -> str:
+    """The column titles, aligned with the rows (expander cells included)."""
+    cells = [[column.title] for column in TREE_COLUMNS]
+    return " " * EXPANDER_WIDTH + row(0, cells, flags=["  FLAGS"]).plain
+
+
+def _flag(text: str, style: str) -> list[Part]:
+    return ["  ", (text, style)]
+
+
+def marker_parts(markers: tuple[Marker, ...]) -> list[Part]:
+    """``  [shared GPU 1: 75%]  [CPU throttled 45%]``: one bracketed flag per marker."""
+    parts: list[Part] = []
+    for marker in markers:
+        parts += _flag(f"[{marker.text}]", severity_style(marker.severity))
+    return parts
+
+
+def _pct(value: float | None) -> str:
+    return fmt.pct(value, na=NONE)
+
+
+def _group_text(usage: ContainerUsage) -> str:
+    info = usage.info
+    if info.compose_service:
+        project = fmt.safe_text(info.compose_project, 24, na="")
+        service = fmt.safe_text(info.compose_service, 24)
+        return f"{project}/{service}" if project else service
+    if info.k8s_pod:
+        namespace = fmt.safe_text(info.k8s_namespace, 24, na="")
+        pod = fmt.safe_text(info.k8s_pod, 40)
+        return f"pod {namespace}/{pod}" if namespace else f"pod {pod}"
+    return ""
+
+
+def _uptime(usage: ContainerUsage, now: float | None) -> str:
+    return since(usage.info.started_at, now) if usage.info.running else NONE
+
+
 def container_inputs(
     usage: ContainerUsage,
     memory: int | None,
     sm: int | None,
     markers: tuple[Marker, ...],
     stale: bool = False,
+    now: float | None = None,
+    indent: int = 0,
 ) -> tuple[object, ...]:
-    """What :func:`container_label` reads (not CPU/memory figures that move every refresh)."""
+    """What :func:`container_label` reads: CPU, memory and uptime as the texts it shows.
+
+    Raw CPU and memory figures move every refresh; their shown texts much less often, so a
+    container's label is rebuilt only when what it shows changes.
+    """
     info = usage.info
     return (
         stale,
+        indent,
         info.name,
         usage.known_to_engine,
         usage.idle_reserved,
         markers,
         info.status,
-        info.running,
         info.gpu_request,
         bool(usage.pids),
         memory,
         sm,
+        _pct(info.cpu_percent),
+        gib(info.memory_used_bytes),
+        _uptime(usage, now),
         info.image,
         info.compose_project,
         info.compose_service,
@@ -82,10 +286,13 @@ def container_inputs(
     )
 
 
-def process_inputs(process: GpuProcess, markers: tuple[Marker, ...]) -> tuple[object, ...]:
-    """What :func:`process_label` reads."""
+def process_inputs(
+    process: GpuProcess, markers: tuple[Marker, ...], now: float | None = None, indent: int = INDENT
+) -> tuple[object, ...]:
+    """What :func:`process_label` reads (CPU %, RSS and elapsed as the texts it shows)."""
     info, sample = process.info, process.sample
     return (
+        indent,
         process.pid,
         info.container_pid,
         info.exists,
@@ -94,20 +301,13 @@ def process_inputs(process: GpuProcess, markers: tuple[Marker, ...]) -> tuple[ob
         sample.used_memory_bytes,
         info.user,
         sample.sm_util,
-        info.cpu_percent,
+        _pct(info.cpu_percent),
         markers,
-        info.rss_bytes,
+        gib(info.rss_bytes),
+        since(info.start_time, now),
         info.command,
         info.name,
     )
-
-
-def marker_parts(markers: tuple[Marker, ...]) -> list[tuple[str, str] | str]:
-    """``  [shared GPU 1: 75%]  [CPU throttled 45%]``: one bracketed flag per marker."""
-    parts: list[tuple[str, str] | str] = []
-    for marker in markers:
-        parts += ["  ", (f"[{marker.text}]", severity_style(marker.severity))]
-    return parts
 
 
 def container_label(
@@ -116,122 +316,112 @@ def container_label(
     sm: int | None,
     markers: tuple[Marker, ...] = (),
     stale: bool = False,
+    now: float | None = None,
+    indent: int = 0,
 ) -> Text:
-    """``name  [markers]  status  GPU all  13.0GiB  SM 60%  image  project/service``.
+    """``name  status  GPUs  GPU mem  SM%  CPU%  mem  uptime  image  project/service  [flags]``.
 
-    Markers and numbers come first so a narrow terminal cuts the image, not the facts. The
-    idle marker comes from the findings (with how long) when they ran, else from the snapshot.
+    The idle flag comes from the findings (with how long) when they ran, else from the snapshot.
     ``stale``: the engine is unreachable and this is its last known list: the row is dimmed and
     says so (a cgroup-only container is not from the engine and stays as it is).
     """
     info = group_usage.info
     stale = stale and group_usage.known_to_engine
-    parts: list[tuple[str, str] | str] = [(fmt.safe_text(info.name, 40), EMPH)]
-    if stale:
-        parts += ["  ", (STALE_TEXT, MUTED)]
-    if not group_usage.known_to_engine:
-        parts += ["  ", ("[cgroup only: not known to Docker]", WARN)]
-    if group_usage.idle_reserved and not any(m.kind == "idle_reservation" for m in markers):
-        parts += ["  ", ("[idle: reserved GPU, no GPU process]", WARN)]
-    parts += marker_parts(markers)
-    status = fmt.safe_text(info.status, 12)
-    parts += ["  ", (status, MUTED if info.running else WARN)]
-    if info.gpu_request is not None:
-        parts += [("  GPU ", MUTED), fmt.safe_text(fmt.gpu_request(info.gpu_request), 24)]
-    if group_usage.pids:
-        parts += ["  ", (fmt.size(memory), EMPH), ("  SM ", MUTED), fmt.pct(sm)]
-    if info.image:
-        parts += ["  ", (fmt.safe_text(info.image, 40), MUTED)]
-    if info.compose_service:
-        project = fmt.safe_text(info.compose_project, 24, na="")
-        service = fmt.safe_text(info.compose_service, 24)
-        parts += ["  ", (f"{project}/{service}" if project else service, "italic")]
-    if info.k8s_pod:
-        namespace = fmt.safe_text(info.k8s_namespace, 24, na="")
-        pod = fmt.safe_text(info.k8s_pod, 40)
-        parts += ["  ", (f"pod {namespace}/{pod}" if namespace else f"pod {pod}", "italic")]
-    return assemble_parts(parts, dim=stale)
-
-
-def process_label(process: GpuProcess, markers: tuple[Marker, ...] = ()) -> Text:
-    """``611 (1)  root  GPU 0  13290MiB  SM 60%  CPU 12%  [markers]  RSS 512MiB  python3 …``."""
-    info, sample = process.info, process.sample
-    parts: list[tuple[str, str] | str] = [(str(process.pid), EMPH)]
-    if info.container_pid is not None and info.container_pid != process.pid:
-        parts += [(f" ({info.container_pid})", MUTED)]
-    if not info.exists:
-        parts += [
-            ("  GPU ", MUTED),
-            str(sample.gpu_index),
-            "  ",
-            (fmt.mib(sample.used_memory_bytes), EMPH),
-            ("  PID not found: memory held by a process nobody can see", ERROR),
-        ]
-        return assemble_parts(parts)
-    if info.proc_hidden:
-        parts += [
-            ("  GPU ", MUTED),
-            str(sample.gpu_index),
-            "  ",
-            (fmt.mib(sample.used_memory_bytes), EMPH),
-            *marker_parts(markers),
-            "  ",
-            (HIDDEN_TEXT, WARN),
-        ]
-        return assemble_parts(parts)
-    parts += [
-        "  ",
-        (fmt.safe_text(info.user, 16, na="?"), MUTED),
-        ("  GPU ", MUTED),
-        str(sample.gpu_index),
-        "  ",
-        (fmt.mib(sample.used_memory_bytes), EMPH),
-        ("  SM ", MUTED),
-        fmt.pct(sample.sm_util),
-        ("  CPU ", MUTED),
-        fmt.pct(info.cpu_percent),
-        *marker_parts(markers),
-        ("  RSS ", MUTED),
-        fmt.size(info.rss_bytes),
-        "  ",
-        fmt.safe_text(info.command or info.name, 120, na="?"),
+    using = bool(group_usage.pids)
+    cells: list[list[Part]] = [
+        [(fmt.safe_text(info.name, 64), EMPH)],
+        [(fmt.safe_text(info.status, 12), MUTED if info.running else WARN)],
+        [fmt.safe_text(fmt.gpu_request(info.gpu_request, na=NONE), 24)],
+        [(gib(memory) if using else NONE, EMPH if using else MUTED)],
+        [_pct(sm) if using else NONE],
+        [_pct(info.cpu_percent)],
+        [gib(info.memory_used_bytes)],
+        [_uptime(group_usage, now)],
+        [(fmt.safe_text(info.image, 80, na=""), MUTED)],
+        [(_group_text(group_usage), "italic")],
     ]
-    return assemble_parts(parts)
+    flags: list[Part] = []
+    if stale:
+        flags += _flag(STALE_TEXT, MUTED)
+    if not group_usage.known_to_engine:
+        flags += _flag("[cgroup only: not known to Docker]", WARN)
+    if group_usage.idle_reserved and not any(m.kind == "idle_reservation" for m in markers):
+        flags += _flag("[idle: reserved GPU, no GPU process]", WARN)
+    flags += marker_parts(markers)
+    return row(indent, cells, flags=flags, dim=stale)
+
+
+def _process_name(process: GpuProcess) -> list[Part]:
+    info = process.info
+    parts: list[Part] = [(str(process.pid), EMPH)]
+    if info.container_pid is not None and info.container_pid != process.pid:
+        parts.append((f" ({info.container_pid})", MUTED))
+    if info.exists and not info.proc_hidden:
+        parts.append((" " + fmt.safe_text(info.user, 16, na="?"), MUTED))
+    return parts
+
+
+def process_label(
+    process: GpuProcess,
+    markers: tuple[Marker, ...] = (),
+    now: float | None = None,
+    indent: int = INDENT,
+) -> Text:
+    """``611 (1) root  GPU 0  13.0GiB  60%  12%  0.5GiB  3h05m  python3 train.py  [flags]``.
+
+    The name column holds the PID, its PID in the container and the user; the command takes
+    the image and compose/pod columns (cut to them when flags follow, whole otherwise).
+    """
+    info, sample = process.info, process.sample
+    memory = (gib(sample.used_memory_bytes), EMPH)
+    gpu = str(sample.gpu_index)
+    flags = marker_parts(markers)
+    if not info.exists:
+        cells: list[list[Part]] = [_process_name(process), [("not found", ERROR)], [gpu], [memory]]
+        cells += [[]] * (_FIGURES - len(cells))
+        tail: list[Part] = [("PID not found: memory held by a process nobody can see", ERROR)]
+        return row(indent, cells, tail, flags)
+    if info.proc_hidden:
+        cells = [_process_name(process), [("hidden", WARN)], [gpu], [memory]]
+        cells += [[]] * (_FIGURES - len(cells))
+        return row(indent, cells, [(HIDDEN_TEXT, WARN)], flags)
+    cells = [
+        _process_name(process),
+        [],
+        [gpu],
+        [memory],
+        [_pct(sample.sm_util)],
+        [_pct(info.cpu_percent)],
+        [gib(info.rss_bytes)],
+        [since(info.start_time, now)],
+    ]
+    command: list[Part] = [fmt.safe_text(info.command or info.name, 120, na="?")]
+    if flags:
+        # Flags last, at the same offset as a container's: the command keeps the columns' width.
+        command = fit(command, _COMMAND_WIDTH)
+    return row(indent, cells, command, flags)
 
 
 def host_label(count: int, memory: int | None, sm: int | None, mine: tuple[Marker, ...]) -> Text:
-    """``host  processes outside containers: 2  1.2GiB  SM 5%  [markers]``."""
-    return assemble_parts(
-        [
-            ("host", EMPH),
-            ("  processes outside containers: ", MUTED),
-            str(count),
-            "  ",
-            (fmt.size(memory), EMPH),
-            ("  SM ", MUTED),
-            fmt.pct(sm),
-            *marker_parts(mine),
-        ]
-    )
+    """``host  …  1.2GiB  5%  2 GPU processes outside containers  [flags]``."""
+    cells: list[list[Part]] = [[("host", EMPH)], [], [], [(gib(memory), EMPH)], [_pct(sm)]]
+    cells += [[]] * (_FIGURES - len(cells))
+    noun = "process" if count == 1 else "processes"
+    tail: list[Part] = [(f"{count} GPU {noun} outside containers", MUTED)]
+    return row(0, cells, tail, marker_parts(mine))
 
 
 def orphans_label(count: int, memory: int | None, mine: tuple[Marker, ...]) -> Text:
-    """``unfindable GPU memory  1.0GiB  [markers]  held by 1 PID not visible here``."""
-    return assemble_parts(
-        [
-            ("unfindable GPU memory", ERROR),
-            "  ",
-            (fmt.size(memory), EMPH),
-            *marker_parts(mine),
-            (f"  held by {count} PID{'s' if count != 1 else ''} not visible here", MUTED),
-        ]
-    )
+    """``unfindable GPU memory  …  1.0GiB  …  held by 1 PID not visible here  [flags]``."""
+    cells: list[list[Part]] = [[("unfindable GPU memory", ERROR)], [], [], [(gib(memory), EMPH)]]
+    cells += [[]] * (_FIGURES - len(cells))
+    tail: list[Part] = [(f"held by {count} PID{'s' if count != 1 else ''} not visible here", MUTED)]
+    return row(0, cells, tail, marker_parts(mine))
 
 
 def others_label(count: int, stale: bool = False) -> Text:
-    """``other containers  3 without GPU use`` (marked and dimmed while the engine is down)."""
-    parts: list[tuple[str, str] | str] = [("other containers", EMPH)]
-    if stale:
-        parts += ["  ", (STALE_TEXT, MUTED)]
-    parts.append((f"  {count} without GPU use", MUTED))
-    return assemble_parts(parts, dim=stale)
+    """``other containers  …  3 without GPU use`` (flagged and dimmed while the engine is down)."""
+    cells: list[list[Part]] = [[("other containers", EMPH)]]
+    cells += [[]] * (_FIGURES - len(cells))
+    tail: list[Part] = [(f"{count} without GPU use", MUTED)]
+    return row(0, cells, tail, _flag(STALE_TEXT, MUTED) if stale else [], dim=stale)
