@@ -17,6 +17,7 @@ from gputui.collect.standins.scenario import ScenarioSource
 from gputui.derive.findings import (
     FindingRules,
     FindingsEngine,
+    ThrottleTracker,
     gpu_shares,
     grows_without_falling,
     slope_per_s,
@@ -173,7 +174,64 @@ def test_cpu_throttling_uses_deltas_between_refreshes() -> None:
     assert not [f for f in engine.update(snap(0, [], (before,))) if f.kind == "cpu_throttled"]
     (thr,) = [f for f in engine.update(snap(1, [], (after,))) if f.kind == "cpu_throttled"]
     assert thr.figure("throttled_ratio") == 0.8
-    assert "limit of 0.1 CPUs" in thr.summary
+    assert thr.figure("window_s") == 1.0
+    assert thr.summary == "cpu: CPU throttled 80% of CPU periods over 1 s at its limit of 0.1 CPUs"
+
+
+#: Throttled periods counted per refresh: 2 of 10 on average (20 %), but bunched as real
+#: counters read a few ms apart are: one refresh's ratio swings 0 -> 60 -> 0 -> 40 -> 80 %.
+_BURSTS = (0, 6, 0, 0, 4, 0, 0, 2, 0, 8)
+
+
+def _steady(step: int) -> ContainerInfo:
+    periods = 10_000 + 10 * step
+    throttled = 2_000 + 20 * (step // 10) + sum(_BURSTS[: step % 10])
+    return ctr(
+        CID_A, "steady", cpu_periods=periods, cpu_throttled_periods=throttled, cpu_quota_cpus=1.0
+    )
+
+
+def test_steady_throttling_is_one_stable_figure_over_the_window() -> None:
+    engine = FindingsEngine()
+    percents, windows, summaries = [], [], set()
+    for step in range(130):
+        found = engine.update(snap(float(step), [], (_steady(step),)))
+        figure = engine.throttling.get(CID_A)
+        if step == 0:
+            assert figure is None  # one reading of a cumulative counter says nothing yet
+            continue
+        assert figure is not None
+        if step >= 60:
+            percents.append(figure.percent)
+            windows.append(figure.span_s)
+            (thr,) = [f for f in found if f.kind == "cpu_throttled"]
+            assert thr.figure("throttled_percent") == figure.percent
+            summaries.add(thr.summary)
+    # Over 60 s the bunching of single refreshes averages out: one steady figure.
+    assert set(percents) == {20}
+    assert set(windows) == {60.0}
+    assert summaries == {
+        "steady: CPU throttled 20% of CPU periods over 60 s at its limit of 1 CPU"
+    }
+
+
+def test_throttling_window_fills_then_slides_and_restarts_with_the_container() -> None:
+    tracker = ThrottleTracker(window_s=60.0)
+    assert tracker.update(CID_A, 0.0, 100, 0) is None
+    early = tracker.update(CID_A, 12.0, 220, 60)
+    assert early is not None
+    assert (early.throttled, early.periods, early.span) == (60, 120, "12 s")
+    assert early.text() == "throttled 50% of CPU periods over 12 s"
+    for t in range(13, 200):  # no more throttling: the old periods leave the window
+        figure = tracker.update(CID_A, float(t), 220 + 10 * (t - 12), 60)
+    assert figure is not None
+    assert (figure.percent, figure.span_s) == (0, 60.0)
+    # Counters that go back mean a new cgroup: start again instead of a negative difference.
+    assert tracker.update(CID_A, 200.0, 5, 1) is None
+    again = tracker.update(CID_A, 201.0, 15, 6)
+    assert again is not None and again.percent == 50
+    tracker.forget(set())
+    assert tracker.update(CID_A, 202.0, 25, 6) is None
 
 
 def test_memory_pressure_oom_and_restarts() -> None:

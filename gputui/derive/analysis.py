@@ -12,7 +12,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 
 from gputui.derive.alerts import Alert, AlertEngine, AlertRule, AlertState
-from gputui.derive.findings import FindingsEngine, Share, gpu_shares
+from gputui.derive.findings import FindingsEngine, Share, Throttling, gpu_shares
 from gputui.derive.tree import Markers, node_markers
 from gputui.model import AlertSeverity, Finding, Snapshot
 
@@ -31,6 +31,8 @@ class Analysis:
         shares: Per GPU index, each party's share of its memory and SM, biggest first.
         markers: Tree-node markers by subject (``container:<id>``, ``pid:<pid>``, ``host``).
         started: Alerts that started firing with this snapshot (toasts, the bell).
+        throttling: Per container id, its CPU throttling over the findings engine's window (the
+            figure the ``cpu_throttled`` finding and the tree marker print).
     """
 
     snapshot: Snapshot
@@ -39,6 +41,7 @@ class Analysis:
     shares: Mapping[int, tuple[Share, ...]] = field(default_factory=dict)
     markers: Markers = field(default_factory=dict)
     started: tuple[Alert, ...] = ()
+    throttling: Mapping[str, Throttling] = field(default_factory=dict)
 
     @classmethod
     def bare(cls, snapshot: Snapshot) -> Analysis:
@@ -102,6 +105,12 @@ class Analyzer:
         self._announced = set(firing)
         shares = gpu_shares(snapshot)
         self._last = Analysis(
-            snapshot, findings, alerts, shares, node_markers(findings, shares), started
+            snapshot,
+            findings,
+            alerts,
+            shares,
+            node_markers(findings, shares),
+            started,
+            dict(self._findings.throttling),
         )
         return self._last

@@ -7,12 +7,17 @@
 * **Idle reservations**: containers that asked for GPUs and run nothing on them, with how long.
 * **CPU-side evidence**: CFS throttling, memory near the limit, OOM kills, restarts.
 
+CFS throttling is one smoothed figure per container (:class:`Throttling`): throttled periods over
+all periods in the last :data:`THROTTLE_WINDOW_S` seconds of the cgroup's counters. The finding,
+the tree marker and the evidence view all print that one figure, with its window.
+
 Pure and deterministic: time comes from ``Snapshot.taken_at``, never from a clock, so tests feed
 scenario-driven snapshot sequences. :class:`FindingsEngine` keeps the little state the trends need.
 """
 
 from __future__ import annotations
 
+from collections import deque
 from dataclasses import dataclass
 
 from gputui.derive import fmt
@@ -21,6 +26,13 @@ from gputui.model import ContainerUsage, Finding, FindingSeverity, GpuProcess, S
 
 _MIB = 1024 * 1024
 HOST = "host"
+
+#: How far back the CPU throttling figure looks: long enough that one refresh's handful of CFS
+#: periods (10 per second at the default 100 ms period) does not swing it, short enough to follow
+#: a job that changes phase.
+THROTTLE_WINDOW_S = 60.0
+#: Counter readings kept per container: a 60 s window at 10 refreshes per second needs 600.
+_THROTTLE_SAMPLES = 1024
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,11 +50,14 @@ class FindingRules:
             (0: at once; its uptime is shown).
         low_util_min_s: How long GPU processes must stay under the SM threshold to be reported
             (a moment of low SM is normal between batches).
-        throttle_ratio: Share of CFS periods throttled above which a container is flagged.
+        throttle_window_s: How far back the throttling figure looks.
+        throttle_ratio: Share of CFS periods throttled (over ``throttle_window_s``) above which a
+            container is flagged.
         memory_pressure_ratio: Memory use against the limit above which it is flagged.
     """
 
     growth_window_s: float = 600.0
+    throttle_window_s: float = THROTTLE_WINDOW_S
     growth_min_span_s: float = 60.0
     growth_min_rate_mib_per_min: float = 10.0
     growth_max_drop_fraction: float = 0.02
@@ -62,6 +77,104 @@ class Share:
     memory_bytes: int
     memory_share: float
     sm_util: int | None
+
+
+def span_text(seconds: float) -> str:
+    """A window's length as the throttling figure states it: ``"60 s"``, ``"12 s"``, ``"5 min"``."""
+    if seconds >= 120:
+        return f"{seconds / 60:.0f} min"
+    return f"{seconds:.0f} s"
+
+
+@dataclass(frozen=True, slots=True)
+class Throttling:
+    """A container's CFS throttling over a recent window of its cgroup counters.
+
+    Attributes:
+        throttled: Throttled periods within the window (``nr_throttled`` difference).
+        periods: CFS periods within the window (``nr_periods`` difference).
+        span_s: Seconds the window actually covers (shorter than ``window_s`` while it fills).
+        window_s: The window asked for.
+    """
+
+    throttled: int
+    periods: int
+    span_s: float
+    window_s: float
+
+    @property
+    def ratio(self) -> float:
+        """Throttled periods / periods (0 when no period elapsed: the container did not run)."""
+        return self.throttled / self.periods if self.periods > 0 else 0.0
+
+    @property
+    def percent(self) -> int:
+        """The ratio as a whole percentage: the one number every view prints."""
+        return round(self.ratio * 100)
+
+    @property
+    def span(self) -> str:
+        """The covered window for people: ``"60 s"``."""
+        return span_text(self.span_s)
+
+    def text(self) -> str:
+        """``throttled 18% of CPU periods over 60 s``."""
+        return f"throttled {self.percent}% of CPU periods over {self.span}"
+
+
+class ThrottleTracker:
+    """Cumulative ``cpu.stat`` counters per container → :class:`Throttling` over a window.
+
+    One refresh sees only a few CFS periods (10 per second at the default 100 ms period), so a
+    ratio of one refresh's differences jumps between 0 and 100 % for a container throttled a
+    steady fifth of the time; differences over the whole window do not.
+
+    Args:
+        window_s: How far back the figure looks.
+    """
+
+    def __init__(self, window_s: float = THROTTLE_WINDOW_S) -> None:
+        self.window_s = window_s
+        self._readings: dict[str, deque[tuple[float, int, int]]] = {}
+
+    def update(
+        self, container_id: str, at: float, periods: int, throttled: int
+    ) -> Throttling | None:
+        """Add one reading; the figure over the window, None until there are two readings.
+
+        Args:
+            container_id: Whose counters.
+            at: The snapshot's time.
+            periods: ``nr_periods`` (cumulative since the cgroup was created).
+            throttled: ``nr_throttled`` (cumulative).
+        """
+        readings = self._readings.get(container_id)
+        if readings is None:
+            readings = self._readings[container_id] = deque(maxlen=_THROTTLE_SAMPLES)
+        if readings:
+            last_at, last_periods, last_throttled = readings[-1]
+            if at <= last_at:
+                return self._figure(readings)  # the same snapshot again: nothing new to count
+            if periods < last_periods or throttled < last_throttled:
+                readings.clear()  # a new cgroup (the container restarted): counters began at 0
+        readings.append((at, max(0, periods), max(0, throttled)))
+        while len(readings) > 2 and readings[1][0] <= at - self.window_s:
+            # Keep one reading at or before the window's start as its baseline.
+            readings.popleft()
+        return self._figure(readings)
+
+    def _figure(self, readings: deque[tuple[float, int, int]]) -> Throttling | None:
+        if len(readings) < 2:
+            return None
+        (t0, p0, th0), (t1, p1, th1) = readings[0], readings[-1]
+        periods = p1 - p0
+        throttled = min(max(0, th1 - th0), periods) if periods > 0 else 0
+        return Throttling(throttled, max(0, periods), t1 - t0, self.window_s)
+
+    def forget(self, live: set[str]) -> None:
+        """Drop the readings of containers no longer listed."""
+        for key in [k for k in self._readings if k not in live]:
+            del self._readings[key]
 
 
 def party_of(snapshot: Snapshot, proc: GpuProcess) -> tuple[str, str]:
@@ -157,18 +270,22 @@ class FindingsEngine:
         self.rules = rules or FindingRules()
         self._memory: dict[str, SampledWindow] = {}
         self._idle_since: dict[str, float] = {}
-        self._cpu_prev: dict[str, tuple[int, int]] = {}
+        self._throttle = ThrottleTracker(self.rules.throttle_window_s)
+        #: The CPU throttling figure of each container after the latest :meth:`update` (only
+        #: containers whose counters were read at least twice).
+        self.throttling: dict[str, Throttling] = {}
 
     def update(self, snapshot: Snapshot) -> tuple[Finding, ...]:
         """Findings for ``snapshot`` given the ones seen before it."""
         findings = sharing_findings(snapshot)
         findings += self._growth(snapshot)
+        self.throttling = {}
         for usage in snapshot.containers:
             findings += self._container_evidence(snapshot, usage)
         live = {u.info.id for u in snapshot.containers}
         # Bounded state: forget what is gone.
         self._idle_since = {k: v for k, v in self._idle_since.items() if k in live}
-        self._cpu_prev = {k: v for k, v in self._cpu_prev.items() if k in live}
+        self._throttle.forget(live)
         return tuple(findings)
 
     # -- memory growth ------------------------------------------------------------------------
@@ -243,34 +360,9 @@ class FindingsEngine:
         idle = self._idle(snapshot, usage)
         if idle is not None:
             out.append(idle)
-        if info.cpu_periods is not None and info.cpu_throttled_periods is not None:
-            periods, throttled = info.cpu_periods, info.cpu_throttled_periods
-            prev = self._cpu_prev.get(info.id)
-            self._cpu_prev[info.id] = (periods, throttled)
-            if prev is not None and periods > prev[0]:
-                periods, throttled = periods - prev[0], throttled - prev[1]
-            ratio = throttled / periods if periods > 0 else 0.0
-            if ratio >= self.rules.throttle_ratio and info.running:
-                quota = (
-                    f" at its limit of {info.cpu_quota_cpus:g} CPUs" if info.cpu_quota_cpus else ""
-                )
-                out.append(
-                    Finding(
-                        "cpu_throttled",
-                        subject,
-                        FindingSeverity.WARN,
-                        f"{name}: CPU throttled in {ratio * 100:.0f}% of scheduler periods{quota}",
-                        (
-                            ("throttled_ratio", round(ratio, 3)),
-                            ("throttled_seconds", info.cpu_throttled_seconds or 0.0),
-                            ("cpu_quota_cpus", info.cpu_quota_cpus or 0.0),
-                            (
-                                "cpu_percent",
-                                info.cpu_percent if info.cpu_percent is not None else -1,
-                            ),
-                        ),
-                    )
-                )
+        throttle = self._throttling(snapshot, usage)
+        if throttle is not None:
+            out.append(throttle)
         used, limit = info.memory_used_bytes, info.memory_limit_bytes
         host_total = snapshot.host_stats.memory_total_bytes if snapshot.host_stats else None
         limited = limit is not None and (host_total is None or limit < host_total)
@@ -311,6 +403,37 @@ class FindingsEngine:
                 )
             )
         return out
+
+    def _throttling(self, snapshot: Snapshot, usage: ContainerUsage) -> Finding | None:
+        info = usage.info
+        if info.cpu_periods is None or info.cpu_throttled_periods is None:
+            return None
+        figure = self._throttle.update(
+            info.id, snapshot.taken_at, info.cpu_periods, info.cpu_throttled_periods
+        )
+        if figure is None:
+            return None
+        self.throttling[info.id] = figure
+        if not info.running or figure.ratio < self.rules.throttle_ratio:
+            return None
+        cpus = info.cpu_quota_cpus
+        quota = f" at its limit of {cpus:g} CPU{'' if cpus == 1 else 's'}" if cpus else ""
+        return Finding(
+            "cpu_throttled",
+            f"container:{info.id}",
+            FindingSeverity.WARN,
+            f"{fmt.safe_text(info.name, 40)}: CPU {figure.text()}{quota}",
+            (
+                ("throttled_ratio", round(figure.ratio, 4)),
+                ("throttled_percent", figure.percent),
+                ("window_s", figure.span_s),
+                ("throttled_periods", figure.throttled),
+                ("periods", figure.periods),
+                ("throttled_seconds", info.cpu_throttled_seconds or 0.0),
+                ("cpu_quota_cpus", info.cpu_quota_cpus or 0.0),
+                ("cpu_percent", info.cpu_percent if info.cpu_percent is not None else -1),
+            ),
+        )
 
     def _idle(self, snapshot: Snapshot, usage: ContainerUsage) -> Finding | None:
         info = usage.info

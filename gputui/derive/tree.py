@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from enum import Enum
 
 from gputui.derive import fmt
-from gputui.derive.findings import HOST, Share
+from gputui.derive.findings import HOST, Share, span_text
 from gputui.model import (
     ContainerInfo,
     ContainerUsage,
@@ -240,8 +240,13 @@ def finding_marker(finding: Finding) -> Marker | None:
         tail = f", full in {fmt.duration(fill)}" if fill else ""
         return Marker(kind, f"GPU mem +{rate:.0f} MiB/min{tail}", severity)
     if kind == "cpu_throttled":
-        ratio = (_number(finding, "throttled_ratio") or 0.0) * 100
-        return Marker(kind, f"CPU throttled {ratio:.0f}%", severity)
+        # The finding's own whole percentage and window, so the marker cannot round differently.
+        percent = _number(finding, "throttled_percent")
+        if percent is None:
+            percent = (_number(finding, "throttled_ratio") or 0.0) * 100
+        window = _number(finding, "window_s")
+        tail = f" over {span_text(window)}" if window is not None else ""
+        return Marker(kind, f"CPU throttled {percent:.0f}%{tail}", severity)
     if kind == "memory_pressure":
         used = _number(finding, "memory_used_bytes")
         limit = _number(finding, "memory_limit_bytes")

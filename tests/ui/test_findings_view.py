@@ -50,7 +50,7 @@ def slow_trainer(taken_at: float, periods: int, throttled: int) -> Snapshot:
 
 async def test_shared_gpu_flagged_in_card_and_tree(make_app: AppFactory) -> None:
     app = make_app()
-    async with app.run_test(size=(160, 50)) as pilot:
+    async with app.run_test(size=(200, 50)) as pilot:  # the side column: 69-column cards
         await ready(pilot)  # standard(): GPU 0 and GPU 1 each used by several parties
         labels = {k: str(n.label) for k, n in app.main.ctree.nodes_by_key.items()}
         assert "[shared GPU 0: 95%]" in labels[f"c:{cid(1)}"]  # trainer-a, 13290 of 14058 MiB
@@ -58,11 +58,13 @@ async def test_shared_gpu_flagged_in_card_and_tree(make_app: AppFactory) -> None
         assert "[shared GPU 1: 57%]" in labels[f"c:{cid(2)}"]
         assert "[shared GPU 0: 2%]" in labels["g:host"]
         assert "[shared GPU 1: 14%]" in labels["g:orphans"]
-        card = app.main.gpus.cards[0].gauges.render().plain.splitlines()[0]
-        # Three parties in 64 columns: the two biggest by name, the third folded into +1.
-        assert card.startswith("GPU 0 H200  shared: trainer")
+        gauges = app.main.gpus.cards[0].gauges
+        card = gauges.render().plain.splitlines()[0]
+        # Three parties in 69 columns: names shortened (never below 6 cells), on one line.
+        assert card.startswith("GPU 0 H200  shared: traine")
         assert "95% SM 30 · cgroup" in card
-        assert card.endswith("4% SM 30 +1")
+        assert card.endswith("4% SM 30 · host 2%") or card.endswith("+1")
+        assert len(card) <= gauges.size.width
 
 
 async def test_two_party_card_names_both_with_sm(make_app: AppFactory) -> None:
@@ -100,7 +102,7 @@ async def test_findings_become_tree_markers(make_app: AppFactory) -> None:
         label = str(app.main.ctree.nodes_by_key[f"c:{cid(1)}"].label)
         for marker in (
             "[shared GPU 0: 62%]",
-            "[CPU throttled 90%]",
+            "[CPU throttled 90% over 10 s]",
             "[mem 97% of limit]",
             "[OOM-killed]",
             "[restarts 4]",
@@ -173,7 +175,7 @@ async def test_evidence_view_answers_why_slow(make_app: AppFactory) -> None:
         assert "trainer" in title and "running" in title
         body = str(screen.body.content)
         for fact in (
-            "CPU throttled in 90% of scheduler periods at its limit of 4 CPUs",  # finding
+            "CPU throttled 90% of CPU periods over 10 s at its limit of 4 CPUs",  # finding
             "killed by the kernel's OOM killer",
             "restarted 4 times",
             "PID 611",  # its GPU process
@@ -182,7 +184,8 @@ async def test_evidence_view_answers_why_slow(make_app: AppFactory) -> None:
             "trainer (this) 62% of memory",  # shares
             "host 38% of memory",
             "395%  of a 4-CPU quota: 99%",
-            "190 of 1100 periods (17%)",
+            # The finding's figure, not the counters since the container started (19 %).
+            "throttled   90% of CPU periods over 10 s  (90 of 100 periods)",
             "12.5 s throttled in total",
             "15.5GiB of its 16.0GiB limit (97%)",
             "OOM-killed  yes",
@@ -193,7 +196,7 @@ async def test_evidence_view_answers_why_slow(make_app: AppFactory) -> None:
         assert screen.rows["mem"].spark.data[-1] == 15.5 * GIB
         # It follows the refreshes while open.
         await push(pilot, slow_trainer(1_000_020.0, 1200, 290), analyse=True)
-        assert "290 of 1200 periods" in str(screen.body.content)
+        assert "95% of CPU periods over 20 s  (190 of 200 periods)" in str(screen.body.content)
         # Keys for the monitor's tabs are not offered here.
         assert app.check_action("sort", ()) is False
         assert app.check_action("filter", ()) is False
@@ -237,3 +240,41 @@ async def test_evidence_from_the_process_table_and_without_a_container(
         await pilot.pause()
         assert isinstance(app.screen, EvidenceScreen)
         assert app.screen.container_id == cid(2)
+
+
+#: Throttled periods per 5 s refresh of 50 periods: 10 on average (20 %), bunched as real
+#: counters are, so one refresh's ratio alone would read 60 -> 0 -> 20 -> 0 %.
+_BURSTS = (30, 0, 10, 0)
+
+
+async def test_one_throttling_figure_in_finding_marker_and_evidence(make_app: AppFactory) -> None:
+    def at(step: int) -> Snapshot:
+        throttled = 1_000 + 40 * (step // 4) + sum(_BURSTS[: step % 4])
+        return slow_trainer(2_000_000.0 + 5 * step, 5_000 + 50 * step, throttled)
+
+    app = make_app(FakeCollector([at(0)]))
+    async with app.run_test(size=(200, 50)) as pilot:
+        await ready(pilot)
+        badges: list[str] = []
+        for step in range(1, 17):
+            await push(pilot, at(step), analyse=True)
+            analysis = app.main.analysis
+            assert analysis is not None
+            figure = analysis.throttling[cid(1)]
+            (finding,) = [f for f in analysis.findings if f.kind == "cpu_throttled"]
+            label = str(app.main.ctree.nodes_by_key[f"c:{cid(1)}"].label)
+            badge = f"[CPU throttled {figure.percent}% over {figure.span}]"
+            assert badge in label, (step, label)
+            assert f"trainer: CPU {figure.text()} at its limit of 4 CPUs" == finding.summary
+            badges.append(badge)
+        # A full 60 s window of a steady 20 % throttle: one figure, refresh after refresh.
+        assert badges[11:] == ["[CPU throttled 20% over 60 s]"] * 5
+        await pilot.press("e")
+        await pilot.pause()
+        screen = app.screen
+        assert isinstance(screen, EvidenceScreen)
+        body = str(screen.body.content)
+        assert "CPU throttled 20% of CPU periods over 60 s at its limit of 4 CPUs" in body
+        assert "throttled   20% of CPU periods over 60 s  (120 of 600 periods)" in body
+        # No other share of throttled periods anywhere on the screen.
+        assert body.count("% of CPU periods") == 2

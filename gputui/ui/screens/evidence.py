@@ -17,6 +17,7 @@ from textual.widgets import Footer, Static
 
 from gputui.derive import fmt
 from gputui.derive.analysis import Analysis
+from gputui.derive.findings import FindingRules, Throttling
 from gputui.derive.history import History, container_key, window_label
 from gputui.model import ContainerUsage, GpuSample, Snapshot
 from gputui.ui.styles import MUTED, severity_style
@@ -144,7 +145,7 @@ def _gpus(usage: ContainerUsage, analysis: Analysis) -> list[Part]:
     return parts
 
 
-def _cpu(usage: ContainerUsage) -> list[Part]:
+def _cpu(usage: ContainerUsage, throttling: Throttling | None, throttle_ratio: float) -> list[Part]:
     info = usage.info
     parts = _section("CPU")
     used = info.cpu_percent
@@ -159,16 +160,17 @@ def _cpu(usage: ContainerUsage) -> list[Part]:
         )
     else:
         parts += _fact("use", fmt.pct(used), ("  (100% = one core; no CPU quota)", "$text-muted"))
-    periods, throttled = info.cpu_periods, info.cpu_throttled_periods
-    if periods is None or throttled is None:
+    if info.cpu_periods is None or info.cpu_throttled_periods is None:
         parts += _fact("throttling", ("not known (cgroup cpu.stat not readable)", "$text-muted"))
+    elif throttling is None:
+        parts += _fact("throttling", ("known after the next refresh", "$text-muted"))
     else:
-        share = fmt.ratio(throttled, periods)
-        level = "bold $text-warning" if (share or 0) >= 20 else ""
+        # The findings engine's figure: the finding and the tree marker print the same one.
+        level = "bold $text-warning" if throttling.ratio >= throttle_ratio else ""
         parts += _fact(
             "throttled",
-            (f"{throttled} of {periods} periods ({fmt.pct(share)})", level),
-            ("  since start", "$text-muted"),
+            (throttling.text().removeprefix("throttled "), level),
+            (f"  ({throttling.throttled} of {throttling.periods} periods)", "$text-muted"),
         )
     if info.cpu_throttled_seconds is not None:
         parts += _fact("time", f"{info.cpu_throttled_seconds:.1f} s throttled in total")
@@ -218,7 +220,7 @@ def evidence_content(usage: ContainerUsage, analysis: Analysis) -> Content:
         *_findings(usage, analysis),
         *_processes(usage, snapshot),
         *_gpus(usage, analysis),
-        *_cpu(usage),
+        *_cpu(usage, analysis.throttling.get(usage.info.id), FindingRules().throttle_ratio),
         *_memory(usage, snapshot),
     )
 
