@@ -27,6 +27,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from gputui import timestamps
 from gputui.collect.files import REPORT_LIMIT, UserFileError, open_user_file, read_user_text
 from gputui.collect.loop import CollectLoop
 from gputui.collect.sources import CollectorProtocol
@@ -768,6 +769,4 @@ class ReplayCollector:
 
 
 def _iso(ts: float) -> str:
-    if not valid_time(ts):
-        return "an invalid time"
-    return dt.datetime.fromtimestamp(ts, dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return timestamps.utc(ts, na="an invalid time") if valid_time(ts) else "an invalid time"

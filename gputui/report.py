@@ -8,11 +8,10 @@ hostile name cannot inject terminal escapes.
 from __future__ import annotations
 
 import dataclasses
-import datetime as dt
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
-from gputui import __version__
+from gputui import __version__, timestamps
 from gputui.derive import fmt
 from gputui.derive.alerts import Alert, AlertState
 from gputui.model import (
@@ -34,14 +33,12 @@ from gputui.model import (
 
 
 def iso(ts: float | None) -> str | None:
-    """Seconds since the epoch as ISO 8601 UTC with a ``Z``."""
-    if ts is None:
-        return None
-    try:
-        return dt.datetime.fromtimestamp(ts, dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
-    except (ValueError, OverflowError, OSError):
-        # NaN, infinities, years past 9999 (a hand-edited recording): no time to show.
-        return None
+    """Seconds since the epoch as ISO 8601 UTC with a ``Z``; None when there is no such time.
+
+    NaN, infinities and years past 9999 (a hand-edited recording) have no time to show.
+    """
+    text = timestamps.utc(ts, na="")
+    return text or None
 
 
 def _status(s: SourceStatus) -> dict[str, Any]:
