@@ -355,7 +355,14 @@ class GpuTuiApp(App[None]):
             if active.binding.id is not None:
                 bound.setdefault(active.binding.id, []).append(key)
         screen = self.screen
-        rows = [row for row in action_table.ACTIONS if self._offered(row.action_name, screen)]
+        # p's two rows: only the one in force now (its keys are the ones bound).
+        state = ("toggle_pause", "resume")
+        rows = [
+            row
+            for row in action_table.ACTIONS
+            if self._offered(row.action_name, screen)
+            and not (row.action_name in state and self.check_action(row.action_name, ()) is False)
+        ]
         self.push_screen(HelpScreen(help_rows(rows, bound)))
 
     def action_toggle_theme(self) -> None:
