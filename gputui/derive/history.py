@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Iterable
 
+from gputui.derive import fmt
 from gputui.derive.fmt import ratio
 from gputui.model import ContainerUsage, GpuSample, Snapshot
 
@@ -17,6 +18,90 @@ WINDOWS: tuple[float, ...] = (60.0, 300.0, 1800.0)
 
 #: The GPU metrics kept per GPU, in display order.
 GPU_METRICS: tuple[str, ...] = ("util", "mem", "power", "temp")
+
+
+#: The unit of each series, by (kind, metric): ``%``, ``W``, ``°C`` or ``B`` (bytes). A GPU's
+#: ``mem`` is the share of its memory in use; a container's ``mem`` is bytes of host memory.
+UNITS: dict[tuple[str, str], str] = {
+    ("gpu", "util"): "%",
+    ("gpu", "mem"): "%",
+    ("gpu", "power"): "W",
+    ("gpu", "temp"): "°C",
+    ("container", "gpu_mem"): "B",
+    ("container", "cpu"): "%",
+    ("container", "mem"): "B",
+}
+
+
+def format_value(value: float | None, unit: str) -> str:
+    """One sample with its unit: ``82%``, ``612W``, ``66°C``, ``12.5GiB``."""
+    if value is None:
+        return fmt.NA
+    if unit == "B":
+        return fmt.size(value)
+    if unit == "%":
+        return f"{value:.0f}%"
+    return f"{value:.0f}{unit}"
+
+
+def value_summary(values: tuple[float, ...], unit: str) -> str:
+    """``82%  min 40%  max 98%``: the newest sample, then the window's extremes, with units."""
+    if not values:
+        return fmt.NA
+    now, low, high = (format_value(v, unit) for v in (values[-1], min(values), max(values)))
+    return f"{now}  min {low}  max {high}"
+
+
+def span_text(seconds: float) -> str:
+    """A covered span to the second: ``45s``, ``4m12s``, ``1h02m``."""
+    s = max(0, int(seconds))
+    if s < 60:
+        return f"{s}s"
+    if s < 3600:
+        return f"{s // 60}m{s % 60:02d}s"
+    return f"{s // 3600}h{(s % 3600) // 60:02d}m"
+
+
+def coverage_label(covered_s: float, window_s: float) -> str:
+    """``last 4m12s of 30 min``, or ``last 30 min`` once the history fills the window."""
+    if covered_s >= window_s - 1.0:  # a refresh's jitter short of the window is the window
+        return f"last {window_label(window_s)}"
+    return f"last {span_text(covered_s)} of {window_label(window_s)}"
+
+
+def resample(
+    times: tuple[float, ...], values: tuple[float, ...], end: float, window_s: float, cells: int
+) -> tuple[float, ...]:
+    """Samples placed by time into ``cells`` equal slices of the window ending at ``end``.
+
+    Each slice holds its samples' maximum (a slice without one repeats the previous value); the
+    slices before the first sample are left out, so a sparkline drawn right-aligned covers only
+    the part of its width that the history covers (5 minutes of a 30-minute window fill a sixth).
+
+    Args:
+        times: Sample times, oldest first.
+        values: Sample values, parallel to ``times``.
+        end: The window's end (the newest snapshot's time).
+        window_s: The window's length.
+        cells: How many slices (the sparkline's width); at least 1.
+
+    Returns:
+        One value per slice from the first slice holding a sample to the last slice.
+    """
+    cells = max(1, cells)
+    if not values or window_s <= 0:
+        return ()
+    start = end - window_s
+    slices: list[float | None] = [None] * cells
+    for t, v in zip(times, values, strict=True):
+        index = min(cells - 1, max(0, int((t - start) / window_s * cells)))
+        old = slices[index]
+        slices[index] = v if old is None else max(old, v)
+    first = next(i for i, v in enumerate(slices) if v is not None)
+    out: list[float] = []
+    for value in slices[first:]:
+        out.append(out[-1] if value is None else value)
+    return tuple(out)
 
 
 #: A series key: ``("gpu", <gpu id>, <metric>)`` or ``("container", <container id>, <metric>)``.
@@ -189,6 +274,41 @@ class History:
             return tuple(s.values)
         values = s.values
         return tuple(values[i] for i in range(len(values) - count, len(values)))
+
+    def timed(
+        self, key: SeriesKey, window_s: float, now: float | None = None
+    ) -> tuple[tuple[float, ...], tuple[float, ...]]:
+        """Times and values of one series within the window, oldest first (see :meth:`series`)."""
+        s = self._series.get(key)
+        if s is None or not s.times:
+            return (), ()
+        end = self.last_time if now is None else now
+        if end is None:
+            end = s.times[-1]
+        start = end - window_s
+        count = 0
+        for t in reversed(s.times):
+            if t < start:
+                break
+            count += 1
+        first = len(s.times) - count
+        return (
+            tuple(s.times[i] for i in range(first, len(s.times))),
+            tuple(s.values[i] for i in range(first, len(s.values))),
+        )
+
+    def covered(self, keys: Iterable[SeriesKey], window_s: float) -> float:
+        """Seconds of the window the longest of ``keys`` actually covers (0: no samples)."""
+        end = self.last_time
+        best = 0.0
+        for key in keys:
+            s = self._series.get(key)
+            if end is None or s is None or not s.times:
+                continue
+            oldest = next((t for t in s.times if t >= end - window_s), None)
+            if oldest is not None:
+                best = max(best, end - oldest)
+        return min(best, window_s)
 
     def keys(self) -> Iterable[SeriesKey]:
         """Every series currently kept."""

@@ -319,7 +319,7 @@ async def test_history_sparklines_follow_snapshots_and_selection(make_app: AppFa
         panel = app.main.history_panel
         assert "trainer-a" in str(panel.container_row.name_label.content)
         expected = app.history.series(container_key(cid(1)), app.window)
-        assert panel.container_row.spark.data == expected
+        assert panel.container_row.values == expected
         assert len(expected) == 4
         sparks = panel.query(Spark)
         assert len(sparks) == 1 + 4 * 2  # container + 4 metrics x 2 GPUs

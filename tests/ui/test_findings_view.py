@@ -192,8 +192,10 @@ async def test_evidence_view_answers_why_slow(make_app: AppFactory) -> None:
             "restarts    4",
         ):
             assert fact in body, fact
-        assert screen.rows["cpu"].spark.data == (395.0, 395.0)
-        assert screen.rows["mem"].spark.data[-1] == 15.5 * GIB
+        assert screen.rows["cpu"].values == (395.0, 395.0)
+        assert screen.rows["mem"].values[-1] == 15.5 * GIB
+        assert str(screen.rows["cpu"].value.content) == "395%  min 395%  max 395%"
+        assert str(screen.rows["mem"].value.content) == "15.5GiB  min 15.5GiB  max 15.5GiB"
         # It follows the refreshes while open.
         await push(pilot, slow_trainer(1_000_020.0, 1200, 290), analyse=True)
         assert "95% of CPU periods over 20 s  (190 of 200 periods)" in str(screen.body.content)

@@ -1,17 +1,25 @@
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
+from textual.app import App, ComposeResult
 from ui_factories import GIB, cid, container, gpu, proc, snapshot
 
 from gputui.derive.history import (
+    UNITS,
     WINDOWS,
     History,
     container_key,
+    coverage_label,
     gpu_key,
     next_window,
+    resample,
+    value_summary,
     window_label,
 )
 from gputui.model import SourceStatus
+from gputui.ui.widgets.history import HistoryPanel
 
 
 def test_maxlen_is_history_over_interval() -> None:
@@ -141,3 +149,89 @@ def test_windows_cycle() -> None:
 
 def test_gib_constant_sane() -> None:
     assert GIB == 1024**3
+
+
+def test_units_and_summaries() -> None:
+    assert UNITS[("gpu", "mem")] == "%"  # a GPU's memory row is the share in use
+    assert UNITS[("container", "mem")] == "B"  # a container's is bytes
+    assert value_summary((82.0, 40.0, 98.0, 82.0), "%") == "82%  min 40%  max 98%"
+    assert value_summary((612.4, 580.0), "W") == "580W  min 580W  max 612W"
+    assert value_summary((66.0,), "°C") == "66°C  min 66°C  max 66°C"
+    assert value_summary((12.5 * GIB, 12.0 * GIB), "B") == "12.0GiB  min 12.0GiB  max 12.5GiB"
+    assert value_summary((), "%") == "N/A"
+
+
+def test_coverage_label_says_how_much_of_the_window_is_known() -> None:
+    assert coverage_label(252.0, 1800.0) == "last 4m12s of 30 min"
+    assert coverage_label(45.0, 60.0) == "last 45s of 1 min"
+    assert coverage_label(3725.0, 7200.0) == "last 1h02m of 120 min"
+    assert coverage_label(1799.5, 1800.0) == "last 30 min"  # a refresh short is the window
+
+
+def test_covered_and_timed() -> None:
+    h = History(1800.0, 1.0)
+    key = ("gpu", "g", "util")
+    for t in range(100, 353):  # 253 samples: 252 s of history
+        h.add(key, float(t), 50.0)
+    h.last_time = 352.0
+    assert h.covered([key, ("gpu", "other", "util")], 1800.0) == 252.0
+    assert h.covered([key], 60.0) == 60.0
+    times, values = h.timed(key, 10.0)
+    assert times == tuple(float(t) for t in range(342, 353))
+    assert values == (50.0,) * 11
+
+
+def test_resample_spans_the_window_by_time() -> None:
+    # 5 minutes of samples in a 30-minute window over 60 cells of 30 s: the last sixth.
+    times = tuple(float(t) for t in range(1500, 1801))
+    values = tuple(float(t % 7) for t in range(1500, 1801))
+    drawn = resample(times, values, 1800.0, 1800.0, 60)
+    assert len(drawn) == 10  # cells 50..59
+    assert max(drawn) == 6.0
+    # The same samples in a 5-minute window fill every cell.
+    assert len(resample(times, values, 1800.0, 300.0, 60)) == 60
+    # A gap repeats the previous value instead of collapsing the time axis.
+    assert resample((0.0, 50.0), (1.0, 2.0), 60.0, 60.0, 6) == (1.0, 1.0, 1.0, 1.0, 1.0, 2.0)
+    assert resample((), (), 60.0, 60.0, 6) == ()
+
+
+class _HistoryApp(App[None]):
+    def compose(self) -> ComposeResult:
+        yield HistoryPanel(id="history")
+
+
+async def test_history_rows_print_units_min_max_and_the_span_covered() -> None:
+    g = gpu(0, util=80, used_gib=70.5, power_w=350.0, temperature_c=61)
+    processes = [proc(10, 0, 2048, cid(1))]
+    ctr = container(1, "trainer", processes)
+    h = History(1800.0, 1.0)
+    for step in range(253):  # 4m12s of a 30-minute window
+        sample = replace(g, utilization_gpu=40 + step % 59, power_w=300.0 + step % 3)
+        h.record(snapshot(1000.0 + step, gpus=[sample], processes=processes, containers=[ctr]))
+    app = _HistoryApp()
+    async with app.run_test(size=(120, 30)) as pilot:
+        panel = app.query_one(HistoryPanel)
+        panel.show((g,), h, 1800.0, None)
+        await pilot.pause()
+        panel.show((g,), h, 1800.0, None)  # laid out now: sparklines placed by time
+        await pilot.pause()
+        assert str(panel.title_label.content).startswith("last 4m12s of 30 min")
+        rows = panel.rows[gpu_key(g, "util")[1]]
+        texts = {m: str(row.value.content) for m, row in rows.items()}
+        assert texts["util"] == "56%  min 40%  max 98%"
+        assert texts["mem"] == "50%  min 50%  max 50%"  # 70.5 of 141 GiB, as a percentage
+        assert texts["power"] == "300W  min 300W  max 302W"
+        assert texts["temp"] == "61°C  min 61°C  max 61°C"
+        # 252 s of 1800 s: the line covers about a seventh of the sparkline, at its right.
+        spark = rows["util"].spark
+        width = spark.size.width
+        assert 0 < len(spark.data) <= width * 252 // 1800 + 2
+        line = spark.render().plain
+        assert len(line) == width and line.lstrip() == line.strip()
+        assert len(line) - len(line.lstrip()) >= width - width * 252 // 1800 - 2
+        # The 1-minute window is full: no "of", and every cell is drawn.
+        panel.show((g,), h, 60.0, ctr)
+        await pilot.pause()
+        assert str(panel.title_label.content).startswith("last 1 min  ·")
+        assert len(spark.data) == width
+        assert str(panel.container_row.value.content) == ("2.0GiB  min 2.0GiB  max 2.0GiB")

@@ -18,7 +18,7 @@ from textual.widgets import Footer, Static
 from gputui.derive import fmt
 from gputui.derive.analysis import Analysis
 from gputui.derive.findings import FindingRules, Throttling
-from gputui.derive.history import History, container_key, window_label
+from gputui.derive.history import UNITS, History, container_key, coverage_label
 from gputui.model import ContainerUsage, GpuSample, Snapshot
 from gputui.ui.styles import MUTED, severity_style
 from gputui.ui.widgets.history import SeriesRow
@@ -260,9 +260,9 @@ class EvidenceScreen(Screen[None]):
         self.body = Static("", id="ev-body")
         self.history_title = Static("", id="ev-history-title")
         self.rows = {
-            "gpu_mem": SeriesRow("GPU memory", "gpu_mem"),
-            "cpu": SeriesRow("CPU %", "cpu"),
-            "mem": SeriesRow("memory", "mem"),
+            "gpu_mem": SeriesRow("GPU memory", UNITS[("container", "gpu_mem")]),
+            "cpu": SeriesRow("CPU %", UNITS[("container", "cpu")]),
+            "mem": SeriesRow("memory", UNITS[("container", "mem")]),
         }
         self._shown: tuple[str, str] | None = None
 
@@ -297,7 +297,6 @@ class EvidenceScreen(Screen[None]):
             self._shown = (title.plain, body.plain)
             self.title_line.update(title)
             self.body.update(body)
-        self.history_title.update(f"History  ·  last {window_label(window)}  (w: change window)")
         self._sparks(usage, analysis.snapshot)
 
     def _sparks(self, usage: ContainerUsage, snapshot: Snapshot) -> None:
@@ -314,8 +313,12 @@ class EvidenceScreen(Screen[None]):
             "cpu": cpu_top,
             "mem": float(limit) if limit else None,
         }
+        keys = {metric: container_key(cid, metric) for metric in self.rows}
+        covered = self.history.covered(keys.values(), self.window)
+        label = coverage_label(covered, self.window)
+        self.history_title.update(f"History  ·  {label}  (w: change window)")
         for metric, row in self.rows.items():
-            row.show(self.history.series(container_key(cid, metric), self.window), scales[metric])
+            row.show_timed(self.history, keys[metric], self.window, scales[metric])
 
     def action_close(self) -> None:
         """Back to the monitor."""

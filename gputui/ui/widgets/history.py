@@ -1,6 +1,9 @@
 """The History tab: per-GPU sparklines and the selected container's GPU memory.
 
-GPU series are util, memory, power and temperature; ``w`` cycles the window (1 / 5 / 30 min).
+GPU series are util %, memory % (of the GPU's memory), power W and temperature °C; ``w`` cycles
+the window (1 / 5 / 30 min). Every row prints its unit, the newest value and the window's min and
+max; the title says how much of the window the history covers, and each sparkline spans the
+window by time, so 5 minutes of a 30-minute window fill a sixth of its width.
 """
 
 from __future__ import annotations
@@ -11,42 +14,48 @@ from textual.widget import Widget
 from textual.widgets import Label, Static
 
 from gputui.derive import fmt
-from gputui.derive.history import GPU_METRICS, History, container_key, gpu_key, window_label
+from gputui.derive.history import (
+    GPU_METRICS,
+    UNITS,
+    History,
+    SeriesKey,
+    container_key,
+    coverage_label,
+    gpu_key,
+    resample,
+    value_summary,
+)
 from gputui.model import ContainerUsage, GpuSample
 from gputui.ui.widgets.spark import Spark
 
 _METRIC_LABEL = {"util": "util %", "mem": "mem %", "power": "power W", "temp": "temp °C"}
 
-
-def _latest(values: tuple[float, ...], metric: str) -> str:
-    if not values:
-        return fmt.NA
-    last, peak = values[-1], max(values)
-    if metric == "power":
-        return f"{last:.0f} (max {peak:.0f})"
-    if metric in ("gpu_mem", "mem"):
-        return f"{fmt.size(last)} (max {fmt.size(peak)})"
-    if metric == "cpu":
-        return f"{last:.0f}% (max {peak:.0f}%)"
-    return f"{last:.0f} (max {peak:.0f})"
+#: Columns of the numbers: ``12.5GiB  min 12.1GiB  max 12.9GiB`` is the widest a row prints.
+VALUE_WIDTH = 34
 
 
 class SeriesRow(Horizontal):
-    """``label  ▁▂▃▅▇  last (max)``: one series."""
+    """``label  ▁▂▃▅▇  now  min …  max …``: one series, with its unit.
 
-    DEFAULT_CSS = """
-    SeriesRow { height: 1; }
-    SeriesRow .name { width: 14; color: $text-muted; }
-    SeriesRow Spark { width: 1fr; }
-    SeriesRow .value { width: 22; padding-left: 1; }
+    Args:
+        name: The row's label.
+        unit: ``%``, ``W``, ``°C`` or ``B`` (bytes), see :data:`gputui.derive.history.UNITS`.
     """
 
-    def __init__(self, name: str, metric: str) -> None:
+    DEFAULT_CSS = f"""
+    SeriesRow {{ height: 1; }}
+    SeriesRow .name {{ width: 14; color: $text-muted; }}
+    SeriesRow Spark {{ width: 1fr; }}
+    SeriesRow .value {{ width: {VALUE_WIDTH}; padding-left: 1; }}
+    """
+
+    def __init__(self, name: str, unit: str) -> None:
         super().__init__()
-        self.metric = metric
+        self.unit = unit
         self.name_label = Label(name, classes="name")
         self.spark = Spark()
         self.value = Label("", classes="value")
+        self.values: tuple[float, ...] = ()
 
     def compose(self) -> ComposeResult:
         """Name, sparkline, numbers."""
@@ -55,12 +64,41 @@ class SeriesRow(Horizontal):
         yield self.value
 
     def show(self, values: tuple[float, ...], high: float | None = None) -> None:
-        """Assign fresh data only when it changed; ``high`` sets the scale (default: data max)."""
+        """Draw samples as they are (one cell each); see :meth:`show_timed` for a time axis."""
+        self._draw(values, values, high)
+
+    def show_timed(
+        self,
+        history: History,
+        key: SeriesKey,
+        window: float,
+        high: float | None = None,
+    ) -> None:
+        """Draw one series of ``history`` on a time axis spanning ``window`` seconds.
+
+        Args:
+            history: The ring buffers.
+            key: Which series.
+            window: Seconds the sparkline's width stands for.
+            high: The top of the scale (default: the data's maximum).
+        """
+        times, values = history.timed(key, window)
+        end = history.last_time
+        cells = self.spark.size.width
+        # Not laid out yet: one cell per sample; the next refresh places the samples by time.
+        drawn = values if end is None or cells <= 0 else resample(times, values, end, window, cells)
+        self._draw(values, drawn, high)
+
+    def _draw(
+        self, values: tuple[float, ...], drawn: tuple[float, ...], high: float | None
+    ) -> None:
         top = high if high is not None else max(values, default=1.0)
         self.spark.set_scale(0.0, top or 1.0)
-        if values != self.spark.data:
-            self.spark.data = values
-            self.value.update(_latest(values, self.metric))
+        if drawn != self.spark.data:
+            self.spark.data = drawn
+        if values != self.values:
+            self.values = values
+            self.value.update(value_summary(values, self.unit))
 
 
 class HistoryPanel(VerticalScroll):
@@ -76,7 +114,7 @@ class HistoryPanel(VerticalScroll):
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
         self.title_label = Static("", classes="title")
-        self.container_row = SeriesRow("container mem", "gpu_mem")
+        self.container_row = SeriesRow("container mem", UNITS[("container", "gpu_mem")])
         self.rows: dict[str, dict[str, SeriesRow]] = {}
         self._titles: dict[str, Static] = {}
 
@@ -100,7 +138,11 @@ class HistoryPanel(VerticalScroll):
             window: Seconds to show.
             container: The container selected in the tree, if any.
         """
-        title = f"last {window_label(window)}  ·  w: change window"
+        keys = [gpu_key(g, m) for g in gpus for m in GPU_METRICS]
+        if container is not None:
+            keys.append(container_key(container.info.id))
+        covered = history.covered(keys, window)
+        title = f"{coverage_label(covered, window)}  ·  w: change window"
         if str(self.title_label.content) != title:
             self.title_label.update(title)
         # The container row: GPU memory of the container selected in the tree, on the scale of
@@ -115,10 +157,11 @@ class HistoryPanel(VerticalScroll):
             and g.index in container.gpu_indexes
             and g.memory_total_bytes is not None
         ]
-        self.container_row.show(
-            () if container is None else history.series(container_key(container.info.id), window),
-            float(sum(totals)) if totals else None,
-        )
+        scale = float(sum(totals)) if totals else None
+        if container is None:
+            self.container_row.show((), scale)
+        else:
+            self.container_row.show_timed(history, container_key(container.info.id), window, scale)
         ids = {gpu_key(g, "util")[1]: g for g in gpus}
         for gone in [i for i in self.rows if i not in ids]:
             for row in self.rows.pop(gone).values():
@@ -130,11 +173,11 @@ class HistoryPanel(VerticalScroll):
                 title_widget = Static(
                     f"GPU {gpu.index}  {fmt.safe_text(gpu.name, 40)}", classes="gpu-title"
                 )
-                rows = {m: SeriesRow(_METRIC_LABEL[m], m) for m in GPU_METRICS}
+                rows = {m: SeriesRow(_METRIC_LABEL[m], UNITS[("gpu", m)]) for m in GPU_METRICS}
                 self._titles[ident] = title_widget
                 self.rows[ident] = rows
                 widgets: list[Widget] = [title_widget, *rows.values()]
                 self.mount_all(widgets)
             for metric, row in rows.items():
                 high = gpu.power_limit_w if metric == "power" else 100.0
-                row.show(history.series(gpu_key(gpu, metric), window), high)
+                row.show_timed(history, gpu_key(gpu, metric), window, high)
