@@ -1,0 +1,243 @@
+"""The container tree in aligned columns: offsets, units, natural sort, s / S and / filtering."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import replace
+
+from conftest import AppFactory
+from pilot_helpers import ready
+from textual.widgets import Input
+from ui_factories import GIB, FakeCollector, cid, container, proc, snapshot, standard
+
+from gputui.model import ContainerUsage, GpuProcess, Snapshot
+from gputui.ui.app import GpuTuiApp
+from gputui.ui.widgets import tree_labels as tl
+
+SIZE = (200, 50)
+
+
+def tree_lines(app: GpuTuiApp) -> list[str]:
+    """What the tree draws, line by line (guides, expanders and labels)."""
+    tree = app.main.ctree
+    return [tree.render_line(y).text.rstrip() for y in range(tree.last_line + 1)]
+
+
+def column(line: str, header: str, title: str) -> str:
+    """The cells of ``line`` under the column titled ``title`` (as wide as the column)."""
+    start = tl.EXPANDER_WIDTH
+    for spec in tl.TREE_COLUMNS:
+        if spec.title == title:
+            break
+        start += spec.width + 1
+    cells = header[start : start + spec.width]
+    # The title heads exactly these cells (numbers and their titles right-aligned).
+    assert (cells.rstrip() if not spec.right else cells.lstrip()) == title, (cells, title)
+    return line[start : start + spec.width]
+
+
+def named(n: int, name: str, mem_mib: int, **kw: object) -> tuple[list[GpuProcess], ContainerUsage]:
+    processes = [proc(100 + n, 0, mem_mib, cid(n), f"python3 job{n}.py", cpu=float(n))]
+    return processes, container(n, name, processes, **kw)
+
+
+async def test_every_row_has_its_figures_at_the_same_offset(make_app: AppFactory) -> None:
+    base = standard()
+    # A container with a big GPU total and one with host memory figures: each column keeps one
+    # unit, whatever the size.
+    big = [proc(4000, 1, 122_880, cid(7), "python3 big.py")]
+    containers = (
+        *base.containers,
+        container(7, "big", big, memory_used_bytes=3 * GIB, cpu_percent=250.0),
+    )
+    snap = replace(base, processes=(*base.processes, *big), containers=containers)
+    app = make_app(FakeCollector([snap]))
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot)
+        app.main.ctree.root.expand_all()
+        await pilot.pause()
+        header = app.main.cpane.header_line
+        lines = tree_lines(app)
+        assert len(lines) >= 14
+        memory_cells = [column(line, header, "GPU MEM").strip() for line in lines]
+        status_cells = [column(line, header, "STATUS").strip() for line in lines]
+        # One unit in the column: GiB with one decimal (or "-" where nothing applies).
+        assert all(re.fullmatch(r"(\d+\.\dGiB|-|)", cell) for cell in memory_cells), memory_cells
+        assert "120.0GiB" in memory_cells  # the big container: 122,880 MiB
+        assert "13.0GiB" in memory_cells  # a process: 13,290 MiB, same unit
+        # Statuses start in their column on container rows at depth 0 and 1 (under others).
+        assert {"running", "unknown"} <= set(status_cells)
+        web = next(line for line in lines if "web" in line)  # under "other containers"
+        assert column(web, header, "STATUS").strip() == "running"
+        assert column(web, header, "IMAGE").strip() == "nginx:1"
+        # Process rows put their figures under the same titles as containers.
+        row_611 = next(line for line in lines if "611 (1)" in line)
+        assert column(row_611, header, "GPU MEM").strip() == "13.0GiB"
+        assert column(row_611, header, "SM%").strip() == "30%"
+        assert column(row_611, header, "CPU%").strip() == "12%"
+        assert column(row_611, header, "MEM").strip() == "0.5GiB"
+        assert column(row_611, header, "ELAPSED").strip() == "11d13h"
+        # Flags last: the cgroup-only flag sits after the image, not before the status.
+        cgroup = "  " + app.main.ctree.nodes_by_key[f"c:{cid(5)}"].label.plain
+        assert cgroup.index("[cgroup only") > cgroup.index("lab:latest")
+        assert column(cgroup, header, "STATUS").strip() == "unknown"
+
+
+async def test_rows_with_and_without_children_start_their_columns_alike(
+    make_app: AppFactory,
+) -> None:
+    app = make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot)
+        lines = tree_lines(app)
+        header = app.main.cpane.header_line
+        trainer = next(line for line in lines if "trainer-a" in line)  # has processes
+        idle = next(line for line in lines if "reserved-idle" in line)  # a leaf
+        assert trainer.startswith("▼ trainer-a") and idle.startswith("  reserved-idle")
+        assert header.startswith("  NAME")
+        for title in ("STATUS", "GPUS", "IMAGE"):
+            assert column(trainer, header, title).strip(), title
+            assert column(idle, header, title).strip(), title
+
+
+async def test_container_names_sort_naturally_on_screen(make_app: AppFactory) -> None:
+    containers = [container(n, name) for n, name in enumerate(["c10", "c2", "c1"], 1)]
+    app = make_app(FakeCollector([snapshot(containers=containers)]))
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot)
+        names = [line.split()[0] for line in tree_lines(app)]
+        assert names == ["c1", "c2", "c10"]
+
+
+def _sortable() -> Snapshot:
+    processes: list[GpuProcess] = []
+    containers = []
+    for n, name, mem, cpu in ((1, "c10", 9000, 5.0), (2, "c2", 1000, 80.0), (3, "c1", 4000, 20.0)):
+        mine, usage = named(n, name, mem, cpu_percent=cpu, memory_used_bytes=n * GIB)
+        processes += mine
+        containers.append(usage)
+    return snapshot(processes=processes, containers=containers)
+
+
+async def test_s_cycles_container_sort_columns_and_S_reverses(make_app: AppFactory) -> None:
+    app = make_app(FakeCollector([_sortable()]))
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot)
+        tree, pane = app.main.ctree, app.main.cpane
+
+        def order() -> list[str]:
+            return [
+                n.data.container.info.name
+                for n in tree.root.children
+                if n.data and n.data.container
+            ]
+
+        assert order() == ["c10", "c1", "c2"]  # GPU use: GPU memory, largest first
+        assert "sort GPU use ▼" in pane.status_text
+        node = tree.nodes_by_key[f"c:{cid(1)}"]
+        await pilot.press("s")
+        assert tree.sort_label == "name ▲" and order() == ["c1", "c2", "c10"]
+        assert "sort name ▲" in pane.status_text
+        assert tree.nodes_by_key[f"c:{cid(1)}"] is node  # moved, not re-created
+        await pilot.press("S")
+        assert tree.sort_label == "name ▼" and order() == ["c10", "c2", "c1"]
+        await pilot.press("s", "s", "s", "s")  # status, GPU mem, SM %, CPU %
+        assert tree.sort_label == "CPU % ▼" and order() == ["c2", "c1", "c10"]
+        await pilot.press("S")
+        assert order() == ["c10", "c1", "c2"]
+        await pilot.press("s")  # memory (the container's own), in its natural direction again
+        assert tree.sort_label == "memory ▼" and order() == ["c1", "c2", "c10"]
+        # A refresh keeps the chosen order.
+        await pilot.pause()
+        assert order() == ["c1", "c2", "c10"]
+
+
+async def test_slash_filters_containers_and_escape_clears(make_app: AppFactory) -> None:
+    app = make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot)
+        tree, pane = app.main.ctree, app.main.cpane
+        total = tree.total_containers
+        await pilot.press("slash")
+        assert app.main.active_tab == "containers"  # it filters the tree, not the table
+        assert isinstance(app.focused, Input) and app.focused is pane.filter_input
+
+        async def show(text: str) -> list[str]:
+            pane.filter_input.value = text
+            await pilot.pause()
+            return sorted(tree.nodes_by_key)
+
+        # By image: "web" (nginx:1) is the only match; it stays under "other containers".
+        assert await show("nginx") == ["c:" + cid(4), "g:others"]
+        assert (
+            "filter “nginx”" in pane.status_text and f"1 of {total} containers" in pane.status_text
+        )
+        # By compose service.
+        assert await show("trainer") == ["c:" + cid(1), "p:611:0", "p:612:1"]
+        # By a process's command: its container stays, with the matching process only.
+        assert await show("serve.py") == ["c:" + cid(2), "p:700:1"]
+        assert await show("worker.py") == ["c:" + cid(1), "p:612:1"]
+        # Processes outside containers keep their group.
+        assert await show("xorg") == ["g:host", "p:900:0"]
+        assert await show("no such thing") == []
+        await pilot.press("escape")
+        await pilot.pause()
+        assert not pane.filter_input.display and tree.filter_text == ""
+        assert tree.shown_containers == total and "g:others" in tree.nodes_by_key
+        assert "filter" not in pane.status_text.split("(")[0]
+        assert app.focused is tree
+        # Enter keeps the filter and goes back to the tree.
+        await pilot.press("slash", *"infer", "enter")
+        await pilot.pause()
+        assert app.focused is tree and tree.filter_text == "infer"
+        assert sorted(tree.nodes_by_key) == ["c:" + cid(2), "p:700:1"]
+
+
+async def test_filter_by_pod_and_user(make_app: AppFactory) -> None:
+    app = make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot)
+        tree = app.main.ctree
+        tree.set_filter("infer-7d9")
+        await pilot.pause()
+        assert sorted(tree.nodes_by_key) == ["c:" + cid(2), "p:700:1"]
+        tree.set_filter("nobody")  # the user of the cgroup-only container's process
+        await pilot.pause()
+        assert sorted(tree.nodes_by_key) == ["c:" + cid(5), "p:800:0"]
+
+
+def test_elapsed_texts() -> None:
+    assert tl.elapsed(5) == "0:05"
+    assert tl.elapsed(12 * 60 + 34) == "12:34"
+    assert tl.elapsed(3 * 3600 + 5 * 60 + 59) == "3h05m"
+    assert tl.elapsed(3 * 86400 + 4 * 3600 + 1) == "3d04h"
+    assert tl.elapsed(-30) == "0:00"  # clock skew
+    assert tl.since(None, 10.0) == tl.NONE and tl.since(1.0, None) == tl.NONE
+
+
+async def test_uptime_and_elapsed_in_the_tree(make_app: AppFactory) -> None:
+    now = 1_000_000.0
+    processes = [
+        replace(p, info=replace(p.info, start_time=now - (12 * 60 + 34)))
+        for p in [proc(611, 0, 1000, cid(1))]
+    ]
+    usage = container(1, "trainer", processes, started_at=now - (3 * 86400 + 4 * 3600))
+    app = make_app(FakeCollector([snapshot(now, processes=processes, containers=[usage])]))
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot)
+        header = app.main.cpane.header_line
+        lines = tree_lines(app)
+        assert column(lines[0], header, "ELAPSED").strip() == "3d04h"
+        assert column(lines[1], header, "ELAPSED").strip() == "12:34"
+
+
+async def test_titles_follow_sideways_scrolling(make_app: AppFactory) -> None:
+    app = make_app()
+    async with app.run_test(size=(90, 30)) as pilot:
+        await ready(pilot)
+        tree, pane = app.main.ctree, app.main.cpane
+        assert tree.max_scroll_x > 0
+        tree.scroll_to(x=10, animate=False)
+        await pilot.pause()
+        assert pane.header_line == tl.header_text()[10:]
+        assert str(pane.header.render()).startswith(tl.header_text()[10:40])
