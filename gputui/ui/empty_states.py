@@ -17,13 +17,11 @@ from gputui.derive.tree import build_groups
 from gputui.model import HealthStatus, Snapshot, SourceStatus
 
 #: Where to look next, on every empty state that comes from a missing source.
-WHERE_TO_LOOK = (
-    "3: Health tab  ·  gputui doctor: every check  ·  gputui --demo: a simulated machine"
-)
+WHERE_TO_LOOK = "see  3 (Health tab) · gputui doctor · gputui --demo (simulated GPUs)"
 
-_SOURCE_NAMES = {"nvml": "NVML (the NVIDIA driver's library)", "docker": "Docker", "procs": "/proc"}
+_SOURCE_NAMES = {"nvml": "NVML", "docker": "Docker", "procs": "/proc"}
 _KINDS = {
-    "LibraryNotFound": "is not installed (libnvidia-ml.so not found)",
+    "LibraryNotFound": "is not installed (no libnvidia-ml.so: no NVIDIA driver)",
     "DriverNotLoaded": "is installed but the NVIDIA kernel driver is not loaded",
     "NoPermission": "refused access (permission denied)",
     "permission": "refused access (permission denied)",
@@ -120,19 +118,15 @@ def containers_empty(snapshot: Snapshot | None) -> Content | None:
     nvml = _down(snapshot, "nvml")
     if nvml is not None:
         return _explain(snapshot, "nvml", nvml, "No GPU processes to attribute")
-    running = sum(1 for c in snapshot.containers if c.info.running)
-    if running:
-        what = f"{running} container{'s' if running != 1 else ''} running, none using a GPU"
-    else:
-        what = "no container is running"
+    # Containers without GPU use would be rows ("other containers"): here there are none.
     return Content.assemble(
         ("Nothing uses a GPU", "bold"),
-        f": {what}, and no process outside containers either.",
+        ": no container, and no GPU process outside containers either.",
         "\n",
         ("try  ", "$text-muted"),
         "docker run --rm --gpus all IMAGE nvidia-smi  (it shows up here while it runs)",
         "\n",
-        ("2: every GPU process  ·  3: Health tab  ·  gputui --demo: a simulated machine", "dim"),
+        ("see  2 (every GPU process) · 3 (Health tab) · gputui --demo", "$text-muted"),
     )
 
 

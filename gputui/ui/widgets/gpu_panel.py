@@ -422,7 +422,13 @@ class GpuPanel(VerticalScroll):
     DEFAULT_CSS = """
     GpuPanel {
         height: 1fr;
-        #gpu-summary, #gpu-empty { display: none; height: auto; }
+        /* One line each, cut with an ellipsis: the layout counts on their heights. */
+        #gpu-summary, #gpu-empty {
+            display: none;
+            height: auto;
+            text-wrap: nowrap;
+            text-overflow: ellipsis;
+        }
         &.-compact {
             GpuGauges { height: 1; }
             GpuCard .sparks { display: none; }
