@@ -82,7 +82,7 @@ def test_record_snapshot_metrics_and_containers() -> None:
     h = History(60.0, 1.0)
     h.record(snapshot(100.0, gpus=[g], processes=processes, containers=containers))
     assert h.series(gpu_key(g, "util"), 60) == (80.0,)
-    assert h.series(gpu_key(g, "mem"), 60) == (pytest.approx(100 * 70.5 / 141),)
+    assert h.series(gpu_key(g, "mem"), 60) == pytest.approx((100 * 70.5 / 141,))
     assert h.series(gpu_key(g, "power"), 60) == (350.0,)
     assert h.series(gpu_key(g, "temp"), 60) == (61.0,)
     assert h.series(container_key(cid(1)), 60) == (2048.0 * 1024 * 1024,)
