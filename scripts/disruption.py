@@ -365,9 +365,8 @@ def _rss_mb() -> float:
 
 
 def _cache_sizes(docker_source: DockerSource, procs: ProcSource) -> dict[str, int]:
-    names = ("_cache", "_cgroup_parent", "_cgroup_dirs", "_cpu_prev", "_dirty", "_gone")
-    sizes = {f"docker{n}": len(getattr(docker_source, n)) for n in names}
-    sizes.update(procs_tracked=len(procs._tracked), procs_file_facts=len(procs._file_facts))
+    sizes = {f"docker_{name}": len(ids) for name, ids in docker_source.tracked_ids().items()}
+    sizes.update({f"procs_{name}": len(pids) for name, pids in procs.tracked_pids().items()})
     return sizes
 
 
@@ -454,10 +453,7 @@ def cmd_churn(args: argparse.Namespace) -> dict[str, Any]:
             {cid for t, ids, _, _ in samples for cid in ids & churned
              if t >= removed_at[cid] + 2 * args.interval}
         )  # fmt: skip
-        left = {
-            name: len(set(getattr(dsrc, name)) & churned)
-            for name in ("_cache", "_cgroup_parent", "_cgroup_dirs", "_cpu_prev", "_dirty", "_gone")
-        }
+        left = {name: len(ids & churned) for name, ids in dsrc.tracked_ids().items()}
         peak = {k: max(s[3][k] for s in samples) for k in baseline}
         return {
             "run_id": RUN_ID,

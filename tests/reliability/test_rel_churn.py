@@ -91,9 +91,11 @@ def test_churn_leaves_no_stale_rows_or_cache_entries(
                     assert p.container_id == by_pid[p.pid], "PID attributed to the wrong container"
                     seen.add(p.container_id)
         assert len(seen) >= CONTAINERS // 2, "churn containers were hardly ever attributed"
-        for name in ("_cache", "_cgroup_parent", "_cgroup_dirs", "_cpu_prev", "_dirty", "_gone"):
-            left = set(getattr(docker, name)) & churned
-            assert not left, f"DockerSource.{name} still holds {len(left)} removed containers"
-        assert procs._tracked == {} and procs._file_facts == {}
+        for name, ids in docker.tracked_ids().items():
+            left = ids & churned
+            assert not left, (
+                f"DockerSource's {name} cache still holds {len(left)} removed containers"
+            )
+        assert all(not pids for pids in procs.tracked_pids().values())
     finally:
         collector.close()

@@ -199,7 +199,7 @@ def test_churning_pids_never_raise(host_sleeper: Any) -> None:
         final = source.read([c.pid for c in children])
         assert not any(i.exists for i in final.values())
         assert seen_alive and seen_dead
-        assert len(source._tracked) <= len(children)
+        assert len(source.tracked_pids()["tracked"]) <= len(children)
     finally:
         for child in children:
             if child.poll() is None:

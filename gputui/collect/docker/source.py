@@ -632,18 +632,22 @@ class DockerSource:
             return containers
         return self._sampler.sample(containers, self._engine)
 
-    # The sampler's caches, under the names the cache-size checks look for.
-    @property
-    def _cgroup_parent(self) -> dict[str, str | None]:
-        return self._sampler.parent
+    def tracked_ids(self) -> dict[str, frozenset[str]]:
+        """The container ids each cache holds, by cache (for leak checks: churn tests, soaks).
 
-    @property
-    def _cgroup_dirs(self) -> dict[str, tuple[Path | None, ...]]:
-        return self._sampler.dirs
-
-    @property
-    def _cpu_prev(self) -> dict[str, tuple[int, int, float | None]]:
-        return self._sampler.cpu_prev
+        Every one must lose a container's id soon after the container is gone.
+        """
+        with self._lock:
+            dirty, gone = frozenset(self._dirty), frozenset(self._gone)
+        return {
+            "inspect": frozenset(self._cache),
+            "cgroup_parent": frozenset(self._sampler.parent),
+            "cgroup_dirs": frozenset(self._sampler.dirs),
+            "cpu_prev": frozenset(self._sampler.cpu_prev),
+            "cgroup_files": frozenset(self._sampler.files.owners()) - {"host"},
+            "dirty": dirty,
+            "gone": gone,
+        }
 
     def _local(self) -> bool:
         url = self._endpoint.base_url if self._endpoint else ""

@@ -354,6 +354,10 @@ class ProcSource:
         """How many descriptors of per-process files are open now."""
         return self._kept
 
+    def tracked_pids(self) -> dict[str, frozenset[int]]:
+        """The PIDs each per-process cache holds (for leak checks: churn tests and soaks)."""
+        return {"tracked": frozenset(self._tracked), "file_facts": frozenset(self._file_facts)}
+
     def close(self) -> None:
         """Close every kept descriptor (the source still works: it opens them again)."""
         for pid in list(self._tracked):
