@@ -16,6 +16,9 @@ from gputui.settings import Settings
 #: Seconds one Docker read may spend on the engine, all its requests together.
 DOCKER_READ_S = 5.0
 
+#: Seconds a one-shot (``--once``) measures CPU % over.
+ONCE_CPU_WINDOW_S = 0.1
+
 
 def build_collector(settings: Settings, *, once: bool = False) -> Collector:
     """Wire the real (or scenario, or demo) sources for ``settings``.
@@ -72,6 +75,9 @@ def build_collector(settings: Settings, *, once: bool = False) -> Collector:
         # A one-shot has no next refresh to show late containers in: it waits for the engine up
         # to the source's own deadline (5 s) instead of the live loop's 2 s.
         docker_wait=DOCKER_READ_S + 0.5 if once else DOCKER_WAIT_S,
+        # A one-shot measures CPU % over its own run instead of showing N/A (a live loop has
+        # the previous refresh). 0.1 s is 10 clock ticks per process, 10 per core for the host.
+        cpu_window=ONCE_CPU_WINDOW_S if once else 0.0,
     )
 
 

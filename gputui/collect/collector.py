@@ -88,6 +88,9 @@ class Collector:
         hostname: Shown in the header; the real host name when None.
         docker_wait: Seconds a container read may take before the snapshot goes out without
             it (with the containers last seen and a ``slow`` Docker status).
+        cpu_window: For a single collection (``--once``): seconds over which CPU % is measured
+            (a first /proc sample before the Docker wait, the second at least this much later);
+            0 leaves CPU % to the next collection, as a live loop does.
         tune_gc: After the first collection, tune the garbage collector for a long-lived
             monitor (:func:`tune_gc_for_monitor`).
     """
@@ -106,6 +109,7 @@ class Collector:
         hostname: str | None = None,
         docker_wait: float = DOCKER_WAIT_S,
         tune_gc: bool = True,
+        cpu_window: float = 0.0,
     ) -> None:
         self.gpu = gpu
         self.procs = procs
@@ -128,6 +132,7 @@ class Collector:
         self._docker_wait = docker_wait
         self._docker_read: _BackgroundRead | None = None
         self._tune_gc = tune_gc
+        self._cpu_window = cpu_window
 
     @property
     def player(self) -> Player | None:
@@ -146,13 +151,23 @@ class Collector:
         """
         if self._docker_read is None:
             self._docker_read = _BackgroundRead(self.containers.read)
+        if self._cpu_window > 0:
+            self.procs.host_stats()  # the host's CPU % is measured from here
         reading = self.gpu.read()
+        pids = sorted({p.pid for gpu in reading.gpus for p in gpu.processes})
+        primed = 0.0
+        if self._cpu_window > 0:
+            # A single collection (--once) has no previous sample to take CPU % from: take one
+            # now and the second after the Docker wait, at least cpu_window later.
+            self.procs.read(pids)
+            primed = time.monotonic()
         # The container read overlaps the NVML read (whose ctypes calls release the GIL) but not
         # the /proc read: both of those are Python work plus syscalls, and two such threads
         # only take turns on the GIL, each waiting out the other's switch interval.
         docker = self._docker_reading()
-        pids = {p.pid for gpu in reading.gpus for p in gpu.processes}
-        infos = self.procs.read(sorted(pids))
+        if self._cpu_window > 0:
+            time.sleep(max(0.0, primed + self._cpu_window - time.monotonic()))
+        infos = self.procs.read(pids)
         if docker.status.ok:
             self._last_good_containers = docker.containers
             self._last_engine = docker.engine
