@@ -63,7 +63,7 @@ THEMES: tuple[str, ...] = (
     "ansi-light",
 )
 #: Process-table sort orders ``[ui] sort`` accepts (the table's columns; a test checks them).
-SORTS: tuple[str, ...] = ("mem", "sm", "cpu", "pid", "container")
+SORTS: tuple[str, ...] = ("mem", "sm", "cpu", "pid", "container", "elapsed")
 #: ``auto`` picks by terminal size; ``top`` always stacks the GPUs above the tabs; ``side``
 #: puts them in a column beside the tabs whenever the terminal is wide enough for both.
 LAYOUTS: tuple[str, ...] = ("auto", "top", "side")

@@ -18,7 +18,17 @@ import pytest
 from gputui.collect.collector import Collector
 from gputui.collect.standins import demo
 from gputui.collect.standins.scenario import ScenarioSource
-from gputui.config import ConfigError, default_config_path, load_config, parse_duration
+from gputui.config import (
+    SORTS,
+    THEMES,
+    ConfigError,
+    UiPrefs,
+    default_config_path,
+    load_config,
+    parse_duration,
+    save_ui_state,
+    ui_state_path,
+)
 from gputui.derive.alerts import DEFAULT_RULES, AlertEngine, AlertPhase, AlertRule, AlertState
 
 T0 = 1_800_000_000.0
@@ -118,7 +128,7 @@ def test_below_rules_and_vanishing_values() -> None:
     rule = AlertRule("cold", "power_w", op="<", threshold=100.0)
     gpu = {"power_w": [50, 50, 50], "errors": {"*": [None, None, "GpuIsLost"]}}
     states = list(play(gpu, [rule]))
-    assert states[0].firing[0].message.endswith("below 100 W")
+    assert states[0].firing[0].message.endswith("below 100W")
     # A lost GPU has no value: the alert resolves instead of firing forever on stale data.
     assert not states[2].active
     assert states[2].history[-1].phase is AlertPhase.RESOLVED
@@ -205,9 +215,46 @@ def test_default_location_follows_xdg(tmp_path: Path) -> None:
     assert load_config(None, env).alert_rules == ()
 
 
+def test_ui_section_is_read_and_the_state_file_wins(tmp_path: Path) -> None:
+    env = {"XDG_CONFIG_HOME": str(tmp_path), "HOME": "/nonexistent"}
+    (tmp_path / "gputui").mkdir()
+    (tmp_path / "gputui" / "config.toml").write_text(
+        '# mine\n[ui]\ntheme = "nord"\ninterval = 2\nsort = "pid"\nlayout = "top"\n'
+        'collapsed = ["gpus"]\n\n[alerts]\ndefaults = false\n'
+    )
+    config = load_config(None, env)
+    assert config.alert_rules == ()
+    assert config.ui == UiPrefs("nord", 2.0, "pid", "top", ("gpus",))
+    save_ui_state(UiPrefs(theme="dracula", collapsed=()), ui_state_path(env))
+    assert ui_state_path(env) == tmp_path / "gputui" / "ui-state.toml"
+    config = load_config(None, env)
+    assert config.ui == UiPrefs("dracula", 2.0, "pid", "top", ())  # the app's changes win
+    (tmp_path / "gputui" / "ui-state.toml").write_text('[ui]\nsort = "nope"\n')
+    with pytest.raises(ConfigError, match=r"ui state file .*ui\.sort"):
+        load_config(None, env)
+
+
+def test_ui_themes_and_sorts_are_the_apps() -> None:
+    from textual.theme import BUILTIN_THEMES
+
+    from gputui.ui.widgets.process_table import SORTS as TABLE_SORTS
+
+    assert set(THEMES) <= set(BUILTIN_THEMES)
+    assert tuple(column for column, *_ in TABLE_SORTS) == SORTS
+
+
 BAD_CONFIGS = [
     ("[alerts\n", "not valid TOML"),
     ("[alarms]\n", "unknown section 'alarms'"),
+    ('[ui]\ntheme = "neon"\n', "ui.theme: 'neon' is not one of"),
+    ("[ui]\ninterval = 0\n", "ui.interval: expected seconds from 0.1"),
+    ('[ui]\ninterval = "1s"\n', "ui.interval: expected seconds"),
+    ('[ui]\nsort = "size"\n', "ui.sort: 'size' is not one of mem, sm, cpu, pid, container"),
+    ('[ui]\nlayout = "left"\n', "ui.layout: 'left' is not one of auto, top, side"),
+    ('[ui]\ncollapsed = ["tree"]\n', "ui.collapsed: 'tree' is not one of gpus"),
+    ('[ui]\ncollapsed = "gpus"\n', "ui.collapsed: expected a list"),
+    ("[ui]\ncolour = 1\n", "ui: unknown key 'colour'"),
+    ("ui = 3\n", "ui must be a table"),
     ("[alerts]\ndefaults = 1\n", "alerts.defaults"),
     ('[[alerts.rules]]\nmetric = "gpu_util"\nthreshold = 1\n', "rules[0].id: required"),
     ('[[alerts.rules]]\nid = "a"\nmetric = "fan"\nthreshold = 1\n', "'fan' is not one of"),

@@ -168,3 +168,33 @@ def test_doctor_exits_nonzero_on_failures_and_lists_every_check() -> None:
     by_id = {c["id"]: c["status"] for c in doc["health"]}
     if by_id.get("nvml.loadable") == "fail":
         assert failing.returncode == 1
+
+
+@pytest.mark.parametrize(
+    "args", [["--demo"], ["--demo", "--read-only"], ["replay", "tests/fixtures/none.jsonl"]]
+)
+def test_the_monitor_refuses_to_start_without_a_terminal(args: list[str]) -> None:
+    """stdout to a pipe: one line pointing to --once, status 2, no escape codes written."""
+    result = subprocess.run(
+        [sys.executable, "-m", "gputui", *args],
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+    assert result.returncode == 2
+    assert result.stdout == ""
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1, result.stderr
+    assert "needs a terminal" in lines[0] and "--once" in lines[0]
+
+
+def test_ui_preferences_are_validated_before_anything_starts(tmp_path: Path) -> None:
+    config = tmp_path / "config.toml"
+    config.write_text('[ui]\ntheme = "neon"\n')
+    result = gputui("--demo", "--config", str(config))
+    assert result.returncode == 2
+    assert len(result.stderr.strip().splitlines()) == 1
+    assert "ui.theme: 'neon' is not one of" in result.stderr
+    config.write_text('[ui]\ntheme = "nord"\ninterval = 2\n')
+    assert gputui("--once", "--demo", "--config", str(config)).returncode == 0

@@ -371,7 +371,7 @@ class GpuTuiApp(App[None]):
 
     def _theme_changed(self, theme: object) -> None:
         """``d`` or the palette's theme picker: remember the theme for the next start."""
-        if self.theme in THEMES:
+        if self.theme in THEMES and self.theme != self.prefs.theme:  # not the start's own
             self.remember(theme=self.theme)
 
     def remember(self, **changes: object) -> None:

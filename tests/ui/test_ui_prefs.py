@@ -1,0 +1,88 @@
+"""[ui] preferences: applied at start, remembered when changed in the app, never fatal to save."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+from conftest import AppFactory
+from pilot_helpers import ready
+
+from gputui.config import UiPrefs, load_ui_state, ui_state_path
+
+
+def _xdg() -> Path:
+    return Path(os.environ["XDG_CONFIG_HOME"])  # conftest: an empty directory per test
+
+
+def _config(text: str) -> Path:
+    path = _xdg() / "gputui" / "config.toml"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+    return path
+
+
+async def test_preferences_apply_at_start(make_app: AppFactory) -> None:
+    _config('[ui]\ntheme = "nord"\nsort = "pid"\nlayout = "top"\ncollapsed = ["gpus"]\n')
+    app = make_app()
+    async with app.run_test(size=(200, 60)) as pilot:
+        await ready(pilot)
+        await pilot.pause()
+        assert app.theme == "nord"
+        assert app.main.table.sort_label.startswith("PID")
+        assert app.main.layout_preference == "top"
+        assert not app.main.arrangement.side  # type: ignore[union-attr]  # 200 columns, "top"
+        assert app.main.gpus_collapsed and app.main.gpus.outer_size.height == 2
+    assert not ui_state_path().exists()  # nothing changed: nothing written
+
+
+async def test_changes_are_remembered_and_the_config_file_is_untouched(
+    make_app: AppFactory,
+) -> None:
+    mine = "# my alert rules\n[alerts]\ndefaults = true\n\n[ui]\ninterval = 60\n"
+    config = _config(mine)
+    app = make_app()
+    async with app.run_test(size=(120, 40)) as pilot:
+        await ready(pilot)
+        dark = app.current_theme.dark
+        await pilot.press("d")  # theme
+        await pilot.press("minus")  # interval 60 -> 30
+        await pilot.press("v")  # collapse the GPU panel
+        await pilot.press("2", "s")  # sort the process table by SM %
+        await pilot.pause()
+    saved = load_ui_state(ui_state_path())
+    assert saved == UiPrefs(
+        theme="textual-dark" if not dark else "textual-light",
+        interval=30.0,
+        sort="sm",
+        collapsed=("gpus",),
+    )
+    assert config.read_text() == mine
+    assert not list(ui_state_path().parent.glob(".ui-state.*"))  # no temporary file left
+    # The next start uses them.
+    app = make_app()
+    async with app.run_test(size=(120, 40)) as pilot:
+        await ready(pilot)
+        assert app.theme == saved.theme
+        assert app.main.gpus_collapsed
+        assert app.main.table.sort_label.startswith("SM")
+
+
+async def test_an_unwritable_state_file_is_said_once(
+    make_app: AppFactory, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    blocker = tmp_path / "not-a-directory"
+    blocker.write_text("")
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(blocker))  # gputui/ cannot be created under it
+    app = make_app()
+    async with app.run_test(size=(120, 40), notifications=True) as pilot:
+        await ready(pilot)
+        await pilot.press("v")
+        await pilot.press("v")
+        await pilot.press("d")
+        await pilot.pause()
+        assert app.is_running
+        messages = [n.message for n in app._notifications if "not saved" in n.message]
+        assert len(messages) == 1, messages
+        assert "Preferences are not saved: cannot write" in messages[0]
