@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 from enum import Enum
 
+from gputui.derive import fmt
 from gputui.derive.fmt import ratio
 from gputui.derive.windows import SampledWindow, newer
 from gputui.model import AlertSeverity, Snapshot
@@ -65,17 +66,37 @@ METRICS: dict[str, Callable[[Snapshot], dict[str, float]]] = {
     "container_sm_util": _container_metric(lambda u: u.sm_util),
 }
 
-#: Units shown in alert messages.
+#: The unit of each metric: ``%``, ``°C``, ``W`` or ``B`` (bytes, shown as GiB/MiB).
 UNITS = {
     "gpu_util": "%",
     "memory_util": "%",
     "memory_used_percent": "%",
     "temperature_c": "°C",
-    "power_w": " W",
+    "power_w": "W",
     "power_percent": "%",
-    "container_gpu_memory_bytes": " B",
+    "container_gpu_memory_bytes": "B",
     "container_sm_util": "%",
 }
+
+
+def format_metric(metric: str, value: float) -> str:
+    """A metric's value for people, in its unit: ``97%``, ``86°C``, ``612W``, ``7.8GiB``.
+
+    Args:
+        metric: A key of :data:`METRICS` (an unknown one prints the number alone).
+        value: The value in the metric's base unit (bytes, percent, degrees, watts).
+    """
+    unit = UNITS.get(metric, "")
+    if not math.isfinite(value):
+        return f"{value}"
+    if unit == "B":
+        return fmt.size(value)
+    if unit:
+        # Whole numbers stay whole; a fraction keeps one decimal, so 90.4 % does not read as
+        # "90% above 90%".
+        number = f"{value:.0f}" if value == round(value) else f"{value:.1f}"
+        return f"{number}{unit}"
+    return f"{value:.4g}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -190,12 +211,11 @@ class AlertState:
 
 
 def _message(rule: AlertRule, subject: str, value: float, bound: float) -> str:
-    unit = UNITS.get(rule.metric, "")
     what = "above" if rule.op == ">" else "below"
-    detail = f"{bound:.4g}{unit}"
+    detail = format_metric(rule.metric, bound)
     if rule.kind == "dynamic":
         detail = f"mean {'+' if rule.op == '>' else '-'} {rule.k:g} sigma = {detail}"
-    return f"{subject}: {rule.metric} {value:.4g}{unit} {what} {detail}"
+    return f"{subject}: {rule.metric} {format_metric(rule.metric, value)} {what} {detail}"
 
 
 class AlertEngine:

@@ -35,11 +35,73 @@ HISTORY_COLUMNS: tuple[tuple[str, str, int | None], ...] = (
     ("message", "MESSAGE", None),
 )
 
+#: Columns that give up width (down to the minimum) before the flexible one goes below
+#: :data:`FLEX_MIN`: names are still recognisable cut short, a message is not.
+SHRINKABLE: dict[str, int] = {"rule": 8, "subject": 8, "id": 12}
+#: The width the flexible column (message, summary) keeps while others can shrink.
+FLEX_MIN = 40
+#: Columns a content-sized column never grows beyond (a container subject is its name, up to
+#: 40 columns as the tree shows it, after "container ").
+NATURAL_MAX: dict[str, int] = {"rule": 30, "subject": 50, "id": 40}
+#: A DataTable pads each cell by one column on either side; the vertical scrollbar takes 2.
+_PADDING = 2
+_SCROLLBAR = 2
+
+
+def fit_columns(
+    spec: Sequence[tuple[str, str, int | None]],
+    rows: Sequence[Mapping[str, str]],
+    total: int,
+) -> dict[str, int]:
+    """Column widths from the content and the width: the flexible column gets what is left.
+
+    A column with a :data:`NATURAL_MAX` entry is as wide as its widest cell or header (at most
+    that); other fixed columns keep their spec width;
+    the one column whose spec width is None takes the rest. When that leaves it under
+    :data:`FLEX_MIN`, the :data:`SHRINKABLE` columns give up width first.
+
+    Args:
+        spec: ``(key, header, width)`` per column; width None marks the flexible column.
+        rows: The plain text of each row's cells, by column key.
+        total: The table's width in cells.
+
+    Returns:
+        Content width per column key (padding excluded).
+    """
+    widths: dict[str, int] = {}
+    flex = ""
+    for key, header, fixed in spec:
+        natural = max([len(header), *(len(row.get(key, "")) for row in rows)])
+        if fixed is None:
+            flex = key
+            widths[key] = natural
+        else:
+            cap = NATURAL_MAX.get(key)
+            widths[key] = fixed if cap is None else min(natural, max(fixed, cap))
+    available = total - _SCROLLBAR - _PADDING * len(spec)
+    rest = available - sum(w for k, w in widths.items() if k != flex)
+    for key, low in SHRINKABLE.items():
+        if rest >= FLEX_MIN or key not in widths or key == flex:
+            continue
+        give = min(widths[key] - low, FLEX_MIN - rest)
+        if give > 0:
+            widths[key] -= give
+            rest += give
+    if flex:
+        widths[flex] = max(rest, 10)
+    return widths
+
 
 def _utc(ts: float | None) -> str:
     if ts is None:
         return fmt.NA
     return dt.datetime.fromtimestamp(ts, dt.timezone.utc).strftime("%Y-%m-%d %H:%M:%S")
+
+
+def _message(alert: Alert) -> str:
+    # The subject has its own column: the message need not start with it again.
+    message = alert.message.removeprefix(f"{alert.subject}: ")
+    return fmt.safe_text(message, 200)
 
 
 def _text(value: str, style: str = "") -> Styled:
@@ -65,7 +127,7 @@ def active_cells(alert: Alert, now: float) -> dict[str, Styled]:
         "rule": _text(fmt.safe_text(alert.rule, 60), EMPH),
         "subject": _text(fmt.safe_text(alert.subject, 60)),
         "for": _text(fmt.duration(held)),
-        "message": _text(fmt.safe_text(alert.message, 200)),
+        "message": _text(_message(alert)),
     }
 
 
@@ -78,7 +140,7 @@ def history_cells(alert: Alert) -> dict[str, Styled]:
         "event": _text("resolved" if resolved else "fired", PHASE_STYLE[alert.phase]),
         "rule": _text(fmt.safe_text(alert.rule, 60), EMPH),
         "subject": _text(fmt.safe_text(alert.subject, 60)),
-        "message": _text(fmt.safe_text(alert.message, 200)),
+        "message": _text(_message(alert)),
     }
 
 
@@ -96,11 +158,40 @@ class KeyedTable(DataTable[Styled]):
         super().__init__(id=id, cursor_type="row", zebra_stripes=True)
         self.column_spec = tuple(columns)
         self.rows_by_key: dict[str, dict[str, Styled]] = {}
+        self.widths: dict[str, int] = {}
 
     def on_mount(self) -> None:
         """Columns once, keyed by name."""
+        self._add_columns()
+
+    def _add_columns(self) -> None:
         for key, header, width in self.column_spec:
-            self.add_column(header, key=key, width=width)
+            self.add_column(header, key=key, width=self.widths.get(key, width))
+
+    def fit(self, total: int) -> None:
+        """Size the columns for the rows held and a table ``total`` cells wide.
+
+        A change rebuilds the columns and re-adds the rows in their order (the public way to
+        resize a DataTable's columns), keeping the cursor on its row.
+        """
+        if total <= 0:
+            return
+        rows = [
+            {k: cell.text.plain for k, cell in cells.items()} for cells in self.rows_by_key.values()
+        ]
+        widths = fit_columns(self.column_spec, rows, total)
+        if widths == self.widths:
+            return
+        self.widths = widths
+        order = self.keys()
+        cursor = self.cursor_row
+        self.clear(columns=True)
+        self._add_columns()
+        for key in order:
+            cells = self.rows_by_key[key]
+            self.add_row(*(cells[c] for c, _, _ in self.column_spec), key=key)
+        if order:
+            self.move_cursor(row=min(cursor, len(order) - 1), animate=False)
 
     def sync(self, rows: Mapping[str, dict[str, Styled]]) -> None:
         """Remove stale rows, update changed cells, add new rows, then put rows in ``rows`` order.
@@ -178,3 +269,12 @@ class AlertsPanel(Vertical):
         self.active.sync({active_key(a): active_cells(a, state.at) for a in state.active})
         self.history_title.update(f"History  ·  {len(state.history)} transitions, newest first")
         self.history.sync({history_key(a): history_cells(a) for a in reversed(state.history)})
+        self._fit()
+
+    def _fit(self) -> None:
+        self.active.fit(self.size.width)
+        self.history.fit(self.size.width)
+
+    def on_resize(self) -> None:
+        """Columns follow the width: the message gets whatever the other columns leave."""
+        self._fit()
