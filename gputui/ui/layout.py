@@ -31,8 +31,9 @@ SIDE_PANEL_WIDTH = 72
 #: Lines of one full card: title, util + memory, temperature + power, clocks + P-state + fan +
 #: throttle reasons, PCIe + encoder/decoder + ECC, the sparkline row.
 CARD_HEIGHT = 6
-#: The tab bar's rows (tabs and their underline) plus the fewest tree rows worth showing.
-MIN_TAB_ROWS = 2 + 6
+#: The tab bar's rows (tabs and their underline), the tree pane's sort line and column header,
+#: and the fewest tree rows worth showing.
+MIN_TAB_ROWS = 2 + 2 + 5
 #: Lines the "no GPU" explanation needs (reason, fix, where to look).
 EMPTY_LINES = 3
 #: The footer's rows.

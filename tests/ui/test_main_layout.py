@@ -58,8 +58,9 @@ async def test_layout_at_every_size(make_app: AppFactory, gpus: int) -> None:
             tabs = main.query_one("#tabs").outer_size
             # The tab bar is never cut: the last tab's title is on screen.
             assert any("Alerts" in line for line in screen_lines(app)), where
-            # The tree keeps rows to be useful, even with 8 GPUs on 60x15.
-            assert main.ctree.size.height >= 5, where
+            # The Containers pane keeps rows to be useful, even with 8 GPUs on 60x15: its sort
+            # line, column titles and five rows of tree (or of the empty tree's explanation).
+            assert main.query_one("#containers").size.height >= MIN_TAB_ROWS - 2, where
             if layout.side:
                 assert width >= SIDE_WIDTH and gpus > 0, where
                 assert panel.width == SIDE_PANEL_WIDTH, where
@@ -120,13 +121,13 @@ async def test_v_collapses_and_expands_the_gpu_panel(make_app: AppFactory) -> No
         await ready(pilot)
         await _settle(pilot)
         before = app.main.gpus.outer_size.height
-        tree_before = app.main.ctree.size.height
+        tree_before = app.main.query_one("#containers").size.height
         assert before > 2
         await pilot.press("v")
         await _settle(pilot)
         assert app.main.gpus_collapsed
         assert app.main.gpus.outer_size.height == 2  # the summary line and its border
-        assert app.main.ctree.size.height == tree_before + before - 2
+        assert app.main.query_one("#containers").size.height == tree_before + before - 2
         summary = str(app.main.gpus.summary.render())
         assert summary.startswith("8 GPUs") and "v: show GPUs" in summary
         await pilot.press("v")
