@@ -134,10 +134,11 @@ async def test_s_cycles_container_sort_columns_and_S_reverses(make_app: AppFacto
 
         assert order() == ["c10", "c1", "c2"]  # GPU use: GPU memory, largest first
         assert "sort GPU use ▼" in pane.status_text
+        assert not pane.status.display  # the default order spends no row on saying so
         node = tree.nodes_by_key[f"c:{cid(1)}"]
         await pilot.press("s")
         assert tree.sort_label == "name ▲" and order() == ["c1", "c2", "c10"]
-        assert "sort name ▲" in pane.status_text
+        assert "sort name ▲" in pane.status_text and pane.status.display
         assert tree.nodes_by_key[f"c:{cid(1)}"] is node  # moved, not re-created
         await pilot.press("S")
         assert tree.sort_label == "name ▼" and order() == ["c10", "c2", "c1"]
@@ -241,3 +242,28 @@ async def test_titles_follow_sideways_scrolling(make_app: AppFactory) -> None:
         await pilot.pause()
         assert pane.header_line == tl.header_text()[10:]
         assert str(pane.header.render()).startswith(tl.header_text()[10:40])
+
+
+async def test_empty_tree_and_table_say_why(make_app: AppFactory) -> None:
+    app = make_app(FakeCollector([snapshot()]))  # GPUs, no container, no GPU process
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot)
+        await pilot.pause()
+        assert "Nothing uses a GPU" in app.main.cpane.empty.text
+        await pilot.press("2")
+        await pilot.pause()
+        assert "No process is using a GPU" in app.main.proc_empty.text
+
+
+async def test_a_filter_matching_nothing_says_so_and_clears(make_app: AppFactory) -> None:
+    app = make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot)
+        pane = app.main.cpane
+        assert pane.empty.text == ""
+        await pilot.press("slash", *"zzz")
+        await pilot.pause()
+        assert "Nothing matches “zzz”" in pane.empty.text
+        await pilot.press("escape")
+        await pilot.pause()
+        assert pane.empty.text == "" and app.main.ctree.root.children

@@ -19,7 +19,7 @@ from gputui.derive.history import History
 from gputui.derive.tree import build_groups
 from gputui.model import ContainerUsage, GpuProcess, HealthStatus, Snapshot, worst_status
 from gputui.ui import action_table
-from gputui.ui.empty_states import gpus_empty
+from gputui.ui.empty_states import containers_empty, gpus_empty, processes_empty
 from gputui.ui.layout import SIDE_HYSTERESIS, SIDE_WIDTH, Layout, choose_layout, wants_side
 from gputui.ui.messages import SelectionChanged
 from gputui.ui.state import TABS, UiState
@@ -29,7 +29,7 @@ from gputui.ui.widgets.gpu_panel import GpuPanel
 from gputui.ui.widgets.header import HeaderBar
 from gputui.ui.widgets.health_panel import HealthPanel
 from gputui.ui.widgets.history import HistoryPanel
-from gputui.ui.widgets.process_table import ProcessTable
+from gputui.ui.widgets.process_table import EmptyNote, ProcessTable
 
 #: Below this width the GPU panel goes above the tabs (the stacked layout); kept under this
 #: name for the layout's callers. The choice itself is :func:`gputui.ui.layout.choose_layout`.
@@ -87,6 +87,7 @@ class MainScreen(Screen[None]):
             placeholder="filter: command, container, user or PID", id="filter"
         )
         self.proc_status = Static("", id="proc-status")
+        self.proc_empty = EmptyNote(id="proc-empty")
         self.too_small = Static("", id="too-small")
         self._synced: dict[str, Snapshot | None] = dict.fromkeys(TABS)
         self._health_title: str = ""
@@ -112,6 +113,7 @@ class MainScreen(Screen[None]):
                 with TabPane("Processes", id="processes"), Vertical():
                     yield self.filter_input
                     yield self.proc_status
+                    yield self.proc_empty
                     yield self.table
                 with TabPane("Health", id="health"):
                     yield self.health
@@ -178,7 +180,9 @@ class MainScreen(Screen[None]):
             docker = snapshot.sources.get("docker")
             stale = docker is not None and not docker.ok
             markers = analysis.markers if analysis else None
-            self.ctree.sync(build_groups(snapshot), markers, stale, snapshot.taken_at)
+            groups = build_groups(snapshot)
+            self.ctree.sync(groups, markers, stale, snapshot.taken_at)
+            self.cpane.show_empty(None if groups else containers_empty(snapshot))
         elif tab == "processes":
             self.table.sync(snapshot)
             self._update_proc_status()
@@ -248,6 +252,7 @@ class MainScreen(Screen[None]):
                 ("   (s/S: sort  /: filter)", "$text-muted"),
             )
         )
+        self.proc_empty.show(processes_empty(self.snapshot, self.table.filter_text))
 
     # ----------------------------------------------------------------------- selection
 

@@ -46,6 +46,7 @@ from gputui.ui.textual_compat import (
     set_tree_node_label,
     tree_node_label,
 )
+from gputui.ui.widgets.process_table import EmptyNote
 from gputui.ui.widgets.tree_labels import (
     EXPANDER_WIDTH,
     INDENT,
@@ -519,6 +520,8 @@ class ContainerPane(Vertical):
         )
         self.status = Static("", id="tree-status")
         self.header = Static("", id="tree-header")
+        self.empty = EmptyNote(id="tree-empty")
+        self._why_empty: Content | None = None
         self._shown: tuple[str, Content] | None = None
         self._header_x: int | None = None
         tree.on_view_change = self.refresh_status
@@ -528,7 +531,17 @@ class ContainerPane(Vertical):
         yield self.filter_input
         yield self.status
         yield self.header
+        yield self.empty
         yield self.ctree
+
+    def show_empty(self, why: Content | None) -> None:
+        """Why the tree has no row before any filter (None: it has rows); shown while empty.
+
+        Args:
+            why: From :func:`gputui.ui.empty_states.containers_empty`.
+        """
+        self._why_empty = why
+        self.refresh_status()
 
     def on_mount(self) -> None:
         """The filter input stays hidden until asked for."""
@@ -549,14 +562,37 @@ class ContainerPane(Vertical):
             parts.append((f"  ·  filter “{fmt.safe_text(needle, 60)}”", "$text-warning"))
         parts.append(("   (s/S: sort  /: filter)", "$text-muted"))
         key = "".join(p if isinstance(p, str) else p[0] for p in parts)
+        # The default order needs no line of its own (the titles say what the rows are): the
+        # status shows once a sort or a filter is chosen, as the tree has few rows to spare.
+        self.status.display = bool(needle) or tree.sort_index != 0 or tree.reverse
         if self._shown is None or self._shown[0] != key:
             content = Content.assemble(*parts)
             self._shown = (key, content)
             self.status.update(content)
+        self._show_empty()
         x = round(tree.scroll_x)
         if x != self._header_x:
             self._header_x = x
             self.header.update(Content(header_text()[x:]))
+
+    def _show_empty(self) -> None:
+        tree = self.ctree
+        self.header.display = bool(tree.root.children) or bool(tree.filter_text)
+        if tree.root.children:
+            self.empty.show(None)
+        elif tree.filter_text and self._why_empty is None:
+            shown = fmt.safe_text(tree.filter_text, 40)
+            self.empty.show(
+                Content.assemble(
+                    ("Nothing matches ", "bold"),
+                    (f"“{shown}”", "bold $text-warning"),
+                    f" (of {tree.total_containers} containers and their processes).",
+                    "\n",
+                    ("/ edits the filter, Escape clears it", "$text-muted"),
+                )
+            )
+        else:
+            self.empty.show(self._why_empty)
 
     @property
     def status_text(self) -> str:

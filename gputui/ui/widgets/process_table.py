@@ -18,7 +18,8 @@ from rich.console import Console, ConsoleOptions, RenderResult
 from rich.measure import Measurement
 from rich.text import Text
 from textual.binding import Binding
-from textual.widgets import DataTable
+from textual.content import Content
+from textual.widgets import DataTable, Static
 from textual.widgets.data_table import RowKey
 
 from gputui.derive import fmt
@@ -202,6 +203,34 @@ def matches(process: GpuProcess, container: str, needle: str) -> bool:
     info = process.info
     haystack = (info.command or info.name or "", container, info.user or "", str(process.pid))
     return any(needle in field.lower() for field in haystack)
+
+
+class EmptyNote(Static):
+    """Why a tree or table has no row (from :mod:`gputui.ui.empty_states`); hidden otherwise."""
+
+    DEFAULT_CSS = """
+    EmptyNote { height: auto; padding: 0 1; }
+    """
+
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__("", id=id)
+        self.display = False
+        self._shown: Content | None = None
+
+    def show(self, text: Content | None) -> None:
+        """Show ``text`` (None hides the note); an unchanged text is not redrawn."""
+        if text is None:
+            self.display = False
+            return
+        if text != self._shown:
+            self._shown = text
+            self.update(text)
+        self.display = True
+
+    @property
+    def text(self) -> str:
+        """The note's plain text while shown, else empty."""
+        return self._shown.plain if self.display and self._shown is not None else ""
 
 
 class ProcessTable(DataTable[Cell]):
