@@ -93,11 +93,11 @@ async def test_palette_sigkill_on_the_health_tab_says_why(make_app: AppFactory) 
         await pilot.press("3")  # ... but the Health tab is what the user sees
         await pilot.pause()
         commands = {c.title: c for c in app.get_system_commands(app.screen)}
-        await commands["SIGKILL process"].callback()  # type: ignore[misc]
+        await commands["SIGKILL process"].callback()
         await pilot.pause()
         assert not isinstance(app.screen, ConfirmScreen)
         assert "press 1 or 2" in _messages(app)[-1]
-        await commands["Evidence"].callback()  # type: ignore[misc]  # dimmed as a key: the palette says why as well
+        await commands["Evidence"].callback()  # dimmed as a key: the palette says why as well
         await pilot.pause()
         assert "Containers or Processes tab" in _messages(app)[-1]
 
@@ -124,7 +124,8 @@ async def test_dialogs_list_only_their_own_keys(make_app: AppFactory) -> None:
             assert label not in footer, footer
         await pilot.press("n")
         await pilot.pause()
-        assert app.screen is app.main
+        screen: object = app.screen  # (mypy narrowed app.screen to the dialog above)
+        assert screen is app.main
         assert "/ Filter" in _footer(app)
 
 
@@ -156,7 +157,7 @@ async def test_help_and_palette_list_each_thing_once(make_app: AppFactory) -> No
         keys = Counter(key for key, _ in app.screen.rows)
         assert keys["escape"] == 1
         assert max(keys.values()) == 1, keys
-        texts = dict((text, key) for key, text in app.screen.rows)
+        texts = {text: key for key, text in app.screen.rows}
         assert texts["Quit gputui"] == "q/^c"
         assert texts["Stop or restart refreshing"] == "p"
         assert "v" in keys  # the collapse key is documented

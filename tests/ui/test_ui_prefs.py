@@ -32,7 +32,8 @@ async def test_preferences_apply_at_start(make_app: AppFactory) -> None:
         assert app.theme == "nord"
         assert app.main.table.sort_label.startswith("PID")
         assert app.main.layout_preference == "top"
-        assert not app.main.arrangement.side  # type: ignore[union-attr]  # 200 columns, "top"
+        layout = app.main.arrangement
+        assert layout is not None and not layout.side  # 200 columns, but "top"
         assert app.main.gpus_collapsed and app.main.gpus.outer_size.height == 2
     assert not ui_state_path().exists()  # nothing changed: nothing written
 
