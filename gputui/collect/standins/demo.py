@@ -275,24 +275,118 @@ DEMO_ENGINE = EngineInfo(
     host_memory_bytes=2 * 2**40,
 )
 
-_DEMO_SMI = """\
-+-----------------------------------------------------------------------------------------+
-| NVIDIA-SMI 580.159.04             Driver Version: 580.159.04     CUDA Version: 13.0     |
-|-----------------------------------------+------------------------+----------------------+
-| GPU  Name                 Persistence-M | Bus-Id          Disp.A | Volatile Uncorr. ECC |
-| Fan  Temp   Perf          Pwr:Usage/Cap |           Memory-Usage | GPU-Util  Compute M. |
-|=========================================+========================+======================|
-|   0  NVIDIA H200                    On  |   00000000:{bus}:00.0 Off |                    0 |
-| N/A   {temp}C    P0          {power}W /  700W |  {mem}MiB / 143771MiB |   {util}%      Default |
-+-----------------------------------------+------------------------+----------------------+
+#: The PCI bus of each demo GPU, as nvidia-smi prints it.
+_BUS = {0: "18", 1: "2A", 2: "3A", 3: "5D"}
+#: The column widths of nvidia-smi's GPU table, between the bars (those of a 580 driver).
+_GPU_COLUMNS = (41, 24, 22)
+_PROCESS_WIDTH = sum(_GPU_COLUMNS) + 2  # the same outer width as the GPU table
+SIMULATED_NOTE = "(simulated: demo machine; nvidia-smi was not run)"
 
-+-----------------------------------------------------------------------------------------+
-| Processes:                                                                              |
-|  GPU   GI   CI              PID   Type   Process name                        GPU Memory |
-|=========================================================================================|
-|    0   N/A  N/A             {pid}      C   python                                {pmem}MiB |
-+-----------------------------------------------------------------------------------------+
-"""
+
+def _cells(*cells: tuple[str, str]) -> str:
+    """One row of the GPU table: each cell (left text, right text) filled to its column."""
+    out = []
+    for (left, right), width in zip(cells, _GPU_COLUMNS, strict=True):
+        out.append(left + " " * max(1, width - len(left) - len(right)) + right)
+    return "|" + "|".join(out) + "|"
+
+
+def _process_row(text: str) -> str:
+    return "|" + text.ljust(_PROCESS_WIDTH)[:_PROCESS_WIDTH] + "|"
+
+
+def demo_smi(container_id: str, step: int) -> str:
+    """The nvidia-smi table a container of the demo machine would print at refresh ``step``.
+
+    Only the container's GPUs (those it requested or runs processes on) and its own processes,
+    with their in-container PIDs and GPU memory, as nvidia-smi in its PID namespace shows them.
+
+    Args:
+        container_id: A demo container's id.
+        step: The refresh whose figures to show (the scenario's time-series position).
+
+    Returns:
+        The table, its first line saying that it is simulated.
+    """
+    from gputui.collect.standins.scenario_format import at
+
+    info = next(c for c in DEMO_CONTAINERS if c.id == container_id)
+    mine = {p[0]: p for p in _PROCS if p[1] == container_id}
+    gpus: dict[int, dict[str, Any]] = {g["index"]: g for g in DEMO_SCENARIO["gpus"]}
+    indexes = (
+        {int(r) for r in info.gpu_request or () if r.isdigit()}
+        if isinstance(info.gpu_request, tuple)
+        else set(gpus)
+        if info.gpu_request == "all"
+        else set()
+    )
+    rows: list[tuple[int, int, str, int]] = []  # (gpu, in-container pid, name, MiB)
+    for index, gpu in gpus.items():
+        for proc in gpu.get("processes", ()):
+            row = mine.get(proc["pid"])
+            if row is None:
+                continue
+            indexes.add(index)
+            name = row[4].split()[0].rsplit("/", 1)[-1]
+            rows.append(
+                (index, row[2] or proc["pid"], name, int(at(proc["used_memory_mib"], step)))
+            )
+    bar = "+" + "+".join("-" * w for w in _GPU_COLUMNS) + "+"
+    lines = [
+        SIMULATED_NOTE,
+        "+" + "-" * _PROCESS_WIDTH + "+",
+        _process_row(
+            " NVIDIA-SMI 580.159.04               Driver Version: 580.159.04     CUDA Version: 13.0"
+        ),
+        bar,
+        _cells(
+            (" GPU  Name", "Persistence-M "), (" Bus-Id", "Disp.A "), ("", "Volatile Uncorr. ECC ")
+        ),
+        _cells(
+            (" Fan  Temp   Perf", "Pwr:Usage/Cap "),
+            ("", "Memory-Usage "),
+            ("", "GPU-Util  Compute M. "),
+        ),
+        "|" + "|".join("=" * w for w in _GPU_COLUMNS) + "|",
+    ]
+    for index in sorted(indexes):
+        gpu = gpus[index]
+        used = int(at(gpu["memory_used_mib"], step))
+        persistence = "On" if gpu.get("persistence_mode", True) else "Off"
+        lines += [
+            _cells(
+                (f" {index:>3}  {gpu['name']}", f"{persistence}  "),
+                (f"   00000000:{_BUS.get(index, '00')}:00.0", "Off "),
+                ("", "0 "),
+            ),
+            _cells(
+                (
+                    f" N/A   {int(at(gpu['temperature_c'], step))}C    P0",
+                    f"{at(gpu['power_w'], step):.0f}W /  700W ",
+                ),
+                ("", f"{used}MiB / 143771MiB "),
+                ("", f"{at(gpu['utilization_gpu'], step):.0f}%      Default "),
+            ),
+            bar,
+        ]
+    lines += [
+        "",
+        "+" + "-" * _PROCESS_WIDTH + "+",
+        _process_row(" Processes:"),
+        _process_row(
+            "  GPU   GI   CI              PID   Type   Process name".ljust(_PROCESS_WIDTH - 11)
+            + "GPU Memory "
+        ),
+        "|" + "=" * _PROCESS_WIDTH + "|",
+    ]
+    if not rows:
+        lines.append(_process_row("  No running processes found"))
+    for index, pid, name, mib in sorted(rows):
+        memory = f"{mib}MiB "
+        head = f"  {index:>3}   N/A  N/A  {pid:>15}      C   {name[:32]:<32}"
+        lines.append(_process_row(head + memory.rjust(_PROCESS_WIDTH - len(head))))
+    lines.append("+" + "-" * _PROCESS_WIDTH + "+")
+    return "\n".join(lines) + "\n"
 
 
 #: Per running container: (CPU % around which it moves, CPU quota in CPUs or None, share of
@@ -349,7 +443,10 @@ class DemoContainers:
         return None
 
     def exec(self, container_id: str, argv: Sequence[str], timeout_s: float) -> ExecResult:
-        """Pretend to run ``argv``: a plausible in-container nvidia-smi for the busy containers."""
+        """Pretend to run ``argv``: the nvidia-smi table of this container's own GPUs and processes.
+
+        Its first line says that it is simulated.
+        """
         info = next((c for c in DEMO_CONTAINERS if c.id == container_id), None)
         if info is None:
             return ExecResult(tuple(argv), None, error=f"no such container: {container_id[:12]}")
@@ -370,11 +467,8 @@ class DemoContainers:
                     "--gpus / NVIDIA_DRIVER_CAPABILITIES=utility"
                 ),
             )
-        procs = [p for p in _PROCS if p[1] == container_id]
-        pid = procs[0][2] if procs else 1
-        text = _DEMO_SMI.format(
-            bus="18", temp=66, power=612, mem=67584, util=88, pid=f"{pid:>5}", pmem=63488
-        )
+        # The figures of the latest refresh (the scenario stands at the same step as this source).
+        text = demo_smi(container_id, max(0, self._step - 1))
         return ExecResult(tuple(argv), 0, stdout=text, duration_s=0.21)
 
     def close(self) -> None:

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import contextlib
 import subprocess
+import textwrap
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import Vertical, VerticalScroll
+from textual.containers import ScrollableContainer, Vertical
 from textual.content import Content
 from textual.screen import ModalScreen
 from textual.widgets import LoadingIndicator, Static
@@ -23,9 +24,13 @@ PID_NAMESPACE_NOTE = (
     "Why this list may differ from gputui's: NVML on the host reports host PIDs, while nvidia-smi "
     "inside the container runs in the container's PID namespace and shows only that container's "
     "processes, with in-container PIDs (often none at all: without --pid=host a container cannot "
-    "map GPU processes to its own PIDs). gputui shows both: PID is the host PID, the number in "
-    "brackets / CPID the in-container one."
+    "map GPU processes to its own PIDs). gputui shows both: PID is the host PID; the in-container "
+    "PID is the number in parentheses after it in the tree, e.g. 48211 (7), and CPID in the "
+    "process table."
 )
+
+#: Columns of gputui's own notes in the output view (which does not wrap).
+PROSE_WIDTH = 70
 
 #: Lines of each stream shown; nvidia-smi prints a few dozen, a hostile binary may print millions.
 MAX_OUTPUT_LINES = 2000
@@ -72,6 +77,12 @@ def _stream_lines(name: str, stream: str) -> list[str | tuple[str, str]]:
     return parts
 
 
+def _prose(text: str) -> str:
+    # The output does not wrap (it scrolls sideways); gputui's own sentences are wrapped here so
+    # that they read without scrolling at 80 columns.
+    return textwrap.fill(text, PROSE_WIDTH, break_long_words=False, break_on_hyphens=False)
+
+
 def result_content(container: str, result: ExecResult) -> Content:
     """Exit code, duration, a one-line diagnosis, stdout and stderr, then notes.
 
@@ -108,7 +119,7 @@ def result_content(container: str, result: ExecResult) -> Content:
             "\n",
         ]
     if result.error:
-        parts += [(fmt.safe_text(result.error, 500), "bold $text-error"), "\n"]
+        parts += [(_prose(fmt.safe_text(result.error, 500)), "bold $text-error"), "\n"]
     for name, stream in (("stdout", result.stdout), ("stderr", result.stderr)):
         if stream:
             parts += _stream_lines(name, stream)
@@ -119,7 +130,7 @@ def result_content(container: str, result: ExecResult) -> Content:
         parts += ["\n", ("(no output)", "$text-muted"), "\n"]
     if result.exit_code == 0:
         # Only a list nvidia-smi actually printed can differ from gputui's.
-        parts += ["\n", (PID_NAMESPACE_NOTE, "italic $text-muted")]
+        parts += ["\n", (_prose(PID_NAMESPACE_NOTE), "italic $text-muted")]
     return Content.assemble(*parts)
 
 
@@ -129,6 +140,11 @@ class ExecScreen(ModalScreen[None]):
     The command runs in the app's worker, not here: closing the modal leaves it to finish (the
     collector gives up at its timeout), and ``x`` while it runs re-opens this view of it instead
     of starting another.
+    """
+
+    DEFAULT_CSS = """
+    ExecScreen #exec-scroll { overflow-x: auto; overflow-y: auto; }
+    ExecScreen #exec-output { width: auto; }
     """
 
     BINDINGS = [
@@ -160,9 +176,10 @@ class ExecScreen(ModalScreen[None]):
             )
             yield Static(self._running_text(), id="exec-state")
             yield LoadingIndicator(id="exec-wait")
-            with VerticalScroll(id="exec-scroll"):
+            # Output keeps its lines: nvidia-smi's 91-column table scrolls sideways, never wraps.
+            with ScrollableContainer(id="exec-scroll"):
                 yield Static("", id="exec-output")
-            yield Static(Content.styled("Esc closes · ↑↓ scroll", "$text-muted"))
+            yield Static(Content.styled("Esc closes · ↑↓ ←→ scroll", "$text-muted"))
 
     def _running_text(self) -> Content:
         wait = f"gives up after {self.exec_run.timeout_s:g} s; closing this keeps it running"
@@ -186,11 +203,11 @@ class ExecScreen(ModalScreen[None]):
 
     def action_scroll_down(self) -> None:
         """Scroll the output."""
-        self.query_one("#exec-scroll", VerticalScroll).scroll_down()
+        self.query_one("#exec-scroll", ScrollableContainer).scroll_down()
 
     def action_scroll_up(self) -> None:
         """Scroll the output."""
-        self.query_one("#exec-scroll", VerticalScroll).scroll_up()
+        self.query_one("#exec-scroll", ScrollableContainer).scroll_up()
 
 
 def run_interactive(argv: Sequence[str]) -> int:
