@@ -139,8 +139,7 @@ def build_parser() -> argparse.ArgumentParser:
         type=_interval,
         default=None,
         help=(
-            f"refresh period (default 1.0 or [ui] interval, {MIN_INTERVAL_S} to "
-            f"{MAX_INTERVAL_S:g})"
+            f"refresh period (default 1.0 or [ui] interval, {MIN_INTERVAL_S} to {MAX_INTERVAL_S:g})"
         ),
     )
     parser.add_argument(
