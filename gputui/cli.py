@@ -322,8 +322,6 @@ def _main(argv: Sequence[str] | None) -> int:
         return _fail(str(exc))
     if args.interval is None and config.ui.interval is not None:
         settings = replace(settings, interval=config.ui.interval)
-    if not (args.once or args.json) and not _on_terminal():
-        return _fail(NOT_A_TERMINAL)
     if args.replay is not None:
         if args.demo or args.scenario is not None:
             return _fail("--replay cannot be combined with --demo or --scenario")
@@ -345,6 +343,8 @@ def _main(argv: Sequence[str] | None) -> int:
             return _fail(str(exc))
     if args.once or args.json:
         return _once(settings, config.alert_rules, as_json=args.json)
+    if not _on_terminal():  # after every input check: a bad file is named first
+        return _fail(NOT_A_TERMINAL)
     from gputui.ui.run import run_tui  # imported late: --once must never load Textual
 
     # run_tui returns the exit status (non-zero after a crash); None means a clean exit.
@@ -595,8 +595,6 @@ def _replay(
 ) -> int:
     from gputui.replay import RecordingError, ReplayCollector, parse_time
 
-    if not once and not _on_terminal():
-        return _fail(NOT_A_TERMINAL)
     try:
         player = ReplayCollector.from_file(path)
     except RecordingError as exc:
@@ -616,6 +614,9 @@ def _replay(
     except RecordingError as exc:
         player.close()
         return _fail(str(exc))
+    if not _on_terminal():
+        player.close()
+        return _fail(NOT_A_TERMINAL)
     from gputui.ui.run import run_tui  # imported late: --once must never load Textual
 
     tui_status: int | None = run_tui(replace(settings, read_only=True), collector=player)

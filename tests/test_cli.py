@@ -171,7 +171,8 @@ def test_doctor_exits_nonzero_on_failures_and_lists_every_check() -> None:
 
 
 @pytest.mark.parametrize(
-    "args", [["--demo"], ["--demo", "--read-only"], ["replay", "tests/fixtures/none.jsonl"]]
+    "args",
+    [["--demo"], ["--demo", "--read-only"], ["replay", "tests/fixtures/h200-lab-recording.jsonl"]],
 )
 def test_the_monitor_refuses_to_start_without_a_terminal(args: list[str]) -> None:
     """stdout to a pipe: one line pointing to --once, status 2, no escape codes written."""

@@ -390,6 +390,7 @@ def test_tui_exit_status_is_passed_on(monkeypatch: pytest.MonkeyPatch) -> None:
 
     results: list[int | None] = [None, 3]
     monkeypatch.setattr(gputui.ui.run, "run_tui", lambda *a, **k: results.pop(0))
+    monkeypatch.setattr(cli, "_on_terminal", lambda: True)  # pytest's stdout is not one
     monkeypatch.setenv("XDG_CONFIG_HOME", "/nonexistent")
     assert cli.main(["--demo"]) == 0  # None: a clean exit
     assert cli.main(["--demo"]) == 3  # a crash's status reaches the shell
