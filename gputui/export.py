@@ -36,8 +36,8 @@ from gputui.collect.sources import CollectorProtocol
 from gputui.derive.alerts import AlertRule
 from gputui.derive.analysis import Analysis, Analyzer
 from gputui.derive.fmt import safe_text
-from gputui.export_http import HttpLimits as HttpLimits  # part of serve()'s signature
-from gputui.export_http import MetricsServer
+from gputui.metrics_server import HttpLimits as HttpLimits  # part of serve()'s signature
+from gputui.metrics_server import MetricsServer
 from gputui.model import (
     FINDING_RANK,
     GPU_GAUGES,
