@@ -564,7 +564,9 @@ class ContainerPane(Vertical):
         key = "".join(p if isinstance(p, str) else p[0] for p in parts)
         # The default order needs no line of its own (the titles say what the rows are): the
         # status shows once a sort or a filter is chosen, as the tree has few rows to spare.
-        self.status.display = bool(needle) or tree.sort_index != 0 or tree.reverse
+        chosen = bool(needle) or tree.sort_index != 0 or tree.reverse
+        if self.status.display != chosen:
+            self.status.display = chosen
         if self._shown is None or self._shown[0] != key:
             content = Content.assemble(*parts)
             self._shown = (key, content)
@@ -577,7 +579,9 @@ class ContainerPane(Vertical):
 
     def _show_empty(self) -> None:
         tree = self.ctree
-        self.header.display = bool(tree.root.children) or bool(tree.filter_text)
+        titled = bool(tree.root.children) or bool(tree.filter_text)
+        if self.header.display != titled:
+            self.header.display = titled
         if tree.root.children:
             self.empty.show(None)
         elif tree.filter_text and self._why_empty is None:

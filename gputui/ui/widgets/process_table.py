@@ -27,7 +27,7 @@ from gputui.derive.tree import process_key
 from gputui.model import ContainerUsage, GpuProcess, Snapshot
 from gputui.ui.styles import EMPH, ERROR, MUTED, themed
 from gputui.ui.textual_compat import cells_written, set_column_label, write_row_cells
-from gputui.ui.widgets.tree_labels import HIDDEN_TEXT, since
+from gputui.ui.widgets.tree_labels import HIDDEN_TEXT, elapsed_key, since
 
 #: (column key, header, width) in display order; widths leave room for the sort arrow.
 COLUMNS: tuple[tuple[str, str, int | None], ...] = (
@@ -132,7 +132,7 @@ def row_inputs(process: GpuProcess, container: str, now: float | None = None) ->
         (info.user, info.proc_hidden),
         info.container_pid,
         info.rss_bytes,
-        (info.start_time, since(info.start_time, now)),
+        (info.start_time, elapsed_key(info.start_time, now)),
         (info.exists, info.proc_hidden, info.command, info.name),
     )
 
@@ -220,12 +220,14 @@ class EmptyNote(Static):
     def show(self, text: Content | None) -> None:
         """Show ``text`` (None hides the note); an unchanged text is not redrawn."""
         if text is None:
-            self.display = False
+            if self.display:
+                self.display = False
             return
         if text != self._shown:
             self._shown = text
             self.update(text)
-        self.display = True
+        if not self.display:
+            self.display = True
 
     @property
     def text(self) -> str:

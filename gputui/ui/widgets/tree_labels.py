@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 
 from rich.cells import cell_len, set_cell_size
 from rich.text import Span, Text
@@ -84,6 +85,11 @@ _STRIPPED = frozenset("\x07\x08\x0b\x0c\x0d")
 
 Part = tuple[str, str] | str
 
+#: ``fmt.safe_text``, remembered: labels are rebuilt for moving figures while names, images and
+#: commands stay the same, and sanitising them again each refresh cost more than the rest of
+#: the label. Bounded, so changing strings cannot grow it.
+safe = lru_cache(maxsize=16384)(fmt.safe_text)
+
 
 def gib(value: int | float | None) -> str:
     """Bytes as GiB with one decimal (``13.0GiB``, ``0.2GiB``): one unit for a whole column."""
@@ -100,12 +106,26 @@ def elapsed(seconds: float | None) -> str:
     """
     if seconds is None:
         return NONE
-    s = max(0, int(seconds))
+    s = int(seconds)
+    if s < 0:
+        s = 0
     if s < 3600:
         return f"{s // 60}:{s % 60:02d}"
     if s < 86400:
         return f"{s // 3600}h{(s % 3600) // 60:02d}m"
     return f"{s // 86400}d{(s % 86400) // 3600:02d}h"
+
+
+def elapsed_key(start: float | None, now: float | None) -> int | None:
+    """A number equal for two times exactly when :func:`since` shows them alike, cheaply.
+
+    Seconds in the first hour, whole minutes after (what :func:`elapsed` shows changes at
+    most once a minute there); None when either time is unknown.
+    """
+    if start is None or now is None:
+        return None
+    s = int(now - start)  # negative (clock skew) reads 0:00; distinct keys are harmless
+    return s if s < 3600 else 3600 + s // 60
 
 
 def since(start: float | None, now: float | None) -> str:
@@ -193,18 +213,76 @@ def row(
     Returns:
         The label.
     """
+    # One pass straight into the label's text and spans (no intermediate part list): a label
+    # is rebuilt for every moving row on every refresh.
+    texts: list[str] = []
+    spans: list[Span] = []
+    offset = 0
+    last = len(cells) - 1
+    more = bool(tail) or bool(flags)
+    for index, (column, cell) in enumerate(zip(TREE_COLUMNS, cells, strict=False)):
+        width = column.width if index else column.width - indent
+        if width < 1:
+            width = 1
+        # No trailing blanks after the row's last text: they would only widen the tree.
+        pad = index < last or more
+        if index:
+            texts.append(" ")
+            offset += 1
+        placed: Sequence[Part]
+        if not cell:
+            placed = (" " * width,) if pad else ()
+        else:
+            size = 0
+            for part in cell:
+                text = part if isinstance(part, str) else part[0]
+                size = size + len(text) if text.isascii() else width + 1
+            if size <= width:
+                # The common cell, ASCII texts that fit (every figure, a process's PID and
+                # user): placed as they are, padded; no cell-width measuring.
+                placed = cell
+                if pad and size < width:
+                    blank = " " * (width - size)
+                    placed = (blank, *cell) if column.right else (*cell, blank)
+            else:
+                placed = fit(cell, width, column.right, pad)
+        for part in placed:
+            text, style = (part, "") if isinstance(part, str) else part
+            if text:
+                if style:
+                    spans.append(Span(offset, offset + len(text), style))
+                texts.append(text)
+                offset += len(text)
+    for part in (*((" ", *tail) if tail else ()), *flags):
+        text, style = (part, "") if isinstance(part, str) else part
+        if text:
+            if style:
+                spans.append(Span(offset, offset + len(text), style))
+            texts.append(text)
+            offset += len(text)
+    plain = "".join(texts)
+    if not _STRIPPED.isdisjoint(plain):
+        # Stripping would shift the spans; let rich do it part by part (never for safe_text).
+        return _assemble_slowly(indent, cells, tail, flags, dim)
+    return Text(plain, style=MUTED if dim else "", no_wrap=True, overflow="ellipsis", spans=spans)
+
+
+def _assemble_slowly(
+    indent: int,
+    cells: Sequence[Sequence[Part]],
+    tail: Sequence[Part],
+    flags: Sequence[Part],
+    dim: bool,
+) -> Text:
     parts: list[Part] = []
     last = len(cells) - 1
     for index, (column, cell) in enumerate(zip(TREE_COLUMNS, cells, strict=False)):
-        width = column.width - indent if index == 0 else column.width
+        width = max(1, column.width - indent) if index == 0 else column.width
         if index:
             parts.append(" ")
-        # No trailing blanks after the row's last text: they would only widen the tree.
-        pad = index < last or bool(tail) or bool(flags)
-        parts += fit(cell, max(1, width), column.right, pad)
+        parts += fit(cell, width, column.right, index < last or bool(tail) or bool(flags))
     if tail:
-        parts.append(" ")
-        parts += tail
+        parts += [" ", *tail]
     parts += flags
     return assemble_parts(parts, dim=dim)
 
@@ -234,12 +312,12 @@ def _pct(value: float | None) -> str:
 def _group_text(usage: ContainerUsage) -> str:
     info = usage.info
     if info.compose_service:
-        project = fmt.safe_text(info.compose_project, 24, na="")
-        service = fmt.safe_text(info.compose_service, 24)
+        project = safe(info.compose_project, 24, na="")
+        service = safe(info.compose_service, 24)
         return f"{project}/{service}" if project else service
     if info.k8s_pod:
-        namespace = fmt.safe_text(info.k8s_namespace, 24, na="")
-        pod = fmt.safe_text(info.k8s_pod, 40)
+        namespace = safe(info.k8s_namespace, 24, na="")
+        pod = safe(info.k8s_pod, 40)
         return f"pod {namespace}/{pod}" if namespace else f"pod {pod}"
     return ""
 
@@ -289,8 +367,19 @@ def container_inputs(
 def process_inputs(
     process: GpuProcess, markers: tuple[Marker, ...], now: float | None = None, indent: int = INDENT
 ) -> tuple[object, ...]:
-    """What :func:`process_label` reads (CPU %, RSS and elapsed as the texts it shows)."""
+    """What :func:`process_label` reads (elapsed time as :func:`elapsed_key`).
+
+    CPU and RSS enter raw: formatting them for 2,000 processes a refresh costs more than the
+    labels it would spare.
+    """
     info, sample = process.info, process.sample
+    start = info.start_time
+    if start is None or now is None:
+        age = None
+    else:  # elapsed_key, inline: this runs for every process on every refresh
+        age = int(now - start)
+        if age >= 3600:
+            age = 3600 + age // 60
     return (
         indent,
         process.pid,
@@ -301,10 +390,10 @@ def process_inputs(
         sample.used_memory_bytes,
         info.user,
         sample.sm_util,
-        _pct(info.cpu_percent),
+        info.cpu_percent,
         markers,
-        gib(info.rss_bytes),
-        since(info.start_time, now),
+        info.rss_bytes,
+        age,
         info.command,
         info.name,
     )
@@ -329,15 +418,15 @@ def container_label(
     stale = stale and group_usage.known_to_engine
     using = bool(group_usage.pids)
     cells: list[list[Part]] = [
-        [(fmt.safe_text(info.name, 64), EMPH)],
-        [(fmt.safe_text(info.status, 12), MUTED if info.running else WARN)],
-        [fmt.safe_text(fmt.gpu_request(info.gpu_request, na=NONE), 24)],
+        [(safe(info.name, 64), EMPH)],
+        [(safe(info.status, 12), MUTED if info.running else WARN)],
+        [safe(fmt.gpu_request(info.gpu_request, na=NONE), 24)],
         [(gib(memory) if using else NONE, EMPH if using else MUTED)],
         [_pct(sm) if using else NONE],
         [_pct(info.cpu_percent)],
         [gib(info.memory_used_bytes)],
         [_uptime(group_usage, now)],
-        [(fmt.safe_text(info.image, 80, na=""), MUTED)],
+        [(safe(info.image, 80, na=""), MUTED)],
         [(_group_text(group_usage), "italic")],
     ]
     flags: list[Part] = []
@@ -357,7 +446,7 @@ def _process_name(process: GpuProcess) -> list[Part]:
     if info.container_pid is not None and info.container_pid != process.pid:
         parts.append((f" ({info.container_pid})", MUTED))
     if info.exists and not info.proc_hidden:
-        parts.append((" " + fmt.safe_text(info.user, 16, na="?"), MUTED))
+        parts.append((" " + safe(info.user, 16, na="?"), MUTED))
     return parts
 
 
@@ -385,21 +474,90 @@ def process_label(
         cells = [_process_name(process), [("hidden", WARN)], [gpu], [memory]]
         cells += [[]] * (_FIGURES - len(cells))
         return row(indent, cells, [(HIDDEN_TEXT, WARN)], flags)
-    cells = [
-        _process_name(process),
-        [],
-        [gpu],
-        [memory],
-        [_pct(sample.sm_util)],
-        [_pct(info.cpu_percent)],
-        [gib(info.rss_bytes)],
-        [since(info.start_time, now)],
-    ]
-    command: list[Part] = [fmt.safe_text(info.command or info.name, 120, na="?")]
+    name = _process_name(process)
+    figures = (
+        gpu,
+        memory[0],
+        _pct(sample.sm_util),
+        _pct(info.cpu_percent),
+        gib(info.rss_bytes),
+        since(info.start_time, now),
+    )
+    command: list[Part] = [safe(info.command or info.name, 120, na="?")]
     if flags:
         # Flags last, at the same offset as a container's: the command keeps the columns' width.
         command = fit(command, _COMMAND_WIDTH)
+    fast = _process_row(indent, name, figures, command, flags)
+    if fast is not None:
+        return fast
+    cells = [name, []]
+    for text in figures:
+        cells.append([text])
+    cells[3] = [memory]
     return row(indent, cells, command, flags)
+
+
+#: The figure columns of a process row (blank status, GPU, GPU mem, SM%, CPU%, MEM, ELAPSED).
+_PROCESS_FIGURES = " ".join(
+    f"{{:{'>' if c.right else '<'}{c.width}}}" for c in TREE_COLUMNS[2:_FIGURES]
+)
+_FIGURE_WIDTHS = tuple(c.width for c in TREE_COLUMNS[2:_FIGURES])
+#: Where GPU mem starts within the figures (after the blank status column and the GPU column).
+_MEMORY_AT = 1 + TREE_COLUMNS[1].width + 1 + TREE_COLUMNS[2].width + 1
+
+
+def _process_row(
+    indent: int,
+    name: list[Part],
+    figures: tuple[str, ...],
+    command: list[Part],
+    flags: list[Part],
+) -> Text | None:
+    """:func:`row` for a live process, formatted in one go; None when a text does not fit.
+
+    2,000 processes a refresh make this the tree's hottest label: one format call places the
+    figure columns, whose offsets are fixed. Same text and spans as :func:`row`.
+    """
+    width = TREE_COLUMNS[0].width - indent
+    size = 0
+    for part in name:
+        text = part if isinstance(part, str) else part[0]
+        if not text.isascii():
+            return None
+        size += len(text)
+    if size > width:
+        return None
+    for text, room in zip(figures, _FIGURE_WIDTHS, strict=True):
+        if len(text) > room or not text.isascii():
+            return None
+    texts: list[str] = []
+    spans: list[Span] = []
+    offset = 0
+    for part in name:
+        text, style = (part, "") if isinstance(part, str) else part
+        if style:
+            spans.append(Span(offset, offset + len(text), style))
+        texts.append(text)
+        offset += len(text)
+    if size < width:
+        texts.append(" " * (width - size))
+        offset = width
+    block = " " + " " * TREE_COLUMNS[1].width + " " + _PROCESS_FIGURES.format(*figures)
+    memory_end = offset + _MEMORY_AT + TREE_COLUMNS[3].width  # right-aligned: style the text
+    spans.append(Span(memory_end - len(figures[1]), memory_end, EMPH))
+    texts.append(block)
+    offset += len(block)
+    for part in (" ", *command, *flags):
+        text, style = (part, "") if isinstance(part, str) else part
+        if text:
+            if style:
+                spans.append(Span(offset, offset + len(text), style))
+            texts.append(text)
+            offset += len(text)
+    plain = "".join(texts)
+    if not _STRIPPED.isdisjoint(plain):
+        return None
+    return Text(plain, no_wrap=True, overflow="ellipsis", spans=spans)
 
 
 def host_label(count: int, memory: int | None, sm: int | None, mine: tuple[Marker, ...]) -> Text:
