@@ -63,7 +63,7 @@ class TreeColumn:
 
 #: The tree's columns in display order; flags follow the last one.
 TREE_COLUMNS: tuple[TreeColumn, ...] = (
-    TreeColumn("name", "NAME", 24),
+    TreeColumn("name", "NAME", 21),
     TreeColumn("status", "STATUS", 10),
     TreeColumn("gpus", "GPUS", 5),
     TreeColumn("gpu_mem", "GPU MEM", 9, right=True),
