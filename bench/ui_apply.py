@@ -27,6 +27,7 @@ class StubCollector:
     """Hands the app one snapshot, then blocks until released (the bench posts the rest)."""
 
     mode = "scenario"
+    player = None
 
     def __init__(self, first: Any) -> None:
         self.first: Any = first

@@ -40,7 +40,6 @@ class Needs(Enum):
     NOTHING = "nothing"
     CONTAINER = "container"  # a container, or one of its processes, is selected
     RUNNING_CONTAINER = "running container"
-    PROCESSES_TAB = "processes tab"
 
 
 @dataclass(frozen=True, slots=True)
@@ -415,13 +414,13 @@ def bindings(scope: Scope) -> list[BindingType]:
     return [row.binding() for row in ACTIONS if row.scope is scope]
 
 
-def needs_met(needs: Needs, container: ContainerUsage | None, tab: str) -> bool:
-    """Whether the monitor's selection and tab let an action apply.
+def needs_met(needs: Needs, container: ContainerUsage | None) -> bool:
+    """Whether the monitor's selection lets an action apply.
 
     Args:
         needs: The action's requirement.
-        container: The selected container (a process row's container counts).
-        tab: The visible tab's id.
+        container: The selected container (a process row's container counts; None on tabs
+            without a selection).
 
     Returns:
         True when the action can act now.
@@ -430,6 +429,4 @@ def needs_met(needs: Needs, container: ContainerUsage | None, tab: str) -> bool:
         return container is not None
     if needs is Needs.RUNNING_CONTAINER:
         return container is not None and container.info.running
-    if needs is Needs.PROCESSES_TAB:
-        return tab == "processes"
     return True

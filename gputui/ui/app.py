@@ -292,11 +292,9 @@ class GpuTuiApp(App[None]):
             return None
         container, process = self.main.selection()
         tab = self.main.active_tab
-        if action_table.needs_met(policy.needs, container, tab):
+        if action_table.needs_met(policy.needs, container):
             return None
         title = next(r.title for r in action_table.ACTIONS if r.action_name == action)
-        if policy.needs is action_table.Needs.PROCESSES_TAB:
-            return f"{title}: it sorts the process table; press 2 for the Processes tab first."
         if tab in ("health", "alerts"):
             return f"{title}: it acts on the Containers or Processes tab; press 1 or 2 first."
         if container is None and process is not None:

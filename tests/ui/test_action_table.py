@@ -121,7 +121,7 @@ async def test_dimmed_until_the_selection_fits(make_app: AppFactory) -> None:
         await pilot.press("2")
         await pilot.pause()
         assert app.check_action("sort", ()) is True
-        assert action_table.needs_met(Needs.RUNNING_CONTAINER, None, "processes") is False
+        assert action_table.needs_met(Needs.RUNNING_CONTAINER, None) is False
 
 
 async def test_a_key_remapped_through_the_binding_id_works(make_app: AppFactory) -> None:
