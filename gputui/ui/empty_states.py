@@ -25,9 +25,9 @@ _KINDS = {
     "DriverNotLoaded": "is installed but the NVIDIA kernel driver is not loaded",
     "NoPermission": "refused access (permission denied)",
     "permission": "refused access (permission denied)",
-    "unreachable": "is unreachable",
-    "not_found": "was not found",
 }
+#: Kinds whose source error already is a sentence naming the endpoint (the Docker adapter's).
+_SAYS_WHERE = {"docker": {"unreachable", "not_found", "permission", "slow"}}
 _FIXES = {
     "nvml": "install the NVIDIA driver, or run gputui where the GPUs are",
     "docker": "start the Docker engine (systemctl start docker) or set DOCKER_HOST",
@@ -37,6 +37,8 @@ _FIXES = {
 def source_problem(status: SourceStatus) -> str:
     """``NVML (the NVIDIA driver's library) is not installed (...)``: one line, sanitised."""
     name = _SOURCE_NAMES.get(status.name, fmt.safe_text(status.name, 20))
+    if status.error and (status.kind or "") in _SAYS_WHERE.get(status.name, set()):
+        return f"{name}: {fmt.safe_text(status.error, 160)}"
     kind = _KINDS.get(status.kind or "")
     if kind is None:
         detail = fmt.safe_text(status.error, 160, na="")

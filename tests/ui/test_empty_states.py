@@ -62,7 +62,8 @@ async def test_no_gpu_and_no_docker_still_says_why(make_app: AppFactory) -> None
         assert "gputui doctor" in text
     tree = containers_empty(_first_run(DOCKER_DOWN))  # type: ignore[arg-type]
     assert tree is not None
-    assert "No containers: Docker is unreachable" in tree.plain
+    # The adapter's own sentence names the endpoint.
+    assert "No containers: Docker: cannot connect to /var/run/docker.sock" in tree.plain
     assert "fix  sudo systemctl start docker" in tree.plain  # the source's own fix
     table = processes_empty(_first_run(DOCKER_DOWN))  # type: ignore[arg-type]
     assert table is not None and "No GPU processes: NVML" in table.plain
