@@ -20,7 +20,7 @@ import re
 import sys
 import tempfile
 from collections.abc import Mapping
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
@@ -110,11 +110,13 @@ class Config:
         path: The file read, None when none exists.
         alert_rules: The alert rules in force.
         ui: The monitor's preferences: the config file's ``[ui]`` overridden by the state file.
+        keys: ``[keys]``: binding name (``exec-smi``) to the keys that run it (``"ctrl+x"``).
     """
 
     path: Path | None = None
     alert_rules: tuple[AlertRule, ...] = DEFAULT_RULES
     ui: UiPrefs = UiPrefs()
+    keys: Mapping[str, str] = field(default_factory=dict)
 
 
 def default_config_path(env: Mapping[str, str] | None = None) -> Path:
@@ -149,7 +151,7 @@ def load_config(path: Path | None = None, env: Mapping[str, str] | None = None) 
             raise ConfigError(str(exc)) from None
         config = parse_config(text, path)
     state = load_ui_state(ui_state_path(env))
-    return Config(config.path, config.alert_rules, config.ui.merged(state))
+    return Config(config.path, config.alert_rules, config.ui.merged(state), config.keys)
 
 
 def load_ui_state(path: Path) -> UiPrefs:
@@ -290,7 +292,38 @@ def parse_config(text: str, path: Path) -> Config:
     except ValueError:  # an integer over Python's int/str conversion limit (4300 digits)
         raise ConfigError(f"config file {path}: a number has too many digits") from None
     ui = parse_ui(data.get("ui", {}), str(path))
-    return Config(path=path, alert_rules=parse_alerts(data, str(path)), ui=ui)
+    keys = parse_keys(data.get("keys", {}), str(path))
+    return Config(path=path, alert_rules=parse_alerts(data, str(path)), ui=ui, keys=keys)
+
+
+#: A binding name (``exec-smi``) and a key list as Textual writes them (``ctrl+x,f5``).
+_BINDING_NAME = re.compile(r"[a-z][a-z0-9.-]{0,39}")
+_KEY_LIST = re.compile(r"[A-Za-z0-9_+,-]{1,64}")
+#: More remapped keys than gputui has actions is a mistake, not a keymap.
+MAX_KEYS = 64
+
+
+def parse_keys(raw: object, origin: str) -> dict[str, str]:
+    """``[keys]``: binding names to keys.
+
+    Which names exist is the monitor's to say (it notifies about unknown ones); here only their
+    shape is checked, so ``--once`` never loads the UI.
+
+    Raises:
+        ConfigError: naming the first malformed entry.
+    """
+    if not isinstance(raw, dict):
+        raise ConfigError(f"{origin}: keys must be a table")
+    if len(raw) > MAX_KEYS:
+        raise ConfigError(f"{origin}: keys: more than {MAX_KEYS} entries")
+    keys: dict[str, str] = {}
+    for name, value in raw.items():
+        if not _BINDING_NAME.fullmatch(name):
+            raise ConfigError(f"{origin}: keys: {_shown(name)} is not a binding name")
+        if not isinstance(value, str) or not _KEY_LIST.fullmatch(value):
+            raise ConfigError(f'{origin}: keys.{name}: expected keys such as "ctrl+x" or "f5,x"')
+        keys[name] = value
+    return keys
 
 
 def _one_line(exc: Exception) -> str:
@@ -407,7 +440,7 @@ def parse_alerts(data: Mapping[str, Any], origin: str = "config") -> tuple[Alert
     Raises:
         ConfigError: naming the first problem.
     """
-    unknown = set(data) - {"alerts", "ui"}  # [ui]: parse_ui
+    unknown = set(data) - {"alerts", "ui", "keys"}  # [ui]: parse_ui, [keys]: parse_keys
     if unknown:
         raise ConfigError(f"{origin}: unknown section {_shown(sorted(unknown)[0])}")
     alerts = data.get("alerts", {})

@@ -1,4 +1,5 @@
-"""Write screenshots/*.svg: every tab, the evidence view and help on the demo machine.
+"""Write screenshots/*.svg: every tab, the evidence view and help on the demo machine, the
+120-column layout, and a first run on a machine without a GPU.
 
 Headless and deterministic: the demo runs on a fixed clock, the history is filled from the
 earlier refreshes, and the app then re-applies the last refresh (which changes nothing).
@@ -24,6 +25,11 @@ from gputui.settings import Settings
 from gputui.ui.app import GpuTuiApp
 
 SIZES = {"narrow": (80, 24), "wide": (160, 50)}
+#: Extra sizes for some views: (file stem, size name, size).
+EXTRA_SIZES: tuple[tuple[str, str, tuple[int, int]], ...] = (
+    ("containers", "medium", (120, 30)),
+    ("processes", "medium", (120, 30)),
+)
 #: (file stem, keys pressed from a fresh start)
 VIEWS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("containers", ()),
@@ -43,6 +49,7 @@ class ReplayCollector:
     """Hands the app the last demo refresh forever; actions go to a demo collector."""
 
     mode = "demo"
+    player = None
 
     def __init__(self, last: Snapshot, live: Collector) -> None:
         self.last = last
@@ -69,10 +76,10 @@ class ReplayCollector:
         self.live.close()
 
 
-def demo_collector() -> Collector:
+def demo_collector(scenario: dict[str, object] | None = None) -> Collector:
     clock = demo.demo_clock()
     return Collector(
-        ScenarioSource(demo.DEMO_SCENARIO, wall=clock),
+        ScenarioSource(demo.DEMO_SCENARIO if scenario is None else scenario, wall=clock),
         demo.DemoProcesses(),
         demo.DemoContainers(),
         mode="demo",
@@ -82,8 +89,14 @@ def demo_collector() -> Collector:
     )
 
 
-async def shoot(out: Path, snapshots: list[Snapshot], name: str, keys: tuple[str, ...]) -> None:
-    for size_name, size in SIZES.items():
+async def shoot(
+    out: Path,
+    snapshots: list[Snapshot],
+    name: str,
+    keys: tuple[str, ...],
+    sizes: dict[str, tuple[int, int]] = SIZES,
+) -> None:
+    for size_name, size in sizes.items():
         collector = ReplayCollector(snapshots[-1], demo_collector())
         app = GpuTuiApp(collector, Settings(demo=True, interval=1.0))
         for snapshot in snapshots[:-1]:
@@ -111,6 +124,14 @@ async def main(out: Path) -> None:
     collector.close()
     for name, keys in VIEWS:
         await shoot(out, snapshots, name, keys)
+    for name, size_name, size in EXTRA_SIZES:
+        keys = dict(VIEWS)[name]
+        await shoot(out, snapshots, name, keys, {size_name: size})
+    # A first run where there is no NVIDIA driver: what the screen says and where to look.
+    collector = demo_collector({"nvml": "LibraryNotFound"})
+    no_gpu = [collector.collect() for _ in range(3)]
+    collector.close()
+    await shoot(out, no_gpu, "no-gpu", (), {"narrow": SIZES["narrow"], "medium": (120, 30)})
 
 
 if __name__ == "__main__":

@@ -78,6 +78,8 @@ class GpuTuiApp(App[None]):
         #: The preferences in force ([ui] of the config file, overridden by the state file).
         self.prefs: UiPrefs = config.ui
         self._prefs_path = ui_state_path()
+        # [keys] of the config file: binding names to the keys that run them.
+        self._unknown_keys = self._apply_user_keys(config.keys)
         self._save_failed = False
         self.main = MainScreen(self.history, len(rules))
         self.main.layout_preference = self.prefs.layout or "auto"
@@ -105,6 +107,16 @@ class GpuTuiApp(App[None]):
             if row.write and row.explain_read_only
             for key in row.keys.split(",")
         )
+
+    def _apply_user_keys(self, keys: Mapping[str, str]) -> list[str]:
+        """The config file's ``[keys]``: remap by binding id; the names that match no action."""
+        names = {row.name for row in action_table.ACTIONS}
+        known = {name: keys for name, keys in keys.items() if name in names}
+        if known:
+            self.set_keymap(
+                {f"{action_table.BINDING_ID_PREFIX}{name}": k for name, k in known.items()}
+            )
+        return sorted(set(keys) - names)
 
     def set_keymap(self, keymap: Mapping[str, str]) -> None:
         """Textual's keymap, with ``p``'s two rows (Pause, Resume) moved together."""
@@ -165,6 +177,12 @@ class GpuTuiApp(App[None]):
         # Subscribed after the preference is applied: only the user's changes are remembered.
         self.theme_changed_signal.subscribe(self, self._theme_changed)
         self.main.apply(None, self.ui_state, self.window, None)
+        if self._unknown_keys:
+            self.notify(
+                f"[keys] in the config file: no action is called {', '.join(self._unknown_keys)};"
+                " the help screen (?) lists the names",
+                severity="warning",
+            )
         if self._config_error:
             self.notify(f"{self._config_error}; using the default alert rules", severity="error")
         # After the first refresh, so the screen's widgets exist when the first snapshot lands.

@@ -87,3 +87,39 @@ async def test_an_unwritable_state_file_is_said_once(
         messages = [n.message for n in app._notifications if "not saved" in n.message]
         assert len(messages) == 1, messages
         assert "Preferences are not saved: cannot write" in messages[0]
+
+
+async def test_keys_section_remaps_by_binding_name(make_app: AppFactory) -> None:
+    _config('[keys]\npause = "z"\n"tab.health" = "ctrl+t"\nno-such-action = "f9"\n')
+    app = make_app()
+    notes: list[str] = []
+    original = app.notify
+    app.notify = lambda message, **kw: (notes.append(message), original(message, **kw))[1]  # type: ignore[method-assign]
+    async with app.run_test(size=(160, 50)) as pilot:
+        await ready(pilot)
+        await pilot.press("p")
+        await pilot.pause()
+        assert not app.paused  # p is no longer bound
+        await pilot.press("z")
+        await pilot.pause()
+        assert app.paused
+        await pilot.press("ctrl+t")
+        await pilot.pause()
+        assert app.main.active_tab == "health"
+    assert any("no-such-action" in note for note in notes)
+
+
+@pytest.mark.parametrize(
+    ("text", "problem"),
+    [
+        ("[keys]\npause = 5\n", "expected keys"),
+        ('[keys]\n"Pause!" = "z"\n', "not a binding name"),
+        ('[keys]\npause = "z; rm -rf /"\n', "expected keys"),
+        ("keys = 3\n", "keys must be a table"),
+    ],
+)
+def test_keys_section_is_validated(text: str, problem: str) -> None:
+    from gputui.config import ConfigError, load_config
+
+    with pytest.raises(ConfigError, match=problem):
+        load_config(_config(text))
