@@ -180,7 +180,7 @@ class GpuTuiApp(App[None]):
         if self._unknown_keys:
             self.notify(
                 f"[keys] in the config file: no action is called {', '.join(self._unknown_keys)};"
-                " the help screen (?) lists the names",
+                " docs/alerts.md lists the names",
                 severity="warning",
             )
         if self._config_error:

@@ -145,3 +145,12 @@ async def test_a_key_remapped_through_the_binding_id_works(make_app: AppFactory)
         assert rows["Stop or restart refreshing"] == "z"
         assert rows["Switch to the health tab"] == "ctrl+t"
         assert rows["Switch to the alerts tab"] == "5"
+
+
+def test_the_docs_name_every_binding() -> None:
+    """[keys] in the config file takes these names: the docs must list each one."""
+    from pathlib import Path
+
+    docs = (Path(__file__).resolve().parents[2] / "docs" / "alerts.md").read_text()
+    missing = sorted({row.name for row in action_table.ACTIONS if f"| `{row.name}` |" not in docs})
+    assert missing == []
