@@ -40,6 +40,11 @@ def _line_change(old: Content, new: Content) -> tuple[int, int] | None:
             end_b = max(end_b, *(span.end for span in b_spans[first:]), 0)
     x1 = min(cell_len(a[:start]), cell_len(b[:start]))
     x2 = max(cell_len(a[:end_a]), cell_len(b[:end_b]))
+    if cell_len(a) != cell_len(b):
+        # A common suffix is only unchanged on screen when it has not moved: a change of width
+        # shifts it, so everything from the first difference to the end of the line repaints
+        # ("ECC on, 0 uncorrected" after a longer PCIe figure left "ECC rrected" on screen).
+        x2 = max(cell_len(a), cell_len(b))
     return (x1, x2) if x2 > x1 else (x1, x1 + 1)
 
 
