@@ -56,6 +56,9 @@ class SeriesRow(Horizontal):
         self.spark = Spark()
         self.value = Label("", classes="value")
         self.values: tuple[float, ...] = ()
+        # What show_timed drew last, to place it again once the sparkline's width is known or
+        # changes (a first draw before layout is one cell per sample).
+        self._timed: tuple[History, SeriesKey, float, float | None] | None = None
 
     def compose(self) -> ComposeResult:
         """Name, sparkline, numbers."""
@@ -82,12 +85,18 @@ class SeriesRow(Horizontal):
             window: Seconds the sparkline's width stands for.
             high: The top of the scale (default: the data's maximum).
         """
+        self._timed = (history, key, window, high)
         times, values = history.timed(key, window)
         end = history.last_time
         cells = self.spark.size.width
         # Not laid out yet: one cell per sample; the next refresh places the samples by time.
         drawn = values if end is None or cells <= 0 else resample(times, values, end, window, cells)
         self._draw(values, drawn, high)
+
+    def on_resize(self) -> None:
+        """Place a time-axis sparkline again for its new width."""
+        if self._timed is not None:
+            self.show_timed(*self._timed)
 
     def _draw(
         self, values: tuple[float, ...], drawn: tuple[float, ...], high: float | None
