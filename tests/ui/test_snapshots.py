@@ -61,3 +61,16 @@ def test_help_screen(snap_compare: Any) -> None:
 def test_read_only_paused_light(snap_compare: Any) -> None:
     app = demo_app(read_only=True)
     assert snap_compare(app, terminal_size=(120, 30), run_before=_before("p", "d"))
+
+
+@pytest.mark.parametrize(
+    "size",
+    [
+        pytest.param((60, 15), id="60x15"),
+        pytest.param((120, 30), id="120x30"),
+        pytest.param((200, 60), id="200x60"),
+    ],
+)
+def test_containers_tab_other_sizes(snap_compare: Any, size: tuple[int, int]) -> None:
+    """The layout chosen by size: GPU summary line at 60x15, cards on top, a side column."""
+    assert snap_compare(demo_app(), terminal_size=size, run_before=_before())
