@@ -7,6 +7,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -79,7 +80,7 @@ def test_scenario_from_environment_is_validated_too(tmp_path: Path) -> None:
 
 
 def test_validate_accepts_the_contract_example() -> None:
-    example = {
+    example: dict[str, Any] = {
         "nvml": "ok",
         "driver_version": "580.159.04",
         "cuda_driver_version": "13.0",

@@ -210,3 +210,47 @@ def test_replay_capability_is_the_player_property_not_the_mode() -> None:
     loop.jump()
     loop.run(count=1)  # collected, since there is no player to ask
     assert lookalike.calls == 1
+
+
+class Steady(Flaky):
+    """A collector whose n-th collection is ``snap(n)`` (from 0), optionally held back."""
+
+    def __init__(self, hold: threading.Event | None = None) -> None:
+        super().__init__()
+        self.started = threading.Event()
+        self.hold = hold
+
+    def collect(self) -> Snapshot:
+        self.started.set()
+        if self.hold is not None:
+            self.hold.wait(5)
+        self.calls += 1
+        return snap(self.calls - 1)
+
+
+def test_prefetched_starts_the_first_collection_at_once_and_hands_it_over() -> None:
+    """The TUI's first collection overlaps the Textual import, then the loop takes it."""
+    from gputui.collect.loop import Prefetched
+
+    release = threading.Event()
+    inner = Steady(hold=release)
+    wrapped = Prefetched(inner)
+    assert inner.started.wait(2), "the first collection did not start on its own"
+    release.set()
+    first = wrapped.collect()
+    second = wrapped.collect()
+    assert (first.taken_at, second.taken_at) == (T0, T0 + 1)  # one prefetch, then live ones
+    assert inner.calls == 2
+    assert wrapped.player is None and wrapped.mode == inner.mode
+
+
+def test_prefetched_first_collection_error_reaches_the_loop() -> None:
+    from gputui.collect.loop import Prefetched
+
+    class Broken(Steady):
+        def collect(self) -> Snapshot:
+            raise RuntimeError("NVML exploded")
+
+    wrapped = Prefetched(Broken())
+    with pytest.raises(RuntimeError, match="NVML exploded"):
+        wrapped.collect()

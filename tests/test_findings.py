@@ -210,9 +210,7 @@ def test_steady_throttling_is_one_stable_figure_over_the_window() -> None:
     # Over 60 s the bunching of single refreshes averages out: one steady figure.
     assert set(percents) == {20}
     assert set(windows) == {60.0}
-    assert summaries == {
-        "steady: CPU throttled 20% of CPU periods over 60 s at its limit of 1 CPU"
-    }
+    assert summaries == {"steady: CPU throttled 20% of CPU periods over 60 s at its limit of 1 CPU"}
 
 
 def test_throttling_window_fills_then_slides_and_restarts_with_the_container() -> None:

@@ -2,11 +2,19 @@
 
 from __future__ import annotations
 
+from typing import TypeVar
+
+from rich.text import Text
 from textual.pilot import Pilot
+from textual.screen import Screen
+from textual.widget import Widget
+from textual.widgets.tree import TreeNode
 
 from gputui.model import Snapshot
 from gputui.ui.app import GpuTuiApp
 from gputui.ui.messages import SnapshotReady
+
+NodeData = TypeVar("NodeData")
 
 
 async def ready(pilot: Pilot[None], tries: int = 100) -> GpuTuiApp:
@@ -44,3 +52,20 @@ def tree_keys(app: GpuTuiApp) -> list[str]:
 def screen_lines(app: GpuTuiApp) -> list[str]:
     """The text of every line the current screen draws (what a terminal would show)."""
     return [strip.text for strip in app.screen._compositor.render_strips()]
+
+
+def node_label(node: TreeNode[NodeData]) -> Text:
+    """A tree node's label as the ``Text`` it is (``TreeNode.label`` is typed ``str | Text``)."""
+    label = node.label
+    assert isinstance(label, Text), label
+    return label
+
+
+def current_screen(app: GpuTuiApp) -> Screen[object]:
+    """``app.screen``, un-narrowed (an earlier ``isinstance`` does not fix what it is now)."""
+    return app.screen
+
+
+def focused(app: GpuTuiApp) -> Widget | None:
+    """``app.focused``, un-narrowed (an earlier ``isinstance`` does not fix what it is now)."""
+    return app.focused

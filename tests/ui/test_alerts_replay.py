@@ -10,7 +10,7 @@ from ui_factories import FakeCollector, gpu, snapshot, standard
 
 from gputui.derive.alerts import Alert, AlertPhase, AlertRule
 from gputui.derive.analysis import Analysis, Analyzer
-from gputui.model import Snapshot
+from gputui.model import AlertSeverity, Snapshot
 from gputui.replay import ReplayCollector
 from gputui.ui.messages import SnapshotReady
 
@@ -103,7 +103,9 @@ async def test_unusable_config_falls_back_to_defaults_and_says_so(
 
 
 def test_a_replaced_snapshot_hands_its_new_alerts_on() -> None:
-    alert = Alert("r", "gpu0", AlertPhase.FIRING, 95.0, 70.0, 1.0, 1.0, severity="critical")
+    alert = Alert(
+        "r", "gpu0", AlertPhase.FIRING, 95.0, 70.0, 1.0, 1.0, severity=AlertSeverity.CRITICAL
+    )
     older = SnapshotReady(standard(1.0), Analysis(standard(1.0), started=(alert,)))
     newer = SnapshotReady(standard(2.0))
     assert older.can_replace(newer)

@@ -7,7 +7,7 @@ import signal
 from collections.abc import Iterator, Sequence
 
 from conftest import AppFactory
-from pilot_helpers import ready
+from pilot_helpers import current_screen, ready
 from textual.app import SuspendNotSupported
 from textual.widgets import Static
 from ui_factories import FakeCollector, cid
@@ -62,7 +62,7 @@ async def test_x_runs_nvidia_smi_in_selected_container(make_app: AppFactory) -> 
         assert PID_NAMESPACE_NOTE.split(":")[0] in text
         await pilot.press("escape")
         await pilot.pause()
-        assert app.screen is app.main
+        assert current_screen(app) is app.main
 
 
 async def test_x_on_a_process_uses_its_container(make_app: AppFactory) -> None:
@@ -126,7 +126,7 @@ async def test_x_dimmed_without_running_container(make_app: AppFactory) -> None:
             assert app.check_action("exec_interactive", ()) is None, key
         await pilot.press("x")
         await pilot.pause()
-        assert app.screen is app.main
+        assert current_screen(app) is app.main
         assert collector.exec_calls == []
         app.action_exec_smi()  # e.g. from the palette: says why instead of doing nothing
         await pilot.pause()
@@ -168,7 +168,12 @@ async def test_big_x_suspend_not_supported(make_app: AppFactory) -> None:
     collector = FakeCollector(interactive_argv=["docker", "exec", "-it"])
     app = make_app(collector)
     ran: list[Sequence[str]] = []
-    app.machine.interactive_runner = lambda argv: ran.append(argv) or 0
+
+    def run_interactive(argv: Sequence[str]) -> int:
+        ran.append(argv)
+        return 0
+
+    app.machine.interactive_runner = run_interactive
 
     @contextlib.contextmanager
     def no_suspend() -> Iterator[None]:
@@ -224,7 +229,7 @@ async def test_sigkill_cancel_and_failure(make_app: AppFactory) -> None:
         assert isinstance(app.screen, ConfirmScreen)
         await pilot.press("n")
         await pilot.pause()
-        assert app.screen is app.main
+        assert current_screen(app) is app.main
         assert collector.signals == []
         await pilot.press("K")
         await pilot.pause()
@@ -284,7 +289,7 @@ async def test_read_only_removes_exec_and_signals(make_app: AppFactory) -> None:
         assert not [t for t in titles if "nvidia-smi" in t or "SIG" in t]
         await pilot.press("x", "X", "T", "K")
         await pilot.pause()
-        assert app.screen is app.main
+        assert current_screen(app) is app.main
         app.action_exec_smi()
         app.action_exec_interactive()
         app.action_signal(9)

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 from conftest import AppFactory
-from pilot_helpers import push, ready
+from pilot_helpers import current_screen, focused, push, ready
+from textual.binding import Binding
 from textual.widgets import Input
 from ui_factories import FakeCollector, standard
 
@@ -12,7 +13,7 @@ from gputui.derive.history import WINDOWS
 from gputui.ui.action_table import POLICIES
 from gputui.ui.app import GpuTuiApp
 from gputui.ui.screens.help import HelpScreen
-from gputui.ui.screens.main import TABS
+from gputui.ui.state import TABS
 
 
 async def test_first_snapshot_fills_header_and_collects_off_ui_thread(make_app: AppFactory) -> None:
@@ -84,6 +85,7 @@ async def test_help_lists_every_binding(make_app: AppFactory) -> None:
         assert isinstance(app.screen, HelpScreen)
         text = "\n".join(f"{k} {d}" for k, d in app.screen.rows)
         for binding in GpuTuiApp.BINDINGS:
+            assert isinstance(binding, Binding), binding
             if POLICIES[binding.action.split("(")[0]].replay:
                 continue  # only offered while replaying (test_replay_keys)
             assert binding.description in text or (binding.tooltip or "") in text, binding
@@ -91,7 +93,7 @@ async def test_help_lists_every_binding(make_app: AppFactory) -> None:
             assert key in text, key
         await pilot.press("escape")
         await pilot.pause()
-        assert app.screen is app.main
+        assert current_screen(app) is app.main
 
 
 async def test_help_in_read_only_omits_exec_and_signals(make_app: AppFactory) -> None:
@@ -227,7 +229,7 @@ async def test_slash_filters_and_escape_clears(make_app: AppFactory) -> None:
         await pilot.press("slash", *"700", "enter")
         await pilot.pause()
         assert app.main.table.row_keys() == ["700:1"]
-        assert app.focused is app.main.table
+        assert focused(app) is app.main.table
 
 
 async def test_filter_matches_user_and_pid(make_app: AppFactory) -> None:

@@ -7,7 +7,7 @@ import time
 from dataclasses import replace
 
 from conftest import AppFactory
-from pilot_helpers import push, ready, tree_keys
+from pilot_helpers import node_label, push, ready, tree_keys
 from ui_factories import GIB, FakeCollector, cid, container, gpu, proc, snapshot, standard
 
 from gputui.derive.history import container_key
@@ -292,7 +292,7 @@ async def test_untrusted_text_cannot_inject_markup_or_escapes(make_app: AppFacto
         await ready(pilot)
         tree = app.main.ctree
         for key in (f"c:{cid(7)}", "p:42:0"):
-            label = tree.nodes_by_key[key].label
+            label = node_label(tree.nodes_by_key[key])
             assert "[bold red]pwn[/]" in label.plain
             assert "\x1b" not in label.plain
             assert "\x07" not in label.plain

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from conftest import AppFactory
-from pilot_helpers import ready, screen_lines
+from pilot_helpers import node_label, ready, screen_lines
 from ui_factories import MIB, FakeCollector, proc, standard
 
 from gputui.model import GpuProcess, GpuProcessSample, ProcessInfo
@@ -30,7 +30,7 @@ async def test_hidden_process_is_named_hidden_in_tree_and_table(make_app: AppFac
     async with app.run_test(size=(160, 50)) as pilot:
         await ready(pilot)
         tree = app.main.ctree
-        label = tree.nodes_by_key["p:700:0"].label.plain
+        label = node_label(tree.nodes_by_key["p:700:0"]).plain
         assert HIDDEN_TEXT in label, label
         assert "?" not in label and "2.0GiB" in label  # the tree's GPU MEM column is in GiB
         assert any(HIDDEN_TEXT in line for line in screen_lines(app))

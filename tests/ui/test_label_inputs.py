@@ -7,8 +7,10 @@ from dataclasses import replace
 from rich.text import Text
 from ui_factories import GIB, cid, container, proc, standard
 
+from gputui.derive import fmt
 from gputui.derive.tree import Marker
 from gputui.model import FindingSeverity
+from gputui.ui.styles import EMPH
 from gputui.ui.widgets import process_table as pt
 from gputui.ui.widgets import tree_labels as tl
 
@@ -105,15 +107,15 @@ def test_fast_process_row_equals_the_generic_row() -> None:
                 figures = (
                     str(sample.gpu_index),
                     tl.gib(sample.used_memory_bytes),
-                    tl.fmt.pct(sample.sm_util, na=tl.NONE),
-                    tl.fmt.pct(info.cpu_percent, na=tl.NONE),
+                    fmt.pct(sample.sm_util, na=tl.NONE),
+                    fmt.pct(info.cpu_percent, na=tl.NONE),
                     tl.gib(info.rss_bytes),
                     tl.since(info.start_time, now),
                 )
                 cells: list[list[tl.Part]] = [tl._process_name(process), []]
                 cells += [[text] for text in figures]
-                cells[3] = [(figures[1], tl.EMPH)]
-                command: list[tl.Part] = [tl.fmt.safe_text(info.command, 120)]
+                cells[3] = [(figures[1], EMPH)]
+                command: list[tl.Part] = [fmt.safe_text(info.command, 120)]
                 flags = tl.marker_parts(mine)
                 if flags:
                     command = tl.fit(command, tl._COMMAND_WIDTH)

@@ -6,7 +6,7 @@ from ui_factories import cid, standard
 
 from gputui.derive.findings import gpu_shares
 from gputui.derive.tree import Marker, finding_marker, node_markers
-from gputui.model import Finding
+from gputui.model import Finding, FindingSeverity
 from gputui.ui.state import UiState
 from gputui.ui.widgets.header import Segment, fit, header_content
 
@@ -14,17 +14,17 @@ from gputui.ui.widgets.header import Segment, fit, header_content
 def test_sharing_markers_name_the_gpu_on_every_party() -> None:
     markers = node_markers((), gpu_shares(standard()))
     assert markers[f"container:{cid(1)}"] == (
-        Marker("gpu_shared", "shared GPU 0: 95%", "info"),
-        Marker("gpu_shared", "shared GPU 1: 29%", "info"),
+        Marker("gpu_shared", "shared GPU 0: 95%", FindingSeverity.INFO),
+        Marker("gpu_shared", "shared GPU 1: 29%", FindingSeverity.INFO),
     )
-    assert markers["host"] == (Marker("gpu_shared", "shared GPU 0: 2%", "info"),)
-    assert markers["orphans"] == (Marker("gpu_shared", "shared GPU 1: 14%", "info"),)
+    assert markers["host"] == (Marker("gpu_shared", "shared GPU 0: 2%", FindingSeverity.INFO),)
+    assert markers["orphans"] == (Marker("gpu_shared", "shared GPU 1: 14%", FindingSeverity.INFO),)
     assert f"container:{cid(3)}" not in markers  # idle: uses no GPU, shares none
 
 
 def test_finding_markers() -> None:
     def marker(kind: str, *figures: tuple[str, float | int | str]) -> str | None:
-        found = finding_marker(Finding(kind, "container:x", "warn", "", figures))
+        found = finding_marker(Finding(kind, "container:x", FindingSeverity.WARN, "", figures))
         return None if found is None else found.text
 
     assert marker("idle_reservation", ("idle_seconds", 720.0), ("gpu_processes", 0)) == (

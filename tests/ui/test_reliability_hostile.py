@@ -8,7 +8,7 @@ import time
 from dataclasses import replace
 
 from conftest import AppFactory
-from pilot_helpers import ready, screen_lines
+from pilot_helpers import node_label, ready, screen_lines
 from textual.pilot import Pilot
 from textual.widgets import Static
 from ui_factories import FakeCollector, cid, container, gpu, proc, snapshot
@@ -91,8 +91,8 @@ async def test_hostile_strings_render_inert_everywhere(make_app: AppFactory) -> 
         assert f"{MARKUP}cmd\ufffd" in text
         assert f"{MARKUP}oth" in text  # the name column cuts it: still literal markup
         for node in tree.nodes_by_key.values():  # the labels themselves, off screen too
-            assert not CONTROL.search(node.label.plain), repr(node.label.plain[:120])
-            assert len(node.label.plain) < 1000  # 20,000 characters never reach a row
+            assert not CONTROL.search(node_label(node).plain), repr(node_label(node).plain[:120])
+            assert len(node_label(node).plain) < 1000  # 20,000 characters never reach a row
 
         await pilot.press("2")
         await _settle(pilot)
@@ -210,7 +210,7 @@ async def test_bidi_zero_width_and_osc52_never_reach_the_screen(make_app: AppFac
         assert "580?gpj.exe" in app.main.header.text  # the driver version in the header
         for node in app.main.ctree.nodes_by_key.values():
             for char in INVISIBLE:
-                assert char not in node.label.plain
+                assert char not in node_label(node).plain
 
         for tab in ("2", "4", "5", "3"):
             await pilot.press(tab)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from conftest import AppFactory
-from pilot_helpers import push, ready, screen_lines
+from pilot_helpers import node_label, push, ready, screen_lines
 from rich.style import Style as RichStyle
 from textual.pilot import Pilot
 from textual.widgets import Footer
@@ -39,7 +39,7 @@ async def test_docker_outage_marks_kept_containers_stale(make_app: AppFactory) -
     async with app.run_test(size=(160, 40)) as pilot:
         await ready(pilot)
         tree = app.main.ctree
-        label = tree.nodes_by_key[f"c:{cid(1)}"].label
+        label = node_label(tree.nodes_by_key[f"c:{cid(1)}"])
         assert STALE_TEXT not in label.plain
         assert "Docker ok" in app.main.header.text
 
@@ -47,22 +47,22 @@ async def test_docker_outage_marks_kept_containers_stale(make_app: AppFactory) -
         header = app.main.header.text
         assert "Docker unreachable" in header, header
         for n in (1, 2, 3):  # GPU users and the idle reservation: the engine's last list
-            label = tree.nodes_by_key[f"c:{cid(n)}"].label
+            label = node_label(tree.nodes_by_key[f"c:{cid(n)}"])
             assert STALE_TEXT in label.plain, label.plain
             assert label.style == MUTED, label.style  # the whole line muted
             assert themed(label).style == RichStyle(dim=True)  # drawn dim on every theme
-        assert STALE_TEXT in tree.nodes_by_key["g:others"].label.plain
+        assert STALE_TEXT in node_label(tree.nodes_by_key["g:others"]).plain
         # Seen in a cgroup, not from the engine: not stale.
-        assert STALE_TEXT not in tree.nodes_by_key[f"c:{cid(5)}"].label.plain
+        assert STALE_TEXT not in node_label(tree.nodes_by_key[f"c:{cid(5)}"]).plain
         text = "\n".join(screen_lines(app))
         assert STALE_TEXT in text
 
         await push(pilot, standard(1_000_002.0))  # the engine is back
         for n in (1, 2, 3):
-            label = tree.nodes_by_key[f"c:{cid(n)}"].label
+            label = node_label(tree.nodes_by_key[f"c:{cid(n)}"])
             assert STALE_TEXT not in label.plain
             assert label.style != MUTED
-        assert STALE_TEXT not in tree.nodes_by_key["g:others"].label.plain
+        assert STALE_TEXT not in node_label(tree.nodes_by_key["g:others"]).plain
         assert "Docker ok" in app.main.header.text
         assert STALE_TEXT not in "\n".join(screen_lines(app))
 

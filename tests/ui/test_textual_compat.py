@@ -33,14 +33,21 @@ async def test_tree_internals() -> None:
         updates = nodes[1]._updates
         tc.set_tree_node_label(tree, nodes[1], Text("new 1"))
         assert nodes[1]._updates == updates + 1  # the render cache key moved
-        assert tc.tree_node_label(nodes[1]).plain == "new 1" == nodes[1].label.plain
+        label = nodes[1].label
+        assert isinstance(label, Text)
+        assert tc.tree_node_label(nodes[1]).plain == "new 1" == label.plain
         tc.set_tree_node_label(tree, nodes[2], Text("two\nlines"))
         assert tc.tree_node_label(nodes[2]).plain == "two"  # Tree.process_label's first line
         assert tree._tree_lines_cached is not None
         assert nodes[1]._line == 1 and tree._tree_lines_cached[1].node is nodes[1]
         refreshed: list[int] = []
         original = tree._refresh_line
-        tree._refresh_line = lambda line: (refreshed.append(line), original(line))  # type: ignore[method-assign]
+
+        def refresh_line(line: int) -> None:
+            refreshed.append(line)
+            original(line)
+
+        tree._refresh_line = refresh_line  # type: ignore[method-assign]  # a spy on the instance
         tc.repaint_tree_nodes(tree, [nodes[1]])
         assert refreshed == [1]
         await pilot.pause()

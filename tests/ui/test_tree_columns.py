@@ -6,7 +6,7 @@ import re
 from dataclasses import replace
 
 from conftest import AppFactory
-from pilot_helpers import ready
+from pilot_helpers import focused, node_label, ready
 from textual.widgets import Input
 from ui_factories import GIB, FakeCollector, cid, container, proc, snapshot, standard
 
@@ -36,9 +36,14 @@ def column(line: str, header: str, title: str) -> str:
     return line[start : start + spec.width]
 
 
-def named(n: int, name: str, mem_mib: int, **kw: object) -> tuple[list[GpuProcess], ContainerUsage]:
+def named(
+    n: int, name: str, mem_mib: int, cpu_percent: float, memory_used_bytes: int
+) -> tuple[list[GpuProcess], ContainerUsage]:
     processes = [proc(100 + n, 0, mem_mib, cid(n), f"python3 job{n}.py", cpu=float(n))]
-    return processes, container(n, name, processes, **kw)
+    usage = container(
+        n, name, processes, cpu_percent=cpu_percent, memory_used_bytes=memory_used_bytes
+    )
+    return processes, usage
 
 
 async def test_every_row_has_its_figures_at_the_same_offset(make_app: AppFactory) -> None:
@@ -78,7 +83,7 @@ async def test_every_row_has_its_figures_at_the_same_offset(make_app: AppFactory
         assert column(row_611, header, "MEM").strip() == "0.5GiB"
         assert column(row_611, header, "ELAPSED").strip() == "11d13h"
         # Flags last: the cgroup-only flag sits after the image, not before the status.
-        cgroup = "  " + app.main.ctree.nodes_by_key[f"c:{cid(5)}"].label.plain
+        cgroup = "  " + node_label(app.main.ctree.nodes_by_key[f"c:{cid(5)}"]).plain
         assert cgroup.index("[cgroup only") > cgroup.index("lab:latest")
         assert column(cgroup, header, "STATUS").strip() == "unknown"
 
@@ -186,11 +191,11 @@ async def test_slash_filters_containers_and_escape_clears(make_app: AppFactory) 
         assert not pane.filter_input.display and tree.filter_text == ""
         assert tree.shown_containers == total and "g:others" in tree.nodes_by_key
         assert "filter" not in pane.status_text.split("(")[0]
-        assert app.focused is tree
+        assert focused(app) is tree
         # Enter keeps the filter and goes back to the tree.
         await pilot.press("slash", *"infer", "enter")
         await pilot.pause()
-        assert app.focused is tree and tree.filter_text == "infer"
+        assert focused(app) is tree and tree.filter_text == "infer"
         assert sorted(tree.nodes_by_key) == ["c:" + cid(2), "p:700:1"]
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Any
 
 import pytest
 from conftest import AppFactory
@@ -94,7 +95,12 @@ async def test_keys_section_remaps_by_binding_name(make_app: AppFactory) -> None
     app = make_app()
     notes: list[str] = []
     original = app.notify
-    app.notify = lambda message, **kw: (notes.append(message), original(message, **kw))[1]  # type: ignore[method-assign]
+
+    def notify(message: str, **kw: Any) -> None:
+        notes.append(message)
+        original(message, **kw)
+
+    app.notify = notify  # type: ignore[method-assign]  # a spy on the instance
     async with app.run_test(size=(160, 50)) as pilot:
         await ready(pilot)
         await pilot.press("p")
