@@ -15,11 +15,11 @@ from __future__ import annotations
 import math
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Generic, TypeVar
 
-from gputui.collect.sources import CollectorProtocol
-from gputui.model import Snapshot
+from gputui.collect.sources import CollectorProtocol, Player
+from gputui.model import ExecResult, Snapshot
 
 A = TypeVar("A")
 
@@ -184,3 +184,72 @@ class CollectLoop(Generic[A]):
             if self.woken.wait(min(left, SLICE_S)):
                 self.woken.clear()
                 return
+
+
+class Prefetched:
+    """A collector whose first collection starts at once, on its own thread.
+
+    The TUI builds one right after the command line is read, so NVML's start, the Docker
+    connection and the first health checks overlap the Textual import and the first paint
+    instead of following them; the loop's first :meth:`collect` then takes that snapshot.
+    Everything else is the wrapped collector's.
+
+    Args:
+        collector: The collector to run ahead.
+    """
+
+    def __init__(self, collector: CollectorProtocol) -> None:
+        self.inner = collector
+        self.mode = collector.mode
+        self._first: Snapshot | None = None
+        self._error: Exception | None = None
+        self._done = threading.Event()
+        self._taken = False
+        threading.Thread(target=self._run_first, name="gputui-first-collect", daemon=True).start()
+
+    def _run_first(self) -> None:
+        try:
+            self._first = self.inner.collect()
+        except Exception as exc:  # re-raised by collect(), on the loop's thread
+            self._error = exc
+        finally:
+            self._done.set()
+
+    @property
+    def player(self) -> Player | None:
+        """The wrapped collector's replay controls."""
+        return self.inner.player
+
+    def collect(self) -> Snapshot:
+        """The prefetched snapshot the first time (waiting for it), then a fresh collection."""
+        if not self._taken:
+            self._taken = True
+            self._done.wait()  # the collector's own deadlines bound the first collection
+            if self._error is not None:
+                raise self._error
+            assert self._first is not None
+            first, self._first = self._first, None
+            return first
+        return self.inner.collect()
+
+    def request_health(self) -> None:
+        """Pass on."""
+        self.inner.request_health()
+
+    def exec_in_container(
+        self, container_id: str, argv: Sequence[str], timeout_s: float
+    ) -> ExecResult:
+        """Pass on."""
+        return self.inner.exec_in_container(container_id, argv, timeout_s)
+
+    def interactive_exec_argv(self, container_id: str, argv: Sequence[str]) -> list[str] | None:
+        """Pass on."""
+        return self.inner.interactive_exec_argv(container_id, argv)
+
+    def signal_process(self, pid: int, signum: int, start_time: float | None) -> str | None:
+        """Pass on."""
+        return self.inner.signal_process(pid, signum, start_time)
+
+    def close(self) -> None:
+        """Close the wrapped collector (a first collection still running is not waited for)."""
+        self.inner.close()

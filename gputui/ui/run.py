@@ -28,13 +28,18 @@ def run_tui(
         The exit status: 0 after the user quit, non-zero after a crash (whose traceback, without
         local variables, is on stderr).
     """
+    from gputui.collect.loop import Prefetched
+    from gputui.wiring import build_collector
+
+    # The first collection (NVML's start, the engine, the health checks) runs while Textual is
+    # imported and paints, not after: the first frame with data comes sooner.
+    chosen = collector if collector is not None else Prefetched(build_collector(settings))
+
     from rich.console import Console
 
     from gputui.ui.app import GpuTuiApp
     from gputui.ui.crash import crash_report
-    from gputui.wiring import build_collector
 
-    chosen = collector if collector is not None else build_collector(settings)
     try:
         app = GpuTuiApp(chosen, settings)
         app.run(headless=headless)
