@@ -15,6 +15,7 @@ from textual import events, work
 from textual.actions import parse as parse_action
 from textual.app import App, SystemCommand
 from textual.command import CommandPalette
+from textual.css.query import NoMatches
 from textual.notifications import SeverityLevel
 from textual.screen import ModalScreen, Screen
 from textual.worker import WorkerFailed, get_current_worker
@@ -218,10 +219,15 @@ class GpuTuiApp(App[None]):
         self.history.record(snapshot)
         self.analysis = analysis
         self._replay_at = message.replay
-        with self.batch_update():
-            self.main.apply(snapshot, self.ui_state, self.window, analysis)
-            if isinstance(self.screen, EvidenceScreen):
-                self.screen.show(analysis, self.window)
+        try:
+            with self.batch_update():
+                self.main.apply(snapshot, self.ui_state, self.window, analysis)
+                if isinstance(self.screen, EvidenceScreen):
+                    self.screen.show(analysis, self.window)
+        except NoMatches:
+            # The worker's last snapshot can land while the app is closing and the screen's
+            # widgets are already gone: nothing is left to show it on.
+            return
         self._announce(analysis.started)
         self._refresh_binding_state()
 
