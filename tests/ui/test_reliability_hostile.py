@@ -1,4 +1,4 @@
-"""Reliability review: hostile container and process strings render inert on every view."""
+"""Reliability: hostile container and process strings render inert on every view."""
 
 from __future__ import annotations
 

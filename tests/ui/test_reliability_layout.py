@@ -1,4 +1,4 @@
-"""Reliability review, layout: the minimum terminal size, N/A gauges, the READ-ONLY badge."""
+"""Reliability, layout: the minimum terminal size, N/A gauges, the READ-ONLY badge."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Reliability review: stale containers in a Docker outage; no write action in read-only."""
+"""Reliability: stale containers in a Docker outage; no write action in read-only."""
 
 from __future__ import annotations
 
