@@ -7,7 +7,8 @@ only repaints when its ``data`` attribute is assigned a new object).
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
+from itertools import islice
 
 from gputui.derive import fmt
 from gputui.derive.fmt import ratio
@@ -260,20 +261,8 @@ class History:
         s = self._series.get(key)
         if s is None or not s.times:
             return ()
-        end = self.last_time if now is None else now
-        if end is None:
-            end = s.times[-1]
-        start = end - window_s
-        # Walk from the newest sample back: the cost is the window, not the whole buffer.
-        count = 0
-        for t in reversed(s.times):
-            if t < start:
-                break
-            count += 1
-        if count == len(s.values):
-            return tuple(s.values)
-        values = s.values
-        return tuple(values[i] for i in range(len(values) - count, len(values)))
+        first = self._window_start(s.times, window_s, now)
+        return tuple(islice(s.values, first, None))
 
     def timed(
         self, key: SeriesKey, window_s: float, now: float | None = None
@@ -282,20 +271,24 @@ class History:
         s = self._series.get(key)
         if s is None or not s.times:
             return (), ()
+        first = self._window_start(s.times, window_s, now)
+        return tuple(islice(s.times, first, None)), tuple(islice(s.values, first, None))
+
+    def _window_start(self, times: Sequence[float], window_s: float, now: float | None) -> int:
+        """Index of the first sample within ``window_s`` before ``now`` (or the newest time).
+
+        Walks from the newest sample back: the cost is the window, not the whole buffer.
+        """
         end = self.last_time if now is None else now
         if end is None:
-            end = s.times[-1]
+            end = times[-1]
         start = end - window_s
         count = 0
-        for t in reversed(s.times):
+        for t in reversed(times):
             if t < start:
                 break
             count += 1
-        first = len(s.times) - count
-        return (
-            tuple(s.times[i] for i in range(first, len(s.times))),
-            tuple(s.values[i] for i in range(first, len(s.values))),
-        )
+        return len(times) - count
 
     def covered(self, keys: Iterable[SeriesKey], window_s: float) -> float:
         """Seconds of the window the longest of ``keys`` actually covers (0: no samples)."""

@@ -10,7 +10,7 @@ names and commands cannot inject styles or terminal sequences.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -193,6 +193,18 @@ def assemble_parts(parts: Sequence[Part], dim: bool = False) -> Text:
     return Text(plain, style=style, no_wrap=True, overflow="ellipsis", spans=spans)
 
 
+def _place(parts: Iterable[Part], texts: list[str], spans: list[Span], offset: int) -> int:
+    """Append ``parts`` to a label's texts and spans starting at ``offset``; the new offset."""
+    for part in parts:
+        text, style = (part, "") if isinstance(part, str) else part
+        if text:
+            if style:
+                spans.append(Span(offset, offset + len(text), style))
+            texts.append(text)
+            offset += len(text)
+    return offset
+
+
 def row(
     indent: int,
     cells: Sequence[Sequence[Part]],
@@ -246,20 +258,8 @@ def row(
                     placed = (blank, *cell) if column.right else (*cell, blank)
             else:
                 placed = fit(cell, width, column.right, pad)
-        for part in placed:
-            text, style = (part, "") if isinstance(part, str) else part
-            if text:
-                if style:
-                    spans.append(Span(offset, offset + len(text), style))
-                texts.append(text)
-                offset += len(text)
-    for part in (*((" ", *tail) if tail else ()), *flags):
-        text, style = (part, "") if isinstance(part, str) else part
-        if text:
-            if style:
-                spans.append(Span(offset, offset + len(text), style))
-            texts.append(text)
-            offset += len(text)
+        offset = _place(placed, texts, spans, offset)
+    offset = _place((*((" ", *tail) if tail else ()), *flags), texts, spans, offset)
     plain = "".join(texts)
     if not _STRIPPED.isdisjoint(plain):
         # Stripping would shift the spans; let rich do it part by part (never for safe_text).
@@ -533,12 +533,7 @@ def _process_row(
     texts: list[str] = []
     spans: list[Span] = []
     offset = 0
-    for part in name:
-        text, style = (part, "") if isinstance(part, str) else part
-        if style:
-            spans.append(Span(offset, offset + len(text), style))
-        texts.append(text)
-        offset += len(text)
+    offset = _place(name, texts, spans, offset)
     if size < width:
         texts.append(" " * (width - size))
         offset = width
@@ -547,13 +542,7 @@ def _process_row(
     spans.append(Span(memory_end - len(figures[1]), memory_end, EMPH))
     texts.append(block)
     offset += len(block)
-    for part in (" ", *command, *flags):
-        text, style = (part, "") if isinstance(part, str) else part
-        if text:
-            if style:
-                spans.append(Span(offset, offset + len(text), style))
-            texts.append(text)
-            offset += len(text)
+    offset = _place((" ", *command, *flags), texts, spans, offset)
     plain = "".join(texts)
     if not _STRIPPED.isdisjoint(plain):
         return None
