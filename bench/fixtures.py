@@ -117,6 +117,12 @@ def _rootfs_tar(busybox: str) -> bytes:
     return buf.getvalue()
 
 
+def _run_alive(run_id: str) -> bool:
+    """Whether the benchmark run that labelled a container is still running (a parallel soak)."""
+    pid = run_id.partition("-")[0]
+    return pid.isdigit() and int(pid) != os.getpid() and os.path.exists(f"/proc/{pid}")
+
+
 class Containers:
     """Busybox containers labelled ``gputui-bench=<run id>``, created and started in parallel."""
 
@@ -125,6 +131,7 @@ class Containers:
         self.workers = workers
         self.ids: list[str] = []
         self.pids: dict[str, int] = {}
+        self._serial = 0  # the next name suffix: churned containers never reuse a name
         _cleanups.append(self.remove_all)
         self._image()
         self.sweep_leftovers()
@@ -140,7 +147,13 @@ class Containers:
 
     def sweep_leftovers(self) -> None:
         """Remove bench containers an earlier, killed run left behind (same label key)."""
-        old = self.client.containers.list(all=True, sparse=True, filters={"label": BENCH_LABEL})
+        old = [
+            c
+            for c in self.client.containers.list(
+                all=True, sparse=True, filters={"label": BENCH_LABEL}
+            )
+            if not _run_alive(str((c.attrs.get("Labels") or {}).get(BENCH_LABEL, "")))
+        ]
         if old:
             common.log(f"removing {len(old)} containers left by an earlier benchmark run")
             self._remove([c.id for c in old])
@@ -160,11 +173,26 @@ class Containers:
 
     def grow_to(self, n: int) -> None:
         start, t0 = len(self.pids), time.monotonic()
+        first = self._serial
+        self._serial += max(0, n - start)
         with ThreadPoolExecutor(self.workers) as pool:
-            for cid, pid in pool.map(self._one, range(start, n)):
+            for cid, pid in pool.map(self._one, range(first, self._serial)):
                 self.pids[cid] = pid
         if n > start:
             common.log(f"started {n - start} containers in {time.monotonic() - t0:.1f} s")
+
+    def churn(self, keep: int, count: int) -> None:
+        """Replace the ``count`` oldest containers after the first ``keep`` with new ones."""
+        victims = list(self.pids)[keep : keep + count]
+        self._remove(victims)
+        for cid in victims:
+            del self.pids[cid]
+            self.ids.remove(cid)
+        start = self._serial
+        self._serial += len(victims)
+        with ThreadPoolExecutor(self.workers) as pool:
+            for cid, pid in pool.map(self._one, range(start, self._serial)):
+                self.pids[cid] = pid
 
     def _remove(self, ids: list[str]) -> None:
         def rm(cid: str) -> None:

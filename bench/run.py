@@ -93,6 +93,13 @@ def build_parser() -> argparse.ArgumentParser:
         q.add_argument("--soak-containers", type=int, default=20)
         q.add_argument("--soak-processes", type=int, default=200)
         q.add_argument("--what", default="collector,tui", help="collector, tui or both")
+        q.add_argument("--churn-every", type=float, default=0.0,
+                       help="seconds between container churns (0 = none)")  # fmt: skip
+        q.add_argument("--churn-count", type=int, default=3, help="containers replaced per churn")
+        q.add_argument("--churn-containers", type=int, default=10,
+                       help="extra containers, not named by the scenario, that churn")  # fmt: skip
+        q.add_argument("--fit-after-minutes", type=float, default=0.0,
+                       help="fit the RSS slope from this minute on (0 = after 30 s)")  # fmt: skip
 
     q = sub.add_parser("soak", help="RSS slope per hour at 10 Hz, collector and TUI")
     soak_opts(q)

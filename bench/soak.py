@@ -142,10 +142,20 @@ def cmd_soak(args: argparse.Namespace) -> dict[str, Any]:
         if "collector" in what:
             worker = threading.Thread(target=collector_loop, name="soak-collector", daemon=True)
             worker.start()
+        if containers is not None and args.churn_every > 0:
+            containers.grow_to(args.soak_containers + args.churn_containers)
         t0 = time.monotonic()
+        next_churn = args.churn_every
+        churns = 0
         common.log(f"soak: {args.minutes:g} min at {args.hz:g} Hz ({', '.join(sorted(what))})")
         while time.monotonic() - t0 < seconds:
             now = time.monotonic() - t0
+            if containers is not None and args.churn_every > 0 and now >= next_churn:
+                # Replace some containers the scenario does not name: events, inspects and
+                # kept cgroup files come and go all run long, as on a busy shared host.
+                containers.churn(args.soak_containers, args.churn_count)
+                churns += 1
+                next_churn += args.churn_every
             if worker is not None:
                 coll_samples.append((now, common.self_rss()))
             if tui is not None and tui.alive():
@@ -162,7 +172,10 @@ def cmd_soak(args: argparse.Namespace) -> dict[str, Any]:
             containers.remove_all()
         if scen_file:
             os.unlink(scen_file)
-    skip = min(30.0, seconds / 4)  # imports, caches and first health run settle first
+    result["churns"] = churns
+    # Imports, caches and the first health run settle in the first 30 s; the history ring
+    # buffers fill for their whole window, so a slope meant for "after they fill" starts later.
+    skip = args.fit_after_minutes * 60 if args.fit_after_minutes else min(30.0, seconds / 4)
     rows = []
     if coll_samples:
         slope, first, last = _slope_mb_per_h(coll_samples, skip)
@@ -178,6 +191,8 @@ def cmd_soak(args: argparse.Namespace) -> dict[str, Any]:
     snap = result.pop("last_snapshot", None)
     text = common.table(["process", "cycles", "RSS MB first", "last", "MB/h", "MB/24h"], rows)
     text += f"\n{args.minutes:g} min at {args.hz:g} Hz; slope = least squares after {skip:.0f} s"
+    if churns:
+        text += f"; {churns} churns of {args.churn_count} containers every {args.churn_every:g} s"
     if snap is not None and tui is not None:
         per = _history_bytes_per_record(snap, period)
         fill_h = per * min(3600 * args.hz, 1800 * args.hz) / 1e6
