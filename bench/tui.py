@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
+import os
 import re
 import shutil
 import socket
 import sys
+import tempfile
 import time
 from typing import Any
 
@@ -121,23 +124,56 @@ def default_marker() -> str:
     return re.escape(socket.gethostname()) + r"\s+driver"
 
 
+_PHASE_NOTES = (
+    "cli: interpreter started, gputui.cli imported; nvml-read: the first GPU reading (NVML's "
+    "start included); docker-read: the engine's first answer; health-checks: the first run; "
+    "textual-imported: the UI modules loaded (in parallel with the collection); app-mounted: "
+    "the screen exists; snapshot-applied / snapshot-painted: the first snapshot on the "
+    "widgets / rendered."
+)
+
+
+def _read_trace(path: str, launched: float) -> list[tuple[str, float]]:
+    """(phase, seconds after launch) from a start-up trace file, in file order."""
+    out: list[tuple[str, float]] = []
+    with open(path, encoding="ascii", errors="replace") as fh:
+        for line in fh:
+            stamp, _, phase = line.strip().partition(" ")
+            with contextlib.suppress(ValueError):
+                out.append((phase, float(stamp) - launched))
+    return out
+
+
 def cmd_first_frame(args: argparse.Namespace) -> dict[str, Any]:
     marker = re.compile((args.marker or default_marker()).encode())
     times: list[float] = []
     misses = 0
     argv = gputui_argv(args, "--interval", "1")
+    phases: dict[str, list[float]] = {}
     for i in range(args.runs):
+        # gputui writes its start-up phase marks (gputui/startup_trace.py) to this file.
+        fd, trace = tempfile.mkstemp(prefix="gputui-startup-", suffix=".txt")
+        os.close(fd)
+        os.environ["GPUTUI_STARTUP_TRACE"] = trace
         run = PtyRun(argv, cols=args.cols, rows=args.rows, marker=marker)
-        run.start()
         try:
-            at = run.wait_marker(args.timeout)
+            run.start()
+            launched = time.time() - (time.monotonic() - run.started)
+            try:
+                at = run.wait_marker(args.timeout)
+            finally:
+                run.stop()
+            for phase, offset in _read_trace(trace, launched):
+                phases.setdefault(phase, []).append(offset)
         finally:
-            run.stop()
+            del os.environ["GPUTUI_STARTUP_TRACE"]
+            os.unlink(trace)
         if at is None:
             misses += 1
             common.log(f"first frame run {i + 1}: marker {marker.pattern!r} not seen")
         else:
             times.append(at)
+            phases.setdefault("first frame on the terminal", []).append(at)
         time.sleep(0.2)
     med = common.median(times)
     summary = {
@@ -162,6 +198,16 @@ def cmd_first_frame(args: argparse.Namespace) -> dict[str, Any]:
     text += f"\nlaunch -> first frame with data (marker /{marker.pattern.decode()}/ in the pty)"
     if times:
         text += f"; target <= 1 s: {common.verdict(med <= 1.0)}"
+    if phases:
+        order = sorted(phases, key=lambda name: common.median(phases[name]))
+        summary["phases_s"] = {name: phases[name] for name in order}
+        text += "\n\nStart-up timeline (s after launch, median of the runs; the program's marks):\n"
+        text += common.table(
+            ["phase", "median s", "min s", "max s", "runs"],
+            [[name, common.median(phases[name]), min(phases[name]), max(phases[name]),
+              len(phases[name])] for name in order],
+        )  # fmt: skip
+        text += f"\n{_PHASE_NOTES}"
     common.emit("TUI first frame", text)
     common.save_json(args.out, "first-frame", summary)
     return summary

@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, NoReturn
 
 from gputui import __version__
 from gputui.settings import MAX_INTERVAL_S, MIN_INTERVAL_S, Settings
+from gputui.startup_trace import mark
 
 if TYPE_CHECKING:
     from gputui.derive.alerts import AlertRule
@@ -303,6 +304,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _main(argv: Sequence[str] | None) -> int:
+    mark("cli")  # the interpreter has started and gputui.cli is imported
     args_list = list(sys.argv[1:] if argv is None else argv)
     if args_list[:1] == ["doctor"]:
         return doctor(args_list[1:])

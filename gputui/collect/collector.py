@@ -36,6 +36,7 @@ from gputui.model import (
     Snapshot,
     SourceStatus,
 )
+from gputui.startup_trace import mark
 
 HealthRunner = Callable[[HealthInputs], tuple[HealthCheck, ...]]
 
@@ -154,6 +155,7 @@ class Collector:
         if self._cpu_window > 0:
             self.procs.host_stats()  # the host's CPU % is measured from here
         reading = self.gpu.read()
+        mark("nvml-read")
         pids = sorted({p.pid for gpu in reading.gpus for p in gpu.processes})
         primed = 0.0
         if self._cpu_window > 0:
@@ -165,6 +167,7 @@ class Collector:
         # the /proc read: both of those are Python work plus syscalls, and two such threads
         # only take turns on the GIL, each waiting out the other's switch interval.
         docker = self._docker_reading()
+        mark("docker-read")
         if self._cpu_window > 0:
             time.sleep(max(0.0, primed + self._cpu_window - time.monotonic()))
         infos = self.procs.read(pids)
@@ -191,6 +194,7 @@ class Collector:
             self._health_requested.clear()
             self._health_due = time.monotonic() + self._health_interval
             self._checks = self._health(HealthInputs(reading, docker, processes, visibility))
+            mark("health-checks")
         snapshot = Snapshot(
             taken_at=now,
             mode=self.mode,

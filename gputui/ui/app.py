@@ -20,6 +20,7 @@ from textual.notifications import SeverityLevel
 from textual.screen import ModalScreen, Screen
 from textual.worker import WorkerFailed, get_current_worker
 
+from gputui import startup_trace
 from gputui.collect.loop import CollectLoop
 from gputui.collect.sources import CollectorProtocol
 from gputui.config import (
@@ -178,6 +179,7 @@ class GpuTuiApp(App[None]):
         # Subscribed after the preference is applied: only the user's changes are remembered.
         self.theme_changed_signal.subscribe(self, self._theme_changed)
         self.main.apply(None, self.ui_state, self.window, None)
+        startup_trace.mark("app-mounted")
         if self._unknown_keys:
             self.notify(
                 f"[keys] in the config file: no action is called {', '.join(self._unknown_keys)};"
@@ -230,6 +232,9 @@ class GpuTuiApp(App[None]):
             return
         self._announce(analysis.started)
         self._refresh_binding_state()
+        if startup_trace.enabled():
+            startup_trace.mark("snapshot-applied")
+            self.call_after_refresh(startup_trace.mark, "snapshot-painted")
 
     def _announce(self, started: Sequence[Alert]) -> None:
         """A toast per alert that started firing (and the bell, when asked for)."""

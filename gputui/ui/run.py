@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from gputui.settings import Settings
+from gputui.startup_trace import mark
 
 if TYPE_CHECKING:
     from gputui.collect.sources import CollectorProtocol
@@ -39,6 +40,8 @@ def run_tui(
 
     from gputui.ui.app import GpuTuiApp
     from gputui.ui.crash import crash_report
+
+    mark("textual-imported")
 
     try:
         app = GpuTuiApp(chosen, settings)
