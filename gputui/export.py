@@ -21,6 +21,7 @@ import contextlib
 import functools
 import ipaddress
 import math
+import os
 import sys
 import threading
 import time
@@ -62,7 +63,10 @@ MAX_INTERVAL_S = 3600.0
 #: rest are counted in ``gputui_series_dropped``).
 MAX_FINDING_SERIES = MAX_CONTAINER_SERIES
 
-GPU_LABELS = ("gpu", "UUID", "device", "modelName", "Hostname")
+#: The host label of every series: dcgm-exporter's name (its GPU series carry it), so one
+#: dashboard or rule groups gputui's and dcgm-exporter's series of a host alike.
+HOST_LABEL = "Hostname"
+GPU_LABELS = ("gpu", "UUID", "device", "modelName", HOST_LABEL)
 CONTAINER_LABELS = (
     "container",
     "container_id",
@@ -405,15 +409,27 @@ class SnapshotMetrics:
     :meth:`rebuild` after each collection; scrapes call :meth:`exposition`, which only adds the
     age of the last good collection to the prebuilt body, so it never waits for a collection.
 
+    Every series carries the host label (:data:`HOST_LABEL`): the last published snapshot's
+    host name, and before the first one ``hostname``.
+
     Args:
         pid_labels: Add a ``pid`` label to the process gauges (unbounded over time: opt-in).
         interval: The collection interval, exported when given.
+        hostname: The host label before the first snapshot; this host's node name when None.
     """
 
-    def __init__(self, *, pid_labels: bool = False, interval: float | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        pid_labels: bool = False,
+        interval: float | None = None,
+        hostname: str | None = None,
+    ) -> None:
         self.pid_labels = pid_labels
         self.interval = interval
         self._latest: tuple[Snapshot, Analysis | None] | None = None
+        # gethostname(2) is the UTS node name, what the collector reports too.
+        self._host = _label(hostname if hostname is not None else os.uname().nodename)
         self._duration = 0.0
         self._errors = 0
         self._restarts = 0
@@ -433,6 +449,7 @@ class SnapshotMetrics:
         One reference swap; ``analysis`` None exports no finding and no alert.
         """
         self._latest = (snapshot, analysis)
+        self._host = _label(snapshot.host.hostname)
         self._duration = duration
         self._last_ok_wall = time.time()
         self._last_ok_mono = time.monotonic()
@@ -485,7 +502,9 @@ class SnapshotMetrics:
             families += gpu_families(snapshot)
             families += container_families(snapshot, pid_labels=self.pid_labels)
             families += status_families(snapshot, analysis)
-        return families
+        # One place adds the host label, so no family (today's or a future one) goes without it
+        # and series of same-named containers on different hosts never merge.
+        return [with_host_label(family, self._host) for family in families]
 
     def rebuild(self) -> None:
         """Render the exposition body of the current state (on the collector thread)."""
@@ -497,15 +516,32 @@ class SnapshotMetrics:
         """The prebuilt body plus ``gputui_collect_age_seconds`` (what a scrape sends)."""
         since = self._last_ok_mono if self._last_ok_mono is not None else self._started_mono
         age = max(0.0, time.monotonic() - since)
+        host = _escape_label_value(self._host)
         return (
             self._body
             + (
                 "# HELP gputui_collect_age_seconds Seconds since the last successful collection "
                 "(since the start when there was none).\n"
                 "# TYPE gputui_collect_age_seconds gauge\n"
-                f"gputui_collect_age_seconds {age:.3f}\n"
+                f'gputui_collect_age_seconds{{{HOST_LABEL}="{host}"}} {age:.3f}\n'
             ).encode()
         )
+
+
+def with_host_label(family: Metric, host: str) -> Metric:
+    """``family`` with the host label added to every sample that lacks it (last label)."""
+    family.samples = [
+        sample
+        if HOST_LABEL in sample.labels
+        else sample._replace(labels={**sample.labels, HOST_LABEL: host})
+        for sample in family.samples
+    ]
+    return family
+
+
+def _escape_label_value(value: str) -> str:
+    """A label value as the exposition format writes it between double quotes."""
+    return value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
 
 
 def _log(message: str) -> None:

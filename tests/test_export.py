@@ -11,6 +11,7 @@ import sys
 import threading
 import time
 import urllib.request
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -125,6 +126,7 @@ def test_container_and_process_gauges_carry_container_labels_not_pids() -> None:
         "pod": "",
         "namespace": "",
         "gpu": "0",
+        "Hostname": "node-7",
     }
     assert value == 1500 * MIB
     assert got["gputui_container_sm_util"][0][1] == 60
@@ -134,7 +136,8 @@ def test_container_and_process_gauges_carry_container_labels_not_pids() -> None:
     }
     assert procs == {("trainer", "python"): 1500 * MIB, ("", "jupyter"): 300 * MIB}
     assert all("pid" not in s[0] for s in got["gputui_process_gpu_memory_bytes"])
-    assert got["gputui_orphan_gpu_memory_bytes"] == [({"gpu": "0"}, 700 * MIB)]
+    orphan = [({"gpu": "0", "Hostname": "node-7"}, 700 * MIB)]
+    assert got["gputui_orphan_gpu_memory_bytes"] == orphan
     assert got["gputui_container_idle_gpu_reservation"][0][0]["container"] == "idle"
 
 
@@ -150,11 +153,61 @@ def test_health_sources_alerts_and_info() -> None:
     health = {s[0]["status"]: s[1] for s in got["gputui_health_status"]}
     assert health == {"fail": 0, "warn": 1, "info": 0, "pass": 0, "skip": 0}
     assert {s[0]["source"]: s[1] for s in got["gputui_source_up"]} == {"nvml": 1, "docker": 0}
-    assert got["gputui_alert"] == [
-        ({"rule": "hot", "subject": "gpu0", "severity": "warning", "state": "firing"}, 1.0)
-    ]
+    alert = {"rule": "hot", "subject": "gpu0", "severity": "warning", "state": "firing"}
+    assert got["gputui_alert"] == [({**alert, "Hostname": "node-7"}, 1.0)]
     assert got["gputui_info"][0][0]["driver_version"] == "580.159.04"
     assert got["gputui_snapshot_timestamp_seconds"][0][1] == 1000.0
+
+
+def every_sample(text: bytes) -> list[tuple[str, dict[str, str]]]:
+    return [
+        (s.name, s.labels)
+        for family in text_string_to_metric_families(text.decode())
+        for s in family.samples
+    ]
+
+
+def test_every_series_carries_the_host_label() -> None:
+    """Fleets tell hosts apart by ``Hostname`` on every series, as dcgm-exporter's GPU series."""
+    rules = [AlertRule("hot", "gpu_util", threshold=90.0)]
+    got = every_sample(render_once(machine(), rules=rules))
+    names = {name for name, _ in got}
+    # Series of every kind: GPU, container, process, status, the collector's own, the age.
+    assert {
+        "DCGM_FI_DEV_GPU_UTIL",
+        "gputui_container_gpu_memory_bytes",
+        "gputui_process_gpu_memory_bytes",
+        "gputui_container_idle_gpu_reservation",
+        "gputui_orphan_gpu_memory_bytes",
+        "gputui_health_status",
+        "gputui_alert",
+        "gputui_series_dropped",
+        "gputui_collect_errors_total",
+        "gputui_collect_age_seconds",
+        "gputui_info",
+    } <= names
+    assert [name for name, labels in got if labels.get("Hostname") != "node-7"] == []
+
+
+def test_host_label_before_the_first_snapshot_and_when_hostile() -> None:
+    """Before any snapshot the node name; a hostile host name stays one inert label value."""
+    from gputui.export import SnapshotMetrics
+
+    metrics = SnapshotMetrics(interval=1.0)
+    metrics.rebuild()
+    before = every_sample(metrics.exposition())
+    assert {n for n, _ in before} >= {"gputui_collect_errors_total", "gputui_collect_age_seconds"}
+    assert {labels["Hostname"] for _, labels in before} == {os.uname().nodename}
+
+    hostile = 'a"b\\c\nd\x1b]0;pwned\x07'
+    snapshot = machine()
+    metrics.publish(replace(snapshot, host=replace(snapshot.host, hostname=hostile)))
+    metrics.rebuild()
+    after = every_sample(metrics.exposition())
+    hosts = {labels["Hostname"] for _, labels in after}
+    assert len(hosts) == 1, hosts
+    (host,) = hosts
+    assert host.startswith('a"b\\c d') and "\x1b" not in host and "\x07" not in host
 
 
 def test_parse_listen() -> None:
