@@ -62,6 +62,48 @@ def exported() -> set[str]:
     return {s.name for f in text_string_to_metric_families(text) for s in f.samples}
 
 
+def with_all(expr: str) -> str:
+    """A dashboard query with every template variable set to "All"."""
+    return re.sub(r"\$(Hostname|instance|container)\b", ".*", expr)
+
+
+def dashboard_targets() -> list[dict[str, str]]:
+    doc = json.loads(DASHBOARD.read_text())
+    return [t for p in doc["panels"] for t in p["targets"]]
+
+
+def test_dashboard_groups_and_filters_by_host() -> None:
+    """Same-named containers of two hosts never merge: every grouping by container is also by
+    host, every legend naming a container or a GPU names its host, every query picks hosts."""
+    targets = dashboard_targets()
+    groupings = [g for t in targets for g in re.findall(r"\bby \(([^)]*)\)", t["expr"])]
+    assert groupings, "the dashboard groups nothing"
+    for grouping in groupings:
+        labels = {label.strip() for label in grouping.split(",")}
+        assert "Hostname" in labels, grouping
+    for target in targets:
+        assert 'Hostname=~"$Hostname"' in target["expr"], target["expr"]
+        legend = target.get("legendFormat", "")
+        if "{{container}}" in legend or "{{gpu}}" in legend:
+            assert "{{Hostname}}" in legend, legend
+    variables = {v["name"]: v for v in json.loads(DASHBOARD.read_text())["templating"]["list"]}
+    assert variables["Hostname"]["definition"] == "label_values(gputui_info, Hostname)"
+    assert "$Hostname" in variables["container"]["definition"]
+
+
+def test_rules_name_host_and_container() -> None:
+    """Every alert's summary names the host; a container's alert names the container too."""
+    alerts = RULES.read_text().split("- alert: ")[1:]
+    assert len(alerts) == 9
+    for alert in alerts:
+        name = alert.split()[0]
+        summary = re.search(r"summary: (.*)", alert)
+        assert summary is not None, name
+        assert "$labels.Hostname" in summary.group(1), name
+        if "gputui_container_" in alert:
+            assert "$labels.container" in summary.group(1), name
+
+
 def test_dashboard_queries_only_exported_metrics(exported: set[str]) -> None:
     doc = json.loads(DASHBOARD.read_text())
     exprs = [t["expr"] for p in doc["panels"] for t in p["targets"]]
@@ -110,7 +152,7 @@ def test_dashboard_queries_parse(tmp_path: Path) -> None:
             pytest.fail("CI needs promtool (Debian's prometheus package, installed by .ci/run)")
         pytest.skip("no promtool (apt-get install prometheus)")
     doc = json.loads(DASHBOARD.read_text())
-    exprs = [t["expr"].replace("$instance", ".*") for p in doc["panels"] for t in p["targets"]]
+    exprs = [with_all(t["expr"]) for p in doc["panels"] for t in p["targets"]]
     rules = {
         "groups": [
             {

@@ -187,3 +187,108 @@ def test_prometheus_sees_container_gpu_memory_with_labels(
     exporter.send_signal(signal.SIGTERM)
     assert exporter.wait(timeout=15) == 0  # a clean shutdown on SIGTERM
     assert "serving http://127.0.0.1:" in (tmp_path / "export.log").read_text()
+
+
+def exporter_on_host(
+    hostname: str, scenario: Path, port: int, log: Path
+) -> subprocess.Popen[bytes]:
+    """``gputui export`` in a UTS namespace of its own named ``hostname``: another host, as
+    Prometheus sees it (same engine and containers, its own host name)."""
+    as_host = (
+        "import runpy, socket, sys\n"
+        "socket.sethostname(sys.argv[1])\n"
+        "sys.argv = ['gputui', *sys.argv[2:]]\n"
+        "runpy.run_module('gputui', run_name='__main__', alter_sys=True)\n"
+    )
+    return subprocess.Popen(
+        [
+            "unshare", "--uts", sys.executable, "-c", as_host, hostname,
+            "export", "--scenario", str(scenario), "--listen", f"127.0.0.1:{port}",
+            "--interval", "0.5",
+        ],
+        stderr=log.open("wb"),
+        env={**os.environ, "XDG_CONFIG_HOME": str(log.parent / "xdg")},
+    )  # fmt: skip
+
+
+def test_same_named_containers_of_two_hosts_stay_apart(
+    prometheus_bin: str,
+    run_container: Callable[..., Any],
+    free_run_id: str,
+    tmp_path: Path,
+    processes: list[subprocess.Popen[bytes]],
+) -> None:
+    """Two exporters whose hosts run a container of the same name: the dashboard's per-container
+    query gives one series per host, each with its own value, and every series names its host."""
+    if shutil.which("unshare") is None or os.geteuid() != 0:
+        if os.environ.get("CI"):
+            pytest.fail("CI runs as root with util-linux's unshare (a UTS namespace per host)")
+        pytest.skip("needs root and unshare for a UTS namespace per exporter")
+    worker = run_container(["sleep", "300"], name=f"worker-{free_run_id}")
+    (pid,) = host_pids(worker)
+    ports, hosts = [free_port(), free_port()], [f"gpu-a-{free_run_id}", f"gpu-b-{free_run_id}"]
+    for host, port, used in zip(hosts, ports, (1000, 3000), strict=True):
+        scenario = tmp_path / f"{host}.json"
+        gpu = {"index": 0, "uuid": "GPU-1", "name": "NVIDIA H200", "memory_total_mib": 143771}
+        gpu["processes"] = [{"pid": pid, "used_memory_mib": used, "sm_util": 10}]
+        scenario.write_text(json.dumps({"gpus": [gpu]}))
+        processes.append(exporter_on_host(host, scenario, port, tmp_path / f"{host}.log"))
+    prom_port = free_port()
+    config = tmp_path / "prometheus.yml"
+    targets = ", ".join(f"'127.0.0.1:{port}'" for port in ports)
+    config.write_text(
+        "global:\n  scrape_interval: 1s\nscrape_configs:\n  - job_name: gputui\n"
+        f"    static_configs:\n      - targets: [{targets}]\n"
+    )
+    processes.append(
+        subprocess.Popen(
+            [
+                prometheus_bin,
+                f"--config.file={config}",
+                f"--storage.tsdb.path={tmp_path / 'tsdb'}",
+                f"--web.listen-address=127.0.0.1:{prom_port}",
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=(tmp_path / "prometheus.log").open("wb"),
+        )
+    )
+
+    def query(promql: str) -> list[dict[str, Any]]:
+        url = f"http://127.0.0.1:{prom_port}/api/v1/query?query=" + urllib.parse.quote(promql)
+        doc = get_json(url)
+        assert doc["status"] == "success", doc
+        return list(doc["data"]["result"])
+
+    # The dashboard's "GPU memory by host and container" panel, every variable on "All".
+    dashboard = json.loads(
+        (Path(__file__).parent.parent / "contrib" / "grafana-gputui-containers.json").read_text()
+    )
+    (panel,) = [p for p in dashboard["panels"] if p["title"] == "GPU memory by host and container"]
+    expr = panel["targets"][0]["expr"]
+    for variable in ("$Hostname", "$instance", "$container"):
+        expr = expr.replace(variable, ".*")
+    expr = expr.replace('container=~".*"', f'container="worker-{free_run_id}"')
+    series: list[dict[str, Any]] = []
+    deadline = time.monotonic() + 90
+    while time.monotonic() < deadline:
+        for proc in processes[:2]:
+            assert proc.poll() is None, [p.read_text() for p in tmp_path.glob("*.log")]
+        try:
+            series = query(expr)
+        except OSError:  # Prometheus not listening yet
+            series = []
+        if len(series) == 2:
+            break
+        time.sleep(0.5)
+    log = (tmp_path / "prometheus.log").read_text(errors="replace")[-2000:]
+    assert len(series) == 2, f"expected one series per host, got {series}; Prometheus:\n{log}"
+    by_host = {s["metric"]["Hostname"]: float(s["value"][1]) for s in series}
+    assert by_host == {hosts[0]: 1000 * MIB, hosts[1]: 3000 * MIB}
+    assert {s["metric"]["container"] for s in series} == {f"worker-{free_run_id}"}
+    # Every series of both exporters names its host, the target's collector series too.
+    for host, port in zip(hosts, ports, strict=True):
+        # Prometheus's own series of a target (up, scrape_*) are not the exporter's.
+        mine = f'instance="127.0.0.1:{port}", __name__!~"up|scrape_.*"'
+        unlabelled = query(f'count({{{mine}, Hostname!="{host}"}})')
+        assert unlabelled == [], unlabelled
+        assert query(f'gputui_collect_age_seconds{{Hostname="{host}"}}')
