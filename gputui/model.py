@@ -619,6 +619,9 @@ class ProcessInfo:
         access_denied: True when some facts could not be read for permission reasons.
         proc_hidden: True when the process exists but ``/proc`` hides it from gputui (``hidepid``
             mount option): its GPU memory is held by a process of another user, not an orphan.
+        sampled_at: When ``cpu_percent`` and ``rss_bytes`` were read (seconds since the epoch),
+            set only when a refresh reads a rotating share of many GPU processes; None means
+            this refresh read them.
     """
 
     pid: int
@@ -635,6 +638,7 @@ class ProcessInfo:
     container_pid: int | None = None
     access_denied: bool = False
     proc_hidden: bool = False
+    sampled_at: float | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -688,6 +692,9 @@ class ContainerInfo:
         cpu_periods: CFS enforcement periods so far (cgroup ``cpu.stat nr_periods``).
         cpu_throttled_periods: Periods in which the container was throttled (``nr_throttled``).
         cpu_throttled_seconds: Total time throttled (``throttled_usec`` / ``throttled_time``).
+        stats_sampled_at: When the CPU, memory and throttling figures were read from the cgroup
+            files (seconds since the epoch), set only when they are read on their own cadence
+            (many running containers); None means this refresh read them.
     """
 
     id: str
@@ -718,6 +725,7 @@ class ContainerInfo:
     cpu_throttled_periods: int | None = None
     cpu_throttled_seconds: float | None = None
 
+    stats_sampled_at: float | None = None
     @property
     def short_id(self) -> str:
         """The 12-character id the docker CLI shows."""

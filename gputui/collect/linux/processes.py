@@ -12,16 +12,27 @@ refreshes and are read again with ``os.pread``: one syscall per file instead of 
 descriptor names the process it was opened for, never a later one under the same PID (its reads
 fail with ESRCH once that process is reaped), and it is closed as soon as its PID is gone, its
 start time changes or nobody asks about it any more.
+
+Up to :data:`FULL_READ_MAX` GPU processes, every one is read on every refresh. Beyond that a
+refresh reads a rotating share of them, sized so that each is read again within
+:data:`SAMPLE_WINDOW_S` (nvitop keeps per-process figures 5 s too); a process seen for the first
+time is read at once (and once more at the next refresh, for its first CPU %), and one that exits
+is read at the next refresh: a pidfd per process, all in one epoll set, says which exited with a
+single non-blocking ``epoll_wait``. Each figure then carries the time it was read
+(``ProcessInfo.sampled_at``), so the screen can say how old it is.
 """
 
 from __future__ import annotations
 
 import contextlib
 import errno
+import math
 import os
 import pwd
+import select
 import signal
 import time
+from collections import deque
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -76,6 +87,13 @@ MAX_MEMINFO_BYTES = 64 * 1024
 #: open/read/close: admission stops rather than evicting, because every PID is read once per
 #: refresh in turn, so evicting the least recently read one would reopen a file on every read.
 MAX_KEPT_FDS = 16_384
+#: Up to this many GPU processes, every one is read on every refresh (and ``sampled_at`` stays
+#: None: the figures are this refresh's). Beyond it a refresh reads a rotating share, never fewer
+#: than this many: at 0.5 ms per 30 processes a refresh stays a few ms whatever the interval.
+FULL_READ_MAX = 300
+#: Beyond :data:`FULL_READ_MAX`, each process's CPU % and RSS are read again at least this often
+#: (seconds); nvitop keeps its per-process figures for 5 s too.
+SAMPLE_WINDOW_S = 5.0
 _CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 _PAGE_SIZE = os.sysconf("SC_PAGE_SIZE")
 _OPEN_FLAGS = os.O_RDONLY | os.O_CLOEXEC
@@ -112,6 +130,7 @@ class _Tracked:
     cpu_percent: float | None = None
     stat_fd: int = -1
     statm_fd: int = -1
+    pidfd: int = -1
     info: ProcessInfo | None = None
     info_key: tuple[object, ...] | None = None
 
@@ -304,10 +323,27 @@ _TEXT_LIMITS = {"cgroup": MAX_CGROUP_CHARS, "status": MAX_STATUS_CHARS}
 
 
 class ProcSource:
-    """A :class:`~gputui.collect.sources.ProcessSource` over ``/proc``."""
+    """A :class:`~gputui.collect.sources.ProcessSource` over ``/proc``.
+
+    Args:
+        proc_root: Where the cgroup and status files are read (tests point it at a prepared
+            directory; the live facts always come from the real ``/proc``).
+        clock: Monotonic clock that decides when a process is due (tests inject one).
+        wall: Wall clock for ``ProcessInfo.sampled_at``.
+        full_read_max: Up to this many PIDs every one is read on every refresh; beyond it a
+            rotating share of at least this many (see :data:`FULL_READ_MAX`).
+        sample_window: Beyond ``full_read_max``, each PID is read again within this many
+            seconds (see :data:`SAMPLE_WINDOW_S`).
+    """
 
     def __init__(
-        self, proc_root: str | Path = "/proc", clock: Callable[[], float] = time.monotonic
+        self,
+        proc_root: str | Path = "/proc",
+        clock: Callable[[], float] = time.monotonic,
+        *,
+        wall: Callable[[], float] = time.time,
+        full_read_max: int = FULL_READ_MAX,
+        sample_window: float = SAMPLE_WINDOW_S,
     ) -> None:
         self._root = Path(proc_root)
         self._fixture = self._root != _DEFAULT_PROC_ROOT
@@ -325,6 +361,20 @@ class ProcSource:
         #: Per :meth:`read`: the boot time and user names looked up (a read sees one of each).
         self._boot_time: float | None = None
         self._users: dict[int, str] = {}
+        self._wall = wall
+        self._full_read_max = max(0, full_read_max)
+        self._window = max(0.0, sample_window)
+        #: Rotation order of the tracked processes (stale entries are skipped when reached),
+        #: those with one CPU sample only (read again next refresh), and the clock at the last
+        #: read (the interval sizes the rotating share).
+        self._rotation: deque[tuple[int, _Tracked]] = deque()
+        self._unrated: set[int] = set()
+        self._last_read: float | None = None
+        #: One epoll set of every kept pidfd (rotating mode only): the processes that exited.
+        self._exits: select.epoll | None = None
+        self._pidfd_owner: dict[int, int] = {}
+        #: Processes read by the last :meth:`read` (for benchmarks and tests).
+        self.last_read_count = 0
 
     def read(self, pids: Iterable[int]) -> dict[int, ProcessInfo]:
         """Facts for each PID.
@@ -339,7 +389,13 @@ class ProcSource:
         wanted = set(pids)
         self._boot_time = None
         self._users.clear()
-        result = {pid: self._read_one(pid) for pid in wanted}
+        now = self._clock()
+        if len(wanted) <= self._full_read_max:
+            result = {pid: self._read_one(pid, None) for pid in wanted}
+            self.last_read_count = len(wanted)
+        else:
+            result = self._read_rotating(wanted, now)
+        self._last_read = now
         # Forget processes nobody asks about any more: the caches stay as big as the GPU
         # process list, a later PID reuse cannot inherit a stale entry, and their kept
         # descriptors are closed.
@@ -347,7 +403,88 @@ class ProcSource:
             self._drop(pid)
         for pid in self._file_facts.keys() - wanted:
             del self._file_facts[pid]
+        if len(self._rotation) > 2 * len(self._tracked) + 64:
+            # Entries of dropped processes leave the rotation when reached; reading every PID
+            # on every refresh reaches none, so prune them here (amortised: at most this often).
+            tracked = self._tracked
+            self._rotation = deque(e for e in self._rotation if tracked.get(e[0]) is e[1])
         return result
+
+    def _read_rotating(self, wanted: set[int], now: float) -> dict[int, ProcessInfo]:
+        """Read the due share of ``wanted``; the others keep their last answer and its age.
+
+        Due: processes never read (or never with an age: the previous refresh read every one),
+        those with a single CPU sample, those whose pidfd says they exited, and the next ones
+        in rotation order: enough that the whole list turns over within the sample window at
+        the interval since the previous read, and never fewer than ``full_read_max``.
+        """
+        due = self._exited()
+        due.update(self._unrated)
+        elapsed = self._window if self._last_read is None else max(0.0, now - self._last_read)
+        if elapsed >= self._window:
+            share = len(wanted)
+        else:
+            share = max(self._full_read_max, math.ceil(len(wanted) * elapsed / self._window))
+        rotation = self._rotation
+        tracked_now = self._tracked
+        for _ in range(len(rotation)):
+            if share <= 0:
+                break
+            pid, entry = rotation.popleft()
+            if tracked_now.get(pid) is not entry or pid not in wanted:
+                continue  # gone, reused or no longer asked about: the entry ends here
+            rotation.append((pid, entry))
+            due.add(pid)
+            share -= 1
+        wall = self._wall()
+        result = {}
+        read = 0
+        for pid in wanted:
+            tracked = tracked_now.get(pid)
+            info = None if tracked is None else tracked.info
+            if pid in due or info is None or info.sampled_at is None:
+                result[pid] = self._read_one(pid, wall)
+                read += 1
+            else:
+                result[pid] = info
+        self.last_read_count = read
+        return result
+
+    def _exited(self) -> set[int]:
+        """PIDs whose pidfd became readable (the process exited) since it was registered."""
+        if self._exits is None:
+            return set()
+        try:
+            events = self._exits.poll(0)
+        except OSError:
+            return set()
+        owner = self._pidfd_owner
+        return {owner[fd] for fd, _ in events if fd in owner}
+
+    def _watch_exit(self, pid: int, tracked: _Tracked) -> None:
+        """Register a pidfd for ``pid`` so that its exit is seen without reading its files.
+
+        Opened after the process's ``stat`` was read through its kept descriptor and checked
+        again through it afterwards: a successful read means the process was not reaped when
+        the pidfd was opened, so the PID could not name another process yet.
+        """
+        if tracked.pidfd >= 0 or tracked.stat_fd < 0 or self._kept >= self._kept_limit:
+            return
+        try:
+            pidfd = os.pidfd_open(pid)
+        except (OSError, AttributeError):  # gone, or a kernel before 5.3: the rotation only
+            return
+        try:
+            os.pread(tracked.stat_fd, 1, 0)
+            if self._exits is None:
+                self._exits = select.epoll()
+            self._exits.register(pidfd, select.EPOLLIN)
+        except OSError:
+            os.close(pidfd)
+            return
+        tracked.pidfd = pidfd
+        self._pidfd_owner[pidfd] = pid
+        self._kept += 1
 
     @property
     def kept_fds(self) -> int:
@@ -362,6 +499,9 @@ class ProcSource:
         """Close every kept descriptor (the source still works: it opens them again)."""
         for pid in list(self._tracked):
             self._drop(pid)
+        if self._exits is not None:
+            self._exits.close()
+            self._exits = None
 
     def __del__(self) -> None:
         # A source dropped without close() (tests, one-shot runs) must not leak descriptors.
@@ -371,10 +511,17 @@ class ProcSource:
     def _drop(self, pid: int) -> None:
         """Forget a tracked process and close its kept descriptors."""
         tracked = self._tracked.pop(pid, None)
+        self._unrated.discard(pid)
         if tracked is not None:
-            self._kept -= _close_fds(tracked)
+            self._kept -= self._close_fds(tracked)
 
-    def _read_one(self, pid: int) -> ProcessInfo:
+    def _close_fds(self, tracked: _Tracked) -> int:
+        """Close the kept descriptors of one process (its pidfd too); how many were open."""
+        self._pidfd_owner.pop(tracked.pidfd, None)
+        return _close_fds(tracked)
+
+    def _read_one(self, pid: int, wall: float | None) -> ProcessInfo:
+        """Read one PID; ``wall`` is the time to record as ``sampled_at`` (None: this refresh)."""
         if not 0 < pid <= PID_MAX_LIMIT:
             return ProcessInfo(pid, exists=False)
         tracked = self._tracked.get(pid)
@@ -384,7 +531,7 @@ class ProcSource:
             # Not kept, or the kept descriptor failed (the process is gone: its PID may already
             # name another one), so open the file again, as for a process never seen.
             if tracked is not None:
-                self._kept -= _close_fds(tracked)
+                self._kept -= self._close_fds(tracked)
             stat, error, fd = self._read_stat(pid)
             if stat is None:
                 self._drop(pid)
@@ -409,6 +556,8 @@ class ProcSource:
             return ProcessInfo(pid, exists=False)
         if fd >= 0:
             self._keep_stat_fd(tracked, fd)
+        if wall is not None and tracked.pidfd < 0:
+            self._watch_exit(pid, tracked)
         try:
             facts, facts_denied = self._facts(pid, tracked.start_time)
         except _Vanished:
@@ -418,8 +567,12 @@ class ProcSource:
         cpu = None if zombie else self._cpu_percent(tracked, stat.cpu_ticks)
         rss = None if zombie else self._rss(pid, stat, tracked)
         denied = tracked.denied or facts_denied
+        if cpu is None and not zombie:
+            self._unrated.add(pid)  # one sample so far: read again next refresh for a CPU %
+        else:
+            self._unrated.discard(pid)
         # The facts object is cached per process: the comparison is by identity first.
-        key = (cpu, rss, denied, tracked.command, tracked.name, facts)
+        key = (cpu, rss, denied, tracked.command, tracked.name, facts, wall)
         if tracked.info is not None and tracked.info_key == key:
             return tracked.info
         info = ProcessInfo(
@@ -435,6 +588,7 @@ class ProcSource:
             pod_uid=facts.pod_uid,
             container_pid=facts.container_pid,
             access_denied=denied,
+            sampled_at=wall,
         )
         tracked.info, tracked.info_key = info, key
         return info
@@ -535,6 +689,7 @@ class ProcSource:
         if not self._read_command(pid, tracked, stat) and not self._fixture:
             return None
         self._tracked[pid] = tracked
+        self._rotation.append((pid, tracked))
         return tracked
 
     def _read_owner(self, pid: int) -> tuple[str | None, bool] | None:
@@ -971,8 +1126,8 @@ def _close_fd(fd: int) -> int:
 
 def _close_fds(tracked: _Tracked) -> int:
     """Close the kept descriptors of one process; how many were open."""
-    closed = _close_fd(tracked.stat_fd) + _close_fd(tracked.statm_fd)
-    tracked.stat_fd = tracked.statm_fd = -1
+    closed = _close_fd(tracked.stat_fd) + _close_fd(tracked.statm_fd) + _close_fd(tracked.pidfd)
+    tracked.stat_fd = tracked.statm_fd = tracked.pidfd = -1
     return closed
 
 
@@ -1059,3 +1214,97 @@ def parse_meminfo(meminfo: bytes) -> tuple[int, int, int, int] | None:
         wanted[b"SwapTotal:"],
         wanted[b"SwapTotal:"] - wanted[b"SwapFree:"],
     )
+
+
+#: Parents the drill-down's chain climbs at most (init is rarely more than a dozen away).
+MAX_PARENT_DEPTH = 16
+#: Seconds a parent-chain read may take in all; past it the chain stops where it got.
+PARENT_CHAIN_DEADLINE_S = 0.5
+#: Bytes of a parent's command line read (the chain shows one line per parent).
+MAX_PARENT_CMDLINE_BYTES = 4096
+#: How :func:`parent_chain`'s note begins when the process itself is gone.
+EXITED_NOTE = "the process has exited"
+
+
+@dataclass(frozen=True, slots=True)
+class ParentLink:
+    """One ancestor of a process, as ``/proc/<pid>/stat`` and ``cmdline`` describe it.
+
+    Attributes:
+        pid: Its PID.
+        name: Its command name (``comm``, at most 64 characters).
+        command: Its command line joined by spaces (cut at 4 KiB); None for a kernel thread.
+    """
+
+    pid: int
+    name: str
+    command: str | None
+
+
+def parent_chain(
+    pid: int,
+    start_time: float | None,
+    *,
+    depth: int = MAX_PARENT_DEPTH,
+    deadline_s: float = PARENT_CHAIN_DEADLINE_S,
+    proc_root: str | os.PathLike[str] = _DEFAULT_PROC_ROOT,
+) -> tuple[tuple[ParentLink, ...], str | None]:
+    """The ancestors of ``pid``, nearest first, if it is still the process started then.
+
+    Blocking file reads (a few small ``/proc`` files per parent): call it off the UI thread.
+    Bounded by ``depth`` parents and by ``deadline_s`` seconds, whichever comes first.
+
+    Args:
+        pid: Host PID of the process.
+        start_time: Its start time as the snapshot saw it; when the PID now names a process
+            that started at another time, no chain is given (it would be another's).
+        depth: Parents climbed at most.
+        deadline_s: Seconds the reads may take in all.
+        proc_root: The ``/proc`` to read.
+
+    Returns:
+        ``(parents, note)``: parents nearest first, up to the one whose parent is 0 (init, or
+        the first process of a PID namespace gputui cannot see above); ``note`` says in a few
+        words why the chain is empty or stops early, None when it is complete; it begins with
+        :data:`EXITED_NOTE` when the process is gone.
+    """
+    deadline = time.monotonic() + deadline_s
+    root = Path(proc_root)
+    if not 0 < pid <= PID_MAX_LIMIT:
+        return (), "not a process ID"
+    stat = _chain_stat(root, pid)
+    if stat is None:
+        return (), EXITED_NOTE
+    if start_time is not None:
+        data, _ = read_capped(root / "stat", MAX_PROC_STAT_BYTES)
+        boot = _btime(data or b"")
+        if boot is None:
+            return (), "the boot time is unreadable"
+        if not _same_start(stat.start_ticks / _CLOCK_TICKS + boot, start_time):
+            return (), f"{EXITED_NOTE} (PID {pid} now names another process)"
+    links: list[ParentLink] = []
+    seen = {pid}
+    parent = stat.ppid
+    while parent > 0:
+        if len(links) >= depth:
+            return tuple(links), f"stopped after {depth} parents"
+        if time.monotonic() > deadline:
+            return tuple(links), "stopped: /proc answered too slowly"
+        if parent in seen:
+            return tuple(links), "stopped: the parents loop"
+        seen.add(parent)
+        stat = _chain_stat(root, parent)
+        if stat is None:
+            return tuple(links), f"PID {parent} is not readable (exited, or hidden by /proc)"
+        data, _ = read_capped(root / str(parent) / "cmdline", MAX_PARENT_CMDLINE_BYTES)
+        args = parse_cmdline(data, cut=len(data) >= MAX_PARENT_CMDLINE_BYTES) if data else []
+        links.append(ParentLink(parent, clean_text(stat.comm), " ".join(args) or None))
+        parent = stat.ppid
+    return tuple(links), None
+
+
+def _chain_stat(root: Path, pid: int) -> _Stat | None:
+    data, _ = read_capped(root / str(pid) / "stat", MAX_STAT_BYTES + 1)
+    if data is None:
+        return None
+    return parse_stat(data.decode("utf-8", "surrogateescape"))
