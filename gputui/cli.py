@@ -1,4 +1,4 @@
-"""Command line: ``gputui`` (TUI), ``--once`` / ``--json`` reports, ``gputui doctor``.
+"""Command line: ``gputui`` (TUI), ``--once`` / ``--json`` reports, ``gputui doctor``, ``free``.
 
 Bad input gets one line on stderr and exit status 2, never a traceback. A missing NVIDIA driver
 or Docker engine is not an error: the program runs and says what is missing.
@@ -122,7 +122,8 @@ def build_parser() -> argparse.ArgumentParser:
         description=(
             "Who is using my NVIDIA GPUs, in which Docker container, and is the GPU container "
             "runtime healthy? Subcommands: doctor (runtime-health checks), export (Prometheus "
-            "metrics), record FILE / replay FILE (record snapshots, play them back)."
+            "metrics), record FILE / replay FILE (record snapshots, play them back), free (the "
+            "GPUs a new job can use now)."
         ),
     )
     parser.add_argument("--once", action="store_true", help="print one snapshot and exit")
@@ -649,4 +650,120 @@ def _replay_once(player: ReplayCollector, rules: Sequence[AlertRule], as_json: b
         player.close()
 
 
-_SUBCOMMANDS = {"export": export, "record": record, "replay": replay_command}
+# -- free ---------------------------------------------------------------------------------------
+
+_MEMORY = re.compile(r"([0-9]{1,15}(?:\.[0-9]{1,6})?)\s*([KMGT]?)(?:I?B)?", re.IGNORECASE)
+_MEMORY_UNITS = {"": 1, "K": 1024, "M": 1024**2, "G": 1024**3, "T": 1024**4}
+#: No GPU has more memory than this; a larger --min-free-memory is a typo.
+MAX_GPU_MEMORY = 1024**5
+
+
+def _memory(text: str) -> int:
+    match = _MEMORY.fullmatch(text.strip())
+    if not match:
+        raise argparse.ArgumentTypeError(
+            f"expected a size such as 40G, 40GiB, 500M or bytes, got {_shown(text)}"
+        )
+    value = int(float(match.group(1)) * _MEMORY_UNITS[match.group(2).upper()])
+    if value > MAX_GPU_MEMORY:
+        raise argparse.ArgumentTypeError(f"at most 1PiB, got {_shown(text)}")
+    return value
+
+
+def _percent(text: str) -> int:
+    if not re.fullmatch(r"[0-9]{1,3}", text) or int(text) > 100:
+        raise argparse.ArgumentTypeError(f"expected a percentage from 0 to 100, got {_shown(text)}")
+    return int(text)
+
+
+def free_command(argv: Sequence[str]) -> int:
+    """``gputui free``: the GPUs a new job can use now, for ``CUDA_VISIBLE_DEVICES``.
+
+    Prints the qualifying GPUs' indexes, best first, comma-separated (``0,3``) and nothing else
+    on stdout; ``--explain`` (or too few GPUs) says on stderr why each other GPU was left out.
+
+    Returns:
+        0, 1 when fewer GPUs than ``-n`` (or none at all) qualify, 2 for bad input.
+    """
+    parser = _Parser(
+        prog="gputui free",
+        description=(
+            "The GPUs a new job can use now: not reserved by a container, not held by any "
+            "process (also PIDs nobody can see). Prints e.g. 0,3 for CUDA_VISIBLE_DEVICES; "
+            "exit status 1 when fewer than -n GPUs qualify."
+        ),
+    )
+    parser.add_argument(
+        "-n", metavar="N", type=_count, default=None, help="exactly N GPUs, the best ones"
+    )
+    parser.add_argument(
+        "--min-free-memory",
+        metavar="SIZE",
+        type=_memory,
+        default=0,
+        help="only GPUs with at least SIZE free (40G, 40GiB, 500M, bytes)",
+    )
+    parser.add_argument(
+        "--max-util",
+        metavar="PCT",
+        type=_percent,
+        default=None,
+        help="only GPUs at most PCT%% busy",
+    )
+    parser.add_argument("--json", action="store_true", help="the verdict on every GPU as JSON")
+    parser.add_argument(
+        "--explain", action="store_true", help="say on stderr why each other GPU was left out"
+    )
+    parser.add_argument("--demo", action="store_true", help="the built-in simulated machine")
+    parser.add_argument("--scenario", metavar="FILE", type=Path, help="replace NVML with FILE")
+    args = parser.parse_args(argv)
+    if args.demo and args.scenario is not None:
+        return _fail("--demo and --scenario cannot be combined")
+    from gputui.collect.standins.scenario import ScenarioError
+    from gputui.derive.analysis import Analyzer
+    from gputui.derive.free import FreeRules, free_gpus
+    from gputui.wiring import build_collector
+
+    try:
+        collector = build_collector(
+            Settings(demo=args.demo, scenario=args.scenario, read_only=True),
+            once=True,
+            health=False,
+        )
+    except ScenarioError as exc:
+        return _fail(str(exc))
+    try:
+        snapshot = collector.collect()
+    finally:
+        collector.close()
+    findings = Analyzer(()).analyse(snapshot).findings
+    answer = free_gpus(snapshot, FreeRules(args.min_free_memory, args.max_util), findings)
+    usable = answer.usable
+    wanted = args.n if args.n is not None else max(1, len(usable))
+    enough = len(usable) >= wanted
+    chosen = usable[:wanted] if enough else ()
+    devices = ",".join(str(g.index) for g in chosen)
+    if args.json:
+        from gputui.report import free_to_json
+
+        doc = free_to_json(snapshot, answer, chosen, asked=args.n, enough=enough)
+        doc["asked"].update(min_free_memory_bytes=args.min_free_memory, max_util=args.max_util)
+        _write(json.dumps(doc, indent=2, ensure_ascii=True) + "\n")
+    elif devices:
+        _write(devices + "\n")
+    from gputui.report import free_explanation
+
+    for caveat in answer.caveats:
+        print(f"gputui free: warning: {caveat}", file=sys.stderr)
+    if args.explain or not enough:
+        for line in free_explanation(answer, wanted, enough):
+            print(line, file=sys.stderr)
+    return 0 if enough else 1
+
+
+_SUBCOMMANDS = {
+    "export": export,
+    "record": record,
+    "replay": replay_command,
+    "free": free_command,
+}

@@ -14,6 +14,8 @@ from typing import Any
 from gputui import __version__, timestamps
 from gputui.derive import fmt
 from gputui.derive.alerts import Alert, AlertState
+from gputui.derive.free import FreeAnswer, GpuChoice
+from gputui.derive.users import ProjectUsage, UserUsage, gpu_list, project_usage, user_usage
 from gputui.model import (
     FINDING_RANK,
     GPU_GAUGES,
@@ -215,6 +217,105 @@ def _host_stats(h: HostStats | None) -> dict[str, Any] | None:
     }
 
 
+def user_to_json(u: UserUsage) -> dict[str, Any]:
+    """One user in the JSON schema's ``users`` shape."""
+    return {
+        "key": u.key,
+        "user": u.label,
+        "kind": u.kind,
+        "gpu_memory_bytes": u.gpu_memory_bytes,
+        "sm_util": u.sm_util,
+        "processes": u.processes,
+        "gpu_indexes": list(u.gpu_indexes),
+        "containers": list(u.containers),
+    }
+
+
+def project_to_json(p: ProjectUsage) -> dict[str, Any]:
+    """One compose project in the JSON schema's ``compose_projects`` shape."""
+    return {
+        "project": p.project,
+        "gpu_memory_bytes": p.gpu_memory_bytes,
+        "sm_util": p.sm_util,
+        "processes": p.processes,
+        "gpu_indexes": list(p.gpu_indexes),
+        "containers": list(p.containers),
+        "users": list(p.users),
+    }
+
+
+def _choice_to_json(g: GpuChoice) -> dict[str, Any]:
+    return {
+        "index": g.index,
+        "uuid": g.uuid,
+        "name": g.name,
+        "usable": g.usable,
+        "free_memory_bytes": g.free_memory_bytes,
+        "memory_total_bytes": g.total_memory_bytes,
+        "utilization_gpu": g.utilization_gpu,
+        "excluded_because": [
+            {"code": e.code, "text": e.text, "container": e.container} for e in g.exclusions
+        ],
+    }
+
+
+def free_to_json(
+    snapshot: Snapshot,
+    answer: FreeAnswer,
+    chosen: Sequence[GpuChoice],
+    *,
+    asked: int | None,
+    enough: bool,
+) -> dict[str, Any]:
+    """``gputui free --json`` (docs/json-schema.md, "gputui free").
+
+    Args:
+        snapshot: The refresh judged.
+        answer: The verdict on every GPU.
+        chosen: The GPUs picked (empty when too few qualify).
+        asked: ``-n``, None when not given.
+        enough: Whether at least ``-n`` (or one) GPU qualified.
+    """
+    return {
+        "version": __version__,
+        "taken_at": iso(snapshot.taken_at),
+        "mode": snapshot.mode,
+        "hostname": snapshot.host.hostname,
+        "asked": {"count": asked},
+        "enough": enough,
+        "selected": [g.index for g in chosen],
+        "cuda_visible_devices": ",".join(str(g.index) for g in chosen),
+        "gpus": [_choice_to_json(g) for g in answer.gpus],
+        "caveats": list(answer.caveats),
+    }
+
+
+def free_explanation(answer: FreeAnswer, wanted: int, enough: bool) -> list[str]:
+    """Lines for stderr: how many GPUs qualified and why each other GPU was left out.
+
+    Args:
+        answer: The verdict.
+        wanted: How many GPUs were asked for (``-n``, or 1).
+        enough: Whether that many qualified.
+    """
+    usable = answer.usable
+    shown = ", ".join(f"{g.index} ({fmt.size(g.free_memory_bytes)} free)" for g in usable)
+    total = len(answer.gpus)
+    if enough:
+        head = f"gputui free: {len(usable)} of {total} GPUs qualify: {shown}"
+    else:
+        head = f"gputui free: {len(usable)} of {total} GPUs qualify, {wanted} asked for" + (
+            f": {shown}" if usable else ""
+        )
+    lines = [head]
+    for g in answer.excluded:
+        # The texts name containers and quote NVML errors: sanitised where they are made, and
+        # once more here at the output boundary.
+        why = "; ".join(fmt.safe_text(e.text, 300) for e in g.exclusions)
+        lines.append(f"  GPU {g.index}: {why}")
+    return lines
+
+
 def snapshot_to_json(
     snapshot: Snapshot, findings: Iterable[Finding] = (), alerts: AlertState | None = None
 ) -> dict[str, Any]:
@@ -263,6 +364,8 @@ def snapshot_to_json(
         "findings": [finding_to_json(f) for f in findings],
         "alerts": [alert_to_json(a) for a in (alerts.active if alerts is not None else ())],
         "host_stats": _host_stats(snapshot.host_stats),
+        "users": [user_to_json(u) for u in user_usage(snapshot)],
+        "compose_projects": [project_to_json(p) for p in project_usage(snapshot)],
         "xid_events": [
             {"gpu_index": e.gpu_index, "xid": e.xid, "at": iso(e.at)} for e in snapshot.xid_events
         ],
@@ -327,6 +430,45 @@ def host_line(h: HostStats | None) -> str | None:
         f"MEM {fmt.size(h.memory_used_bytes)}/{fmt.size(h.memory_total_bytes)}  "
         f"SWAP {fmt.size(h.swap_used_bytes)}/{fmt.size(h.swap_total_bytes)}"
     )
+
+
+def _users_text(snapshot: Snapshot) -> list[str]:
+    """The ``Users`` section (and ``Compose projects`` when any project uses GPUs)."""
+    users = user_usage(snapshot)
+    if not users:
+        return []
+    lines = ["", "Users"]
+    rows = [["USER", "GPU-MEM", "SM", "PROCS", "GPUS", "WHERE"]]
+    for u in users:
+        rows.append(
+            [
+                fmt.safe_text(u.label, 48),
+                fmt.mib(u.gpu_memory_bytes),
+                fmt.pct(u.sm_util),
+                str(u.processes),
+                gpu_list(u.gpu_indexes),
+                fmt.safe_text(", ".join(u.containers) or "-", 60),
+            ]
+        )
+    lines += ["  " + r for r in _table(rows, right=(1, 2, 3))]
+    projects = project_usage(snapshot)
+    if projects:
+        lines += ["", "Compose projects"]
+        rows = [["PROJECT", "GPU-MEM", "SM", "PROCS", "GPUS", "CONTAINERS", "USERS"]]
+        for p in projects:
+            rows.append(
+                [
+                    fmt.safe_text(p.project, 40),
+                    fmt.mib(p.gpu_memory_bytes),
+                    fmt.pct(p.sm_util),
+                    str(p.processes),
+                    gpu_list(p.gpu_indexes),
+                    fmt.safe_text(", ".join(p.containers) or "-", 60),
+                    fmt.safe_text(", ".join(p.users) or "-", 40),
+                ]
+            )
+        lines += ["  " + r for r in _table(rows, right=(1, 2, 3))]
+    return lines
 
 
 def snapshot_to_text(
@@ -465,6 +607,7 @@ def snapshot_to_text(
             f"  {fmt.mib(total)} of GPU memory held by PIDs that do not exist here: "
             + ", ".join(str(p.pid) for p in orphans)
         )
+    lines += _users_text(snapshot)
     found = list(findings)
     if found:
         lines += ["", "Findings"]

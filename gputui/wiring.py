@@ -25,12 +25,13 @@ DOCKER_READ_S = 5.0
 ONCE_CPU_WINDOW_S = 0.1
 
 
-def build_collector(settings: Settings, *, once: bool = False) -> Collector:
+def build_collector(settings: Settings, *, once: bool = False, health: bool = True) -> Collector:
     """Wire the real (or scenario, or demo) sources for ``settings``.
 
     Args:
         settings: What the user asked for.
         once: A single collection (``--once``): no background threads, slow reads inline.
+        health: Run the runtime-health checks (``gputui free`` needs none of them).
 
     Raises:
         ScenarioError: the scenario file is unreadable or invalid.
@@ -44,7 +45,7 @@ def build_collector(settings: Settings, *, once: bool = False) -> Collector:
             demo.DemoProcesses(),
             demo.DemoContainers(),
             mode="demo",
-            health=demo_health,
+            health=demo_health if health else None,
             health_interval=settings.health_interval,
             read_only=settings.read_only,
             # A simulated clock keeps the demo's ages and timestamps the same on every run.
@@ -74,7 +75,7 @@ def build_collector(settings: Settings, *, once: bool = False) -> Collector:
         ProcSource(),
         DeferredContainers(docker_source),
         mode=settings.mode,
-        health=run_checks,
+        health=run_checks if health else None,
         health_interval=settings.health_interval,
         read_only=settings.read_only,
         # A one-shot has no next refresh to show late containers in: it waits for the engine up

@@ -1,0 +1,332 @@
+"""Which GPUs a new job can use now (``gputui free``), and why each other GPU cannot.
+
+A GPU qualifies when nothing holds it and no container has claimed it:
+
+* it answers NVML (not lost) and is not in MIG mode (a MIG GPU is used through its instances,
+  which this answer does not cover);
+* no container that is running, restarting, paused or created (it will take its GPUs when it
+  starts) asked for it, by index, by UUID or with ``all``;
+* no process holds memory on it: a process of the host or of a container, a process ``/proc``
+  hides from gputui, or a PID nobody can find (memory held by something that no longer exists
+  here, typically a process in another PID namespace or a leaked context);
+* its memory in use is known and no more than the driver's own share: memory in use beyond
+  :data:`UNEXPLAINED_MIN_BYTES` (or :data:`UNEXPLAINED_MIN_RATIO` of the GPU) with no process
+  listed means someone NVML cannot name is using it;
+* it has at least the asked free memory and at most the asked utilization.
+
+Qualifying GPUs come first, most free memory first, then by index. Pure: no I/O.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from gputui.derive import fmt
+from gputui.derive.findings import party_of
+from gputui.model import ContainerUsage, Finding, GpuSample, Snapshot
+
+__all__ = [
+    "RESERVING_STATES",
+    "UNEXPLAINED_MIN_BYTES",
+    "UNEXPLAINED_MIN_RATIO",
+    "Exclusion",
+    "FreeAnswer",
+    "FreeRules",
+    "GpuChoice",
+    "free_gpus",
+    "reserves",
+]
+
+#: Container states whose GPU request keeps the GPU from a new job.
+RESERVING_STATES = ("running", "restarting", "paused", "created")
+
+#: Memory in use with no process listed below this is the driver's own (contexts, ECC pages).
+UNEXPLAINED_MIN_BYTES = 1024**3
+#: ... or below this share of the GPU's memory, whichever is larger.
+UNEXPLAINED_MIN_RATIO = 0.01
+
+#: At most this many processes are named in one exclusion; the rest are counted.
+_NAMED = 3
+
+
+@dataclass(frozen=True, slots=True)
+class FreeRules:
+    """What a GPU must offer besides being unclaimed.
+
+    Attributes:
+        min_free_memory_bytes: Free memory at least this (0: any).
+        max_util: GPU utilization at most this percent (None: not checked).
+    """
+
+    min_free_memory_bytes: int = 0
+    max_util: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Exclusion:
+    """One reason a GPU does not qualify.
+
+    Attributes:
+        code: ``lost``, ``mig``, ``reserved``, ``processes``, ``orphan``, ``hidden``,
+            ``memory_unknown``, ``unexplained_memory``, ``low_memory`` or ``busy``.
+        text: For people: ``reserved by idle container notebook-3 (up 2h00m)``.
+        container: The container's name for ``reserved``, else None.
+    """
+
+    code: str
+    text: str
+    container: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class GpuChoice:
+    """One GPU and the verdict on it.
+
+    Attributes:
+        index: NVML index (what ``CUDA_VISIBLE_DEVICES`` takes with the default PCI order).
+        uuid: The GPU's UUID.
+        name: Its model name.
+        free_memory_bytes: Total minus used, None when unknown.
+        total_memory_bytes: Its memory.
+        utilization_gpu: GPU utilization %, None when unknown.
+        exclusions: Why it does not qualify; empty when it does.
+    """
+
+    index: int
+    uuid: str | None
+    name: str | None
+    free_memory_bytes: int | None
+    total_memory_bytes: int | None
+    utilization_gpu: int | None
+    exclusions: tuple[Exclusion, ...] = ()
+
+    @property
+    def usable(self) -> bool:
+        """True when a new job can use the GPU now."""
+        return not self.exclusions
+
+
+@dataclass(frozen=True, slots=True)
+class FreeAnswer:
+    """The verdict on every GPU of one snapshot.
+
+    Attributes:
+        gpus: Every GPU, qualifying ones first (most free memory, then index), then the others
+            by index.
+        caveats: What the answer could not take into account (Docker did not answer...).
+    """
+
+    gpus: tuple[GpuChoice, ...]
+    caveats: tuple[str, ...] = ()
+
+    @property
+    def usable(self) -> tuple[GpuChoice, ...]:
+        """The qualifying GPUs, best first."""
+        return tuple(g for g in self.gpus if g.usable)
+
+    @property
+    def excluded(self) -> tuple[GpuChoice, ...]:
+        """The other GPUs, by index."""
+        return tuple(g for g in self.gpus if not g.usable)
+
+
+def reserves(usage: ContainerUsage, gpu: GpuSample) -> bool:
+    """Whether a container's GPU request claims ``gpu`` while it is in a reserving state.
+
+    Args:
+        usage: The container.
+        gpu: The GPU.
+    """
+    info = usage.info
+    request = info.gpu_request
+    if request is None or info.status not in RESERVING_STATES:
+        return False
+    if isinstance(request, str):
+        return request == "all"
+    uuid = (gpu.uuid or "").lower()
+    return any(r == str(gpu.index) or (uuid and r.lower() == uuid) for r in request)
+
+
+def _reservation(snapshot: Snapshot, usage: ContainerUsage, idle: dict[str, Finding]) -> str:
+    info = usage.info
+    name = fmt.safe_text(info.name, 60)
+    if info.status == "created":
+        return f"reserved by container {name} (created, never started)"
+    if info.status == "paused":
+        return f"reserved by paused container {name}"
+    if usage.pids:
+        n = len(usage.pids)
+        return f"reserved by container {name} ({n} GPU process{'' if n == 1 else 'es'})"
+    if not usage.gpu_data:
+        return f"reserved by container {name}"
+    finding = idle.get(info.id)
+    idle_s = finding.figure("idle_seconds") if finding is not None else None
+    if isinstance(idle_s, (int, float)) and idle_s > 0:
+        return f"reserved by idle container {name} for {fmt.duration(idle_s)}"
+    if info.started_at:
+        up = fmt.duration(snapshot.taken_at - info.started_at)
+        return f"reserved by idle container {name} (up {up}, no GPU process)"
+    return f"reserved by idle container {name} (no GPU process)"
+
+
+def _pids(pids: list[int]) -> str:
+    shown = ", ".join(str(p) for p in pids[:_NAMED])
+    more = len(pids) - _NAMED
+    return shown + (f" and {more} more" if more > 0 else "")
+
+
+def _process_exclusions(snapshot: Snapshot, gpu: GpuSample) -> list[Exclusion]:
+    held: dict[str, list[int]] = {}
+    memory: dict[str, int] = {}
+    labels: dict[str, str] = {}
+    for proc in snapshot.processes:
+        if proc.sample.gpu_index != gpu.index:
+            continue
+        if not proc.info.exists:
+            code = "orphan"
+        elif proc.info.proc_hidden:
+            code = "hidden"
+        else:
+            code = "processes"
+            key, label = party_of(snapshot, proc)
+            labels[key] = label
+        held.setdefault(code, []).append(proc.pid)
+        memory[code] = memory.get(code, 0) + max(0, proc.sample.used_memory_bytes or 0)
+    out = []
+    if "processes" in held:
+        pids = sorted(set(held["processes"]))
+        n = len(pids)
+        where = ", ".join(sorted(fmt.safe_text(v, 40) for v in set(labels.values())))
+        out.append(
+            Exclusion(
+                "processes",
+                f"used by {n} process{'' if n == 1 else 'es'} ({fmt.mib(memory['processes'])}, "
+                f"{where}): PID {_pids(pids)}",
+            )
+        )
+    if "hidden" in held:
+        pids = sorted(set(held["hidden"]))
+        out.append(
+            Exclusion(
+                "hidden",
+                f"held by another user's PID {_pids(pids)} ({fmt.mib(memory['hidden'])}; "
+                "/proc hides it from gputui)",
+            )
+        )
+    if "orphan" in held:
+        pids = sorted(set(held["orphan"]))
+        out.append(
+            Exclusion(
+                "orphan",
+                f"{fmt.mib(memory['orphan'])} held by PID {_pids(pids)} nobody can see "
+                "(no such process here)",
+            )
+        )
+    return out
+
+
+def _judge(
+    snapshot: Snapshot, gpu: GpuSample, rules: FreeRules, idle: dict[str, Finding]
+) -> GpuChoice:
+    total, used = gpu.memory_total_bytes, gpu.memory_used_bytes
+    free = None if total is None or used is None else max(0, total - used)
+    choice = GpuChoice(gpu.index, gpu.uuid, gpu.name, free, total, gpu.utilization_gpu)
+    if gpu.lost:
+        reason = fmt.safe_text(gpu.error, 120, na="every query fails")
+        return _with(choice, [Exclusion("lost", f"lost: {reason}")])
+    out: list[Exclusion] = []
+    if gpu.mig_mode_current:
+        out.append(Exclusion("mig", "MIG mode is on: use one of its MIG instances"))
+    for usage in snapshot.containers:
+        if reserves(usage, gpu):
+            text = _reservation(snapshot, usage, idle)
+            out.append(Exclusion("reserved", text, usage.info.name))
+    out += _process_exclusions(snapshot, gpu)
+    if free is None:
+        out.append(Exclusion("memory_unknown", "memory in use unknown (NVML gives N/A)"))
+    else:
+        listed = sum(
+            max(0, p.sample.used_memory_bytes or 0)
+            for p in snapshot.processes
+            if p.sample.gpu_index == gpu.index
+        )
+        floor = max(UNEXPLAINED_MIN_BYTES, int((total or 0) * UNEXPLAINED_MIN_RATIO))
+        if used is not None and not listed and used > floor:
+            out.append(
+                Exclusion(
+                    "unexplained_memory",
+                    f"{fmt.mib(used)} in use by no process NVML lists",
+                )
+            )
+        if free < rules.min_free_memory_bytes:
+            out.append(
+                Exclusion(
+                    "low_memory",
+                    f"only {fmt.size(free)} free "
+                    f"(asked for {fmt.size(rules.min_free_memory_bytes)})",
+                )
+            )
+    if rules.max_util is not None:
+        util = gpu.utilization_gpu
+        if util is None:
+            out.append(Exclusion("busy", "utilization unknown (NVML gives N/A)"))
+        elif util > rules.max_util:
+            out.append(Exclusion("busy", f"{util}% busy (at most {rules.max_util}% asked)"))
+    return _with(choice, out)
+
+
+def _with(choice: GpuChoice, exclusions: list[Exclusion]) -> GpuChoice:
+    return GpuChoice(
+        choice.index,
+        choice.uuid,
+        choice.name,
+        choice.free_memory_bytes,
+        choice.total_memory_bytes,
+        choice.utilization_gpu,
+        tuple(exclusions),
+    )
+
+
+def _caveats(snapshot: Snapshot) -> tuple[str, ...]:
+    out = []
+    nvml = snapshot.sources.get("nvml")
+    if nvml is not None and not nvml.ok:
+        out.append(f"NVML: {fmt.safe_text(nvml.error, 200)}")
+    docker = snapshot.sources.get("docker")
+    if docker is not None and not docker.ok and docker.kind != "not_found":
+        out.append(
+            f"Docker did not answer ({fmt.safe_text(docker.error, 160)}): "
+            "containers' GPU reservations are not known"
+        )
+    if snapshot.visibility.host_pid_namespace is False:
+        out.append(
+            "gputui is not in the host PID namespace: every GPU process looks like a PID "
+            "nobody can see"
+        )
+    return tuple(out)
+
+
+def free_gpus(
+    snapshot: Snapshot, rules: FreeRules | None = None, findings: tuple[Finding, ...] = ()
+) -> FreeAnswer:
+    """The verdict on every GPU of ``snapshot``.
+
+    Args:
+        snapshot: One refresh (with the Docker engine's answer: reservations come from it).
+        rules: Free memory and utilization bounds.
+        findings: The snapshot's findings; an ``idle_reservation`` one says how long a container
+            has been idle (without it, its uptime is given).
+
+    Returns:
+        Every GPU with its exclusions, qualifying ones first.
+    """
+    rules = rules or FreeRules()
+    idle = {
+        f.subject.removeprefix("container:"): f for f in findings if f.kind == "idle_reservation"
+    }
+    choices = [_judge(snapshot, g, rules, idle) for g in snapshot.gpus]
+    usable = sorted(
+        (c for c in choices if c.usable), key=lambda c: (-(c.free_memory_bytes or 0), c.index)
+    )
+    others = sorted((c for c in choices if not c.usable), key=lambda c: c.index)
+    return FreeAnswer((*usable, *others), _caveats(snapshot))

@@ -1,0 +1,258 @@
+"""Who holds the GPUs: GPU memory, SM %, processes and GPUs per user and per compose project.
+
+A process's user is its **real uid in the host's user namespace**, read from
+``/proc/<pid>/status`` by the collector and named from the host's passwd (``ProcessInfo.user``:
+the name, or the uid in digits when the host has no name for it). So:
+
+* a process in a container that runs as root is the host's ``root``, added up with the host's
+  own root processes (without user-namespace remapping they are the same uid);
+* a uid the host has no name for is shown with its container, ``uid 1000 (notebook)``: the same
+  number in two containers (or on the host) need not be the same person, so each container's
+  uid is its own row. A container's ``/etc/passwd`` is never read (it is the container's to
+  forge);
+* under user-namespace remapping (``userns-remap``, rootless Docker) the host uid is the
+  subordinate one (``uid 100000 (trainer)``), not the uid the process believes it has: that is
+  the uid the host accounts the process to, and the one shown;
+* GPU memory held by PIDs that do not exist here, and by processes ``/proc`` hides from gputui
+  (``hidepid``), is a row of its own, so the rows add up to everything NVML listed.
+
+Pure: functions over a :class:`~gputui.model.Snapshot`, no I/O.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from typing import TypeVar
+
+from gputui.model import GpuProcess, Snapshot
+
+__all__ = [
+    "HOST",
+    "SORTS",
+    "ProjectUsage",
+    "UserUsage",
+    "gpu_list",
+    "project_usage",
+    "sort_rows",
+    "user_of",
+    "user_usage",
+]
+
+#: Where a process runs when it is in no container.
+HOST = "host"
+
+#: Sort columns of the users view (``s`` cycles them), first the default.
+SORTS: tuple[str, ...] = ("memory", "sm", "processes", "gpus", "name")
+
+#: A row's kind: a named host user, a uid without a name, PIDs nobody can find, processes
+#: ``/proc`` hides, a process whose owner could not be read.
+USER_KINDS = ("user", "uid", "unknown", "hidden", "unreadable")
+
+
+@dataclass(frozen=True, slots=True)
+class UserUsage:
+    """One user's GPU use across the host and its containers.
+
+    Attributes:
+        key: Stable id: ``user:<name>``, ``uid:<uid>`` (host), ``uid:<uid>@<container id>``,
+            ``unknown``, ``hidden`` or ``unreadable``.
+        label: For people: ``alice``, ``uid 1000 (notebook)``, ``PIDs nobody can find``.
+        kind: One of :data:`USER_KINDS`.
+        gpu_memory_bytes: GPU memory of its processes, over every GPU.
+        sm_util: Sum of its processes' SM % (per GPU), None when none was reported.
+        processes: Distinct PIDs (a process on two GPUs counts once).
+        gpu_indexes: GPUs its processes use.
+        containers: Names of the containers its processes run in, plus :data:`HOST`.
+    """
+
+    key: str
+    label: str
+    kind: str
+    gpu_memory_bytes: int
+    sm_util: int | None
+    processes: int
+    gpu_indexes: tuple[int, ...]
+    containers: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class ProjectUsage:
+    """One compose project's GPU use (its containers' processes).
+
+    Attributes:
+        project: The ``com.docker.compose.project`` label.
+        gpu_memory_bytes: GPU memory of its containers' processes.
+        sm_util: Sum of their SM %, None when none was reported.
+        processes: Distinct PIDs.
+        gpu_indexes: GPUs they use.
+        containers: Its containers that run GPU processes or asked for GPUs.
+        users: Labels of the users running them.
+    """
+
+    project: str
+    gpu_memory_bytes: int
+    sm_util: int | None
+    processes: int
+    gpu_indexes: tuple[int, ...]
+    containers: tuple[str, ...]
+    users: tuple[str, ...]
+
+
+def _container_name(snapshot: Snapshot, container_id: str) -> str:
+    usage = snapshot.container(container_id)
+    return usage.info.name if usage is not None and usage.info.name else container_id[:12]
+
+
+def user_of(snapshot: Snapshot, proc: GpuProcess) -> tuple[str, str, str]:
+    """(key, label, kind) of the user a GPU process runs as (see the module's text).
+
+    Args:
+        snapshot: The snapshot the process is part of (names its container).
+        proc: The process.
+    """
+    info = proc.info
+    if not info.exists:
+        return "unknown", "PIDs nobody can find", "unknown"
+    if info.proc_hidden:
+        return "hidden", "another user (hidden by /proc)", "hidden"
+    user = info.user
+    if not user:
+        return "unreadable", "user unknown (no permission)", "unreadable"
+    if user.isascii() and user.isdigit():
+        if proc.container_id is not None:
+            name = _container_name(snapshot, proc.container_id)
+            return f"uid:{user}@{proc.container_id}", f"uid {user} ({name})", "uid"
+        return f"uid:{user}", f"uid {user}", "uid"
+    return f"user:{user}", user, "user"
+
+
+class _Sum:
+    """Running totals of one row."""
+
+    __slots__ = ("gpus", "memory", "pids", "places", "sm")
+
+    def __init__(self) -> None:
+        self.memory = 0
+        self.sm: int | None = None
+        self.pids: set[int] = set()
+        self.gpus: set[int] = set()
+        self.places: set[str] = set()
+
+    def add(self, proc: GpuProcess, place: str) -> None:
+        self.memory += max(0, proc.sample.used_memory_bytes or 0)
+        if proc.sample.sm_util is not None:
+            self.sm = (self.sm or 0) + proc.sample.sm_util
+        self.pids.add(proc.pid)
+        self.gpus.add(proc.sample.gpu_index)
+        self.places.add(place)
+
+
+def _place(snapshot: Snapshot, proc: GpuProcess) -> str:
+    if proc.container_id is not None:
+        return _container_name(snapshot, proc.container_id)
+    return HOST if proc.info.exists else "?"
+
+
+def user_usage(snapshot: Snapshot) -> tuple[UserUsage, ...]:
+    """Every user with GPU processes, most GPU memory first (then by label).
+
+    Args:
+        snapshot: One refresh.
+
+    Returns:
+        One row per user; their memory adds up to the memory of every process NVML listed.
+    """
+    sums: dict[str, _Sum] = {}
+    meta: dict[str, tuple[str, str]] = {}
+    for proc in snapshot.processes:
+        key, label, kind = user_of(snapshot, proc)
+        meta[key] = (label, kind)
+        sums.setdefault(key, _Sum()).add(proc, _place(snapshot, proc))
+    rows = [
+        UserUsage(
+            key=key,
+            label=meta[key][0],
+            kind=meta[key][1],
+            gpu_memory_bytes=s.memory,
+            sm_util=s.sm,
+            processes=len(s.pids),
+            gpu_indexes=tuple(sorted(s.gpus)),
+            containers=tuple(sorted(s.places - {"?"})),
+        )
+        for key, s in sums.items()
+    ]
+    return tuple(sort_rows(rows, "memory"))
+
+
+def project_usage(snapshot: Snapshot) -> tuple[ProjectUsage, ...]:
+    """Every compose project whose containers run GPU processes or asked for GPUs.
+
+    Args:
+        snapshot: One refresh.
+
+    Returns:
+        One row per project, most GPU memory first (then by name).
+    """
+    sums: dict[str, _Sum] = {}
+    users: dict[str, set[str]] = {}
+    for usage in snapshot.containers:
+        project = usage.info.compose_project
+        if project and (usage.pids or usage.info.gpu_request is not None):
+            sums.setdefault(project, _Sum()).places.add(usage.info.name)
+            users.setdefault(project, set())
+    for proc in snapshot.processes:
+        if proc.container_id is None:
+            continue
+        owner = snapshot.container(proc.container_id)
+        project = owner.info.compose_project if owner is not None else None
+        if not project:
+            continue
+        sums.setdefault(project, _Sum()).add(proc, _place(snapshot, proc))
+        users.setdefault(project, set()).add(user_of(snapshot, proc)[1])
+    rows = [
+        ProjectUsage(
+            project=project,
+            gpu_memory_bytes=s.memory,
+            sm_util=s.sm,
+            processes=len(s.pids),
+            gpu_indexes=tuple(sorted(s.gpus)),
+            containers=tuple(sorted(s.places)),
+            users=tuple(sorted(users.get(project, ()))),
+        )
+        for project, s in sums.items()
+    ]
+    return tuple(sort_rows(rows, "memory"))
+
+
+Row = TypeVar("Row", UserUsage, ProjectUsage)
+
+
+def _name(row: UserUsage | ProjectUsage) -> str:
+    return row.label if isinstance(row, UserUsage) else row.project
+
+
+_SORT_KEYS: dict[str, Callable[[UserUsage | ProjectUsage], tuple[float | str, ...]]] = {
+    "memory": lambda r: (-r.gpu_memory_bytes, _name(r)),
+    "sm": lambda r: (-(r.sm_util if r.sm_util is not None else -1), _name(r)),
+    "processes": lambda r: (-r.processes, -r.gpu_memory_bytes, _name(r)),
+    "gpus": lambda r: (-len(r.gpu_indexes), -r.gpu_memory_bytes, _name(r)),
+    "name": lambda r: (_name(r).casefold(), _name(r)),
+}
+
+
+def sort_rows(rows: Iterable[Row], by: str, reverse: bool = False) -> list[Row]:
+    """Rows sorted by one of :data:`SORTS`: biggest first (names A to Z), or the other way.
+
+    Args:
+        rows: User or project rows.
+        by: The column; an unknown one sorts by memory.
+        reverse: Smallest first (names Z to A).
+    """
+    key = _SORT_KEYS.get(by, _SORT_KEYS["memory"])
+    return sorted(rows, key=key, reverse=reverse)
+
+
+def gpu_list(indexes: Sequence[int]) -> str:
+    """``0,2,3`` (``-`` for none): the GPUs of a row, for people and label values."""
+    return ",".join(str(i) for i in indexes) or "-"

@@ -1,0 +1,358 @@
+"""``gputui free``: which GPUs a new job can use now, and why each other GPU cannot.
+
+The verdict's rules are checked on snapshots built from the model; the command itself runs on
+scenarios against the real Docker engine (a reserved idle container, a busy GPU, a GPU held by
+a PID nobody can find, free GPUs).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from gputui.derive.free import FreeRules, free_gpus, reserves
+from gputui.model import (
+    ContainerInfo,
+    ContainerUsage,
+    Finding,
+    FindingSeverity,
+    GpuProcess,
+    GpuProcessSample,
+    GpuSample,
+    HostInfo,
+    ProcessInfo,
+    Snapshot,
+    SourceStatus,
+    Visibility,
+)
+
+MIB = 1024 * 1024
+GIB = 1024 * MIB
+NOW = 1_750_000_000.0
+
+
+def _gpu(index: int, used_mib: int = 0, total_mib: int = 80_000, **kw: Any) -> GpuSample:
+    return GpuSample(
+        index=index,
+        uuid=f"GPU-{index:04d}",
+        name="NVIDIA H200",
+        memory_used_bytes=used_mib * MIB,
+        memory_total_bytes=total_mib * MIB,
+        utilization_gpu=kw.pop("util", 0),
+        **kw,
+    )
+
+
+def _container(
+    name: str,
+    request: str | tuple[str, ...] | None,
+    status: str = "running",
+    pids: tuple[int, ...] = (),
+    **kw: Any,
+) -> ContainerUsage:
+    info = ContainerInfo(
+        id=(name.encode().hex() * 64)[:64],
+        name=name,
+        image="img",
+        status=status,
+        gpu_request=request,
+        started_at=kw.pop("started_at", NOW - 7200),
+    )
+    return ContainerUsage(info, pids=pids, **kw)
+
+
+def _proc(
+    pid: int,
+    gpu: int,
+    mib: int,
+    *,
+    exists: bool = True,
+    hidden: bool = False,
+    cid: str | None = None,
+) -> GpuProcess:
+    return GpuProcess(
+        GpuProcessSample(pid=pid, gpu_index=gpu, used_memory_bytes=mib * MIB, sm_util=50),
+        ProcessInfo(pid=pid, exists=exists, proc_hidden=hidden, name="python", user="root"),
+        cid,
+    )
+
+
+def _snap(
+    gpus: tuple[GpuSample, ...],
+    containers: tuple[ContainerUsage, ...] = (),
+    processes: tuple[GpuProcess, ...] = (),
+    **kw: Any,
+) -> Snapshot:
+    return Snapshot(
+        NOW,
+        "scenario",
+        HostInfo("node"),
+        gpus=gpus,
+        containers=containers,
+        processes=processes,
+        **kw,
+    )
+
+
+def _codes(snapshot: Snapshot, rules: FreeRules | None = None) -> dict[int, list[str]]:
+    return {g.index: [e.code for e in g.exclusions] for g in free_gpus(snapshot, rules).gpus}
+
+
+def test_unclaimed_gpus_qualify_most_free_memory_first_then_by_index() -> None:
+    snap = _snap((_gpu(0, used_mib=500), _gpu(1), _gpu(2, total_mib=143_771), _gpu(3)))
+    answer = free_gpus(snap)
+    assert [g.index for g in answer.usable] == [2, 1, 3, 0]
+    assert answer.excluded == ()
+
+
+def test_reservation_by_index_uuid_and_all_in_reserving_states_only() -> None:
+    gpus = (_gpu(0), _gpu(1), _gpu(2), _gpu(3))
+    snap = _snap(
+        gpus,
+        containers=(
+            _container("by-index", ("1",)),
+            _container("by-uuid", ("gpu-0002",)),  # UUIDs compare without case
+            _container("gone", "all", status="exited"),
+            _container("never-started", ("3",), status="created"),
+        ),
+    )
+    assert _codes(snap) == {0: [], 1: ["reserved"], 2: ["reserved"], 3: ["reserved"]}
+    everything = _snap(gpus, containers=(_container("greedy", "all", status="paused"),))
+    assert all(codes == ["reserved"] for codes in _codes(everything).values())
+    assert not reserves(_container("none", None), gpus[0])
+
+
+def test_idle_reservation_says_for_how_long() -> None:
+    notebook = _container("notebook-3", ("1",), started_at=NOW - 9 * 3600)
+    snap = _snap((_gpu(0), _gpu(1)), containers=(notebook,))
+    (verdict,) = free_gpus(snap).excluded
+    assert verdict.exclusions[0].text == (
+        "reserved by idle container notebook-3 (up 9h00m, no GPU process)"
+    )
+    assert verdict.exclusions[0].container == "notebook-3"
+    # With the findings engine's idle time (a monitor that has watched it), that is said.
+    finding = Finding(
+        "idle_reservation",
+        f"container:{notebook.info.id}",
+        FindingSeverity.WARN,
+        "idle",
+        (("idle_seconds", 7200.0),),
+    )
+    (verdict,) = free_gpus(snap, findings=(finding,)).excluded
+    assert verdict.exclusions[0].text == "reserved by idle container notebook-3 for 2h00m"
+
+
+def test_processes_orphans_and_hidden_processes_hold_their_gpus() -> None:
+    trainer = _container("trainer", ("0",), pids=(10,))
+    snap = _snap(
+        (_gpu(0, 4000), _gpu(1, 3000), _gpu(2, 2000), _gpu(3)),
+        containers=(trainer,),
+        processes=(
+            _proc(10, 0, 4000, cid=trainer.info.id),
+            _proc(11, 1, 3000),
+            _proc(999_999, 2, 2000, exists=False),
+            _proc(12, 3, 10, hidden=True),
+        ),
+    )
+    answer = free_gpus(snap)
+    assert _codes(snap) == {
+        0: ["reserved", "processes"],
+        1: ["processes"],
+        2: ["orphan"],
+        3: ["hidden"],
+    }
+    texts = {g.index: [e.text for e in g.exclusions] for g in answer.gpus}
+    assert texts[0][0] == "reserved by container trainer (1 GPU process)"
+    assert texts[0][1] == "used by 1 process (4000MiB, trainer): PID 10"
+    assert texts[1] == ["used by 1 process (3000MiB, host): PID 11"]
+    assert texts[2] == ["2000MiB held by PID 999999 nobody can see (no such process here)"]
+    assert "/proc hides it" in texts[3][0]
+
+
+def test_memory_in_use_with_no_process_listed_beyond_the_drivers_share() -> None:
+    # 600 MiB is the driver's own; 5 GiB with no process listed is someone NVML cannot name.
+    snap = _snap((_gpu(0, 600), _gpu(1, 5 * 1024)))
+    assert _codes(snap) == {0: [], 1: ["unexplained_memory"]}
+    unknown = _snap((GpuSample(index=0, uuid=None, name=None),))
+    assert _codes(unknown) == {0: ["memory_unknown"]}
+
+
+def test_min_free_memory_and_max_util() -> None:
+    snap = _snap((_gpu(0, total_mib=40_000, util=0), _gpu(1, util=30), _gpu(2, util=None)))
+    rules = FreeRules(min_free_memory_bytes=60 * GIB, max_util=10)
+    codes = _codes(snap, rules)
+    assert codes == {0: ["low_memory"], 1: ["busy"], 2: ["busy"]}
+    assert _codes(snap, FreeRules(min_free_memory_bytes=39 * GIB)) == {0: [], 1: [], 2: []}
+
+
+def test_lost_and_mig_gpus_are_left_out() -> None:
+    lost = GpuSample(index=0, uuid=None, name=None, lost=True, error="GPU is lost")
+    snap = _snap((lost, _gpu(1, mig_mode_current=True), _gpu(2)))
+    answer = free_gpus(snap)
+    assert _codes(snap) == {0: ["lost"], 1: ["mig"], 2: []}
+    assert answer.excluded[0].exclusions[0].text == "lost: GPU is lost"
+
+
+def test_caveats_when_docker_or_pids_cannot_be_trusted() -> None:
+    down = SourceStatus("docker", ok=False, error="timed out", kind="unreachable")
+    absent = SourceStatus("docker", ok=False, error="no socket", kind="not_found")
+    assert (
+        "reservations are not known"
+        in free_gpus(_snap((_gpu(0),), sources={"docker": down})).caveats[0]
+    )
+    assert free_gpus(_snap((_gpu(0),), sources={"docker": absent})).caveats == ()
+    hidden = _snap((_gpu(0),), visibility=Visibility(host_pid_namespace=False))
+    assert "PID namespace" in free_gpus(hidden).caveats[0]
+
+
+def test_hostile_container_name_is_inert_in_the_explanation() -> None:
+    evil = _container("x\x1b]0;pwned\x07\nGPU 9: free", ("0",))
+    (verdict,) = free_gpus(_snap((_gpu(0),), containers=(evil,))).excluded
+    text = verdict.exclusions[0].text
+    assert "\x1b" not in text and "\n" not in text and "\x07" not in text
+
+
+# -- the command ------------------------------------------------------------------------------
+
+
+def _free(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "gputui", "free", *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=dict(os.environ),
+    )
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["-n", "0"],
+        ["-n", "two"],
+        ["--max-util", "101"],
+        ["--min-free-memory", "12X"],
+        ["--demo", "--scenario", "x.json"],
+        ["--bogus"],
+    ],
+)
+def test_bad_input_is_one_line_and_status_2(args: list[str]) -> None:
+    result = _free(*args)
+    assert result.returncode == 2
+    assert result.stdout == ""
+    assert len(result.stderr.strip().splitlines()) == 1, result.stderr
+
+
+def test_bad_scenario_is_one_line_and_status_2(tmp_path: Path) -> None:
+    path = tmp_path / "s.json"
+    path.write_text('{"gpus": [{"utilization_gpu": 150}]}')
+    result = _free("--scenario", str(path))
+    assert result.returncode == 2
+    assert "utilization_gpu" in result.stderr and len(result.stderr.splitlines()) == 1
+
+
+def test_demo_machine_has_no_free_gpu_and_says_why() -> None:
+    result = _free("--demo")
+    assert result.returncode == 1
+    assert result.stdout == ""
+    err = result.stderr
+    assert "0 of 4 GPUs qualify, 1 asked for" in err
+    assert "GPU 3: reserved by idle container notebook-gpu3" in err
+    assert "held by PID 999999 nobody can see" in err
+
+
+def test_free_never_loads_textual(tmp_path: Path) -> None:
+    code = (
+        "import sys; from gputui.cli import main; status = main(['free', '--demo', '--json']); "
+        "assert 'textual' not in sys.modules and 'rich' not in sys.modules, 'UI loaded'; "
+        "sys.exit(status)"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120
+    )
+    assert result.returncode == 1, result.stderr
+    assert json.loads(result.stdout)["enough"] is False
+
+
+def _host_pid(container: Any) -> int:
+    container.reload()
+    return int(container.attrs["State"]["Pid"])
+
+
+def _absent_pid() -> int:
+    return next(p for p in range(4_194_000, 4_194_300) if not os.path.exists(f"/proc/{p}"))
+
+
+def test_free_on_a_machine_with_a_reserved_idle_container_a_busy_and_an_orphan_held_gpu(
+    run_container: Callable[..., Any], free_run_id: str, tmp_path: Path
+) -> None:
+    idle_name = f"notebook-{free_run_id}"
+    run_container(["sleep", "300"], name=idle_name, environment={"NVIDIA_VISIBLE_DEVICES": "1"})
+    busy = run_container(["sleep", "300"], name=f"busy-{free_run_id}")
+    orphan = _absent_pid()
+    scenario = {
+        "gpus": [
+            {"index": 0, "memory_total_mib": 80000, "memory_used_mib": 400},
+            {"index": 1, "memory_total_mib": 143771},
+            {
+                "index": 2,
+                "memory_used_mib": 30000,
+                "utilization_gpu": 97,
+                "processes": [{"pid": _host_pid(busy), "used_memory_mib": 30000, "sm_util": 95}],
+            },
+            {
+                "index": 3,
+                "memory_used_mib": 2000,
+                "processes": [{"pid": orphan, "used_memory_mib": 2000}],
+            },
+            {"index": 4, "memory_total_mib": 143771, "memory_used_mib": 300},
+        ]
+    }
+    path = tmp_path / "mixed.json"
+    path.write_text(json.dumps(scenario))
+
+    # Default: the qualifying GPUs, best first, and nothing else on stdout.
+    result = _free("--scenario", str(path))
+    assert (result.returncode, result.stdout, result.stderr) == (0, "4,0\n", "")
+
+    explained = _free("--scenario", str(path), "--explain", "-n", "1")
+    assert (explained.returncode, explained.stdout) == (0, "4\n")
+    lines = explained.stderr.splitlines()
+    assert lines[0].startswith("gputui free: 2 of 5 GPUs qualify: 4 (")
+    why = {line.split(":", 1)[0].strip(): line.split(":", 1)[1] for line in lines[1:]}
+    assert f"reserved by idle container {idle_name} (up " in why["GPU 1"]
+    assert (
+        f"used by 1 process (30000MiB, busy-{free_run_id}): PID {_host_pid(busy)}" in (why["GPU 2"])
+    )
+    assert f"2000MiB held by PID {orphan} nobody can see" in why["GPU 3"]
+    assert set(why) == {"GPU 1", "GPU 2", "GPU 3"}
+
+    # Too few: nothing on stdout (an empty CUDA_VISIBLE_DEVICES, never a short list), the
+    # reasons on stderr, status 1.
+    short = _free("--scenario", str(path), "-n", "3")
+    assert (short.returncode, short.stdout) == (1, "")
+    assert "2 of 5 GPUs qualify, 3 asked for" in short.stderr
+    assert "GPU 3:" in short.stderr
+
+    # A memory floor leaves GPU 0 (80000 MiB) out.
+    big = _free("--scenario", str(path), "--min-free-memory", "100G")
+    assert (big.returncode, big.stdout) == (0, "4\n")
+
+    doc = json.loads(_free("--scenario", str(path), "--json", "-n", "2").stdout)
+    assert doc["selected"] == [4, 0] and doc["cuda_visible_devices"] == "4,0"
+    assert doc["enough"] is True and doc["asked"]["count"] == 2
+    verdicts = {g["index"]: g for g in doc["gpus"]}
+    assert [e["code"] for e in verdicts[1]["excluded_because"]] == ["reserved"]
+    assert verdicts[1]["excluded_because"][0]["container"] == idle_name
+    assert [e["code"] for e in verdicts[2]["excluded_because"]] == ["processes"]
+    assert [e["code"] for e in verdicts[3]["excluded_because"]] == ["orphan"]
+    assert verdicts[4]["usable"] is True and verdicts[4]["free_memory_bytes"] == (
+        (143771 - 300) * 1024 * 1024
+    )
