@@ -13,14 +13,21 @@ files, so reading them gives the same numbers at a few file reads per container,
 no daemon load. The cost: it needs the engine's host ``/sys/fs/cgroup`` and ``/proc`` (gputui on
 the host, or with ``--pid=host --cgroupns=host``); for a remote engine the figures stay None, as
 do GPU-process mappings, which need the host's ``/proc`` anyway.
+
+With many running containers (more than :data:`CONTAINER_FULL_READ_MAX`) a refresh reads a
+rotating share of them, each again within :data:`CONTAINER_SAMPLE_WINDOW_S`; their figures then
+carry the time they were read (``ContainerInfo.stats_sampled_at``).
 """
 
 from __future__ import annotations
 
 import dataclasses
+import math
 import os
-from collections.abc import Mapping
+import time
+from collections.abc import Callable, Mapping
 from pathlib import Path
+from typing import Any
 
 from gputui.collect.linux.fileio import KeptFiles, fd_budget, read_small
 from gputui.model import ContainerInfo, EngineInfo
@@ -264,6 +271,13 @@ def cgroup_candidates(
     return out
 
 
+def figures_of(figures: Mapping[str, Any]) -> dict[str, Any]:
+    """The ``ContainerInfo`` fields of one cgroup sample (its time as ``stats_sampled_at``)."""
+    out = {k: v for k, v in figures.items() if k != "at"}
+    out["stats_sampled_at"] = figures["at"]
+    return out
+
+
 def cpu_percent(cpu_delta: float, system_delta: float, online_cpus: float) -> float | None:
     """The docker CLI's ``calculateCPUPercentUnix``: container CPU time over host CPU time.
 
@@ -285,6 +299,12 @@ def cpu_percent(cpu_delta: float, system_delta: float, online_cpus: float) -> fl
 MAX_KEPT_CGROUP_FDS = 8192
 #: The owner under which ``/proc/stat``'s descriptor is kept (never a container id).
 _HOST = "host"
+#: Up to this many running containers, each one's cgroup files are read on every refresh (about
+#: 90 us per container); beyond it a refresh reads a rotating share, never fewer than this many.
+CONTAINER_FULL_READ_MAX = 50
+#: Beyond :data:`CONTAINER_FULL_READ_MAX`, each container's CPU and memory are read again at least
+#: this often (seconds): ``docker stats`` itself shows figures up to a few seconds old.
+CONTAINER_SAMPLE_WINDOW_S = 4.0
 
 
 class CgroupSampler:
@@ -297,11 +317,38 @@ class CgroupSampler:
     Args:
         cgroup_root: Where the host's cgroup hierarchy is mounted.
         proc_root: Where the host's ``/proc`` is.
+        clock: Monotonic clock that decides when a container is due (tests inject one).
+        wall: Wall clock for ``ContainerInfo.stats_sampled_at``.
+        full_read_max: Up to this many running containers all are read on every call; beyond
+            it a rotating share of at least this many (:data:`CONTAINER_FULL_READ_MAX`).
+        sample_window: Beyond ``full_read_max``, each container is read again within this many
+            seconds (:data:`CONTAINER_SAMPLE_WINDOW_S`).
     """
 
-    def __init__(self, cgroup_root: Path, proc_root: Path) -> None:
+    def __init__(
+        self,
+        cgroup_root: Path,
+        proc_root: Path,
+        *,
+        clock: Callable[[], float] = time.monotonic,
+        wall: Callable[[], float] = time.time,
+        full_read_max: int = CONTAINER_FULL_READ_MAX,
+        sample_window: float = CONTAINER_SAMPLE_WINDOW_S,
+    ) -> None:
         self.cgroup_root = cgroup_root
         self.proc_root = proc_root
+        self._clock = clock
+        self._wall = wall
+        self._full_read_max = max(0, full_read_max)
+        self._window = max(0.0, sample_window)
+        #: Per running container: the engine's info last given, the answer built from it, and
+        #: the figures read (with their time); a container not read this call gets them again.
+        self.last: dict[str, tuple[ContainerInfo, ContainerInfo, dict[str, Any]]] = {}
+        #: Rotation order (an ordered set: the first is read next) and the clock at the last call.
+        self._order: dict[str, None] = {}
+        self._last_call: float | None = None
+        #: Containers whose files the last :meth:`sample` read (for benchmarks and tests).
+        self.last_read_count = 0
         #: ``HostConfig.CgroupParent`` per container, from inspect.
         self.parent: dict[str, str | None] = {}
         #: The cgroup directory of each slot of ``CGROUP_FILES`` per container.
@@ -315,6 +362,7 @@ class CgroupSampler:
         """A (re-)inspect: a restart means a new init PID and cgroup, so look again."""
         self.parent[container_id] = cgroup_parent
         self.dirs.pop(container_id, None)
+        self.last.pop(container_id, None)  # read at once: the figures may be another start's
         self.files.close_owner(container_id)
 
     def forget(self, container_id: str) -> None:
@@ -322,6 +370,8 @@ class CgroupSampler:
         self.parent.pop(container_id, None)
         self.dirs.pop(container_id, None)
         self.cpu_prev.pop(container_id, None)
+        self.last.pop(container_id, None)
+        self._order.pop(container_id, None)
         self.files.close_owner(container_id)
 
     def clear(self) -> None:
@@ -329,6 +379,8 @@ class CgroupSampler:
         self.parent.clear()
         self.dirs.clear()
         self.cpu_prev.clear()
+        self.last.clear()
+        self._order.clear()
         self.files.close()
 
     def _find_dirs(
@@ -343,18 +395,73 @@ class CgroupSampler:
                 found[slot] = self.cgroup_root / rel
         return tuple(found)
 
+    def _due(self, running: list[ContainerInfo], now: float) -> set[str]:
+        """The containers to read now when there are more than ``full_read_max``.
+
+        Those never read (or read on every call so far, without an age), then the next ones in
+        rotation order: enough that all turn over within the window at the interval since the
+        previous call, never fewer than ``full_read_max``.
+        """
+        last = self.last
+        due = {c.id for c in running if (seen := last.get(c.id)) is None or seen[2]["at"] is None}
+        elapsed = self._window if self._last_call is None else max(0.0, now - self._last_call)
+        if elapsed >= self._window:
+            return {c.id for c in running}
+        share = max(self._full_read_max, math.ceil(len(running) * elapsed / self._window))
+        order = self._order
+        ids = {c.id for c in running}
+        for _ in range(len(order)):
+            if share <= 0:
+                break
+            cid = next(iter(order))
+            del order[cid]
+            if cid not in ids:
+                continue  # stopped or gone: back in the order when it is read again
+            order[cid] = None
+            if cid not in due:
+                due.add(cid)
+                share -= 1
+        return due
+
     def sample(self, containers: list[ContainerInfo], engine: EngineInfo) -> list[ContainerInfo]:
-        """The containers with CPU %, memory and throttling filled in for the running ones."""
+        """The containers with CPU %, memory and throttling filled in for the running ones.
+
+        Beyond ``full_read_max`` running containers only the due share is read; the others get
+        their last figures again, with ``stats_sampled_at`` saying when those were read.
+        """
         running = [c for c in containers if c.running]
+        now = self._clock()
         if not running:
             self.files.close()
+            self.last.clear()
+            self._order.clear()
+            self._last_call = now
+            self.last_read_count = 0
             return containers
+        rotating = len(running) > self._full_read_max
+        due = self._due(running, now) if rotating else None
+        wall = self._wall() if rotating else None
+        self._last_call = now
         version = engine.cgroup_version or "1"
         read = self.files.read
+        usage: dict[str, ContainerInfo] = {}
+        if due is not None:
+            for info in running:
+                if info.id in due:
+                    continue
+                source, answer, kept = self.last[info.id]
+                if source is not info:  # re-listed (renamed...): same figures, new facts
+                    answer = dataclasses.replace(info, **figures_of(kept))
+                    self.last[info.id] = (info, answer, kept)
+                usage[info.id] = answer
+        self.last_read_count = len(running) - len(usage)
         proc_stat = read(_HOST, self.proc_root / "stat")
         system = parse_proc_stat(proc_stat or "", _CLOCK_TICKS)
-        usage: dict[str, ContainerInfo] = {}
         for info in running:
+            if info.id in usage:
+                continue
+            if info.id not in self._order:
+                self._order[info.id] = None
             dirs = self.dirs.get(info.id)
             if dirs is None or not any(dirs):
                 dirs = self.dirs[info.id] = self._find_dirs(info, engine, version)
@@ -381,17 +488,22 @@ class CgroupSampler:
                 None,
                 None,
             )
-            usage[info.id] = dataclasses.replace(
-                info,
-                cpu_percent=cpu_pct,
-                memory_used_bytes=used,
-                memory_limit_bytes=limit,
-                cpu_periods=periods,
-                cpu_throttled_periods=throttled,
-                cpu_throttled_seconds=throttled_s,
-            )
+            figures: dict[str, Any] = {
+                "cpu_percent": cpu_pct,
+                "memory_used_bytes": used,
+                "memory_limit_bytes": limit,
+                "cpu_periods": periods,
+                "cpu_throttled_periods": throttled,
+                "cpu_throttled_seconds": throttled_s,
+                "at": wall,
+            }
+            answer = dataclasses.replace(info, **figures_of(figures))
+            self.last[info.id] = (info, answer, figures)
+            usage[info.id] = answer
         for cid in [c for c in self.cpu_prev if c not in usage]:
             del self.cpu_prev[cid]
+        for cid in [c for c in self.last if c not in usage]:
+            del self.last[cid]
         # A container that stopped keeps no descriptors (its cgroup is usually gone).
         for owner in self.files.owners():
             if owner != _HOST and owner not in usage:
