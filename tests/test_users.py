@@ -1,0 +1,238 @@
+"""Per-user and per-compose-project GPU totals (``users`` / ``compose_projects``, the text report).
+
+The rules are checked on snapshots built from the model; the end-to-end tests run real
+containers as chosen uids, NVML replaced by a scenario naming their host PIDs.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import pwd
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from gputui.derive.users import gpu_list, project_usage, sort_rows, user_of, user_usage
+from gputui.model import (
+    ContainerInfo,
+    ContainerUsage,
+    GpuProcess,
+    GpuProcessSample,
+    HostInfo,
+    ProcessInfo,
+    Snapshot,
+)
+from gputui.report import snapshot_to_text
+
+MIB = 1024 * 1024
+
+
+def _usage(name: str, project: str | None = None, request: str | None = None) -> ContainerUsage:
+    info = ContainerInfo(
+        id=(name.encode().hex() * 64)[:64],
+        name=name,
+        image="img",
+        status="running",
+        compose_project=project,
+        gpu_request=request,
+    )
+    return ContainerUsage(info)
+
+
+def _proc(
+    pid: int,
+    gpu: int,
+    mib: int,
+    user: str | None,
+    container: ContainerUsage | None = None,
+    *,
+    sm: int | None = 10,
+    exists: bool = True,
+    hidden: bool = False,
+) -> GpuProcess:
+    return GpuProcess(
+        GpuProcessSample(pid=pid, gpu_index=gpu, used_memory_bytes=mib * MIB, sm_util=sm),
+        ProcessInfo(pid=pid, exists=exists, proc_hidden=hidden, user=user),
+        container.info.id if container else None,
+    )
+
+
+def _snap(procs: tuple[GpuProcess, ...], containers: tuple[ContainerUsage, ...]) -> Snapshot:
+    return Snapshot(0.0, "scenario", HostInfo("node"), processes=procs, containers=containers)
+
+
+TRAINER = _usage("trainer", project="llm", request="all")
+NOTEBOOK = _usage("notebook")
+OTHER = _usage("other")
+CACHE = _usage("cache", project="llm")
+RESERVER = _usage("reserver", project="batch", request="0")
+
+
+def _demo() -> Snapshot:
+    return _snap(
+        (
+            _proc(10, 0, 4000, "root", TRAINER, sm=60),
+            _proc(10, 1, 4000, "root", TRAINER, sm=50),  # one process on two GPUs
+            _proc(11, 2, 1000, "root"),  # the host's root: the same user
+            _proc(20, 3, 2000, "1000", NOTEBOOK, sm=None),
+            _proc(21, 3, 500, "1000", OTHER, sm=None),  # same number, another container
+            _proc(22, 2, 300, "1000"),  # and on the host
+            _proc(30, 2, 700, "alice", CACHE),
+            _proc(999_999, 3, 100, None, exists=False),
+            _proc(40, 1, 50, None, hidden=True),
+            _proc(41, 1, 25, None),
+        ),
+        (TRAINER, NOTEBOOK, OTHER, CACHE, RESERVER),
+    )
+
+
+def test_users_add_up_across_host_and_containers() -> None:
+    rows = {u.key: u for u in user_usage(_demo())}
+    root = rows["user:root"]
+    assert (root.label, root.kind) == ("root", "user")
+    assert root.gpu_memory_bytes == 9000 * MIB
+    assert root.sm_util == 60 + 50 + 10
+    assert root.processes == 2  # PID 10 on two GPUs counts once
+    assert root.gpu_indexes == (0, 1, 2)
+    assert root.containers == ("host", "trainer")
+    assert rows["user:alice"].containers == ("cache",)
+
+
+def test_a_uid_without_a_host_name_is_one_row_per_container() -> None:
+    rows = {u.key: u for u in user_usage(_demo())}
+    notebook = rows[f"uid:1000@{NOTEBOOK.info.id}"]
+    assert (notebook.label, notebook.kind) == ("uid 1000 (notebook)", "uid")
+    assert notebook.gpu_memory_bytes == 2000 * MIB
+    assert notebook.sm_util is None  # no process reported any
+    assert rows[f"uid:1000@{OTHER.info.id}"].label == "uid 1000 (other)"
+    assert rows["uid:1000"].label == "uid 1000"
+    assert rows["uid:1000"].containers == ("host",)
+
+
+def test_unknown_hidden_and_unreadable_owners_have_rows_so_totals_add_up() -> None:
+    snapshot = _demo()
+    rows = {u.key: u for u in user_usage(snapshot)}
+    assert rows["unknown"].label == "PIDs nobody can find"
+    assert rows["unknown"].containers == ()
+    assert rows["hidden"].label == "another user (hidden by /proc)"
+    assert rows["unreadable"].kind == "unreadable"
+    total = sum(p.sample.used_memory_bytes or 0 for p in snapshot.processes)
+    assert sum(u.gpu_memory_bytes for u in rows.values()) == total
+
+
+def test_users_sort_by_each_column_and_reverse() -> None:
+    rows = user_usage(_demo())
+    assert rows[0].label == "root"  # most memory first by default
+    assert [u.label for u in sort_rows(rows, "sm")][:1] == ["root"]
+    by_name = [u.label for u in sort_rows(rows, "name")]
+    assert by_name == sorted(by_name, key=str.casefold)
+    assert [u.label for u in sort_rows(rows, "name", reverse=True)] == by_name[::-1]
+    assert sort_rows(rows, "gpus")[0].label == "root"
+    assert sort_rows(rows, "processes")[0].processes == max(u.processes for u in rows)
+
+
+def test_compose_projects_sum_their_containers() -> None:
+    projects = {p.project: p for p in project_usage(_demo())}
+    llm = projects["llm"]
+    assert llm.gpu_memory_bytes == 8700 * MIB
+    assert llm.processes == 2
+    assert llm.containers == ("cache", "trainer")
+    assert llm.users == ("alice", "root")
+    assert gpu_list(llm.gpu_indexes) == "0,1,2"
+    # A project that only reserved GPUs is listed, with nothing used.
+    assert projects["batch"].gpu_memory_bytes == 0 and projects["batch"].containers == ("reserver",)
+    assert next(iter(projects)) == "llm"
+
+
+def test_user_of_a_container_the_engine_does_not_know_uses_its_short_id() -> None:
+    proc = GpuProcess(
+        GpuProcessSample(pid=5, gpu_index=0, used_memory_bytes=MIB),
+        ProcessInfo(pid=5, user="4242"),
+        "f" * 64,
+    )
+    assert user_of(_snap((proc,), ()), proc)[1] == "uid 4242 (ffffffffffff)"
+
+
+def test_text_report_has_users_and_projects_with_hostile_names_made_inert() -> None:
+    evil = _usage("x\x1b[31mred\nline", project="p\x1b]0;t\x07")
+    snapshot = _snap((_proc(7, 0, 10, "5000", evil), _proc(8, 0, 5, "bob")), (evil,))
+    text = snapshot_to_text(snapshot)
+    assert "\nUsers\n" in text and "\nCompose projects\n" in text
+    assert "\x1b" not in text and "\x07" not in text
+    users = text.split("\nUsers\n")[1].split("\n\n")[0].splitlines()
+    assert users[0].split() == ["USER", "GPU-MEM", "SM", "PROCS", "GPUS", "WHERE"]
+    assert users[1].lstrip().startswith("uid 5000 (x")
+    assert users[2].split()[:2] == ["bob", "5MiB"]
+    assert "Users" not in snapshot_to_text(_snap((), ()))
+
+
+# -- end to end: real containers, real uids -----------------------------------------------------
+
+
+def _host_pid(container: Any) -> int:
+    container.reload()
+    return int(container.attrs["State"]["Pid"])
+
+
+def _unnamed_uid() -> int:
+    for uid in range(4242, 4342):
+        try:
+            pwd.getpwuid(uid)
+        except KeyError:
+            return uid
+    raise AssertionError("no uid without a passwd entry")
+
+
+def test_once_json_and_text_name_users_by_host_uid(
+    run_container: Callable[..., Any], free_run_id: str, tmp_path: Path
+) -> None:
+    uid = _unnamed_uid()
+    me = pwd.getpwuid(os.getuid()).pw_name
+    stranger = run_container(["sleep", "300"], name=f"uid-{free_run_id}", user=str(uid))
+    rooted = run_container(
+        ["sleep", "300"],
+        name=f"root-{free_run_id}",
+        labels={"com.docker.compose.project": f"proj-{free_run_id}"},
+    )
+    scenario = {
+        "gpus": [
+            {
+                "index": 0,
+                "memory_used_mib": 7000,
+                "processes": [
+                    {"pid": _host_pid(stranger), "used_memory_mib": 3000, "sm_util": 40},
+                    {"pid": _host_pid(rooted), "used_memory_mib": 2000, "sm_util": 30},
+                    {"pid": os.getpid(), "used_memory_mib": 1000, "sm_util": 20},
+                ],
+            },
+            {"index": 1, "processes": [{"pid": _host_pid(rooted), "used_memory_mib": 500}]},
+        ]
+    }
+    path = tmp_path / "users.json"
+    path.write_text(json.dumps(scenario))
+    base = [sys.executable, "-m", "gputui", "--scenario", str(path), "--once"]
+    result = subprocess.run([*base, "--json"], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    users = {u["user"]: u for u in json.loads(result.stdout)["users"]}
+    mine = users[f"uid {uid} (uid-{free_run_id})"]
+    assert mine["kind"] == "uid" and mine["gpu_memory_bytes"] == 3000 * MIB
+    assert mine["containers"] == [f"uid-{free_run_id}"]
+    # The container's root is the host's root (no user-namespace remapping here).
+    root = users["root"]
+    assert f"root-{free_run_id}" in root["containers"]
+    assert root["gpu_indexes"] == [0, 1]
+    if me == "root":  # this test process is a host process of the same user
+        assert "host" in root["containers"]
+        assert root["gpu_memory_bytes"] == 3500 * MIB and root["processes"] == 2
+    else:
+        assert users[me]["containers"] == ["host"]
+    projects = {p["project"]: p for p in json.loads(result.stdout)["compose_projects"]}
+    assert projects[f"proj-{free_run_id}"]["gpu_memory_bytes"] == 2500 * MIB
+    assert projects[f"proj-{free_run_id}"]["users"] == ["root"]
+    text = subprocess.run(base, capture_output=True, text=True, timeout=120)
+    assert text.returncode == 0, text.stderr
+    assert f"uid {uid} (uid-{free_run_id})" in text.stdout.split("\nUsers\n")[1]
+    assert f"proj-{free_run_id}" in text.stdout.split("\nCompose projects\n")[1]
