@@ -3,7 +3,8 @@
 Two figures per frame:
 
 * apply: wall time of ``GpuTuiApp.on_snapshot_ready`` on the UI thread (history record and every
-  visible widget's diff-update, inside ``batch_update``);
+  visible widget's diff-update, inside ``batch_update``), and its CPU time (``apply_cpu_ms``: the
+  figure to read on a machine shared with other work, where wall time includes waiting for a core);
 * frame CPU: CPU time of the UI thread from the apply until the app is idle again, which adds
   Textual's layout and rendering of what changed (headless: minus writing to the terminal),
   less the CPU an idle pause costs by itself.
@@ -55,6 +56,9 @@ class StubCollector:
     def signal_process(self, *args: Any) -> str:
         return "benchmark"
 
+    def close(self) -> None:
+        self.release.set()
+
 
 async def _frames(snaps: Sequence[Any], frames: int, tabs: Sequence[str]) -> dict[str, Any]:
     from gputui.settings import Settings
@@ -77,13 +81,16 @@ async def _frames(snaps: Sequence[Any], frames: int, tabs: Sequence[str]) -> dic
             for tab in tabs:
                 app.main.show_tab(tab)
                 await pilot.pause()
-                applies, cpus = [], []
+                applies, apply_cpus, cpus = [], [], []
                 first_ms = None
                 for i in range(frames):
                     snap = snaps[(i + 1) % len(snaps)]
+                    # Built outside the timed region: the message computes its analysis on the
+                    # posting thread (the collector's), never on the UI's.
+                    message = SnapshotReady(snap)
                     c0, t0 = time.thread_time(), time.perf_counter()
-                    app.on_snapshot_ready(SnapshotReady(snap))
-                    t1 = time.perf_counter()
+                    app.on_snapshot_ready(message)
+                    t1, c1 = time.perf_counter(), time.thread_time()
                     await pilot.pause()
                     cpu = max(0.0, time.thread_time() - c0 - idle_cpu)
                     if first_ms is None:
@@ -92,11 +99,13 @@ async def _frames(snaps: Sequence[Any], frames: int, tabs: Sequence[str]) -> dic
                         ) * 1e3  # the first apply after the tab switch (its own sync)
                         continue
                     applies.append(t1 - t0)
+                    apply_cpus.append(c1 - c0)
                     cpus.append(cpu)
                 out[tab] = {
                     "first_ms": first_ms,
                     "apply_ms": common.median(applies) * 1e3,
                     "apply_p95_ms": common.pct(applies, 95) * 1e3,
+                    "apply_cpu_ms": common.median(apply_cpus) * 1e3,
                     "frame_cpu_ms": common.median(cpus) * 1e3,
                 }
             stub.release.set()
@@ -110,3 +119,127 @@ def measure_frames(
 ) -> dict[str, Any]:
     """Per tab: first sync, median and p95 apply, median frame CPU (milliseconds)."""
     return asyncio.run(_frames(snaps, max(frames, 2), tabs))
+
+
+def synthetic_snaps(
+    gpus: int = 8, containers: int = 200, processes: int = 2000, moving: bool = True, count: int = 4
+) -> list[Any]:
+    """Snapshots of a synthetic host, built without containers or processes of this machine.
+
+    Every container holds ``processes // containers`` GPU processes. ``moving``: every process's
+    SM % and CPU % (and every GPU's load) change from one snapshot to the next, as in the scale
+    bench's scenario; otherwise only the time moves.
+    """
+    from gputui.model import (
+        ContainerInfo,
+        ContainerUsage,
+        GpuProcess,
+        GpuProcessSample,
+        GpuSample,
+        HostInfo,
+        ProcessInfo,
+        Snapshot,
+        SourceStatus,
+        Visibility,
+    )
+
+    gib, mib = 1024**3, 1024**2
+    ids = [f"{n:04x}" * 16 for n in range(containers)]
+    out: list[Any] = []
+    for frame in range(count):
+        step = frame if moving else 0
+        procs = []
+        for i in range(processes):
+            pid = 10_000 + i
+            owner = ids[i % containers] if containers else None
+            procs.append(
+                GpuProcess(
+                    sample=GpuProcessSample(
+                        pid=pid,
+                        gpu_index=i % gpus,
+                        used_memory_bytes=(500 + i % 97) * mib,
+                        sm_util=(i * 7 + step * 13) % 101,
+                    ),
+                    info=ProcessInfo(
+                        pid=pid,
+                        exists=True,
+                        command=f"python3 train.py --rank {i}",
+                        name="python3",
+                        user="root",
+                        cpu_percent=float((i * 3 + step * 11) % 400),
+                        rss_bytes=(512 + i % 13) * mib,
+                        start_time=1000.0 + i,
+                        container_id=owner,
+                        container_pid=i % 50 + 1,
+                    ),
+                    container_id=owner,
+                )
+            )
+        usages = []
+        for n, ident in enumerate(ids):
+            mine = procs[n::containers]
+            usages.append(
+                ContainerUsage(
+                    info=ContainerInfo(
+                        id=ident,
+                        name=f"job-{n:03d}",
+                        image="lab:latest",
+                        status="running",
+                        gpu_request="all",
+                    ),
+                    gpu_memory_bytes=sum(p.sample.used_memory_bytes or 0 for p in mine),
+                    pids=tuple(p.pid for p in mine),
+                    gpu_indexes=tuple(sorted({p.sample.gpu_index for p in mine})),
+                    sm_util=sum(p.sample.sm_util or 0 for p in mine),
+                    known_to_engine=True,
+                )
+            )
+        gpu_samples = tuple(
+            GpuSample(
+                index=g,
+                uuid=f"GPU-{g:08d}-0000-0000-0000-000000000000",
+                name="NVIDIA H200",
+                utilization_gpu=(40 + g + step * 9) % 101,
+                utilization_memory=(20 + step * 5) % 101,
+                memory_used_bytes=(60 + g) * gib,
+                memory_total_bytes=141 * gib,
+                temperature_c=40 + g,
+                power_w=300.0 + g + step,
+                power_limit_w=700.0,
+                clock_sm_mhz=1980,
+                clock_mem_mhz=3201,
+                throttle_reasons=0,
+                pstate=0,
+            )
+            for g in range(gpus)
+        )
+        snap = Snapshot(
+            taken_at=1_000_000.0 + frame,
+            mode="scenario",
+            host=HostInfo(hostname="bench", driver_version="580", cuda_driver_version="13.0"),
+            sources={name: SourceStatus(name, True) for name in ("nvml", "docker", "procs")},
+            gpus=gpu_samples,
+            processes=tuple(procs),
+            containers=tuple(usages),
+            health=(),
+            visibility=Visibility(host_pid_namespace=True),
+        )
+        out.append(snap)
+    return out
+
+
+def main() -> None:
+    """``python -m bench.ui_apply [frames]``: the target point, moving and static, both tabs."""
+    import json
+    import sys
+
+    frames = int(sys.argv[1]) if len(sys.argv) > 1 else 12
+    result = {
+        data: measure_frames(synthetic_snaps(moving=data == "moving"), frames)
+        for data in ("moving", "static")
+    }
+    print(json.dumps(result, indent=1))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,26 +1,26 @@
 """The only place gputui touches Textual's private attributes, each behind a small function.
 
-The container tree and the process table refresh thousands of labels and cells a second; the
-public calls for that (``TreeNode.set_label``, ``DataTable.update_cell``) schedule one repaint
-per label or cell, which dominated refresh cost on big hosts. These functions do the same work
-in bulk through Textual internals. ``tests/ui/test_textual_compat.py`` checks every attribute
-used here exists and behaves as these functions expect, so a Textual upgrade that changes them
-fails there, loudly, instead of leaving stale labels on screen.
+The container tree refreshes thousands of labels a second; the public call for that
+(``TreeNode.set_label``) schedules one repaint per label, which dominated refresh cost on big
+hosts. These functions do the same work in bulk through Textual internals.
+``tests/ui/test_textual_compat.py`` checks every attribute used here exists and behaves as these
+functions expect, so a Textual upgrade that changes them fails there, loudly, instead of leaving
+stale labels on screen. (The process table draws its own lines through Textual's public line
+API, ``ScrollView.render_line``, and needs none of them.)
 
 Checked against Textual 8.2.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 from rich.console import RenderableType
 from rich.text import Text
 from textual.app import App
-from textual.widgets import DataTable, Tree
+from textual.widgets import Tree
 from textual.widgets._tree import TOGGLE_STYLE
-from textual.widgets.data_table import ColumnKey, RowKey
 from textual.widgets.tree import TreeNode
 
 #: The style Textual's Tree gives a node's expander so a click on it toggles the node (a
@@ -78,34 +78,6 @@ def reorder_tree_children(
         raise ValueError("reorder_tree_children takes exactly the parent's children")
     parent._children[:] = children
     tree._invalidate()
-
-
-def set_column_label(table: DataTable[Any], column: str, label: Text) -> None:
-    """Give a DataTable column a new header label (``Column.label``) and repaint the header.
-
-    Column widths stay as they are; the header row is cached per update count like the cells,
-    so the count is bumped (``_update_count``) as ``update_cell`` does.
-    """
-    table.columns[ColumnKey(column)].label = label
-    table._update_count += 1
-    table.refresh()
-
-
-def write_row_cells(table: DataTable[Any], row: str, cells: Mapping[str, object]) -> None:
-    """Put new cells into one row without repainting; call :func:`cells_written` once after.
-
-    ``update_cell`` refreshes the whole table once per cell (~25 us each: 4,000 calls a refresh
-    at 2,000 processes). Column widths stay fixed, as with ``update_cell(update_width=False)``.
-    """
-    data = table._data[RowKey(row)]
-    for column, cell in cells.items():
-        data[ColumnKey(column)] = cell
-
-
-def cells_written(table: DataTable[Any]) -> None:
-    """After :func:`write_row_cells`: drop the row caches as ``update_cell`` does; repaint."""
-    table._update_count += 1
-    table.refresh()
 
 
 def end_app_after_crash(app: App[Any], error: Exception, report: RenderableType) -> None:

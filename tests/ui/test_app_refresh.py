@@ -13,6 +13,7 @@ from ui_factories import GIB, FakeCollector, cid, container, gpu, proc, snapshot
 from gputui.derive.history import container_key
 from gputui.derive.tree import HOST_KEY, ORPHANS_KEY, OTHERS_KEY
 from gputui.model import HealthCheck, HealthStatus, SourceStatus
+from gputui.ui.widgets import process_table as pt
 from gputui.ui.widgets.container_tree import ContainerTree
 from gputui.ui.widgets.spark import Spark
 
@@ -156,14 +157,15 @@ async def test_process_table_keyed_cell_updates(make_app: AppFactory) -> None:
         await pilot.press("j", "j")  # cursor on 612:1 (third by GPU memory)
         assert table.selected is not None
         assert table.selected.pid == 612
+        await pilot.pause()
         calls: list[tuple[object, object]] = []
-        original = table.write_cells
+        original = table.build_cell
 
-        def spy(key, cells):  # type: ignore[no-untyped-def]
-            calls.extend((key, column) for column in cells)
-            return original(key, cells)
+        def spy(row: pt.ProcessRow, column: str) -> pt.Cell:
+            calls.append((row.key, column))
+            return original(row, column)
 
-        table.write_cells = spy  # type: ignore[method-assign]
+        table.build_cell = spy  # type: ignore[method-assign]  # a spy on the instance
         base = standard(1_000_001.0)  # a second later: no elapsed text moves
         changed = tuple(
             replace(p, sample=replace(p.sample, used_memory_bytes=60_000 * 1024 * 1024))
@@ -173,14 +175,16 @@ async def test_process_table_keyed_cell_updates(make_app: AppFactory) -> None:
             if p.pid != 800
         )
         await push(pilot, replace(base, processes=changed))
-        assert calls == [("612:1", "mem")]  # only the one changed cell
+        await pilot.pause()
+        assert calls == [("612:1", "mem")]  # only the one changed cell, when drawn
         assert table.get_cell("612:1", "mem").text.plain == "60000MiB"  # and it shows
         assert "800:0" not in table.row_keys()
         assert table.row_keys()[0] == "612:1"  # re-sorted by GPU memory
         assert table.selected is not None
         assert table.selected.pid == 612  # the cursor followed its row
         await push(pilot, replace(base, taken_at=1_000_002.0, processes=changed))
-        assert calls == [("612:1", "mem")]  # nothing changed: nothing updated
+        await pilot.pause()
+        assert calls == [("612:1", "mem")]  # nothing changed: nothing built
 
 
 async def test_ui_stays_responsive_while_collect_blocks(make_app: AppFactory) -> None:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from rich.text import Text
 from textual.app import App, ComposeResult
-from textual.widgets import DataTable, Tree
+from textual.widgets import Tree
 
 from gputui.ui import textual_compat as tc
 
@@ -15,7 +15,6 @@ from gputui.ui import textual_compat as tc
 class _Host(App[None]):
     def compose(self) -> ComposeResult:
         yield Tree("root", id="tree")
-        yield DataTable(id="table")
 
 
 def _line_text(tree: Tree[str], y: int) -> str:
@@ -56,25 +55,6 @@ async def test_tree_internals() -> None:
         assert tree._tree_lines_cached is None  # rebuilt on the next draw: nothing to repaint
         tc.repaint_tree_nodes(tree, [nodes[1]])
         assert refreshed == [1]
-
-
-async def test_data_table_internals() -> None:
-    app = _Host()
-    async with app.run_test(size=(60, 20)) as pilot:
-        table: DataTable[str] = app.query_one(DataTable)
-        table.add_column("A", key="a", width=8)
-        table.add_column("B", key="b", width=8)
-        table.add_row("a0", "b0", key="r0")
-        table.add_row("a1", "b1", key="r1")
-        await pilot.pause()
-        count = table._update_count
-        tc.write_row_cells(table, "r1", {"b": "B1!"})
-        assert table.get_row("r1") == ["a1", "B1!"]
-        tc.cells_written(table)
-        assert table._update_count == count + 1
-        await pilot.pause()
-        line = "".join(segment.text for segment in table.render_line(2))
-        assert "B1!" in line, line
 
 
 def test_app_crash_internals() -> None:

@@ -12,7 +12,7 @@ from textual.content import Content
 from textual.css.query import NoMatches
 from textual.events import Resize
 from textual.screen import Screen
-from textual.widgets import DataTable, Footer, Input, Static, TabbedContent, TabPane, Tree
+from textual.widgets import Footer, Input, Static, TabbedContent, TabPane, Tree
 
 from gputui.derive.analysis import Analysis, worst_severity
 from gputui.derive.history import History
@@ -365,11 +365,6 @@ class MainScreen(Screen[None]):
     def on_tree_node_highlighted(self, event: Tree.NodeHighlighted[NodeRef]) -> None:
         """The tree cursor moved: keys like x may change state."""
         self.post_message(SelectionChanged())
-
-    def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
-        """The table cursor moved."""
-        if event.data_table is self.table:
-            self.post_message(SelectionChanged())
 
     def on_input_changed(self, event: Input.Changed) -> None:
         """Filter as you type."""

@@ -1,12 +1,15 @@
-"""The Processes tab: every GPU process in a sortable, filterable, keyed DataTable.
+"""The Processes tab: every GPU process in a sortable, filterable, virtualised table.
 
 Fixed-width columns first and the variable-width COMMAND last, so everything else stays on
 screen; PID stays put while the table scrolls sideways. The sort column's header carries ▼ / ▲;
 ``s`` picks the next column, ``S`` reverses it; Home / End go to the first / last row.
 
-Rows are keyed by ``"<pid>:<gpu index>"``. A refresh removes stale keys, calls ``update_cell``
-only for cells whose value changed, adds new rows and sorts once: ``remove_row`` and
-``clear()`` + ``add_rows`` re-layout the whole table, which dominates refresh cost on big hosts.
+Rows are keyed by ``"<pid>:<gpu index>"`` and kept as the raw values behind their cells
+(:func:`row_inputs`). Only the lines on screen are drawn: a row's cells are built when it is
+first drawn after its values moved (only the moved columns), and its drawn line is cached by
+those values. A refresh re-sorts only when a sort value or the set of rows changed, and repaints
+only the visible lines whose values moved. At 2,000 processes a refresh whose values all move
+builds the ~40 lines on screen, not 22,000 cells.
 """
 
 from __future__ import annotations
@@ -14,19 +17,24 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from rich.cells import cell_len
 from rich.console import Console, ConsoleOptions, RenderResult
 from rich.measure import Measurement
+from rich.style import Style
 from rich.text import Text
+from textual import events
 from textual.binding import Binding
 from textual.content import Content
-from textual.widgets import DataTable, Static
-from textual.widgets.data_table import RowKey
+from textual.geometry import Size
+from textual.scroll_view import ScrollView
+from textual.strip import Strip
+from textual.widgets import Static
 
 from gputui.derive import fmt
 from gputui.derive.tree import process_key
 from gputui.model import ContainerUsage, GpuProcess, Snapshot
+from gputui.ui.messages import SelectionChanged
 from gputui.ui.styles import EMPH, ERROR, MUTED, themed
-from gputui.ui.textual_compat import cells_written, set_column_label, write_row_cells
 from gputui.ui.widgets.tree_labels import HIDDEN_TEXT, elapsed_key, since
 
 #: (column key, header, width) in display order; widths leave room for the sort arrow.
@@ -137,13 +145,26 @@ def row_inputs(process: GpuProcess, container: str, now: float | None = None) ->
     )
 
 
+#: The COMMAND text of a process whose PID is gone.
+GONE_TEXT = "<PID not found: unfindable GPU memory>"
+
+
+def _command_text(process: GpuProcess) -> str:
+    info = process.info
+    if not info.exists:
+        return GONE_TEXT
+    if info.proc_hidden:
+        return HIDDEN_TEXT
+    return fmt.safe_text(info.command or info.name, 80, na="?")
+
+
 def _command(process: GpuProcess, container: str, now: float | None) -> Cell:
     info = process.info
     if not info.exists:
-        return _txt("<PID not found: unfindable GPU memory>", ERROR)
+        return _txt(GONE_TEXT, ERROR)
     if info.proc_hidden:
         return _txt(HIDDEN_TEXT, MUTED)
-    return _txt(fmt.safe_text(info.command or info.name, 80, na="?"))
+    return _txt(_command_text(process))
 
 
 def _user(process: GpuProcess, container: str, now: float | None) -> Cell:
@@ -235,32 +256,174 @@ class EmptyNote(Static):
         return self._shown.plain if self.display and self._shown is not None else ""
 
 
-class ProcessTable(DataTable[Cell]):
-    """Flat list of GPU processes; ``sync`` applies one snapshot incrementally."""
+def sort_value(column: str, process: GpuProcess, container: str) -> tuple[int, float | str]:
+    """The value a row sorts by in ``column``, from raw values (no cell is built).
+
+    The same order as the cells' :attr:`Cell.sort_key`: a missing value sorts below every number.
+    """
+    sample, info = process.sample, process.info
+    value: float | None
+    if column == "pid":
+        value = process.pid
+    elif column == "container":
+        return (1, container.lower())
+    elif column == "gpu":
+        value = sample.gpu_index
+    elif column == "mem":
+        value = sample.used_memory_bytes
+    elif column == "sm":
+        value = sample.sm_util
+    elif column == "cpu":
+        value = info.cpu_percent
+    elif column == "elapsed":
+        value = None if info.start_time is None else -info.start_time
+    else:
+        raise ValueError(f"no sort by {column!r}")
+    return (0, 0.0) if value is None else (1, float(value))
+
+
+#: Index of each column in :data:`COLUMNS` (and in a row's inputs and cells).
+COLUMN_INDEX: dict[str, int] = {key: i for i, (key, _, _) in enumerate(COLUMNS)}
+
+#: Blank cells on either side of every cell (as a DataTable draws them).
+PAD = 1
+
+#: The most rows whose drawn lines are kept (a few screens' worth; the rest are rebuilt).
+LINE_CACHE_SIZE = 512
+
+
+class ProcessRow:
+    """One process row: its raw values, its cells as last built, its sort value."""
+
+    __slots__ = (
+        "built",
+        "cells",
+        "command",
+        "inputs",
+        "key",
+        "name",
+        "now",
+        "process",
+        "sort",
+        "width",
+    )
+
+    def __init__(
+        self,
+        key: str,
+        process: GpuProcess,
+        name: str,
+        inputs: tuple[object, ...],
+        now: float | None,
+    ) -> None:
+        self.key = key
+        self.process = process
+        self.name = name
+        self.inputs = inputs
+        #: The snapshot time the inputs were taken with (the elapsed text depends on it).
+        self.now = now
+        #: The COMMAND input :attr:`width` was measured for, and that width in cells.
+        self.command: object = None
+        self.width = 0
+        #: The inputs :attr:`cells` were built from (None: never built).
+        self.built: tuple[object, ...] | None = None
+        self.cells: list[Cell] = []
+        self.sort: tuple[tuple[int, float | str], ...] = ()
+
+
+class ProcessTable(ScrollView, can_focus=True):
+    """Flat list of GPU processes; ``sync`` applies one snapshot, drawing only visible lines.
+
+    Line 0 is the header (it stays while the rows scroll); line ``i + 1`` is row ``i``.
+    """
 
     BINDINGS = [
-        Binding("j", "cursor_down", "Down", show=False),
-        Binding("k", "cursor_up", "Up", show=False),
-        Binding("g", "scroll_top", "First", show=False),
-        Binding("G", "scroll_bottom", "Last", show=False),
-        # A row cursor: Home / End go to the first / last row (DataTable scrolls sideways).
-        Binding("home", "scroll_top", "First", show=False),
-        Binding("end", "scroll_bottom", "Last", show=False),
+        Binding("up,k", "cursor_up", "Up", show=False),
+        Binding("down,j", "cursor_down", "Down", show=False),
+        Binding("pageup", "page_up", "Page up", show=False),
+        Binding("pagedown", "page_down", "Page down", show=False),
+        Binding("home,g", "scroll_top", "First", show=False),
+        Binding("end,G", "scroll_bottom", "Last", show=False),
+        Binding("left", "scroll_left", "Left", show=False),
+        Binding("right", "scroll_right", "Right", show=False),
     ]
 
+    COMPONENT_CLASSES = {
+        "process-table--header",
+        "process-table--fixed",
+        "process-table--even-row",
+        "process-table--cursor",
+        "process-table--fixed-cursor",
+    }
+
+    # The look of Textual's DataTable, which this table replaced.
+    DEFAULT_CSS = """
+    ProcessTable {
+        background: $surface;
+        color: $foreground;
+        height: 1fr;
+        &:focus {
+            background-tint: $foreground 5%;
+            & > .process-table--cursor {
+                background: $block-cursor-background;
+                color: $block-cursor-foreground;
+                text-style: $block-cursor-text-style;
+            }
+            & > .process-table--header { background-tint: $foreground 5%; }
+            & > .process-table--fixed-cursor {
+                color: $block-cursor-foreground;
+                background: $block-cursor-background;
+            }
+        }
+        &:dark > .process-table--even-row { background: $surface-darken-1 40%; }
+        & > .process-table--header { text-style: bold; background: $panel; color: $foreground; }
+        &:ansi > .process-table--header { background: ansi_bright_blue; color: ansi_default; }
+        & > .process-table--fixed { background: $secondary-muted; color: $foreground; }
+        & > .process-table--even-row { background: $surface-lighten-1 50%; }
+        & > .process-table--cursor {
+            background: $block-cursor-blurred-background;
+            color: $block-cursor-blurred-foreground;
+            text-style: $block-cursor-blurred-text-style;
+        }
+        & > .process-table--fixed-cursor {
+            background: $block-cursor-blurred-background;
+            color: $foreground;
+        }
+    }
+    """
+
+    #: Columns that stay on screen while the table scrolls sideways.
+    fixed_columns = FIXED_COLUMNS
+
+    #: Whether the cursor row is highlighted.
+    show_cursor = True
+
     def __init__(self, *, id: str | None = None) -> None:
-        super().__init__(id=id, cursor_type="row", zebra_stripes=True, fixed_columns=FIXED_COLUMNS)
+        super().__init__(id=id)
         self.sort_index = 0
         self.reverse = False
         self.filter_text = ""
-        self._cells: dict[str, dict[str, Cell]] = {}
-        self._inputs: dict[str, tuple[object, ...]] = {}
-        self.processes: dict[str, GpuProcess] = {}
+        self.cursor_row = 0
+        self._rows: dict[str, ProcessRow] = {}
+        self._order: list[str] = []
+        self._index: dict[str, int] | None = {}
+        self._widths: tuple[int, ...] = tuple(w or len(h) for _, h, w in COLUMNS)
+        #: Row key -> (what the line was drawn from, the drawn line at full width).
+        self._lines: dict[str, tuple[tuple[object, ...], Strip]] = {}
+        self._header_line: tuple[tuple[object, ...], Strip] | None = None
+        self._announced: str | None = None
 
-    def on_mount(self) -> None:
-        """Create the columns once; their keys are the column names."""
-        for key, header, width in COLUMNS:
-            self.add_column(self._header(key, header), key=key, width=width)
+    # ------------------------------------------------------------------ reading the table
+
+    @property
+    def processes(self) -> dict[str, GpuProcess]:
+        """The shown processes by row key."""
+        return {key: row.process for key, row in self._rows.items()}
+
+    @property
+    def row_count(self) -> int:
+        """How many rows are shown (after the filter)."""
+        return len(self._order)
 
     @property
     def descending(self) -> bool:
@@ -274,133 +437,351 @@ class ProcessTable(DataTable[Cell]):
 
     def _header(self, key: str, title: str) -> Text:
         if key != SORTS[self.sort_index][0]:
-            return Text(title)
-        return Text(f"{title} {DOWN if self.descending else UP}", style="bold")
-
-    def _mark_sort_column(self, previous: str) -> None:
-        titles = {key: title for key, title, _ in COLUMNS}
-        for key in {previous, SORTS[self.sort_index][0]}:
-            set_column_label(self, key, self._header(key, titles[key]))
+            return Text(title, no_wrap=True)
+        return Text(f"{title} {DOWN if self.descending else UP}", style="bold", no_wrap=True)
 
     def header_labels(self) -> list[str]:
         """The column headers as shown, in order (for tests)."""
-        return [column.label.plain for column in self.ordered_columns]
+        return [self._header(key, title).plain for key, title, _ in COLUMNS]
+
+    def row_keys(self) -> Sequence[str]:
+        """Row keys in display order."""
+        return list(self._order)
+
+    def get_row_index(self, key: str) -> int:
+        """The display index of the row ``key`` (KeyError when it is not shown)."""
+        if self._index is None:
+            self._index = {k: i for i, k in enumerate(self._order)}
+        return self._index[key]
+
+    def get_row(self, key: str) -> list[Cell]:
+        """The cells of row ``key`` in column order (built now if they are out of date)."""
+        return list(self._cells_of(self._rows[key]))
+
+    def get_cell(self, key: str, column: str) -> Cell:
+        """One cell of row ``key``."""
+        return self._cells_of(self._rows[key])[COLUMN_INDEX[column]]
 
     @property
     def selected(self) -> GpuProcess | None:
         """The process under the cursor, if any."""
-        if not self.row_count or self.cursor_row < 0:
-            return None
-        try:
-            key = self.coordinate_to_cell_key(self.cursor_coordinate).row_key
-        except Exception:
-            return None
-        return self.processes.get(str(key.value))
+        key = self._cursor_key()
+        return None if key is None else self._rows[key].process
+
+    def _cursor_key(self) -> str | None:
+        if 0 <= self.cursor_row < len(self._order):
+            return self._order[self.cursor_row]
+        return None
+
+    # ------------------------------------------------------------------------ sorting
 
     def cycle_sort(self) -> None:
         """Move to the next sort order (in its natural direction) and re-sort now."""
-        previous = SORTS[self.sort_index][0]
         self.sort_index = (self.sort_index + 1) % len(SORTS)
         self.reverse = False
-        self._mark_sort_column(previous)
-        self._sort()
+        self._resort_all()
 
     def reverse_sort(self) -> None:
         """Sort the same column the other way round."""
         self.reverse = not self.reverse
-        self._mark_sort_column(SORTS[self.sort_index][0])
-        self._sort()
+        self._resort_all()
 
-    def _sort(self) -> None:
+    def _resort_all(self) -> None:
         column = SORTS[self.sort_index][0]
-        descending = self.descending
-        selected = self.selected
-        # Ties (same memory, same container) fall back to PID then GPU so the order is stable.
-        self.sort(
-            column,
-            "pid",
-            "gpu",
-            key=lambda cells: tuple(cell.sort_key for cell in cells),
-            reverse=descending,
-        )
-        self._restore_cursor(selected)
+        for row in self._rows.values():
+            row.sort = self._sort_key(column, row)
+        self._header_line = None
+        self._sort(self._cursor_key())
+        self.refresh()
 
-    def _restore_cursor(self, process: GpuProcess | None) -> None:
-        if process is None:
-            return
-        key = process_key(process)
-        if key in self._cells:
-            row = self.get_row_index(key)
-            if row != self.cursor_row:
-                self.move_cursor(row=row, animate=False)
+    @staticmethod
+    def _sort_key(column: str, row: ProcessRow) -> tuple[tuple[int, float | str], ...]:
+        # Ties (same memory, same container) fall back to PID then GPU so the order is stable.
+        p = row.process
+        return (
+            sort_value(column, p, row.name),
+            (1, float(p.pid)),
+            (1, float(p.sample.gpu_index)),
+        )
+
+    def _sort(self, keep: str | None) -> None:
+        rows = self._rows
+        self._order = sorted(rows, key=lambda k: rows[k].sort, reverse=self.descending)
+        self._index = None
+        self._follow(keep)
+
+    def _follow(self, keep: str | None) -> None:
+        """Keep the cursor on the process ``keep`` (its identity), else in range."""
+        if keep is not None and keep in self._rows:
+            self.cursor_row = self.get_row_index(keep)
+        self.cursor_row = max(0, min(self.cursor_row, len(self._order) - 1))
+        self._scroll_cursor_into_view()
+
+    # ------------------------------------------------------------------------ syncing
 
     def sync(self, snapshot: Snapshot) -> None:
-        """Apply one snapshot: remove stale rows, update changed cells, add new rows, sort once.
+        """Apply one snapshot: only raw values are compared; lines are built when drawn.
 
-        Rows whose raw values are unchanged cost one tuple comparison: no cells are built.
+        Rows whose raw values are unchanged cost one tuple comparison. The rows are re-sorted
+        only when the set of rows or a value of the sort column (or PID / GPU) moved, and only
+        the visible lines whose values moved are repainted.
 
         Args:
             snapshot: The refresh to show (rows filtered by :attr:`filter_text`).
         """
-        selected = self.selected
+        keep = self._cursor_key()
         now = snapshot.taken_at
         names = _names(snapshot)
-        wanted: dict[str, tuple[GpuProcess, str]] = {}
+        column = SORTS[self.sort_index][0]
+        needle = self.filter_text
+        rows = self._rows
+        seen: set[str] = set()
+        moved: list[str] = []
+        resort = False
         for process in snapshot.processes:
             name = _name(process, names)
-            if matches(process, name, self.filter_text):
-                wanted[process_key(process)] = (process, name)
-        stale = [key for key in self._cells if key not in wanted]
-        if len(stale) > len(self._cells) // 2 and len(stale) > 8:
-            # Mass removal: one clear() is cheaper than k re-indexing remove_row calls.
-            self.clear()
-            self._cells.clear()
-            self._inputs.clear()
-        else:
-            for key in stale:
-                self.remove_row(key)
-                del self._cells[key]
-                self._inputs.pop(key, None)
-        changed = bool(stale)
-        updated = False
-        sort_column = SORTS[self.sort_index][0]
-        for key, (process, name) in wanted.items():
+            if needle and not matches(process, name, needle):
+                continue
+            key = process_key(process)
+            if key in seen:
+                continue  # one row per key, first wins (as the table did)
+            seen.add(key)
             inputs = row_inputs(process, name, now)
-            before = self._inputs.get(key)
-            if before == inputs:
+            row = rows.get(key)
+            if row is None:
+                row = rows[key] = ProcessRow(key, process, name, inputs, now)
+                row.sort = self._sort_key(column, row)
+                resort = True
                 continue
-            self._inputs[key] = inputs
-            if before is None:
-                cells = self._cells[key] = row_cells(process, name, now)
-                self.add_row(*(cells[c] for c, _, _ in COLUMNS), key=key)
-                changed = True
+            row.process, row.name, row.now = process, name, now
+            if row.inputs == inputs:
                 continue
-            moved = {
-                column: CELL_BUILDERS[column](process, name, now)
-                for (column, _, _), old, new in zip(COLUMNS, before, inputs, strict=True)
-                if old != new
-            }
-            if moved:
-                self._cells[key].update(moved)
-                self.write_cells(key, moved)
-                updated = True
-                changed |= not moved.keys().isdisjoint(("pid", "gpu", sort_column))
-        self.processes = {key: process for key, (process, _) in wanted.items()}
-        if updated:
-            cells_written(self)
-        if changed:
-            self._sort()
+            row.inputs = inputs
+            moved.append(key)
+            sort = self._sort_key(column, row)
+            if sort != row.sort:
+                row.sort = sort
+                resort = True
+        if len(seen) != len(rows):
+            for key in [k for k in rows if k not in seen]:
+                del rows[key]
+                self._lines.pop(key, None)
+            resort = True
+        widths = self._measure()
+        if widths != self._widths:
+            self._widths = widths
+            self._lines.clear()
+            self._header_line = None
+            resort = True  # everything is redrawn
+        if resort:
+            self._sort(keep)
+            self._set_virtual_size()
+            self.refresh()
         else:
-            self._restore_cursor(selected)
+            self._follow(keep)
+            self._repaint(moved)
+        self._announce()
 
-    def write_cells(self, key: str, cells: dict[str, Cell]) -> None:
-        """Put new cells into one row without repainting (:meth:`sync` refreshes once after)."""
-        write_row_cells(self, key, cells)
+    def _measure(self) -> tuple[int, ...]:
+        """Column widths: the fixed ones, and COMMAND as wide as its widest text."""
+        widest = len(COLUMNS[-1][1])
+        for row in self._rows.values():
+            command = row.inputs[-1]
+            if command != row.command:
+                row.command, row.width = command, cell_len(_command_text(row.process))
+            if row.width > widest:
+                widest = row.width
+        return (*self._widths[:-1], widest)
 
-    def row_keys(self) -> Sequence[str]:
-        """Row keys in display order (for tests)."""
-        return [str(row.key.value) for row in self.ordered_rows]
+    def _set_virtual_size(self) -> None:
+        size = Size(sum(w + 2 * PAD for w in self._widths), len(self._order) + 1)
+        if size != self.virtual_size:
+            self.virtual_size = size
 
-    def key_of(self, row: RowKey) -> str:
-        """The string key of a row key."""
-        return str(row.value)
+    def _repaint(self, keys: list[str]) -> None:
+        """Repaint the visible lines of ``keys`` (rows off screen are drawn when scrolled to)."""
+        if not keys:
+            return
+        top = round(self.scroll_y)
+        bottom = top + max(0, self.scrollable_content_region.height - 1)
+        index = self._index
+        if index is None:
+            index = self._index = {k: i for i, k in enumerate(self._order)}
+        for key in keys:
+            i = index.get(key)
+            if i is not None and top <= i < bottom:
+                self.refresh_line(i + 1)
+
+    # ------------------------------------------------------------------------ the cursor
+
+    def move_cursor(self, *, row: int, animate: bool = False) -> None:
+        """Put the cursor on display row ``row`` (clamped) and scroll it into view.
+
+        Args:
+            row: The display index.
+            animate: Accepted for the DataTable call sites; the cursor never animates.
+        """
+        if not self._order:
+            return
+        row = max(0, min(row, len(self._order) - 1))
+        if row != self.cursor_row:
+            old = self.cursor_row
+            self.cursor_row = row
+            self.refresh_line(old + 1)
+            self.refresh_line(row + 1)
+        self._scroll_cursor_into_view()
+        self._announce()
+
+    def _scroll_cursor_into_view(self) -> None:
+        height = self.scrollable_content_region.height - 1  # under the header
+        if height <= 0:
+            return
+        top = round(self.scroll_y)
+        if self.cursor_row < top:
+            self.scroll_to(y=self.cursor_row, animate=False, immediate=True)
+        elif self.cursor_row >= top + height:
+            self.scroll_to(y=self.cursor_row - height + 1, animate=False, immediate=True)
+
+    def _announce(self) -> None:
+        """Tell the screen the process under the cursor changed (keys may change state)."""
+        key = self._cursor_key()
+        if key != self._announced:
+            self._announced = key
+            self.post_message(SelectionChanged())
+
+    def _page(self) -> int:
+        return max(1, self.scrollable_content_region.height - 2)
+
+    def action_cursor_up(self) -> None:
+        """One row up."""
+        self.move_cursor(row=self.cursor_row - 1)
+
+    def action_cursor_down(self) -> None:
+        """One row down."""
+        self.move_cursor(row=self.cursor_row + 1)
+
+    def action_page_up(self) -> None:
+        """One page up."""
+        self.move_cursor(row=self.cursor_row - self._page())
+
+    def action_page_down(self) -> None:
+        """One page down."""
+        self.move_cursor(row=self.cursor_row + self._page())
+
+    def action_scroll_top(self) -> None:
+        """The first row (a row cursor: not sideways)."""
+        self.move_cursor(row=0)
+
+    def action_scroll_bottom(self) -> None:
+        """The last row."""
+        self.move_cursor(row=len(self._order) - 1)
+
+    def on_click(self, event: events.Click) -> None:
+        """A click on a row puts the cursor there."""
+        if event.y >= 1:
+            self.move_cursor(row=event.y - 1 + round(self.scroll_y))
+
+    # ------------------------------------------------------------------------ drawing
+
+    def notify_style_update(self) -> None:
+        """The theme or focus changed the styles: every cached line is drawn again."""
+        super().notify_style_update()
+        self._lines.clear()
+        self._header_line = None
+
+    def _on_focus(self, event: events.Focus) -> None:
+        super()._on_focus(event)
+        self.refresh()  # the cursor's colour depends on the focus
+
+    def _on_blur(self, event: events.Blur) -> None:
+        super()._on_blur(event)
+        self.refresh()
+
+    def _cells_of(self, row: ProcessRow) -> list[Cell]:
+        """The row's cells, rebuilding only the columns whose values moved since last built."""
+        built, inputs = row.built, row.inputs
+        if built == inputs:
+            return row.cells
+        if built is None:
+            row.cells = [self.build_cell(row, column) for column, _, _ in COLUMNS]
+        else:
+            cells = row.cells
+            for i, (old, new) in enumerate(zip(built, inputs, strict=True)):
+                if old != new:
+                    cells[i] = self.build_cell(row, COLUMNS[i][0])
+        row.built = inputs
+        return row.cells
+
+    def build_cell(self, row: ProcessRow, column: str) -> Cell:
+        """Build one cell of ``row`` (only for rows being drawn or read, only moved columns)."""
+        return CELL_BUILDERS[column](row.process, row.name, row.now)
+
+    def _draw(self, texts: Sequence[Text], style: Style, fixed: Style) -> Strip:
+        """One line at full width: cells padded and cut to their columns."""
+        console = self.app.console
+        line = Text(no_wrap=True, end="")
+        split = 0
+        for i, (text, width) in enumerate(zip(texts, self._widths, strict=True)):
+            cell = themed(text).copy()
+            cell.align(cell.justify if cell.justify in ("left", "right") else "left", width)
+            line.append(" " * PAD)
+            line.append_text(cell)
+            line.append(" " * PAD)
+            if i + 1 == self.fixed_columns:
+                split = line.cell_len
+        segments = list(line.render(console))
+        total = line.cell_len
+        if not split:
+            return Strip(segments, total).apply_style(style)
+        head, tail = Strip(segments, total).divide([split, total])
+        return Strip.join([head.apply_style(fixed), tail.apply_style(style)])
+
+    def _header_strip(self) -> Strip:
+        style = self.get_component_rich_style("process-table--header")
+        key = (style, self._widths, self.sort_index, self.reverse)
+        if self._header_line is None or self._header_line[0] != key:
+            texts = [self._header(k, title) for k, title, _ in COLUMNS]
+            self._header_line = (key, self._draw(texts, style, style))
+        return self._header_line[1]
+
+    def _row_strip(self, index: int) -> Strip:
+        key = self._order[index]
+        row = self._rows[key]
+        if index == self.cursor_row and self.show_cursor:
+            style = self.get_component_rich_style("process-table--cursor")
+            fixed = self.get_component_rich_style("process-table--fixed-cursor")
+        else:
+            base = self.rich_style
+            even = index % 2 == 0
+            style = (
+                base + self.get_component_rich_style("process-table--even-row") if even else base
+            )
+            fixed = self.get_component_rich_style("process-table--fixed")
+        drawn = (row.inputs, style, fixed, self._widths)
+        cached = self._lines.get(key)
+        if cached is not None and cached[0] == drawn:
+            return cached[1]
+        strip = self._draw([cell.text for cell in self._cells_of(row)], style, fixed)
+        if len(self._lines) >= LINE_CACHE_SIZE:
+            self._lines.pop(next(iter(self._lines)))
+        self._lines[key] = (drawn, strip)
+        return strip
+
+    def render_line(self, y: int) -> Strip:
+        """Line ``y`` of the viewport: the header, a row, or blank below the last row."""
+        width = self.scrollable_content_region.width
+        base = self.rich_style
+        if y == 0:
+            strip = self._header_strip()
+        else:
+            index = y - 1 + round(self.scroll_y)
+            if not 0 <= index < len(self._order):
+                return Strip.blank(width, base)
+            strip = self._row_strip(index)
+        scroll_x = round(self.scroll_x)
+        if scroll_x:
+            fixed = sum(w + 2 * PAD for w in self._widths[: self.fixed_columns])
+            strip = Strip.join(
+                [strip.crop(0, fixed), strip.crop(fixed + scroll_x, fixed + scroll_x + width)]
+            )
+        return strip.crop(0, width).adjust_cell_length(width, base)
