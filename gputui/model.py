@@ -16,6 +16,7 @@ __all__ = [
     "FINDING_RANK",
     "GPU_GAUGES",
     "GPU_SAMPLE_FACTS",
+    "MIG_UTILIZATION_NA",
     "STATUS_RANK",
     "THROTTLE_REASONS",
     "AlertSeverity",
@@ -44,6 +45,10 @@ __all__ = [
     "SourceStatus",
     "Visibility",
     "XidEvent",
+    "is_mig_token",
+    "mig_device_name",
+    "mig_instance_of",
+    "mig_request",
     "worst_status",
 ]
 
@@ -78,6 +83,7 @@ class GpuProcessSample:
         dec_util: Decoder utilization 0-100, likewise.
         mig_gi_id: GPU instance id on a MIG GPU, else None.
         mig_ci_id: Compute instance id on a MIG GPU, else None.
+        mps: True for an MPS client (NVML's MPS process list; ``M+C`` in nvidia-smi).
     """
 
     pid: int
@@ -90,11 +96,31 @@ class GpuProcessSample:
     dec_util: int | None = None
     mig_gi_id: int | None = None
     mig_ci_id: int | None = None
+    mps: bool = False
+
+
+#: Why a MIG device has no utilization figures: NVML (and DCGM) do not measure them per MIG
+#: device; the JSON and the UI say this instead of a misleading 0 %.
+MIG_UTILIZATION_NA = "not supported on MIG devices (NVML)"
 
 
 @dataclass(frozen=True, slots=True)
 class MigInstance:
-    """A MIG device under a physical GPU."""
+    """A MIG device (one compute instance of one GPU instance) under a physical GPU.
+
+    Attributes:
+        index: The MIG device index on its GPU, as ``--gpus device=<gpu>:<index>`` and
+            ``nvidia-smi -L`` count it; -1 for a GPU instance without a compute instance (no
+            MIG device: nothing can run on it, and it has no UUID).
+        uuid: ``MIG-…``.
+        gpu_instance_id: GPU instance (GI) id.
+        compute_instance_id: Compute instance (CI) id within the GI.
+        memory_used_bytes: Memory in use in the instance.
+        memory_total_bytes: The instance's memory.
+        profile: Profile name such as ``1g.18gb`` (``1c.2g.35gb`` for a CI smaller than its GI).
+        sm_count: Streaming multiprocessors of the instance.
+        slices: GPU slices of its GPU instance (the ``1`` of ``1g``).
+    """
 
     index: int
     uuid: str | None
@@ -102,6 +128,77 @@ class MigInstance:
     compute_instance_id: int | None
     memory_used_bytes: int | None
     memory_total_bytes: int | None
+    profile: str | None = None
+    sm_count: int | None = None
+    slices: int | None = None
+
+
+def mig_device_name(gpu_index: int, mig_index: int) -> str:
+    """The name a MIG device goes by in ``--gpus device=…`` and in gputui: ``0:1``."""
+    return f"{gpu_index}:{mig_index}"
+
+
+def mig_request(token: str, gpus: Iterable[GpuSample]) -> tuple[GpuSample, MigInstance] | None:
+    """The MIG device one GPU-request token names, None for a whole GPU or nothing known.
+
+    Understands what the NVIDIA container toolkit accepts for a MIG device: ``0:1`` (GPU index
+    and MIG device index, from ``--gpus device=0:1`` or CDI ``nvidia.com/gpu=0:1``), a
+    ``MIG-<uuid>`` and the older ``MIG-GPU-<uuid>/<gi>/<ci>``.
+
+    Args:
+        token: One entry of a container's ``gpu_request``.
+        gpus: The GPUs of the refresh.
+    """
+    text = token.strip()
+    gpus = tuple(gpus)
+    gpu_part, sep, mig_part = text.partition(":")
+    if sep and gpu_part.isdigit() and mig_part.isdigit() and len(text) <= 12:
+        for gpu in gpus:
+            if gpu.index == int(gpu_part):
+                for inst in gpu.mig_instances:
+                    if inst.index == int(mig_part):
+                        return gpu, inst
+        return None
+    if text[:4].upper() != "MIG-":
+        return None
+    lowered = text.lower()
+    for gpu in gpus:
+        for inst in gpu.mig_instances:
+            if inst.uuid and inst.uuid.lower() == lowered:
+                return gpu, inst
+    legacy = lowered[4:].split("/")
+    if len(legacy) == 3 and legacy[1].isdigit() and legacy[2].isdigit():
+        for gpu in gpus:
+            if (gpu.uuid or "").lower() != legacy[0]:
+                continue
+            for inst in gpu.mig_instances:
+                if inst.index >= 0 and (inst.gpu_instance_id, inst.compute_instance_id) == (
+                    int(legacy[1]),
+                    int(legacy[2]),
+                ):
+                    return gpu, inst
+    return None
+
+
+def is_mig_token(token: str) -> bool:
+    """True when a GPU-request token names a MIG device (``0:1``, ``MIG-…``), known or not."""
+    text = token.strip()
+    gpu_part, sep, mig_part = text.partition(":")
+    return text[:4].upper() == "MIG-" or bool(sep and gpu_part.isdigit() and mig_part.isdigit())
+
+
+def mig_instance_of(gpu: GpuSample, sample: GpuProcessSample) -> MigInstance | None:
+    """The MIG device a process runs on (matched by GI and CI id), None off MIG."""
+    if sample.mig_gi_id is None:
+        return None
+    for inst in gpu.mig_instances:
+        if (
+            inst.index >= 0
+            and inst.gpu_instance_id == sample.mig_gi_id
+            and (sample.mig_ci_id is None or inst.compute_instance_id == sample.mig_ci_id)
+        ):
+            return inst
+    return None
 
 
 @dataclass(frozen=True, slots=True)
@@ -692,6 +789,12 @@ class ContainerInfo:
         cpu_periods: CFS enforcement periods so far (cgroup ``cpu.stat nr_periods``).
         cpu_throttled_periods: Periods in which the container was throttled (``nr_throttled``).
         cpu_throttled_seconds: Total time throttled (``throttled_usec`` / ``throttled_time``).
+        mps_pipe_directory: ``CUDA_MPS_PIPE_DIRECTORY`` of the container's config (a path; None
+            when unset: MPS clients then use ``/tmp/nvidia-mps``).
+        mps_thread_percentage: ``CUDA_MPS_ACTIVE_THREAD_PERCENTAGE`` (0-100), None when unset.
+        mps_pipe_source: The host path bind-mounted at the container's MPS pipe directory, None
+            when nothing is mounted there.
+        ipc_mode: ``HostConfig.IpcMode`` (``host``, ``private``, ``shareable``...).
         stats_sampled_at: When the CPU, memory and throttling figures were read from the cgroup
             files (seconds since the epoch), set only when they are read on their own cadence
             (many running containers); None means this refresh read them.
@@ -724,8 +827,12 @@ class ContainerInfo:
     cpu_periods: int | None = None
     cpu_throttled_periods: int | None = None
     cpu_throttled_seconds: float | None = None
-
+    mps_pipe_directory: str | None = None
+    mps_thread_percentage: int | None = None
+    mps_pipe_source: str | None = None
+    ipc_mode: str | None = None
     stats_sampled_at: float | None = None
+
     @property
     def short_id(self) -> str:
         """The 12-character id the docker CLI shows."""
@@ -861,6 +968,7 @@ class ContainerUsage:
         known_to_engine: False for ids seen only in cgroups (containerd, CRI-O, podman...).
         gpu_data: False when NVML gave no process list (no library, no permission, driver
             gone): nobody can tell then whether the container uses its GPUs.
+        mig_devices: The MIG devices its processes run on, by name (``0:1``).
     """
 
     info: ContainerInfo
@@ -870,6 +978,7 @@ class ContainerUsage:
     sm_util: int | None = None
     known_to_engine: bool = True
     gpu_data: bool = True
+    mig_devices: tuple[str, ...] = ()
 
     @property
     def idle_reserved(self) -> bool:

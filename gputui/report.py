@@ -19,6 +19,7 @@ from gputui.derive.users import ProjectUsage, UserUsage, gpu_list, project_usage
 from gputui.model import (
     FINDING_RANK,
     GPU_GAUGES,
+    MIG_UTILIZATION_NA,
     STATUS_RANK,
     ContainerInfo,
     ContainerUsage,
@@ -29,8 +30,11 @@ from gputui.model import (
     HealthCheck,
     HealthStatus,
     HostStats,
+    MigInstance,
     Snapshot,
     SourceStatus,
+    mig_device_name,
+    mig_instance_of,
 )
 
 
@@ -51,14 +55,27 @@ def _mig_instances(g: GpuSample) -> list[dict[str, Any]]:
     return [
         {
             "index": m.index,
+            "device": mig_device_name(g.index, m.index) if m.index >= 0 else None,
             "uuid": m.uuid,
             "gpu_instance_id": m.gpu_instance_id,
             "compute_instance_id": m.compute_instance_id,
+            "profile": m.profile,
+            "sm_count": m.sm_count,
+            "slices": m.slices,
             "memory_used_bytes": m.memory_used_bytes,
             "memory_total_bytes": m.memory_total_bytes,
+            "utilization_gpu": None,
+            "utilization_na_reason": MIG_UTILIZATION_NA,
         }
         for m in g.mig_instances
     ]
+
+
+def _mig_of(snapshot: Snapshot, p: GpuProcess) -> MigInstance | None:
+    if p.sample.mig_gi_id is None:
+        return None
+    gpu = next((g for g in snapshot.gpus if g.index == p.sample.gpu_index), None)
+    return None if gpu is None else mig_instance_of(gpu, p.sample)
 
 
 def _throttle_names(g: GpuSample) -> list[str] | None:
@@ -109,6 +126,7 @@ def _container_ref(snapshot: Snapshot, cid: str | None) -> dict[str, Any] | None
 
 def _process(snapshot: Snapshot, p: GpuProcess) -> dict[str, Any]:
     gpu = next((g for g in snapshot.gpus if g.index == p.sample.gpu_index), None)
+    mig = _mig_of(snapshot, p)
     return {
         "pid": p.pid,
         "container_pid": p.info.container_pid if p.container_id else None,
@@ -118,6 +136,11 @@ def _process(snapshot: Snapshot, p: GpuProcess) -> dict[str, Any]:
         "sm_util": p.sample.sm_util,
         "mem_util": p.sample.mem_util,
         "type": p.sample.kind,
+        "mps_client": p.sample.mps,
+        "mig_device": None if mig is None else mig_device_name(p.sample.gpu_index, mig.index),
+        "mig_uuid": None if mig is None else mig.uuid,
+        "gpu_instance_id": p.sample.mig_gi_id,
+        "compute_instance_id": p.sample.mig_ci_id,
         "exists": p.info.exists,
         "command": p.info.command if p.info.exists else None,
         "name": p.info.name,
@@ -145,6 +168,7 @@ def _container(u: ContainerUsage) -> dict[str, Any]:
         "gpu_memory_bytes": u.gpu_memory_bytes,
         "pids": list(u.pids),
         "gpu_indexes": list(u.gpu_indexes),
+        "mig_devices": list(u.mig_devices),
         "sm_util": u.sm_util,
         "gpu_request": _request(c.gpu_request),
         "gpu_request_via": c.gpu_request_via,
@@ -161,6 +185,8 @@ def _container(u: ContainerUsage) -> dict[str, Any]:
         "restart_count": c.restart_count,
         "oom_killed": c.oom_killed,
         "exit_code": c.exit_code,
+        "mps_pipe_directory": c.mps_pipe_directory,
+        "mps_thread_percentage": c.mps_thread_percentage,
     }
 
 
@@ -471,6 +497,42 @@ def _users_text(snapshot: Snapshot) -> list[str]:
     return lines
 
 
+def _mig_rows(g: GpuSample) -> list[list[str]]:
+    """The MIG devices of a GPU as rows under it (utilization: NVML has none per device)."""
+    rows = []
+    for m in g.mig_instances:
+        if m.index < 0:
+            rows.append(
+                [f" GI {m.gpu_instance_id}", "no compute instance", "", "", "", "", "", "", ""]
+            )
+            continue
+        used = fmt.mib(m.memory_used_bytes).removesuffix("MiB")
+        sm = f"{m.sm_count} SM" if m.sm_count is not None else ""
+        rows.append(
+            [
+                f" {mig_device_name(g.index, m.index)}",
+                fmt.safe_text(f"MIG {m.profile or '?'} GI {m.gpu_instance_id}", 24),
+                "n/a",
+                f"{used}/{fmt.mib(m.memory_total_bytes)}",
+                fmt.pct(fmt.ratio(m.memory_used_bytes, m.memory_total_bytes)),
+                "",
+                "",
+                sm,
+                "",
+            ]
+        )
+    return rows
+
+
+def _process_gpu(snapshot: Snapshot, p: GpuProcess) -> str:
+    """``0``, or ``0:1`` for a process on MIG device 1 of GPU 0; ``+M`` marks an MPS client."""
+    mig = _mig_of(snapshot, p)
+    text = (
+        str(p.sample.gpu_index) if mig is None else mig_device_name(p.sample.gpu_index, mig.index)
+    )
+    return text + ("+M" if p.sample.mps else "")
+
+
 def snapshot_to_text(
     snapshot: Snapshot, findings: Iterable[Finding] = (), alerts: AlertState | None = None
 ) -> str:
@@ -536,6 +598,7 @@ def snapshot_to_text(
                 fmt.throttle(g.throttle_reasons),
             ]
         )
+        rows += _mig_rows(g)
     lines += (
         ["  " + r for r in _table(rows, right=(2, 3, 4, 5, 6, 7))]
         if snapshot.gpus
@@ -553,7 +616,7 @@ def snapshot_to_text(
             [
                 str(p.pid),
                 str(p.info.container_pid) if p.container_id and p.info.container_pid else "-",
-                str(p.sample.gpu_index),
+                _process_gpu(snapshot, p),
                 fmt.mib(p.sample.used_memory_bytes),
                 fmt.pct(p.sample.sm_util),
                 fmt.pct(p.info.cpu_percent),

@@ -299,8 +299,8 @@ def snapshot_from_report(doc: Any) -> Snapshot:
     """A Snapshot rebuilt from a ``gputui --once --json`` document (lossy, best effort).
 
     The contract leaves out facts a Snapshot has (per-process container ids are taken from
-    the process's ``container`` reference; MIG process ids, encoder use per process and the
-    container environment are simply absent), so this is for looking at an old report again
+    the process's ``container`` reference; encoder use per process and the container
+    environment are simply absent), so this is for looking at an old report again
     (``gputui --once --replay report.json``), not for archiving.
 
     Raises:
@@ -322,6 +322,9 @@ def snapshot_from_report(doc: Any) -> Snapshot:
             where,
             used_memory_bytes=p.get("gpu_memory_bytes"),
             kind=p.get("type") or "C",
+            mig_gi_id=p.get("gpu_instance_id"),
+            mig_ci_id=p.get("compute_instance_id"),
+            mps=p.get("mps_client") is True,
         )
         procs_by_gpu.setdefault(sample.gpu_index, []).append(sample)
         ref = p.get("container")

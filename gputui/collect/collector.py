@@ -30,11 +30,14 @@ from gputui.model import (
     ExecResult,
     GpuProcess,
     GpuReading,
+    GpuSample,
     HealthCheck,
     HostInfo,
     ProcessInfo,
     Snapshot,
     SourceStatus,
+    mig_device_name,
+    mig_instance_of,
 )
 from gputui.startup_trace import mark
 
@@ -212,7 +215,9 @@ class Collector:
             },
             gpus=reading.gpus,
             processes=processes,
-            containers=attribute_containers(docker, processes, gpu_data=reading.status.ok),
+            containers=attribute_containers(
+                docker, processes, gpu_data=reading.status.ok, gpus=reading.gpus
+            ),
             engine=docker.engine,
             visibility=visibility,
             health=self._checks,
@@ -361,17 +366,34 @@ def join_processes(reading: GpuReading, infos: dict[int, ProcessInfo]) -> tuple[
     return tuple(joined)
 
 
+def _mig_devices(gpus: dict[int, GpuSample], procs: Sequence[GpuProcess]) -> tuple[str, ...]:
+    names: set[tuple[int, int]] = set()
+    for proc in procs:
+        gpu = gpus.get(proc.sample.gpu_index)
+        inst = None if gpu is None else mig_instance_of(gpu, proc.sample)
+        if inst is not None:
+            names.add((proc.sample.gpu_index, inst.index))
+    return tuple(mig_device_name(g, i) for g, i in sorted(names))
+
+
 def attribute_containers(
-    docker: ContainerReading, processes: Sequence[GpuProcess], *, gpu_data: bool = True
+    docker: ContainerReading,
+    processes: Sequence[GpuProcess],
+    *,
+    gpu_data: bool = True,
+    gpus: Sequence[GpuSample] = (),
 ) -> tuple[ContainerUsage, ...]:
     """Per-container GPU totals; containers only seen in cgroups get a stub entry.
 
     ``gpu_data`` is False when NVML gave no process list this refresh: the usages say so, and no
     container is then judged idle.
 
+    ``gpus`` names the MIG devices (``0:1``) the processes run on, from the GPUs' MIG layout.
+
     Ordered for people: GPU users by GPU memory, then idle GPU reservations, then other running
     containers, then stopped ones; by name within each group.
     """
+    by_index = {g.index: g for g in gpus}
     by_container: dict[str, list[GpuProcess]] = {}
     for proc in processes:
         if proc.container_id is not None:
@@ -396,6 +418,7 @@ def attribute_containers(
                 sm_util=sum(sm_values) if sm_values else None,
                 known_to_engine=cid in known,
                 gpu_data=gpu_data,
+                mig_devices=_mig_devices(by_index, procs),
             )
         )
 

@@ -18,14 +18,28 @@ scenario-driven snapshot sequences. :class:`FindingsEngine` keeps the little sta
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass
+from typing import TypeVar
 
 from gputui.derive import fmt
 from gputui.derive.windows import SampledWindow
-from gputui.model import ContainerUsage, Finding, FindingSeverity, GpuProcess, Snapshot
+from gputui.model import (
+    ContainerUsage,
+    Finding,
+    FindingSeverity,
+    GpuProcess,
+    Snapshot,
+    is_mig_token,
+    mig_device_name,
+    mig_instance_of,
+    mig_request,
+)
 
 _MIB = 1024 * 1024
 HOST = "host"
+
+_K = TypeVar("_K", bound=Hashable)
 
 #: How far back the CPU throttling figure looks: long enough that one refresh's handful of CFS
 #: periods (10 per second at the default 100 ms period) does not swing it, short enough to follow
@@ -188,19 +202,45 @@ def party_of(snapshot: Snapshot, proc: GpuProcess) -> tuple[str, str]:
 
 
 def gpu_shares(snapshot: Snapshot) -> dict[int, tuple[Share, ...]]:
-    """Per GPU, each party's GPU memory and SM, biggest first (GPUs with one party included)."""
-    memory: dict[int, dict[str, int]] = {}
-    sm: dict[int, dict[str, int]] = {}
+    """Per GPU, each party's GPU memory and SM, biggest first (GPUs with one party included).
+
+    Processes on MIG devices are left out: a MIG-partitioned GPU is split, not shared; its
+    devices' sharing is :func:`mig_shares`.
+    """
+    return _shares(
+        snapshot, lambda proc: None if proc.sample.mig_gi_id is not None else proc.sample.gpu_index
+    )
+
+
+def mig_shares(snapshot: Snapshot) -> dict[str, tuple[Share, ...]]:
+    """Per MIG device (``0:1``), each party's memory and SM on it, biggest first."""
+    gpus = {g.index: g for g in snapshot.gpus}
+
+    def device(proc: GpuProcess) -> str | None:
+        gpu = gpus.get(proc.sample.gpu_index)
+        inst = None if gpu is None else mig_instance_of(gpu, proc.sample)
+        return None if inst is None else mig_device_name(proc.sample.gpu_index, inst.index)
+
+    return _shares(snapshot, device)
+
+
+def _shares(
+    snapshot: Snapshot, where: Callable[[GpuProcess], _K | None]
+) -> dict[_K, tuple[Share, ...]]:
+    memory: dict[_K, dict[str, int]] = {}
+    sm: dict[_K, dict[str, int]] = {}
     labels: dict[str, str] = {}
     for proc in snapshot.processes:
+        gpu = where(proc)
+        if gpu is None:
+            continue
         key, labels[key] = party_of(snapshot, proc)
-        gpu = proc.sample.gpu_index
         memory.setdefault(gpu, {})[key] = memory.get(gpu, {}).get(key, 0) + (
             proc.sample.used_memory_bytes or 0
         )
         if proc.sample.sm_util is not None:
             sm.setdefault(gpu, {})[key] = sm.get(gpu, {}).get(key, 0) + proc.sample.sm_util
-    shares: dict[int, tuple[Share, ...]] = {}
+    shares: dict[_K, tuple[Share, ...]] = {}
     for gpu, parties in memory.items():
         total = sum(parties.values()) or 1
         rows = [
@@ -212,9 +252,25 @@ def gpu_shares(snapshot: Snapshot) -> dict[int, tuple[Share, ...]]:
 
 
 def sharing_findings(snapshot: Snapshot) -> list[Finding]:
-    """A finding for every GPU used by two or more parties."""
+    """A finding for every GPU, and every MIG device, used by two or more parties.
+
+    A MIG device's finding has the subject ``mig:<gpu>:<device>`` and a ``party:<key>`` figure
+    per party (its share), so the tree can mark the parties' nodes.
+    """
     out = []
-    for gpu, shares in sorted(gpu_shares(snapshot).items()):
+    everything: list[tuple[str, str, tuple[Share, ...]]] = [
+        (f"gpu:{gpu}", f"GPU {gpu}", shares) for gpu, shares in sorted(gpu_shares(snapshot).items())
+    ]
+    by_index = {g.index: g for g in snapshot.gpus}
+    for name, shares in sorted(mig_shares(snapshot).items()):
+        gpu_index, _, mig_index = name.partition(":")
+        gpu = by_index.get(int(gpu_index))
+        inst = (
+            next((m for m in gpu.mig_instances if m.index == int(mig_index)), None) if gpu else None
+        )
+        profile = f" ({fmt.safe_text(inst.profile, 16)})" if inst and inst.profile else ""
+        everything.append((f"mig:{name}", f"MIG device {name}{profile}", shares))
+    for subject, what, shares in everything:
         if len(shares) < 2:
             continue
         parts = ", ".join(
@@ -228,12 +284,14 @@ def sharing_findings(snapshot: Snapshot) -> list[Finding]:
             figures.append((f"memory_bytes:{s.label}", s.memory_bytes))
             if s.sm_util is not None:
                 figures.append((f"sm_util:{s.label}", s.sm_util))
+        if subject.startswith("mig:"):
+            figures += [(f"party:{s.party}", round(s.memory_share, 4)) for s in shares]
         out.append(
             Finding(
                 "gpu_shared",
-                f"gpu:{gpu}",
+                subject,
                 FindingSeverity.INFO,
-                f"GPU {gpu} shared by {len(shares)} parties: {parts}",
+                f"{what} shared by {len(shares)} parties: {parts}",
                 tuple(figures),
             )
         )
@@ -457,16 +515,27 @@ class FindingsEngine:
             return None
         name = fmt.safe_text(info.name, 40)
         request = fmt.gpu_request(info.gpu_request)
+        tokens = info.gpu_request if isinstance(info.gpu_request, tuple) else ()
+        migs = [m for t in tokens if (m := mig_request(t, snapshot.gpus)) is not None]
+        mig_names = ",".join(mig_device_name(g.index, m.index) for g, m in migs)
+        if migs:
+            # One MIG device is reserved, not its GPU: say which device, and its profile.
+            profiles = ", ".join(m.profile for _, m in migs if m.profile)
+            request = f"MIG device {mig_names}" + (f" ({profiles})" if profiles else "")
+        elif any(is_mig_token(t) for t in tokens):
+            request = f"MIG device {request}"
+        request = fmt.safe_text(request, 60)
+        what = request if request.startswith("MIG") else f"GPU {request}"
         if info.status == "created":
-            summary = f"{name}: reserved GPU {request} but was never started"
+            summary = f"{name}: reserved {what} but was never started"
         elif usage.pids:
-            summary = f"{name}: holds GPU {request} at {sm}% SM for {fmt.duration(observed)}"
+            summary = f"{name}: holds {what} at {sm}% SM for {fmt.duration(observed)}"
         else:
             facts = [f"idle {fmt.duration(observed)}"] if observed > 0 else []
             if info.started_at:
                 facts.append(f"up {fmt.duration(now - info.started_at)}")
             tail = f" ({', '.join(facts)})" if facts else ""
-            summary = f"{name}: reserved GPU {request} and runs no GPU process{tail}"
+            summary = f"{name}: reserved {what} and runs no GPU process{tail}"
         return Finding(
             "idle_reservation",
             f"container:{info.id}",
@@ -477,5 +546,6 @@ class FindingsEngine:
                 ("gpu_processes", len(usage.pids)),
                 ("sm_util", sm),
                 ("uptime_seconds", round(now - info.started_at, 1) if info.started_at else -1),
+                *((("mig_devices", mig_names),) if mig_names else ()),
             ),
         )

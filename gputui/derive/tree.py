@@ -230,7 +230,9 @@ def finding_marker(finding: Finding) -> Marker | None:
         idle = _number(finding, "idle_seconds") or 0.0
         sm = _number(finding, "sm_util") or 0.0
         busy = (_number(finding, "gpu_processes") or 0) > 0
-        text = f"idle at {sm:.0f}% SM" if busy else "idle: reserved GPU, no GPU process"
+        mig = finding.figure("mig_devices")
+        reserved = f"reserved MIG {fmt.safe_text(str(mig), 24)}" if mig else "reserved GPU"
+        text = f"idle at {sm:.0f}% SM" if busy else f"idle: {reserved}, no GPU process"
         if idle > 0:
             text += f" for {fmt.duration(idle)}"
         return Marker(kind, text, severity)
@@ -287,6 +289,16 @@ def node_markers(findings: Iterable[Finding], shares: Mapping[int, tuple[Share, 
                 Marker("gpu_shared", text, FindingSeverity.INFO)
             )
     for finding in findings:
+        if finding.kind == "gpu_shared" and finding.subject.startswith("mig:"):
+            # A shared MIG device marks each of its parties, as a shared GPU does.
+            device = finding.subject.removeprefix("mig:")
+            for name, value in finding.figures:
+                if name.startswith("party:") and isinstance(value, (int, float)):
+                    text = f"shared MIG {device}: {value * 100:.0f}%"
+                    out.setdefault(_share_node(name.removeprefix("party:")), []).append(
+                        Marker("gpu_shared", text, FindingSeverity.INFO)
+                    )
+            continue
         marker = finding_marker(finding)
         if marker is not None:
             out.setdefault(finding.subject, []).append(marker)

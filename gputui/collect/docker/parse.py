@@ -23,8 +23,18 @@ from gputui.model import ContainerInfo, EngineInfo
 
 #: Environment keys gputui reads from ``Config.Env``; every other value is dropped unseen.
 GPU_ENV_KEYS = frozenset(
-    {"NVIDIA_VISIBLE_DEVICES", "NVIDIA_DRIVER_CAPABILITIES", "CUDA_VERSION", "NVIDIA_REQUIRE_CUDA"}
+    {
+        "NVIDIA_VISIBLE_DEVICES",
+        "NVIDIA_DRIVER_CAPABILITIES",
+        "CUDA_VERSION",
+        "NVIDIA_REQUIRE_CUDA",
+        # MPS: where the client looks for the daemon's pipes, and its share of the SMs.
+        "CUDA_MPS_PIPE_DIRECTORY",
+        "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE",
+    }
 )
+#: Where MPS clients look for the control daemon's pipes when the variable is unset.
+MPS_DEFAULT_PIPE_DIRECTORY = "/tmp/nvidia-mps"
 
 #: A container (and exec) id: 64 lowercase hex digits. Anything else is never used, not even
 #: as a cache key: an id such as ``--privileged`` would become a flag in a ``docker`` argv.
@@ -210,6 +220,28 @@ def parse_docker_time(value: str | None) -> float | None:
     return stamp + (float("0." + frac) if frac else 0.0)
 
 
+def parse_mps_percentage(value: str | None) -> int | None:
+    """``CUDA_MPS_ACTIVE_THREAD_PERCENTAGE`` as a whole percentage 0-100, None if unset or bad."""
+    if value is None:
+        return None
+    try:
+        number = float(value.strip()[:16])
+    except ValueError:
+        return None
+    return int(number) if 0 <= number <= 100 else None
+
+
+def mount_source(mounts: object, destination: str) -> str | None:
+    """The host path mounted at ``destination`` in a container (``Mounts`` of inspect)."""
+    wanted = destination.rstrip("/") or "/"
+    for mount in as_list(mounts):
+        entry = as_dict(mount)
+        dest = as_text(entry.get("Destination"), MAX_TEXT_CHARS)
+        if dest is not None and (dest.rstrip("/") or "/") == wanted:
+            return as_text(entry.get("Source"), MAX_TEXT_CHARS)
+    return None
+
+
 def parse_inspect(data: Mapping[str, Any]) -> ContainerInfo:
     """Turn one ``GET /containers/{id}/json`` payload into a :class:`ContainerInfo`.
 
@@ -248,6 +280,9 @@ def parse_inspect(data: Mapping[str, Any]) -> ContainerInfo:
         # when the engine's default runtime is nvidia or a hook reads it, still worth showing.
         request, via = env_request, ("runtime" if runtime == "nvidia" else "env")
 
+    mps_dir = env.get("CUDA_MPS_PIPE_DIRECTORY")
+    mps_source = mount_source(data.get("Mounts"), mps_dir or MPS_DEFAULT_PIPE_DIRECTORY)
+
     status = as_text(state.get("Status"), MAX_NAME_CHARS) or "unknown"
     running = status in ("running", "restarting", "paused")
     exit_code = as_int(state.get("ExitCode"), -MAX_INT32 - 1, MAX_INT32)
@@ -274,6 +309,10 @@ def parse_inspect(data: Mapping[str, Any]) -> ContainerInfo:
         oom_killed=as_bool(state.get("OOMKilled")),
         exit_code=None if running else exit_code,
         cpu_quota_cpus=cpu_quota(host),
+        mps_pipe_directory=mps_dir or None,
+        mps_thread_percentage=parse_mps_percentage(env.get("CUDA_MPS_ACTIVE_THREAD_PERCENTAGE")),
+        mps_pipe_source=mps_source,
+        ipc_mode=as_text(host.get("IpcMode"), MAX_NAME_CHARS) or None,
     )
 
 

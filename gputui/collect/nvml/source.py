@@ -5,7 +5,9 @@ Costs measured on an H200 decide the structure (see docs/performance.md):
 * core gauges (util, memory, temperature, power, clocks, reasons, process lists) cost microseconds
   and are read on every refresh;
 * slow-changing facts (persistence, ECC, remapped rows, MIG mode, fan, power cap) are re-read on a
-  medium cadence, like nvitop's 5 s TTL;
+  medium cadence, like nvitop's 5 s TTL; so is the MIG layout (handles, ids, profiles), and only
+  while MIG is enabled: a GPU without MIG costs one ``nvmlDeviceGetMigMode`` per medium tick (none
+  once it answered ``NotSupported``), while MIG memory and process lists are read every refresh;
 * PCIe throughput (≈21 ms per direction) and per-process utilization (≈2 ms) run on a *slow lane*:
   a background thread with its own cadence, so a refresh never waits for them. The same thread
   waits for XID events between slow ticks.
@@ -17,8 +19,10 @@ source stops asking. ``GpuIsLost`` marks the whole GPU lost without touching the
 from __future__ import annotations
 
 import contextlib
+import re
 import time
 from collections.abc import Callable
+from dataclasses import replace
 from types import ModuleType
 from typing import Any, TypeVar
 
@@ -28,6 +32,13 @@ from gputui.model import GpuProcessSample, GpuReading, GpuSample, MigInstance, S
 __all__ = ["INIT_FIXES", "NvmlSource", "error_class", "error_name", "load_pynvml"]
 
 T = TypeVar("T")
+
+#: The profile at the end of a MIG device's name: ``NVIDIA H200 MIG 1g.18gb`` → ``1g.18gb``.
+_MIG_PROFILE_RE = re.compile(r"MIG\s+(\S+)\s*$")
+#: NVML's "no GPU/compute instance" id in process records of a GPU without MIG.
+_NO_INSTANCE = 0xFFFFFFFF
+#: GPU instance ids NVML hands out (A100/H100/H200: at most 7 instances, ids below 15).
+_MAX_GPU_INSTANCE_ID = 14
 
 
 #: Fix texts for NVML init failures, by error name.
@@ -235,13 +246,17 @@ class NvmlSource:
             return None
         return value.decode() if isinstance(value, bytes) else value
 
-    def _q(self, index: int, fn: Callable[..., T], *args: Any) -> T | None:
+    def _q(self, index: int, fn: Callable[..., T], *args: Any, mig: bool = False) -> T | None:
         """Call one NVML getter for one GPU: value, or None when unavailable.
+
+        ``mig`` marks a call on a MIG device handle: what its device does not support (memory
+        info, utilization) is remembered apart from the parent GPU's answer to the same getter.
 
         Raises:
             GpuLost: the GPU fell off the bus; the caller marks the whole GPU lost.
         """
-        key = (index, getattr(fn, "__name__", repr(fn)))
+        name = getattr(fn, "__name__", repr(fn))
+        key = (index, f"{name}@mig" if mig else name)
         if key in self._unsupported:
             return None
         nv = self._module()
@@ -258,12 +273,12 @@ class NvmlSource:
                 if self._remember_unsupported:
                     self._unsupported.add(key)
                 if kind == "FunctionNotFound":
-                    self._binding_problems.add(key[1])
+                    self._binding_problems.add(name)
             return None
         except nv.NVMLLibraryMismatchError:
             # Not an NVMLError subclass: the binding calls a symbol this driver lacks.
             self._unsupported.add(key)
-            self._binding_problems.add(key[1])
+            self._binding_problems.add(name)
             return None
 
     def _read_static(self, nv: Any, index: int, handle: Any) -> dict[str, Any]:
@@ -306,20 +321,79 @@ class NvmlSource:
             "mig": (None, None) if mig is None else (bool(mig[0]), bool(mig[1])),
             "power_limit": None if limit is None else limit / 1000.0,
         }
-        medium["mig_handles"] = self._mig_handles(nv, index, handle) if medium["mig"][0] else []
+        medium["mig_handles"] = self._mig_layout(nv, index, handle) if medium["mig"][0] else []
         self._medium[index] = medium
         self._medium_due[index] = now + self._medium_interval
         return medium
 
-    def _mig_handles(self, nv: Any, index: int, handle: Any) -> list[Any]:
-        count = self._q(index, nv.nvmlDeviceGetMaxMigDeviceCount, handle) or 0
-        handles = []
+    def _mig_layout(self, nv: Any, index: int, handle: Any) -> list[tuple[Any, MigInstance]]:
+        """The MIG devices of a MIG-enabled GPU: handle and static facts (no memory yet)."""
+        count = min(self._q(index, nv.nvmlDeviceGetMaxMigDeviceCount, handle) or 0, 64)
+        layout: list[tuple[Any, MigInstance]] = []
         for i in range(count):
             try:
-                handles.append(nv.nvmlDeviceGetMigDeviceHandleByIndex(handle, i))
-            except nv.NVMLError:  # NotFound / InvalidArgument: no instance in this slot
+                mh = nv.nvmlDeviceGetMigDeviceHandleByIndex(handle, i)
+            except nv.NVMLError as exc:  # NotFound / InvalidArgument: no instance in this slot
+                if error_name(exc) == "GpuIsLost":
+                    raise GpuLost("GPU is lost (fallen off the bus): XID 79 likely") from exc
                 continue
-        return handles
+            uuid = self._q(index, nv.nvmlDeviceGetUUID, mh, mig=True)
+            name = self._q(index, nv.nvmlDeviceGetName, mh, mig=True)
+            get_attributes = getattr(nv, "nvmlDeviceGetAttributes", None)
+            attrs = None if get_attributes is None else self._q(index, get_attributes, mh, mig=True)
+            layout.append(
+                (
+                    mh,
+                    MigInstance(
+                        index=i,
+                        uuid=uuid.decode() if isinstance(uuid, bytes) else uuid,
+                        gpu_instance_id=self._q(index, nv.nvmlDeviceGetGpuInstanceId, mh, mig=True),
+                        compute_instance_id=self._q(
+                            index, nv.nvmlDeviceGetComputeInstanceId, mh, mig=True
+                        ),
+                        memory_used_bytes=None,
+                        memory_total_bytes=None,
+                        profile=_mig_profile(name, attrs),
+                        sm_count=_attr(attrs, "multiprocessorCount"),
+                        slices=_attr(attrs, "gpuInstanceSliceCount"),
+                    ),
+                )
+            )
+        return layout + self._empty_gpu_instances(nv, index, handle, layout)
+
+    def _empty_gpu_instances(
+        self, nv: Any, index: int, handle: Any, layout: list[tuple[Any, MigInstance]]
+    ) -> list[tuple[Any, MigInstance]]:
+        """GPU instances without a compute instance: no MIG device, so nothing can run there.
+
+        NVML lists MIG devices per compute instance, so such a GPU instance is found only by
+        asking for GPU instance ids one by one (a few calls per medium tick, MIG GPUs only).
+        """
+        by_id = getattr(nv, "nvmlDeviceGetGpuInstanceById", None)
+        memo = (index, "nvmlDeviceGetGpuInstanceById")
+        if by_id is None or memo in self._unsupported:
+            return []
+        seen = {inst.gpu_instance_id for _, inst in layout}
+        empty: list[tuple[Any, MigInstance]] = []
+        for gi_id in range(_MAX_GPU_INSTANCE_ID + 1):
+            if gi_id in seen:
+                continue
+            try:
+                by_id(handle, gi_id)
+            except nv.NVMLError as exc:
+                kind = error_name(exc)
+                if kind == "GpuIsLost":
+                    raise GpuLost("GPU is lost (fallen off the bus): XID 79 likely") from exc
+                if kind in ("NotSupported", "FunctionNotFound") and self._remember_unsupported:
+                    self._unsupported.add(memo)
+                if kind in ("NoPermission", "NotSupported", "FunctionNotFound"):
+                    return []  # not visible to this user: unknown rather than "none"
+                continue  # NotFound / InvalidArgument: no GPU instance with this id
+            except nv.NVMLLibraryMismatchError:
+                self._unsupported.add(memo)
+                return []
+            empty.append((None, MigInstance(-1, None, gi_id, None, None, None)))
+        return empty
 
     def _read_gpu(self, nv: Any, index: int, handle: Any) -> GpuSample:
         q = self._q
@@ -363,33 +437,52 @@ class NvmlSource:
             mig_mode_current=medium["mig"][0],
             mig_mode_pending=medium["mig"][1],
             mig_instances=mig_instances,
-            processes=self._read_processes(nv, index, handle) + mig_procs,
+            processes=self._merge_mig_processes(self._read_processes(nv, index, handle), mig_procs),
         )
 
     def _read_processes(
         self, nv: Any, index: int, handle: Any, mig: tuple[int, int] | None = None
     ) -> tuple[GpuProcessSample, ...]:
-        """Compute and graphics lists merged by PID (a PID in both lists is ``C+G``)."""
+        """Compute, graphics and MPS lists merged by PID (a PID in both of the first is ``C+G``).
+
+        MPS clients (``M+C``, as nvidia-smi calls them) are listed apart by NVML since Volta; on
+        a GPU without an MPS daemon that list is empty and costs one call per refresh.
+        """
         merged: dict[int, tuple[str, int | None]] = {}
-        for kind, fn in (
+        instance: dict[int, tuple[int, int]] = {}
+        lists: list[tuple[str, Any]] = [
             ("C", nv.nvmlDeviceGetComputeRunningProcesses),
             ("G", nv.nvmlDeviceGetGraphicsRunningProcesses),
-        ):
-            for proc in self._q(index, fn, handle) or ():
+        ]
+        mps_list = getattr(nv, "nvmlDeviceGetMPSComputeRunningProcesses", None)
+        if mps_list is not None:
+            lists.append(("M+C", mps_list))
+        for kind, fn in lists:
+            for proc in self._q(index, fn, handle, mig=mig is not None) or ():
                 used = proc.usedGpuMemory
+                gi = getattr(proc, "gpuInstanceId", _NO_INSTANCE)
+                ci = getattr(proc, "computeInstanceId", _NO_INSTANCE)
+                if mig is None and isinstance(gi, int) and gi != _NO_INSTANCE:
+                    # A parent handle listing MIG processes (root): keep the instance it names.
+                    instance[proc.pid] = (gi, ci if isinstance(ci, int) else _NO_INSTANCE)
                 if proc.pid in merged:
                     old_kind, old_used = merged[proc.pid]
                     # The same allocation is listed twice; keep the larger figure, not the sum.
                     best = max((u for u in (old_used, used) if u is not None), default=None)
-                    merged[proc.pid] = ("C+G" if old_kind != kind else old_kind, best)
+                    merged[proc.pid] = ("C+G" if {old_kind, kind} == {"C", "G"} else old_kind, best)
                 else:
                     merged[proc.pid] = (kind, used)
         util, util_known = self._slow.process_util(index) if self._slow else ({}, False)
         samples = []
         for pid, (kind, used) in sorted(merged.items()):
+            ids = mig if mig is not None else instance.get(pid)
             # No sample for a listed PID means it did nothing in the window (NVML only returns
             # active processes): 0, not unknown, once the query itself has worked.
             sm, mem, enc, dec = util.get(pid, (0, 0, 0, 0)) if util_known else (None,) * 4
+            if mig is not None and pid not in util:
+                # NVML measures no per-process utilization on MIG devices: absent is unknown,
+                # never 0 (a driver that does report samples for the PID is believed).
+                sm, mem, enc, dec = (None,) * 4
             samples.append(
                 GpuProcessSample(
                     pid=pid,
@@ -400,35 +493,62 @@ class NvmlSource:
                     mem_util=mem,
                     enc_util=enc,
                     dec_util=dec,
-                    mig_gi_id=None if mig is None else mig[0],
-                    mig_ci_id=None if mig is None else mig[1],
+                    mig_gi_id=None if ids is None else ids[0],
+                    mig_ci_id=None if ids is None or ids[1] == _NO_INSTANCE else ids[1],
+                    mps=kind == "M+C",
                 )
             )
         return tuple(samples)
 
     def _read_mig(
-        self, nv: Any, index: int, handles: list[Any]
+        self, nv: Any, index: int, layout: list[tuple[Any, MigInstance]]
     ) -> tuple[tuple[MigInstance, ...], tuple[GpuProcessSample, ...]]:
+        """Memory and processes of each MIG device (every refresh; the layout is cached)."""
         instances: list[MigInstance] = []
         procs: list[GpuProcessSample] = []
-        for i, mh in enumerate(handles):
-            gi = self._q(index, nv.nvmlDeviceGetGpuInstanceId, mh)
-            ci = self._q(index, nv.nvmlDeviceGetComputeInstanceId, mh)
-            mem = self._q(index, nv.nvmlDeviceGetMemoryInfo, mh)
-            uuid = self._q(index, nv.nvmlDeviceGetUUID, mh)
+        for mh, static in layout:
+            if mh is None:  # a GPU instance without a compute instance
+                instances.append(static)
+                continue
+            mem = self._q(index, nv.nvmlDeviceGetMemoryInfo, mh, mig=True)
             instances.append(
-                MigInstance(
-                    index=i,
-                    uuid=uuid.decode() if isinstance(uuid, bytes) else uuid,
-                    gpu_instance_id=gi,
-                    compute_instance_id=ci,
+                replace(
+                    static,
                     memory_used_bytes=None if mem is None else int(mem.used),
                     memory_total_bytes=None if mem is None else int(mem.total),
                 )
             )
+            gi, ci = static.gpu_instance_id, static.compute_instance_id
             if gi is not None and ci is not None:
                 procs.extend(self._read_processes(nv, index, mh, mig=(gi, ci)))
         return tuple(instances), tuple(procs)
+
+    def _merge_mig_processes(
+        self, parent: tuple[GpuProcessSample, ...], mig: tuple[GpuProcessSample, ...]
+    ) -> tuple[GpuProcessSample, ...]:
+        """The parent's list without the PIDs its MIG devices list (root sees both)."""
+        if not mig:
+            return parent
+        on_mig = {p.pid for p in mig}
+        return tuple(p for p in parent if p.pid not in on_mig) + mig
+
+
+def _attr(struct: Any, name: str) -> int | None:
+    value = getattr(struct, name, None)
+    return int(value) if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def _mig_profile(name: Any, attrs: Any) -> str | None:
+    """A MIG device's profile: from its NVML name, else from its slices and memory size."""
+    text = name.decode(errors="replace") if isinstance(name, bytes) else name
+    if isinstance(text, str):
+        match = _MIG_PROFILE_RE.search(text)
+        if match:
+            return match.group(1)[:32]
+    slices, memory_mb = _attr(attrs, "gpuInstanceSliceCount"), _attr(attrs, "memorySizeMB")
+    if slices is None or memory_mb is None:
+        return None
+    return f"{slices}g.{round(memory_mb / 1024)}gb"
 
 
 def _cuda_version(value: int | None) -> str | None:

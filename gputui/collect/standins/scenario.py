@@ -10,6 +10,7 @@ The format is documented in docs/scenario-format.md.
 
 from __future__ import annotations
 
+import math
 import types
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
@@ -35,6 +36,23 @@ __all__ = [
 ]
 
 _MIB = 1024 * 1024
+#: Process lists are built once per phase of their time series and replayed after that (their
+#: values repeat every least-common-multiple of the series' lengths); beyond this many phases
+#: they are built on every call.
+_MAX_PHASES = 64
+
+
+def _period(listed: Sequence[Mapping[str, Any]], keys: tuple[str, ...]) -> int | None:
+    """After how many steps the ``keys`` time series of ``listed`` repeat; None: too many."""
+    period = 1
+    for proc in listed:
+        for key in keys:
+            value = proc.get(key)
+            if isinstance(value, list) and value:
+                period = period * len(value) // math.gcd(period, len(value))
+                if period > _MAX_PHASES:
+                    return None
+    return period
 
 
 class _Handle:
@@ -44,6 +62,29 @@ class _Handle:
 
     def __init__(self, pos: int) -> None:
         self.pos = pos
+
+
+class _MigHandle(_Handle):
+    """A MIG device handle: a GPU of the scenario and one of its ``mig_instances``."""
+
+    __slots__ = ("slot",)
+
+    def __init__(self, pos: int, slot: int) -> None:
+        super().__init__(pos)
+        self.slot = slot
+
+
+class _GpuInstance:
+    """A GPU instance handle (``nvmlDeviceGetGpuInstanceById``)."""
+
+    __slots__ = ("gi_id",)
+
+    def __init__(self, gi_id: int) -> None:
+        self.gi_id = gi_id
+
+
+#: pynvml's "no instance" id in the process records of a GPU without MIG.
+_NO_INSTANCE = 0xFFFFFFFF
 
 
 def _getter(name: str, gauges: tuple[GpuGauge, ...]) -> Callable[..., Any]:
@@ -98,6 +139,9 @@ class ScenarioNvml:
         for getter, read in by_getter.items():
             setattr(self, getter, types.MethodType(_getter(getter, tuple(read)), self))
         self._gpus: list[Mapping[str, Any]] = list(data.get("gpus", []))
+        #: Process replies per (list, query, phase): the same scenario answers alike each period.
+        self._replies: dict[tuple[Any, ...], list[SimpleNamespace]] = {}
+        self._periods: dict[tuple[int, tuple[str, ...]], int | None] = {}
         self._gpus.sort(key=lambda g: int(g.get("index", 0)))
 
     # -- helpers ---------------------------------------------------------------------------
@@ -131,6 +175,8 @@ class ScenarioNvml:
 
     def _answer(self, getter: str, gauges: tuple[GpuGauge, ...], handle: _Handle, args: Any) -> Any:
         """Answer ``getter(handle, *args)`` for the ``gauges`` it reads."""
+        if isinstance(handle, _MigHandle):
+            return self._mig_answer(getter, handle)
         selected = any(g.nvml.args for g in gauges)
         asked = [g for g in gauges if not selected or self._args[g.field] == tuple(args)]
         if not asked:
@@ -158,6 +204,81 @@ class ScenarioNvml:
             if isinstance(part, int):
                 positions[part] = value
         return tuple(positions)
+
+    # -- MIG -------------------------------------------------------------------------------
+
+    def _devices(self, pos: int) -> list[Mapping[str, Any]]:
+        """The MIG devices of a GPU: its instances that have a compute instance (MIG on only)."""
+        gpu = self._gpus[pos]
+        if not at(gpu.get("mig_mode_current", False), self.step):
+            return []
+        return [m for m in gpu.get("mig_instances", []) if m.get("ci_id", 0) is not None]
+
+    def _mig(self, handle: _MigHandle, *fields: str) -> Mapping[str, Any]:
+        self._gpu(handle, "mig_instances", *fields)
+        devices = self._devices(handle.pos)
+        if handle.slot >= len(devices):  # the layout changed under a cached handle
+            raise error_class("InvalidArgument")()
+        return devices[handle.slot]
+
+    def _mig_answer(self, getter: str, handle: _MigHandle) -> Any:
+        """A gauge getter on a MIG device: memory is the instance's, the rest unsupported.
+
+        NVML measures no utilization, power, clocks or temperature per MIG device.
+        """
+        if getter != "nvmlDeviceGetMemoryInfo":
+            raise error_class("NotSupported")()
+        inst = self._mig(handle, "memory")
+        total = int(at(inst.get("memory_total_mib", 0), self.step) * _MIB)
+        used = int(at(inst.get("memory_used_mib", 0), self.step) * _MIB)
+        return SimpleNamespace(total=total, used=used, free=max(0, total - used))
+
+    def nvmlDeviceGetMaxMigDeviceCount(self, handle: _Handle) -> int:
+        gpu = self._gpu(handle, "mig_instances")
+        if "mig_mode_current" not in gpu:
+            raise error_class("NotSupported")()
+        # An H200 without MIG answers 0, as measured; with MIG on, its 7 slots.
+        return max(7, len(self._devices(handle.pos))) if self._devices(handle.pos) else 0
+
+    def nvmlDeviceGetMigDeviceHandleByIndex(self, handle: _Handle, index: int) -> _MigHandle:
+        self._gpu(handle, "mig_instances")
+        if not 0 <= index < len(self._devices(handle.pos)):
+            raise error_class("NotFound")()
+        return _MigHandle(handle.pos, index)
+
+    def nvmlDeviceIsMigDeviceHandle(self, handle: _Handle) -> int:
+        return int(isinstance(handle, _MigHandle))
+
+    def nvmlDeviceGetGpuInstanceId(self, handle: _Handle) -> int:
+        if not isinstance(handle, _MigHandle):
+            raise error_class("InvalidArgument")()
+        return int(self._mig(handle)["gi_id"])
+
+    def nvmlDeviceGetComputeInstanceId(self, handle: _Handle) -> int:
+        if not isinstance(handle, _MigHandle):
+            raise error_class("InvalidArgument")()
+        return int(self._mig(handle).get("ci_id", 0))
+
+    def nvmlDeviceGetAttributes(self, handle: _Handle) -> SimpleNamespace:
+        if not isinstance(handle, _MigHandle):
+            raise error_class("NotSupported")()
+        inst = self._mig(handle)
+        if "sm_count" not in inst and "slices" not in inst:
+            raise error_class("NotSupported")()
+        return SimpleNamespace(
+            multiprocessorCount=inst.get("sm_count", 0),
+            gpuInstanceSliceCount=inst.get("slices", 0),
+            computeInstanceSliceCount=inst.get("slices", 0),
+            memorySizeMB=int(at(inst.get("memory_total_mib", 0), self.step)),
+        )
+
+    def nvmlDeviceGetGpuInstanceById(self, handle: _Handle, gi_id: int) -> _GpuInstance:
+        gpu = self._gpu(handle, "mig_instances")
+        if not at(gpu.get("mig_mode_current", False), self.step):
+            raise error_class("NotSupported")()
+        if not any(m["gi_id"] == gi_id for m in gpu.get("mig_instances", [])):
+            raise error_class("NotFound")()
+        return _GpuInstance(gi_id)
 
     # -- the pynvml surface NvmlSource uses ------------------------------------------------
 
@@ -190,27 +311,63 @@ class ScenarioNvml:
         return int(self._gpus[handle.pos].get("index", handle.pos))
 
     def nvmlDeviceGetName(self, handle: _Handle) -> str:
-        return str(self._gpu(handle, "name").get("name", "NVIDIA H200"))
+        name = str(self._gpu(handle, "name").get("name", "NVIDIA H200"))
+        if isinstance(handle, _MigHandle):
+            profile = self._mig(handle).get("profile")
+            return f"{name} MIG {profile}" if profile else f"{name} MIG"
+        return name
 
     def nvmlDeviceGetUUID(self, handle: _Handle) -> str:
+        if isinstance(handle, _MigHandle):
+            inst = self._mig(handle, "uuid")
+            default = f"MIG-00000000-0000-0000-{handle.pos:04d}-{handle.slot:012d}"
+            return str(inst.get("uuid", default))
         default = f"GPU-00000000-0000-0000-0000-{handle.pos:012d}"
         return str(self._gpu(handle, "uuid").get("uuid", default))
 
-    def nvmlDeviceGetMaxMigDeviceCount(self, handle: _Handle) -> int:
-        return 0  # MIG instances are not modelled by scenario files
-
     def _procs(self, handle: _Handle, kinds: tuple[str, ...]) -> list[SimpleNamespace]:
         gpu = self._gpu(handle, "processes")
+        listed = gpu.get("processes", [])
+        ids = (_NO_INSTANCE, _NO_INSTANCE)
+        if isinstance(handle, _MigHandle):
+            inst = self._mig(handle)
+            listed = inst.get("processes", [])
+            ids = (int(inst["gi_id"]), int(inst.get("ci_id", 0)))
+        memo = self._memo_key(listed, ("used_memory_mib",), (kinds, ids))
+        cached = None if memo is None else self._replies.get(memo)
+        if cached is not None:
+            return list(cached)
         out = []
-        for proc in gpu.get("processes", []):
+        for proc in listed:
             if proc.get("type", "C") in kinds:
                 used = at(proc.get("used_memory_mib", 0), self.step)
                 out.append(
                     SimpleNamespace(
-                        pid=proc["pid"], usedGpuMemory=None if used is None else int(used * _MIB)
+                        pid=proc["pid"],
+                        usedGpuMemory=None if used is None else int(used * _MIB),
+                        gpuInstanceId=ids[0],
+                        computeInstanceId=ids[1],
                     )
                 )
+        if memo is not None:
+            self._replies[memo] = out
+            return list(out)
         return out
+
+    def _memo_key(
+        self, listed: Sequence[Mapping[str, Any]], keys: tuple[str, ...], query: tuple[Any, ...]
+    ) -> tuple[Any, ...] | None:
+        """Where a reply built from ``listed`` at this step is kept; None: not kept.
+
+        The replies' objects are shared between calls: the adapter reads them and keeps none.
+        """
+        where = (id(listed), keys)
+        if where not in self._periods:
+            self._periods[where] = _period(listed, keys)
+        period = self._periods[where]
+        if period is None:
+            return None
+        return (*where, query, self.step % period)
 
     def nvmlDeviceGetComputeRunningProcesses(self, handle: _Handle) -> list[SimpleNamespace]:
         return self._procs(handle, ("C", "C+G"))
@@ -218,10 +375,22 @@ class ScenarioNvml:
     def nvmlDeviceGetGraphicsRunningProcesses(self, handle: _Handle) -> list[SimpleNamespace]:
         return self._procs(handle, ("G", "C+G"))
 
+    def nvmlDeviceGetMPSComputeRunningProcesses(self, handle: _Handle) -> list[SimpleNamespace]:
+        return self._procs(handle, ("M+C",))
+
     def nvmlDeviceGetProcessUtilization(self, handle: _Handle, since: int) -> list[SimpleNamespace]:
         gpu = self._gpu(handle, "process_utilization")
+        listed = gpu.get("processes", [])
+        memo = self._memo_key(listed, ("sm_util", "mem_util"), ("util",))
+        cached = None if memo is None else self._replies.get(memo)
+        if cached is not None:
+            for sample in cached:  # NVML answers samples newer than ``since``
+                sample.timeStamp = since + 1
+            if not cached:
+                raise error_class("NotFound")()
+            return list(cached)
         samples = []
-        for proc in gpu.get("processes", []):
+        for proc in listed:
             sm = at(proc.get("sm_util"), self.step)
             if sm:  # NVML only returns processes that were active
                 mem = at(proc.get("mem_util", 0), self.step) or 0
@@ -235,9 +404,11 @@ class ScenarioNvml:
                         decUtil=0,
                     )
                 )
+        if memo is not None:
+            self._replies[memo] = samples
         if not samples:
             raise error_class("NotFound")()
-        return samples
+        return list(samples)
 
     def events_at(self, step: int) -> list[tuple[int, int]]:
         """(gpu, xid) pairs the scenario injects at refresh ``step``."""

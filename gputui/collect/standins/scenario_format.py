@@ -24,8 +24,8 @@ FIELD_ERRORS = ("NotSupported", "NoPermission", "GpuIsLost", "Unknown", "Timeout
 
 #: The keys of a scenario's GPU object that are no gauge, and the ``errors`` keys of the queries
 #: that read no gauge (``*``: every query of the GPU).
-FACT_KEYS = ("index", "uuid", "name", "errors", "processes")
-FACT_ERROR_KEYS = ("*", "name", "uuid", "processes", "process_utilization")
+FACT_KEYS = ("index", "uuid", "name", "errors", "processes", "mig_instances")
+FACT_ERROR_KEYS = ("*", "name", "uuid", "processes", "process_utilization", "mig_instances")
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,6 +66,24 @@ NUMBER_FIELDS: dict[str, tuple[float, float]] = gpu_keys().numbers
 BOOL_FIELDS: tuple[str, ...] = gpu_keys().booleans
 GPU_KEYS: frozenset[str] = gpu_keys().keys
 PROCESS_KEYS = {"pid", "used_memory_mib", "sm_util", "mem_util", "type"}
+#: The process types: compute, graphics, both, and an MPS client (NVML's MPS list).
+PROCESS_TYPES = ("C", "G", "C+G", "M+C")
+#: The keys of one ``mig_instances`` entry: a MIG device (a compute instance of a GPU
+#: instance), or with ``ci_id`` null a GPU instance without a compute instance.
+MIG_KEYS = {
+    "gi_id",
+    "ci_id",
+    "profile",
+    "uuid",
+    "memory_total_mib",
+    "memory_used_mib",
+    "sm_count",
+    "slices",
+    "processes",
+}
+#: At most this many MIG devices per GPU (A100/H100/H200 have 7).
+MAX_MIG_INSTANCES = 16
+MAX_INSTANCE_ID = 14
 TOP_KEYS = {"nvml", "driver_version", "cuda_driver_version", "nvml_version", "gpus", "xid_events"}
 
 #: Scenario error keys accepted in ``errors`` (a field name, a query group, or ``*`` for the
@@ -237,11 +255,59 @@ def _validate_gpu(gpu: Any, where: str, keys: GpuKeys) -> None:
             lambda v: v is None or v in FIELD_ERRORS,
             "null or one of " + "/".join(FIELD_ERRORS),
         )
-    processes = gpu.get("processes", [])
+    _validate_processes(gpu.get("processes", []), f"{where}.processes")
+    _validate_mig(gpu.get("mig_instances", []), f"{where}.mig_instances")
+
+
+def _validate_mig(instances: Any, where: str) -> None:
+    if not isinstance(instances, list):
+        raise ScenarioError(f"{where}: must be a list")
+    if len(instances) > MAX_MIG_INSTANCES:
+        raise ScenarioError(f"{where}: at most {MAX_MIG_INSTANCES} instances")
+    seen: set[tuple[Any, Any]] = set()
+    for k, inst in enumerate(instances):
+        iw = f"{where}[{k}]"
+        if not isinstance(inst, dict) or "gi_id" not in inst:
+            raise ScenarioError(f"{iw}: must be an object with a gi_id")
+        if set(inst) - MIG_KEYS:
+            raise ScenarioError(f"{iw}: unknown key {sorted(set(inst) - MIG_KEYS)[0]!r}")
+        ids = (inst["gi_id"], inst.get("ci_id", 0))
+        for name, value in zip(("gi_id", "ci_id"), ids, strict=True):
+            if value is None and name == "ci_id":
+                continue
+            if not _is_int(value) or not 0 <= value <= MAX_INSTANCE_ID:
+                raise ScenarioError(f"{iw}.{name}: must be an integer in [0, {MAX_INSTANCE_ID}]")
+        if ids in seen:
+            raise ScenarioError(f"{iw}: gi_id and ci_id must be unique")
+        seen.add(ids)
+        for key in ("profile", "uuid"):
+            if key in inst and not isinstance(inst[key], str):
+                raise ScenarioError(f"{iw}.{key}: must be a string")
+        for key, hi in (("memory_total_mib", 1e9), ("memory_used_mib", 1e9)):
+            if key in inst:
+                _series(
+                    inst[key],
+                    f"{iw}.{key}",
+                    functools.partial(_in_range, low=0, high=hi, nullable=False),
+                    f"a number in [0, {hi:g}]",
+                )
+        for key, hi in (("sm_count", 1024), ("slices", 8)):
+            if key in inst and not (_is_int(inst[key]) and 0 <= inst[key] <= hi):
+                raise ScenarioError(f"{iw}.{key}: must be an integer in [0, {hi}]")
+        if inst.get("ci_id", 0) is None and inst.get("processes"):
+            raise ScenarioError(f"{iw}: a GPU instance without a compute instance runs nothing")
+        _validate_processes(inst.get("processes", []), f"{iw}.processes")
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _validate_processes(processes: Any, where: str) -> None:
     if not isinstance(processes, list):
-        raise ScenarioError(f"{where}.processes: must be a list")
+        raise ScenarioError(f"{where}: must be a list")
     for j, proc in enumerate(processes):
-        pw = f"{where}.processes[{j}]"
+        pw = f"{where}[{j}]"
         if not isinstance(proc, dict) or "pid" not in proc:
             raise ScenarioError(f"{pw}: must be an object with a pid")
         if set(proc) - PROCESS_KEYS:
@@ -249,8 +315,8 @@ def _validate_gpu(gpu: Any, where: str, keys: GpuKeys) -> None:
         pid = proc["pid"]
         if not isinstance(pid, int) or isinstance(pid, bool) or not 0 < pid <= MAX_PID:
             raise ScenarioError(f"{pw}.pid: must be a positive integer up to {MAX_PID}")
-        if proc.get("type", "C") not in ("C", "G", "C+G"):
-            raise ScenarioError(f"{pw}.type: must be C, G or C+G")
+        if proc.get("type", "C") not in PROCESS_TYPES:
+            raise ScenarioError(f"{pw}.type: must be C, G, C+G or M+C")
         for key, hi in (("used_memory_mib", 1e9), ("sm_util", 100), ("mem_util", 100)):
             if key in proc:
                 _series(

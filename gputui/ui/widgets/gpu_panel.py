@@ -19,7 +19,7 @@ from textual.widgets import Label, Static
 from gputui.derive import fmt
 from gputui.derive.findings import Share
 from gputui.derive.history import History, gpu_key
-from gputui.model import GpuSample
+from gputui.model import GpuSample, mig_device_name
 from gputui.ui.layout import CARD_HEIGHT, GpuStyle
 from gputui.ui.widgets.repaint import changed_regions
 from gputui.ui.widgets.spark import Spark
@@ -192,10 +192,57 @@ def title_parts(gpu: GpuSample, width: int, shares: tuple[Share, ...] = ()) -> l
         room = width - len(head) - min(len(name), 8) - _plain_width(mig) - 2
         if room >= 16:
             sharing = ["  ", *share_parts(shares, room)]
+    elif mig and gpu.mig_instances:
+        # A MIG GPU is split, not shared: its devices and their memory fill the sharing room.
+        room = width - len(head) - min(len(name), 8) - _plain_width(mig) - 2
+        if room >= 16:
+            sharing = ["  ", *_fit_text(mig_parts(gpu), room)]
     room = max(1, width - len(head) - _plain_width(mig) - _plain_width(sharing))
     if len(name) > room:
         name = name[: max(0, room - 1)] + "…"
     return [(head, "bold $accent"), (name, "bold"), *mig, *sharing]
+
+
+def _util_value(gpu: GpuSample) -> str:
+    """Utilization; on a MIG GPU, where NVML measures none, ``N/A MIG`` says why."""
+    if gpu.utilization_gpu is None and gpu.mig_mode_current:
+        return f"{fmt.NA} MIG"
+    return fmt.pct(gpu.utilization_gpu)
+
+
+def mig_parts(gpu: GpuSample) -> list[Part]:
+    """``0:0 3g.71gb 28% · 0:1 1g.18gb 0%``: each MIG device, its profile and memory in use.
+
+    A GPU instance without a compute instance shows as ``GI 5 no CI``: nothing can run there.
+    """
+    parts: list[Part] = []
+    for inst in gpu.mig_instances:
+        if parts:
+            parts.append((" · ", "$text-muted"))
+        if inst.index < 0:
+            parts.append((f"GI {inst.gpu_instance_id} no CI", "$text-warning"))
+            continue
+        pct = fmt.ratio(inst.memory_used_bytes, inst.memory_total_bytes)
+        parts += [
+            (mig_device_name(gpu.index, inst.index), "bold"),
+            (f" {fmt.safe_text(inst.profile, 12, na='?')} ", "$text-muted"),
+            (fmt.pct(pct), _level_style(pct)),
+        ]
+    return parts
+
+
+def _fit_text(parts: list[Part], width: int) -> list[Part]:
+    """``parts`` cut at ``width`` cells with ``…`` (a title segment that must not wrap)."""
+    out: list[Part] = []
+    used = 0
+    for part in parts:
+        text, style = (part, "") if isinstance(part, str) else part
+        if used + len(text) > width:
+            out.append((text[: max(0, width - used - 1)] + "…", style))
+            break
+        out.append(part)
+        used += len(text)
+    return out
 
 
 def detail_parts(gpu: GpuSample) -> list[Part]:
@@ -266,7 +313,7 @@ def card_lines(gpu: GpuSample, width: int, shares: tuple[Share, ...] = ()) -> Co
         _fitted(title, width),
         _fitted(
             [
-                *_gauge("util", gpu.utilization_gpu, fmt.pct(gpu.utilization_gpu), half),
+                *_gauge("util", gpu.utilization_gpu, _util_value(gpu), half),
                 "  ",
                 *_gauge("mem ", mem_pct, _mem_value(gpu), half),
             ],

@@ -350,6 +350,7 @@ def container_inputs(
         markers,
         info.status,
         info.gpu_request,
+        usage.mig_devices,
         bool(usage.pids),
         memory,
         sm,
@@ -399,6 +400,13 @@ def process_inputs(
     )
 
 
+def _gpus_text(usage: ContainerUsage) -> str:
+    """The GPUs a container asked for; the MIG devices it runs on by name (``MIG 0:1``)."""
+    if usage.mig_devices:
+        return safe("MIG " + ",".join(usage.mig_devices), 24)
+    return safe(fmt.gpu_request(usage.info.gpu_request, na=NONE), 24)
+
+
 def container_label(
     group_usage: ContainerUsage,
     memory: int | None,
@@ -420,7 +428,7 @@ def container_label(
     cells: list[list[Part]] = [
         [(safe(info.name, 64), EMPH)],
         [(safe(info.status, 12), MUTED if info.running else WARN)],
-        [safe(fmt.gpu_request(info.gpu_request, na=NONE), 24)],
+        [_gpus_text(group_usage)],
         [(gib(memory) if using else NONE, EMPH if using else MUTED)],
         [_pct(sm) if using else NONE],
         [_pct(info.cpu_percent)],
