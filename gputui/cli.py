@@ -650,6 +650,111 @@ def _replay_once(player: ReplayCollector, rules: Sequence[AlertRule], as_json: b
         player.close()
 
 
+# -- fleet --------------------------------------------------------------------------------------
+
+
+def _seconds_in(text: str, low: float, high: float) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {_shown(text)}") from None
+    if not low <= value <= high:  # also NaN and infinities
+        raise argparse.ArgumentTypeError(
+            f"must be at least {low:g} and at most {high:g} seconds, got {_shown(text)}"
+        )
+    return value
+
+
+def _fleet_interval(text: str) -> float:
+    return _seconds_in(text, 1.0, 3600.0)
+
+
+def _fleet_timeout(text: str) -> float:
+    return _seconds_in(text, 0.1, 120.0)
+
+
+def fleet(argv: Sequence[str]) -> int:
+    """``gputui fleet``: the GPU hosts a Prometheus scrapes, one row each."""
+    from gputui.fleet.model import SORT_NAMES
+
+    parser = _Parser(
+        prog="gputui fleet",
+        description=(
+            "GPU hosts seen by a Prometheus (or Thanos, Mimir, VictoriaMetrics) scraping gputui "
+            "export or dcgm-exporter. Credentials: GPUTUI_PROMETHEUS_TOKEN, or "
+            "GPUTUI_PROMETHEUS_USER and GPUTUI_PROMETHEUS_PASSWORD, or [fleet] in the config."
+        ),
+    )
+    parser.add_argument("--prometheus", metavar="URL", help="the query API's base URL")
+    parser.add_argument(
+        "--match",
+        metavar="SELECTOR",
+        action="append",
+        default=[],
+        help="label matchers scoping the fleet, e.g. 'cluster=\"a\"' (repeatable: all apply)",
+    )
+    parser.add_argument("--once", action="store_true", help="print the host table and exit")
+    parser.add_argument("--json", action="store_true", help="print it as JSON and exit")
+    parser.add_argument(
+        "--host", metavar="NAME", help="with --once/--json: one host's GPUs and containers"
+    )
+    parser.add_argument("--sort", choices=SORT_NAMES, default="host", help="host table order")
+    parser.add_argument(
+        "--interval", metavar="SECONDS", type=_fleet_interval, default=5.0, help="default 5"
+    )
+    parser.add_argument(
+        "--timeout", metavar="SECONDS", type=_fleet_timeout, default=10.0, help="per query"
+    )
+    parser.add_argument("--answers", metavar="FILE", type=Path, help="recorded answers instead")
+    parser.add_argument(
+        "--save-answers", metavar="FILE", type=Path, help="with --once: keep the answers in FILE"
+    )
+    _add_config(parser)
+    args = parser.parse_args(argv)
+    from gputui.config import ConfigError, load_config
+    from gputui.fleet.client import FleetError
+    from gputui.fleet.command import FleetOptions, open_source, print_once
+
+    try:
+        config = load_config(args.config)
+    except ConfigError as exc:
+        return _fail(str(exc))
+    options = FleetOptions(
+        url=args.prometheus or config.fleet.prometheus,
+        match=tuple(args.match),
+        answers=args.answers,
+        save_answers=args.save_answers,
+        timeout=args.timeout,
+        sort=args.sort,
+        host=args.host,
+    )
+    if args.save_answers is not None and not (args.once or args.json):
+        return _fail("--save-answers needs --once or --json")
+    if args.host is not None and not (args.once or args.json):
+        return _fail("--host needs --once or --json (in the screen, press Enter on a host)")
+    try:
+        source = open_source(options, os.environ, config.fleet)
+    except FleetError as exc:
+        return _fail(str(exc))
+    if args.once or args.json:
+        try:
+            text = print_once(source, options, as_json=args.json)
+        except FleetError as exc:
+            from gputui.derive.fmt import safe_text
+
+            print(f"gputui: error: {safe_text(str(exc), 1000)}", file=sys.stderr)
+            return 1
+        _write(text)
+        return 0
+    if not _on_terminal():
+        return _fail(
+            "the fleet view needs a terminal (stdin and stdout); for a report use --once or --json"
+        )
+    from gputui.ui.fleet_app import run_fleet
+
+    return run_fleet(source, options, interval=args.interval)
+
+
 # -- free ---------------------------------------------------------------------------------------
 
 _MEMORY = re.compile(r"([0-9]{1,15}(?:\.[0-9]{1,6})?)\s*([KMGT]?)(?:I?B)?", re.IGNORECASE)
@@ -766,4 +871,5 @@ _SUBCOMMANDS = {
     "record": record,
     "replay": replay_command,
     "free": free_command,
+    "fleet": fleet,
 }

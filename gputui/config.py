@@ -103,6 +103,41 @@ class UiPrefs:
 
 
 @dataclass(frozen=True, slots=True)
+class FleetPrefs:
+    """``[fleet]``: the Prometheus ``gputui fleet`` reads, and its credentials.
+
+    Attributes:
+        prometheus: The query API's base URL (``--prometheus`` overrides it).
+        token: A bearer token (``GPUTUI_PROMETHEUS_TOKEN`` overrides it).
+        user: A basic-auth user (``GPUTUI_PROMETHEUS_USER`` overrides it).
+        password: Its password (``GPUTUI_PROMETHEUS_PASSWORD``).
+    """
+
+    prometheus: str | None = None
+    token: str | None = field(default=None, repr=False)
+    user: str | None = field(default=None, repr=False)
+    password: str | None = field(default=None, repr=False)
+
+
+def parse_fleet(raw: object, origin: str) -> FleetPrefs:
+    """The ``[fleet]`` table: string values only, no unknown keys.
+
+    Raises:
+        ConfigError: naming the problem (never a credential's value).
+    """
+    if not isinstance(raw, dict):
+        raise ConfigError(f"{origin}: fleet must be a table")
+    keys = ("prometheus", "token", "user", "password")
+    extra = sorted(set(raw) - set(keys))
+    if extra:
+        raise ConfigError(f"{origin}: fleet: unknown key {_shown(extra[0])}")
+    for key in keys:
+        if key in raw and (not isinstance(raw[key], str) or len(raw[key]) > 4096):
+            raise ConfigError(f"{origin}: fleet.{key} must be a string (at most 4096 characters)")
+    return FleetPrefs(**{k: raw[k] for k in keys if k in raw})
+
+
+@dataclass(frozen=True, slots=True)
 class Config:
     """What the config file says (or the defaults).
 
@@ -117,6 +152,7 @@ class Config:
     alert_rules: tuple[AlertRule, ...] = DEFAULT_RULES
     ui: UiPrefs = UiPrefs()
     keys: Mapping[str, str] = field(default_factory=dict)
+    fleet: FleetPrefs = FleetPrefs()
 
 
 def default_config_path(env: Mapping[str, str] | None = None) -> Path:
@@ -151,7 +187,9 @@ def load_config(path: Path | None = None, env: Mapping[str, str] | None = None) 
             raise ConfigError(str(exc)) from None
         config = parse_config(text, path)
     state = load_ui_state(ui_state_path(env))
-    return Config(config.path, config.alert_rules, config.ui.merged(state), config.keys)
+    return Config(
+        config.path, config.alert_rules, config.ui.merged(state), config.keys, config.fleet
+    )
 
 
 def load_ui_state(path: Path) -> UiPrefs:
@@ -293,7 +331,10 @@ def parse_config(text: str, path: Path) -> Config:
         raise ConfigError(f"config file {path}: a number has too many digits") from None
     ui = parse_ui(data.get("ui", {}), str(path))
     keys = parse_keys(data.get("keys", {}), str(path))
-    return Config(path=path, alert_rules=parse_alerts(data, str(path)), ui=ui, keys=keys)
+    fleet = parse_fleet(data.get("fleet", {}), str(path))
+    return Config(
+        path=path, alert_rules=parse_alerts(data, str(path)), ui=ui, keys=keys, fleet=fleet
+    )
 
 
 #: A binding name (``exec-smi``) and a key list as Textual writes them (``ctrl+x,f5``).
@@ -440,7 +481,8 @@ def parse_alerts(data: Mapping[str, Any], origin: str = "config") -> tuple[Alert
     Raises:
         ConfigError: naming the first problem.
     """
-    unknown = set(data) - {"alerts", "ui", "keys"}  # [ui]: parse_ui, [keys]: parse_keys
+    # [ui]: parse_ui, [keys]: parse_keys, [fleet]: parse_fleet
+    unknown = set(data) - {"alerts", "ui", "keys", "fleet"}
     if unknown:
         raise ConfigError(f"{origin}: unknown section {_shown(sorted(unknown)[0])}")
     alerts = data.get("alerts", {})

@@ -1,0 +1,193 @@
+"""Where the fleet's answers come from: a live query API, or answers recorded in a file.
+
+:class:`LiveFleet` asks Prometheus (one instant query for the host table per refresh; one
+instant and one range query for a drilled-down host). :class:`RecordedFleet` replays answers
+saved by ``gputui fleet --save-answers FILE`` (or written by hand, like a scenario): the fleet
+screen and ``--once`` then run without any Prometheus, for screenshots and rendering tests.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol
+
+from gputui.collect.docker.engine_api import json_depth
+from gputui.derive.fmt import safe_text
+from gputui.fleet import queries
+from gputui.fleet.client import MAX_ANSWER_BYTES, FleetError, PrometheusClient, QueryApi
+from gputui.fleet.model import HostDetail, HostRow, detail_from, hosts_from
+
+#: Format tag of an answers file.
+ANSWERS_FORMAT = "gputui-fleet-answers/1"
+
+
+@dataclass(frozen=True, slots=True)
+class FleetSnapshot:
+    """One refresh of the host table.
+
+    Attributes:
+        taken_at: When the answer holds (epoch seconds).
+        source: The Prometheus URL or answers file, as shown.
+        hosts: The hosts, by name.
+        query_s: Wall time of the refresh (request, answer, parsing).
+        server_s: Prometheus's own time for the query, when it said.
+    """
+
+    taken_at: float
+    source: str
+    hosts: tuple[HostRow, ...]
+    query_s: float
+    server_s: float | None
+
+
+class FleetSource(Protocol):
+    """What the fleet front-ends read."""
+
+    @property
+    def shown(self) -> str:
+        """The source as messages and the header show it."""
+        ...
+
+    def snapshot(self) -> FleetSnapshot:
+        """The host table now.
+
+        Raises:
+            FleetError: the query failed; the message says why and how to fix it.
+        """
+        ...
+
+    def detail(self, host: HostRow) -> HostDetail:
+        """One host's GPUs, containers, alerts and checks, with sparklines.
+
+        Raises:
+            FleetError: the query failed.
+        """
+        ...
+
+
+class LiveFleet:
+    """The fleet from a Prometheus-compatible query API."""
+
+    def __init__(self, api: QueryApi, match: str, shown: str, save: dict[str, Any] | None = None):
+        self._api = api
+        self._match = match
+        self._shown = shown
+        #: Answers kept for ``--save-answers`` (None: not kept).
+        self.saved = save
+
+    @property
+    def shown(self) -> str:
+        """The URL, as shown."""
+        return self._shown
+
+    def snapshot(self) -> FleetSnapshot:
+        """One instant query for every host (see :func:`gputui.fleet.queries.host_table`)."""
+        now = time.time()
+        started = time.monotonic()
+        data = self._api.query(queries.host_table(self._match), now)
+        hosts = hosts_from(data, now)
+        elapsed = time.monotonic() - started
+        server = self._api.last_server_s if isinstance(self._api, PrometheusClient) else None
+        if self.saved is not None:
+            self.saved["taken_at"] = now
+            self.saved["hosts"] = data
+        return FleetSnapshot(now, self._shown, tuple(hosts), elapsed, server)
+
+    def detail(self, host: HostRow) -> HostDetail:
+        """One instant and one range query, scoped to the host's ``instance``."""
+        now = time.time()
+        data = self._api.query(queries.host_detail(self._match, host.key), now)
+        step = queries.SPARK_SECONDS / queries.SPARK_POINTS
+        history: Any = None
+        try:
+            history = self._api.query_range(
+                queries.host_history(self._match, host.key),
+                now - queries.SPARK_SECONDS,
+                now,
+                step,
+            )
+        except FleetError:
+            history = None  # the figures still show; only the sparklines are missing
+        if self.saved is not None:
+            self.saved.setdefault("detail", {})[host.key] = data
+            self.saved.setdefault("history", {})[host.key] = history
+        return detail_from(data, history)
+
+
+class RecordedFleet:
+    """The fleet from an answers file (``--answers FILE``): no Prometheus needed."""
+
+    def __init__(self, path: Path) -> None:
+        self._path = path
+        self._doc = load_answers(path)
+
+    @property
+    def shown(self) -> str:
+        """The file's name, as shown (its directory says nothing about the fleet)."""
+        return safe_text(self._path.name, 120)
+
+    def snapshot(self) -> FleetSnapshot:
+        """The recorded host table, at its recorded time."""
+        taken = float(self._doc["taken_at"])
+        hosts = hosts_from(self._doc.get("hosts"), taken)
+        return FleetSnapshot(taken, self.shown, tuple(hosts), 0.0, None)
+
+    def detail(self, host: HostRow) -> HostDetail:
+        """The recorded drill-down of the host (empty when none was recorded)."""
+        detail = self._doc.get("detail")
+        history = self._doc.get("history")
+        data = detail.get(host.key) if isinstance(detail, dict) else None
+        hist = history.get(host.key) if isinstance(history, dict) else None
+        return detail_from(data, hist)
+
+
+def load_answers(path: Path) -> dict[str, Any]:
+    """Read an answers file: ``{"format", "taken_at", "hosts", "detail", "history"}``.
+
+    Raises:
+        FleetError: unreadable, too large, not JSON, or not an answers file.
+    """
+    shown = safe_text(str(path), 120)
+    try:
+        with path.open("rb") as handle:
+            raw = handle.read(MAX_ANSWER_BYTES + 1)
+    except OSError as exc:
+        raise FleetError(
+            f"cannot read {shown}: {safe_text(exc.strerror or str(exc), 80)}"
+        ) from None
+    if len(raw) > MAX_ANSWER_BYTES:
+        raise FleetError(f"{shown} is larger than {MAX_ANSWER_BYTES // (1024 * 1024)} MiB")
+    doc: Any = None
+    if json_depth(raw) <= 32:
+        try:
+            doc = json.loads(raw)
+        except (ValueError, RecursionError):
+            doc = None
+    if (
+        not isinstance(doc, dict)
+        or doc.get("format") != ANSWERS_FORMAT
+        or not isinstance(doc.get("taken_at"), (int, float))
+    ):
+        raise FleetError(
+            f"{shown} is not a fleet answers file (format {ANSWERS_FORMAT!r}): write one "
+            "with gputui fleet --prometheus URL --once --save-answers FILE"
+        )
+    return doc
+
+
+def save_answers(path: Path, saved: dict[str, Any]) -> None:
+    """Write the answers kept by a :class:`LiveFleet` (``--save-answers``).
+
+    Raises:
+        FleetError: the file cannot be written.
+    """
+    doc = {"format": ANSWERS_FORMAT, **saved}
+    try:
+        path.write_text(json.dumps(doc, indent=1, sort_keys=True) + "\n")
+    except OSError as exc:
+        raise FleetError(
+            f"cannot write {safe_text(str(path), 120)}: {safe_text(exc.strerror or str(exc), 80)}"
+        ) from None

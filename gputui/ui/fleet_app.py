@@ -1,0 +1,466 @@
+"""``gputui fleet``: the host table of a Prometheus-scraped fleet, and a drill-down per host.
+
+A small App of its own (the monitor's App is built around one machine's collector), with the
+monitor's look and habits: a one-line header, a table with the cursor, ``/`` to filter, ``s`` /
+``S`` to sort, Enter to drill down, Escape to go back, ``r`` to refresh now, ``q`` to quit.
+
+Nothing here blocks the UI thread: one thread worker runs the refresh loop (the host table,
+then the drilled-down host when one is open), never two refreshes at a time, and hands each
+result to the UI with ``call_from_thread``. Every query has the client's deadline. The fleet
+view never changes anything, so it has no write actions at all.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import dataclass
+
+from rich.text import Text
+from textual import on, work
+from textual.app import App, ComposeResult
+from textual.binding import Binding
+from textual.containers import Vertical
+from textual.screen import Screen
+from textual.widgets import DataTable, Footer, Input, Static
+
+from gputui.derive import fmt
+from gputui.fleet.client import FleetError
+from gputui.fleet.command import FleetOptions
+from gputui.fleet.model import (
+    SORT_NAMES,
+    HostDetail,
+    HostRow,
+    Kind,
+    filtered,
+    sorted_rows,
+)
+from gputui.fleet.report import COLUMNS, cells, memory
+from gputui.fleet.source import FleetSnapshot, FleetSource
+
+#: Cells of a drill-down sparkline.
+SPARK_WIDTH = 20
+
+CSS = """
+#fleet-header, #host-header {
+    height: auto;
+    max-height: 3;
+    padding: 0 1;
+    background: $panel;
+}
+#fleet-error {
+    display: none;
+    height: auto;
+    padding: 0 1;
+    color: $error;
+    text-style: bold;
+}
+#fleet-error.-shown { display: block; }
+#fleet-filter { display: none; height: 3; }
+#fleet-filter.-shown { display: block; }
+#hosts, #host-gpus, #host-containers { height: 1fr; }
+#host-gpus { max-height: 12; }
+#host-problems { height: auto; max-height: 8; padding: 0 1; }
+.section { padding: 0 1; text-style: bold; color: $text-muted; }
+"""
+
+
+@dataclass(frozen=True, slots=True)
+class _Refreshed:
+    snapshot: FleetSnapshot | None
+    error: str | None
+    detail: HostDetail | None = None
+    detail_key: str | None = None
+
+
+def _state_style(row: HostRow) -> str:
+    if row.up is not True:
+        return "bold red"
+    if row.failing or row.sources_down or row.alerts:
+        return "yellow"
+    return ""
+
+
+def _row_cells(row: HostRow) -> list[Text]:
+    texts = cells(row)
+    style = _state_style(row)
+    out = [Text(t, no_wrap=True, overflow="ellipsis") for t in texts]
+    out[1].stylize(style or "green")
+    if row.alerts:
+        out[9].stylize("bold red")
+    if row.failing or row.sources_down:
+        out[10].stylize("red")
+    elif row.warning:
+        out[10].stylize("yellow")
+    if row.down:
+        for cell in out[2:]:
+            cell.stylize("dim")
+    return out
+
+
+class FleetScreen(Screen[None]):
+    """The host table."""
+
+    BINDINGS = [
+        # Enter is the table's own (select_cursor → RowSelected → the drill-down); this row
+        # only names it in the footer.
+        Binding("enter", "open_host", "Host", show=True),
+        Binding("slash", "filter", "Filter", key_display="/"),
+        Binding("escape", "close_filter", "Clear", show=False),
+        Binding("s", "sort", "Sort"),
+        Binding("S", "sort_reverse", "Reverse", show=False),
+        Binding("r", "refresh", "Refresh"),
+        Binding("q", "quit", "Quit"),
+    ]
+
+    def __init__(self, sort: str) -> None:
+        super().__init__()
+        self.sort = sort if sort in SORT_NAMES else "host"
+        self.reverse = False
+        self.filter_text = ""
+        self.snapshot: FleetSnapshot | None = None
+        self.error: str | None = None
+        self.shown: list[HostRow] = []
+        self._ready = False
+
+    def compose(self) -> ComposeResult:
+        """Header, error line, filter box, host table, footer."""
+        yield Static("gputui fleet: asking Prometheus…", id="fleet-header")
+        yield Static("", id="fleet-error")
+        yield Input(placeholder="filter hosts, jobs, containers (Esc clears)", id="fleet-filter")
+        table: DataTable[Text] = DataTable(id="hosts", cursor_type="row", zebra_stripes=True)
+        yield table
+        yield Footer()
+
+    def on_mount(self) -> None:
+        """Add the columns; show a refresh that came before the mount."""
+        table = self.query_one("#hosts", DataTable)
+        for name in COLUMNS:
+            table.add_column(name, key=name)
+        table.focus()
+        self._ready = True
+        self.apply(_Refreshed(self.snapshot, self.error))
+
+    def apply(self, refreshed: _Refreshed) -> None:
+        """Show a refresh (or its error, keeping the last good table)."""
+        if refreshed.snapshot is not None:
+            self.snapshot = refreshed.snapshot
+        self.error = refreshed.error
+        if not self._ready:  # on_mount renders what landed before it
+            return
+        error = self.query_one("#fleet-error", Static)
+        error.update(fmt.safe_text(self.error, 400) if self.error else "")
+        error.set_class(self.error is not None, "-shown")
+        self._render_table()
+
+    def _render_table(self) -> None:
+        snapshot = self.snapshot
+        table = self.query_one("#hosts", DataTable)
+        header = self.query_one("#fleet-header", Static)
+        if snapshot is None:
+            return
+        rows = sorted_rows(filtered(snapshot.hosts, self.filter_text), self.sort, self.reverse)
+        keep = table.cursor_row
+        selected = self.shown[keep].key if 0 <= keep < len(self.shown) else None
+        self.shown = rows
+        table.clear()
+        for row in rows:
+            table.add_row(*_row_cells(row), key=row.key)
+        if selected is not None:
+            for index, row in enumerate(rows):
+                if row.key == selected:
+                    table.move_cursor(row=index)
+                    break
+        down = sum(1 for r in snapshot.hosts if r.down)
+        gpus = sum(r.gpus for r in snapshot.hosts)
+        problems = sum(1 for r in snapshot.hosts if r.failing or r.alerts or r.sources_down)
+        arrow = "↑" if self.reverse else "↓"
+        line = Text.assemble(
+            ("gputui fleet", "bold"),
+            f"  {snapshot.source}  ",
+            (f"{len(snapshot.hosts)} hosts", "bold"),
+            " (",
+            (f"{down} down", "bold red" if down else ""),
+            f", {problems} with problems)  ",
+            (f"{gpus} GPUs", "bold"),
+            f"  sort {self.sort}{arrow}",
+            f"  filter {self.filter_text!r}" if self.filter_text else "",
+            f"  query {snapshot.query_s:.2f}s",
+        )
+        if not snapshot.hosts:
+            line.append(
+                "  no GPU hosts: is gputui export or dcgm-exporter scraped, and does --match fit?",
+                "yellow",
+            )
+        header.update(line)
+
+    def action_open_host(self) -> None:
+        """Enter: drill down into the host under the cursor."""
+        table = self.query_one("#hosts", DataTable)
+        index = table.cursor_row
+        if 0 <= index < len(self.shown):
+            app = self.app
+            if isinstance(app, FleetApp):
+                app.open_host(self.shown[index])
+
+    @on(DataTable.RowSelected, "#hosts")
+    def _selected(self, _event: DataTable.RowSelected) -> None:
+        self.action_open_host()
+
+    def action_filter(self) -> None:
+        """``/``: open the filter box."""
+        box = self.query_one("#fleet-filter", Input)
+        box.add_class("-shown")
+        box.focus()
+
+    def action_close_filter(self) -> None:
+        """Escape: clear and close the filter."""
+        box = self.query_one("#fleet-filter", Input)
+        box.value = ""
+        box.remove_class("-shown")
+        self.filter_text = ""
+        self.query_one("#hosts", DataTable).focus()
+        self._render_table()
+
+    @on(Input.Changed, "#fleet-filter")
+    def _filter_changed(self, event: Input.Changed) -> None:
+        self.filter_text = event.value[:200]
+        self._render_table()
+
+    @on(Input.Submitted, "#fleet-filter")
+    def _filter_done(self, _event: Input.Submitted) -> None:
+        self.query_one("#hosts", DataTable).focus()
+
+    def action_sort(self) -> None:
+        """``s``: the next sort order."""
+        self.sort = SORT_NAMES[(SORT_NAMES.index(self.sort) + 1) % len(SORT_NAMES)]
+        self._render_table()
+
+    def action_sort_reverse(self) -> None:
+        """``S``: reverse the order."""
+        self.reverse = not self.reverse
+        self._render_table()
+
+    def action_refresh(self) -> None:
+        """``r``: refresh now."""
+        app = self.app
+        if isinstance(app, FleetApp):
+            app.wake()
+
+
+class HostScreen(Screen[None]):
+    """One host: its GPUs with sparklines, its containers, firing alerts and failing checks."""
+
+    BINDINGS = [
+        Binding("escape", "back", "Back"),
+        Binding("backspace", "back", "Back", show=False),
+        Binding("r", "refresh", "Refresh"),
+        Binding("q", "quit", "Quit"),
+    ]
+
+    def __init__(self, row: HostRow) -> None:
+        super().__init__()
+        self.row = row
+        self.detail: HostDetail | None = None
+        self._pending: tuple[HostRow | None, HostDetail | None] = (None, None)
+        self._ready = False
+
+    def compose(self) -> ComposeResult:
+        """Header, GPU table, container table, alerts and checks, footer."""
+        yield Static(self._title(), id="host-header")
+        with Vertical():
+            yield Static("GPUs", classes="section")
+            gpus: DataTable[Text] = DataTable(id="host-gpus", cursor_type="row")
+            yield gpus
+            yield Static("Containers", classes="section")
+            containers: DataTable[Text] = DataTable(id="host-containers", cursor_type="row")
+            yield containers
+            yield Static("", id="host-problems")
+        yield Footer()
+
+    def _title(self) -> Text:
+        r = self.row
+        kind = "gputui export" if r.kind is Kind.GPUTUI else "dcgm-exporter (no containers)"
+        return Text.assemble(
+            (r.host, "bold"),
+            f"  {r.instance}  job {r.job}  {kind}  ",
+            (cells(r)[1], "bold red" if r.down else "green"),
+            f"  {r.gpus} GPUs  util {fmt.pct(r.util_pct)}  ",
+            f"memory {memory(r.mem_used_mib, r.mem_total_mib)}  {fmt.watts(r.power_w)}",
+        )
+
+    def on_mount(self) -> None:
+        """Add the columns."""
+        gpus = self.query_one("#host-gpus", DataTable)
+        for name in ("GPU", "MODEL", "UTIL", "UTIL 10m", "MEMORY", "MEM 10m", "POWER", "TEMP"):
+            gpus.add_column(name, key=name)
+        containers = self.query_one("#host-containers", DataTable)
+        for name in ("CONTAINER", "IMAGE", "GPUS", "GPU MEM", "SM", "GPU MEM 10m", "IDLE"):
+            containers.add_column(name, key=name)
+        containers.focus()
+        self._ready = True
+        if self._pending != (None, None):
+            self.apply(*self._pending)
+
+    def apply(self, row: HostRow | None, detail: HostDetail | None) -> None:
+        """Show the host's latest figures (its row from the table, its drill-down)."""
+        if not self._ready:  # landed before the columns exist: on_mount shows it
+            self._pending = (row or self._pending[0], detail or self._pending[1])
+            return
+        if row is not None:
+            self.row = row
+            self.query_one("#host-header", Static).update(self._title())
+        if detail is None:
+            return
+        self.detail = detail
+        gpus = self.query_one("#host-gpus", DataTable)
+        gpus.clear()
+        for g in detail.gpus:
+            top = max(g.mem_total_mib or 0.0, max(g.mem_history, default=0.0), 1.0)
+            temp = None if g.temp_c is None else round(g.temp_c)
+            gpus.add_row(
+                Text(g.gpu),
+                Text(g.model, no_wrap=True, overflow="ellipsis"),
+                Text(fmt.pct(g.util_pct)),
+                Text(fmt.spark(g.util_history, SPARK_WIDTH, 0.0, 100.0), style="cyan"),
+                Text(memory(g.mem_used_mib, g.mem_total_mib)),
+                Text(fmt.spark(g.mem_history, SPARK_WIDTH, 0.0, top), style="magenta"),
+                Text(fmt.watts(g.power_w)),
+                Text(fmt.temp(temp)),
+            )
+        containers = self.query_one("#host-containers", DataTable)
+        containers.clear()
+        if self.row.kind is Kind.DCGM:
+            containers.add_row(Text("dcgm-exporter's series name no containers", style="dim"))
+        for c in detail.containers:
+            top = max(max(c.memory_history, default=0.0), c.memory_bytes, 1.0)
+            containers.add_row(
+                Text(c.name, no_wrap=True, overflow="ellipsis"),
+                Text(c.image, no_wrap=True, overflow="ellipsis"),
+                Text(",".join(c.gpus) or "-"),
+                Text(fmt.size(c.memory_bytes)),
+                Text(fmt.pct(c.sm_util)),
+                Text(fmt.spark(c.memory_history, SPARK_WIDTH, 0.0, top), style="magenta"),
+                Text("idle reservation", style="yellow") if c.idle_reservation else Text(""),
+            )
+        lines = Text()
+        for alert in detail.alerts:
+            lines.append("alert firing  ", "bold red")
+            lines.append(alert + "\n")
+        for check, status in detail.checks:
+            lines.append(f"check {status:<4}    ", "red" if status == "fail" else "yellow")
+            lines.append(check + "\n")
+        if not lines:
+            lines.append("no firing alerts, no failing checks", "green")
+        self.query_one("#host-problems", Static).update(lines)
+
+    def action_back(self) -> None:
+        """Escape: back to the host table."""
+        app = self.app
+        if isinstance(app, FleetApp):
+            app.close_host()
+
+    def action_refresh(self) -> None:
+        """``r``: refresh now."""
+        app = self.app
+        if isinstance(app, FleetApp):
+            app.wake()
+
+
+class FleetApp(App[None]):
+    """The fleet view: a host table refreshed every ``interval`` seconds, a drill-down per host."""
+
+    TITLE = "gputui fleet"
+    CSS = CSS
+
+    def __init__(self, source: FleetSource, options: FleetOptions, interval: float = 5.0) -> None:
+        super().__init__()
+        self.source = source
+        self.options = options
+        self.interval = max(interval, 0.5)
+        self.fleet = FleetScreen(options.sort)
+        self.host_screen: HostScreen | None = None
+        self._open: HostRow | None = None
+        self._wake = threading.Event()
+        self._stop = threading.Event()
+        #: Refreshes applied (tests wait on it).
+        self.refreshes = 0
+
+    def on_mount(self) -> None:
+        """Show the host table and start the refresh loop."""
+        self.push_screen(self.fleet)
+        self._refresh_loop()
+
+    def on_unmount(self) -> None:
+        """Stop the refresh loop."""
+        self._stop.set()
+        self._wake.set()
+
+    def wake(self) -> None:
+        """Refresh now (``r``), instead of at the next interval."""
+        self._wake.set()
+
+    def open_host(self, row: HostRow) -> None:
+        """Drill down into ``row``: its screen opens now, its figures come with the next refresh."""
+        if self.host_screen is not None:
+            return
+        self._open = row
+        self.host_screen = HostScreen(row)
+        self.push_screen(self.host_screen)
+        self._wake.set()
+
+    def close_host(self) -> None:
+        """Back to the host table."""
+        self._open = None
+        if self.host_screen is not None:
+            self.host_screen = None
+            self.pop_screen()
+
+    @work(thread=True, exclusive=True, group="fleet-refresh")
+    def _refresh_loop(self) -> None:
+        # One loop on one thread: a refresh never overlaps the previous one, however slow
+        # Prometheus is (each query has the client's deadline).
+        while not self._stop.is_set():
+            started = time.monotonic()
+            refreshed = self._refresh_once()
+            if self._stop.is_set():
+                return
+            try:
+                self.call_from_thread(self._apply, refreshed)
+            except RuntimeError:  # the app is closing
+                return
+            self._wake.wait(max(0.0, self.interval - (time.monotonic() - started)))
+            self._wake.clear()
+
+    def _refresh_once(self) -> _Refreshed:
+        try:
+            snapshot = self.source.snapshot()
+        except FleetError as exc:
+            return _Refreshed(None, str(exc))
+        opened = self._open
+        if opened is None:
+            return _Refreshed(snapshot, None)
+        try:
+            detail = self.source.detail(opened)
+        except FleetError as exc:
+            return _Refreshed(snapshot, str(exc))
+        return _Refreshed(snapshot, None, detail, opened.key)
+
+    def _apply(self, refreshed: _Refreshed) -> None:
+        self.fleet.apply(refreshed)
+        screen = self.host_screen
+        if screen is not None and (
+            refreshed.detail_key is None or refreshed.detail_key == screen.row.key
+        ):
+            row = None
+            if refreshed.snapshot is not None:
+                row = next((r for r in refreshed.snapshot.hosts if r.key == screen.row.key), None)
+            detail = refreshed.detail if refreshed.detail_key == screen.row.key else None
+            screen.apply(row, detail)
+        self.refreshes += 1
+
+
+def run_fleet(source: FleetSource, options: FleetOptions, interval: float) -> int:
+    """Run the fleet view until the user quits; the exit status."""
+    FleetApp(source, options, interval).run()
+    return 0
