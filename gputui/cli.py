@@ -445,6 +445,11 @@ def export(argv: Sequence[str]) -> int:
         "--listen", metavar="HOST:PORT", default="127.0.0.1:9400", help="default 127.0.0.1:9400"
     )
     parser.add_argument("--pid-labels", action="store_true", help="add a pid label (unbounded)")
+    parser.add_argument(
+        "--user-series",
+        action="store_true",
+        help="per-user GPU memory, processes and SM (a user label, one series per user)",
+    )
     parser.add_argument("--once", action="store_true", help="print the metrics once and exit")
     _source_args(parser)
     _add_config(parser)
@@ -469,7 +474,9 @@ def export(argv: Sequence[str]) -> int:
             snapshot = collector.collect()
         finally:
             collector.close()
-        out = exporter.render_once(snapshot, pid_labels=args.pid_labels, rules=rules)
+        out = exporter.render_once(
+            snapshot, pid_labels=args.pid_labels, rules=rules, user_series=args.user_series
+        )
         _write(out.decode())
         return 0
     collector.request_health()
@@ -482,6 +489,7 @@ def export(argv: Sequence[str]) -> int:
             pid_labels=args.pid_labels,
             rules=rules,
             stop=_stop_on_signals(),
+            user_series=args.user_series,
         )
     except OSError as exc:
         collector.close()

@@ -37,6 +37,7 @@ from gputui.collect.sources import CollectorProtocol
 from gputui.derive.alerts import AlertRule
 from gputui.derive.analysis import Analysis, Analyzer
 from gputui.derive.fmt import safe_text
+from gputui.derive.users import user_usage
 from gputui.metrics_server import HttpLimits as HttpLimits  # part of serve()'s signature
 from gputui.metrics_server import MetricsServer
 from gputui.model import (
@@ -49,6 +50,7 @@ from gputui.model import (
     HealthCheck,
     HealthStatus,
     Snapshot,
+    mig_device_name,
 )
 from gputui.settings import MIN_INTERVAL_S
 
@@ -62,6 +64,9 @@ MAX_INTERVAL_S = 3600.0
 #: Findings that get series of their own in ``gputui_finding`` (the most severe are kept; the
 #: rest are counted in ``gputui_series_dropped``).
 MAX_FINDING_SERIES = MAX_CONTAINER_SERIES
+#: Users that get series of their own with ``--user-series`` (those with the most GPU memory;
+#: the rest are counted in ``gputui_series_dropped``).
+MAX_USER_SERIES = MAX_CONTAINER_SERIES
 
 #: The host label of every series: dcgm-exporter's name (its GPU series carry it), so one
 #: dashboard or rule groups gputui's and dcgm-exporter's series of a host alike.
@@ -156,7 +161,51 @@ def gpu_families(
         last = max(events, key=lambda e: e.at).xid if events else 0
         xid.add_metric(_gpu_labels(snapshot, gpu), float(last))
         lost.add_metric(_gpu_labels(snapshot, gpu), 1.0 if gpu.lost else 0.0)
-    return [*families, xid, lost]
+    return [*families, xid, lost, *mig_families(snapshot)]
+
+
+#: The labels of a MIG device's series: its GPU's, then dcgm-exporter's GPU instance labels
+#: (``GPU_I_ID``, ``GPU_I_PROFILE``), the device's name (``0:1``) and its ``MIG-`` UUID.
+MIG_LABELS = (*GPU_LABELS, "GPU_I_ID", "GPU_I_PROFILE", "mig_device", "mig_uuid")
+
+
+def mig_families(snapshot: Snapshot) -> list[Metric]:
+    """Per-MIG-device memory, SMs and processes (families present, empty, without MIG).
+
+    NVML measures no utilization per MIG device, so none is exported (never a 0).
+    """
+    used = _gauge("gputui_mig_memory_used_bytes", "Memory in use in a MIG device.", MIG_LABELS)
+    total = _gauge("gputui_mig_memory_total_bytes", "Memory of a MIG device.", MIG_LABELS)
+    sms = _gauge("gputui_mig_sm_count", "Streaming multiprocessors of a MIG device.", MIG_LABELS)
+    procs = _gauge("gputui_mig_processes", "GPU processes on a MIG device.", MIG_LABELS)
+    for gpu in snapshot.gpus:
+        if gpu.lost or not gpu.mig_instances:
+            continue
+        counts: dict[tuple[int | None, int | None], int] = {}
+        for sample in gpu.processes:
+            if sample.mig_gi_id is not None:
+                ids = (sample.mig_gi_id, sample.mig_ci_id)
+                counts[ids] = counts.get(ids, 0) + 1
+        for inst in gpu.mig_instances:
+            if inst.index < 0:  # a GPU instance without a compute instance: no device
+                continue
+            labels = [
+                *_gpu_labels(snapshot, gpu),
+                str(inst.gpu_instance_id if inst.gpu_instance_id is not None else ""),
+                _label(inst.profile),
+                mig_device_name(gpu.index, inst.index),
+                _label(inst.uuid),
+            ]
+            for family, value in (
+                (used, inst.memory_used_bytes),
+                (total, inst.memory_total_bytes),
+                (sms, inst.sm_count),
+            ):
+                if value is not None:
+                    family.add_metric(labels, float(value))
+            ids = (inst.gpu_instance_id, inst.compute_instance_id)
+            procs.add_metric(labels, float(counts.get(ids, 0)))
+    return [used, total, sms, procs]
 
 
 def _container_values(snapshot: Snapshot, cid: str | None) -> list[str]:
@@ -321,8 +370,13 @@ def health_families(snapshot: Snapshot) -> list[Metric]:
     return [health, per_status]
 
 
-def dropped_family(snapshot: Snapshot, findings_dropped: int = 0) -> Metric:
-    """``gputui_series_dropped{family}``: containers (or findings) left out of a capped family."""
+def dropped_family(
+    snapshot: Snapshot, findings_dropped: int = 0, users_dropped: int | None = None
+) -> Metric:
+    """``gputui_series_dropped{family}``: containers (or findings) left out of a capped family.
+
+    ``users_dropped`` adds the user families' count (only when they are exported).
+    """
     _, health_dropped = _kept_container_checks(snapshot)
     idle = sum(1 for u in snapshot.containers if u.idle_reserved)
     dropped = _gauge(
@@ -335,7 +389,33 @@ def dropped_family(snapshot: Snapshot, findings_dropped: int = 0) -> Metric:
         ["gputui_container_idle_gpu_reservation"], float(max(0, idle - MAX_CONTAINER_SERIES))
     )
     dropped.add_metric(["gputui_finding"], float(findings_dropped))
+    if users_dropped is not None:
+        dropped.add_metric(["gputui_user_gpu_memory_used_bytes"], float(users_dropped))
     return dropped
+
+
+def user_families(snapshot: Snapshot) -> tuple[list[Metric], int]:
+    """Per-user GPU memory, processes and SM (``--user-series``), and how many users were left out.
+
+    A user is the host uid of the processes, named from the host's passwd, or ``uid N
+    (container)`` (see :mod:`gputui.derive.users`); at most :data:`MAX_USER_SERIES` users, those
+    with the most GPU memory, get series.
+    """
+    rows = user_usage(snapshot)
+    memory = _gauge(
+        "gputui_user_gpu_memory_used_bytes",
+        "GPU memory held by a user's processes, on every GPU.",
+        ("user",),
+    )
+    count = _gauge("gputui_user_gpu_processes", "GPU processes of a user.", ("user",))
+    sm = _gauge("gputui_user_sm_util", "Sum of SM % of a user's processes.", ("user",))
+    for row in rows[:MAX_USER_SERIES]:
+        label = [_label(row.label)]
+        memory.add_metric(label, float(row.gpu_memory_bytes))
+        count.add_metric(label, float(row.processes))
+        if row.sm_util is not None:
+            sm.add_metric(label, float(row.sm_util))
+    return [memory, count, sm], max(0, len(rows) - MAX_USER_SERIES)
 
 
 def finding_family(findings: Iterable[Finding]) -> tuple[Metric, int]:
@@ -361,8 +441,13 @@ def finding_family(findings: Iterable[Finding]) -> tuple[Metric, int]:
     return family, max(0, len(ranked) - MAX_FINDING_SERIES)
 
 
-def status_families(snapshot: Snapshot, analysis: Analysis | None) -> list[Metric]:
-    """Health checks, source status, findings, alerts and an info gauge."""
+def status_families(
+    snapshot: Snapshot, analysis: Analysis | None, users_dropped: int | None = None
+) -> list[Metric]:
+    """Health checks, source status, findings, alerts and an info gauge.
+
+    ``users_dropped``: users left out of the user families, None when those are not exported.
+    """
     up = _gauge("gputui_source_up", "1 when the data source answered.", ("source",))
     for name, source in sorted(snapshot.sources.items()):
         up.add_metric([_label(name)], 1.0 if source.ok else 0.0)
@@ -398,7 +483,7 @@ def status_families(snapshot: Snapshot, analysis: Analysis | None) -> list[Metri
         alert.add_metric(list(values), 1.0)
     findings, findings_dropped = finding_family(analysis.findings if analysis else ())
     health, per_status = health_families(snapshot)
-    dropped = dropped_family(snapshot, findings_dropped)
+    dropped = dropped_family(snapshot, findings_dropped, users_dropped)
     return [health, up, info, taken, alert, findings, per_status, dropped]
 
 
@@ -416,6 +501,7 @@ class SnapshotMetrics:
         pid_labels: Add a ``pid`` label to the process gauges (unbounded over time: opt-in).
         interval: The collection interval, exported when given.
         hostname: The host label before the first snapshot; this host's node name when None.
+        user_series: Export the per-user gauges (a ``user`` label: opt-in).
     """
 
     def __init__(
@@ -424,8 +510,10 @@ class SnapshotMetrics:
         pid_labels: bool = False,
         interval: float | None = None,
         hostname: str | None = None,
+        user_series: bool = False,
     ) -> None:
         self.pid_labels = pid_labels
+        self.user_series = user_series
         self.interval = interval
         self._latest: tuple[Snapshot, Analysis | None] | None = None
         # gethostname(2) is the UTS node name, what the collector reports too.
@@ -501,7 +589,11 @@ class SnapshotMetrics:
             snapshot, analysis = latest
             families += gpu_families(snapshot)
             families += container_families(snapshot, pid_labels=self.pid_labels)
-            families += status_families(snapshot, analysis)
+            users_dropped = None
+            if self.user_series:
+                users, users_dropped = user_families(snapshot)
+                families += users
+            families += status_families(snapshot, analysis, users_dropped)
         # One place adds the host label, so no family (today's or a future one) goes without it
         # and series of same-named containers on different hosts never merge.
         return [with_host_label(family, self._host) for family in families]
@@ -649,7 +741,11 @@ def parse_listen(text: str) -> tuple[str, int]:
 
 
 def render_once(
-    snapshot: Snapshot, *, pid_labels: bool = False, rules: Iterable[AlertRule] = ()
+    snapshot: Snapshot,
+    *,
+    pid_labels: bool = False,
+    rules: Iterable[AlertRule] = (),
+    user_series: bool = False,
 ) -> bytes:
     """The exposition text of one snapshot (``gputui export --once``).
 
@@ -657,7 +753,7 @@ def render_once(
     the TUI's first refresh does: findings and alert states are those (an alert whose rule has a
     ``for`` duration is pending).
     """
-    metrics = SnapshotMetrics(pid_labels=pid_labels)
+    metrics = SnapshotMetrics(pid_labels=pid_labels, user_series=user_series)
     metrics.publish(snapshot, Analyzer(rules).analyse(snapshot))
     metrics.rebuild()
     return metrics.exposition()
@@ -698,6 +794,7 @@ def serve(
     stop: threading.Event,
     announce: Callable[[str], None] = lambda line: print(line, file=sys.stderr, flush=True),
     limits: HttpLimits | None = None,
+    user_series: bool = False,
 ) -> None:
     """Serve ``/metrics`` until ``stop`` is set; close the collector at the end.
 
@@ -716,12 +813,13 @@ def serve(
         stop: Set it to stop serving.
         announce: Receives the ``serving http://...`` line.
         limits: Connection limits (:class:`HttpLimits` defaults when None).
+        user_series: Export the per-user gauges.
 
     Raises:
         OSError: the address cannot be listened on (in use, not local...).
     """
     effective = bounded_interval(interval)
-    metrics = SnapshotMetrics(pid_labels=pid_labels, interval=effective)
+    metrics = SnapshotMetrics(pid_labels=pid_labels, interval=effective, user_series=user_series)
     metrics.rebuild()
     server = MetricsServer(host, port, metrics.exposition, limits or HttpLimits(), _log)
     server.start()
