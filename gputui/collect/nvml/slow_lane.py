@@ -45,17 +45,39 @@ def error_name(exc: BaseException) -> str:
 
 def average_samples(samples: Sequence[Any], since: int) -> tuple[dict[int, ProcUtil], int]:
     """Average process-utilization samples per PID; also return the newest timestamp seen."""
+    # Written out by hand: this runs over every process sample of every GPU (thousands per
+    # refresh on a busy host), and a loop over the four fields with min/max costs twice this.
     sums: dict[int, list[int]] = {}
     newest = since
     for s in samples:
-        newest = max(newest, int(s.timeStamp))
-        acc = sums.setdefault(int(s.pid), [0, 0, 0, 0, 0])
-        for i, v in enumerate((s.smUtil, s.memUtil, s.encUtil, s.decUtil)):
-            # Drivers have returned garbage for zombies (nvtop#110): clamp.
-            acc[i] += min(100, max(0, int(v)))
-        acc[4] += 1
+        ts = int(s.timeStamp)
+        if ts > newest:
+            newest = ts
+        sm, mem, enc, dec = int(s.smUtil), int(s.memUtil), int(s.encUtil), int(s.decUtil)
+        # Drivers have returned garbage for zombies (nvtop#110): clamp.
+        if not 0 <= sm <= 100:
+            sm = 0 if sm < 0 else 100
+        if not 0 <= mem <= 100:
+            mem = 0 if mem < 0 else 100
+        if not 0 <= enc <= 100:
+            enc = 0 if enc < 0 else 100
+        if not 0 <= dec <= 100:
+            dec = 0 if dec < 0 else 100
+        pid = int(s.pid)
+        acc = sums.get(pid)
+        if acc is None:
+            sums[pid] = [sm, mem, enc, dec, 1]
+        else:
+            acc[0] += sm
+            acc[1] += mem
+            acc[2] += enc
+            acc[3] += dec
+            acc[4] += 1
     averaged = {
-        pid: (a[0] // a[4], a[1] // a[4], a[2] // a[4], a[3] // a[4]) for pid, a in sums.items()
+        pid: (a[0], a[1], a[2], a[3])
+        if a[4] == 1
+        else (a[0] // a[4], a[1] // a[4], a[2] // a[4], a[3] // a[4])
+        for pid, a in sums.items()
     }
     return averaged, newest
 

@@ -361,6 +361,8 @@ class ScenarioNvml:
 
         The replies' objects are shared between calls: the adapter reads them and keeps none.
         """
+        if not listed:  # a default ``[]`` is a new list per call: its id names nothing
+            return None
         where = (id(listed), keys)
         if where not in self._periods:
             self._periods[where] = _period(listed, keys)
