@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 from gputui.model import (
     ContainerReading,
@@ -27,6 +27,9 @@ from gputui.model import (
     Snapshot,
     Visibility,
 )
+
+if TYPE_CHECKING:
+    from gputui.collect.docker.logs import LogReader
 
 
 class GpuSource(Protocol):
@@ -96,6 +99,51 @@ class ContainerSource(Protocol):
     def close(self) -> None:
         """Stop background threads and close the client (idempotent, never waits long)."""
         ...
+
+
+@runtime_checkable
+class ContainerControl(Protocol):
+    """A container source that also reads logs and stops, starts and restarts containers.
+
+    The Docker engine's source has it; the demo machine and recordings do not. Found behind a
+    collector by :func:`container_control`; the front-end refuses the actions (logs stay)
+    before calling under ``--read-only``.
+    """
+
+    def open_logs(self, container_id: str, *, tail: int, follow: bool) -> LogReader:
+        """Open a container's logs: the last ``tail`` lines, then new ones while ``follow``.
+
+        Raises:
+            LogStreamError: the stream cannot be opened (one line).
+        """
+        ...
+
+    def container_action(self, container_id: str, action: str) -> str | None:
+        """``stop``, ``start`` or ``restart`` a container; None on success, else why not."""
+        ...
+
+
+def container_control(collector: object) -> ContainerControl | None:
+    """The container controls behind a collector, None when it has none.
+
+    Looks through a wrapper's ``inner`` collector and a collector's ``containers`` source (a
+    collector built by the wiring), at most a few levels deep.
+
+    Args:
+        collector: A :class:`CollectorProtocol` (or one of its sources).
+
+    Returns:
+        The object to call, or None (the demo machine, a recording). Read-only mode is the
+        caller's to enforce: logs are allowed there, the container actions are not.
+    """
+    current: object = collector
+    for _ in range(4):
+        if isinstance(current, ContainerControl):
+            return current
+        current = getattr(current, "inner", None) or getattr(current, "containers", None)
+        if current is None:
+            return None
+    return None
 
 
 @dataclass(frozen=True)

@@ -39,6 +39,10 @@ MAX_JSON_DEPTH = 64
 #: Exec output kept (stdout and stderr together); the rest is cut.
 MAX_EXEC_OUTPUT = 1 << 20
 
+#: The container actions gputui makes, and the grace stop and restart give before SIGKILL.
+LIFECYCLE_ACTIONS = ("stop", "start", "restart")
+STOP_GRACE_S = 10
+
 _API_VERSION_RE = re.compile(r"^1\.\d{1,3}$")
 _READ_SIZE = 64 << 10
 _STRING_RE = re.compile(rb'"(?:[^"\\]|\\.)*+"', re.S)
@@ -204,6 +208,49 @@ class ExecOutput:
     exit_code: int | None
     timed_out: bool
     cut: bool
+
+
+class RawStream:
+    """An open streaming reply (a container's logs): read chunks; :meth:`close` from any thread.
+
+    Attributes:
+        content_type: The reply's ``Content-Type`` (the engine names multiplexed and raw
+            streams there from API 1.42; older engines leave it to the caller to know).
+    """
+
+    def __init__(
+        self, conn: _Connection, response: http.client.HTTPResponse, content_type: str
+    ) -> None:
+        self._conn = conn
+        self._response = response
+        self.content_type = content_type[:100]
+        self._closed = False
+
+    def read(self) -> bytes:
+        """The next bytes of the body (up to 64 KiB), ``b""`` at its end or after :meth:`close`.
+
+        Raises:
+            EngineSlow: a stream opened without ``follow`` passed its deadline.
+            EngineError: the connection broke.
+        """
+        if self._closed:
+            return b""
+        try:
+            return self._response.read1(_READ_SIZE)
+        except EngineSlow:
+            raise
+        except (OSError, ValueError, http.client.HTTPException) as exc:
+            if self._closed:
+                return b""
+            raise EngineError(f"the logs stream broke: {type(exc).__name__}") from exc
+
+    def close(self) -> None:
+        """End the stream; a thread blocked reading it returns (idempotent)."""
+        self._closed = True
+        if self._conn.dsock is not None:
+            self._conn.dsock.shutdown()
+        with contextlib.suppress(Exception):  # already closed: nothing to do
+            self._conn.close_now()
 
 
 class EventStream:
@@ -437,6 +484,78 @@ class EngineApi:
         assert conn.dsock is not None
         conn.dsock.deadline = None  # subscribed: from now on wait for events as long as it takes
         return EventStream(conn, response)
+
+    # --- logs and lifecycle -----------------------------------------------------------------
+
+    def logs(
+        self, container_id: str, *, tail: int, follow: bool, timeout: float | None = None
+    ) -> RawStream:
+        """Open ``GET /containers/{id}/logs`` (stdout, stderr, timestamps, the last ``tail`` lines).
+
+        The reply's headers arrive within ``timeout`` (the client's when None). Without
+        ``follow`` the whole body shares that deadline, measured from its headers; with
+        ``follow`` the body has none (a quiet container prints nothing for hours) and ends when
+        the container stops, the engine closes it or :meth:`RawStream.close` is called.
+
+        Raises:
+            EngineSlow: the headers did not arrive in time.
+            EngineStatusError: an HTTP error status (``NotFound`` for 404).
+            EngineReplyError: a malformed reply.
+            OSError: the engine's socket could not be reached.
+        """
+        what = "GET /containers/{id}/logs"
+        query = {
+            "stdout": "1",
+            "stderr": "1",
+            "timestamps": "1",
+            "tail": str(max(0, tail)),
+            "follow": "1" if follow else "0",
+        }
+        limit = self.timeout if timeout is None else timeout
+        deadline = time.monotonic() + limit
+        try:
+            conn, response = self._send(
+                "GET", self._path(f"/containers/{container_id}/logs", query), None, deadline
+            )
+        except http.client.HTTPException as exc:
+            raise EngineReplyError(
+                f"malformed HTTP reply to {what} ({type(exc).__name__})"
+            ) from exc
+        except EngineSlow as exc:
+            raise EngineSlow(f"the Docker engine did not answer {what} within {limit:g} s") from exc
+        if response.status >= 400:
+            try:
+                raw = _read_body(response, MAX_SMALL_BYTES, what)
+            except (EngineError, OSError, http.client.HTTPException):
+                raw = b""
+            finally:
+                conn.close_now()
+            message = _error_message(raw) or response.reason or "error"
+            cls = NotFound if response.status == 404 else EngineStatusError
+            raise cls(response.status, f"{what}: {response.status} {message}")
+        assert conn.dsock is not None
+        # Following: wait for lines as long as it takes; close() is the way out.
+        conn.dsock.deadline = None if follow else time.monotonic() + limit
+        return RawStream(conn, response, response.getheader("Content-Type") or "")
+
+    def container_action(self, container_id: str, action: str, timeout: float) -> None:
+        """``POST /containers/{id}/{stop|start|restart}``; stop and restart give it 10 s.
+
+        A container already in the asked state (304) is not an error.
+
+        Args:
+            container_id: The container's full id (the caller validated it).
+            action: ``stop``, ``start`` or ``restart``.
+            timeout: Seconds for the whole call: more than the 10 s grace for stop and restart.
+
+        Raises:
+            ValueError: an action other than the three.
+            EngineSlow / EngineStatusError / EngineReplyError / OSError: as :meth:`request`.
+        """
+        if action not in LIFECYCLE_ACTIONS:
+            raise ValueError(f"not a container action: {action[:20]!r}")
+        query = {"t": str(STOP_GRACE_S)} if action in ("stop", "restart") else None
+        self.request("POST", f"/containers/{container_id}/{action}", query=query, timeout=timeout)
 
     # --- exec -------------------------------------------------------------------------------
 

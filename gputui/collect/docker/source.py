@@ -41,7 +41,9 @@ from gputui.collect.docker.endpoint import (
 )
 from gputui.collect.docker.endpoint import one_line as _one_line
 from gputui.collect.docker.engine_api import (
+    LIFECYCLE_ACTIONS,
     MAX_EXEC_OUTPUT,
+    STOP_GRACE_S,
     EngineApi,
     EngineError,
     EngineReplyError,
@@ -51,6 +53,7 @@ from gputui.collect.docker.engine_api import (
     NotFound,
     read_multiplexed,
 )
+from gputui.collect.docker.logs import EngineLogReader, LogStreamError
 from gputui.collect.linux.cgroup_usage import CgroupSampler
 from gputui.model import ContainerInfo, ContainerReading, EngineInfo, ExecResult, SourceStatus
 
@@ -768,6 +771,82 @@ class DockerSource:
         except Exception:  # a broken context: let the CLI report it itself
             endpoint = None
         return interactive_argv(endpoint, container_id, argv)
+
+    # --- logs and lifecycle -----------------------------------------------------------------
+
+    def _action_api(self, container_id: str) -> EngineApi:
+        """A lean client for one logs stream or lifecycle call.
+
+        Raises:
+            LogStreamError: a malformed id, an ``ssh://`` engine, or an unusable endpoint.
+        """
+        if not dp.valid_id(container_id):
+            raise LogStreamError("not a container id (64 hex digits expected)")
+        try:
+            endpoint = self._endpoint or self._resolve()
+        except Exception as exc:  # a broken context or an unusable endpoint
+            raise LogStreamError(f"Docker engine unreachable: {_one_line(exc)}") from exc
+        if not EngineApi.supports(endpoint.base_url):
+            raise LogStreamError("container logs and actions need a unix:// or tcp:// engine")
+        api = EngineApi(endpoint, self._timeout)
+        api.api_version = self._api_version or (self._api.api_version if self._api else None)
+        return api
+
+    def open_logs(self, container_id: str, *, tail: int, follow: bool) -> EngineLogReader:
+        """Open a container's logs: the last ``tail`` lines, then new ones while ``follow``.
+
+        Blocks for at most the source's timeout twice (an inspect for the TTY setting, then the
+        reply's headers); following has no deadline after that: the reader's ``close`` ends it.
+
+        Raises:
+            LogStreamError: the engine refused, did not answer in time, or the id is malformed.
+        """
+        api = self._action_api(container_id)
+        try:
+            self._count()
+            data = api.inspect(container_id)
+            tty = dp.as_dict(data.get("Config")).get("Tty") is True
+            del data  # holds Config.Env: never kept
+            self._count()
+            raw = api.logs(container_id, tail=tail, follow=follow)
+        except NotFound as exc:
+            raise LogStreamError(f"no such container: {container_id[:12]}") from exc
+        except (EngineError, OSError) as exc:
+            raise LogStreamError(f"cannot read the logs: {_one_line(exc)}") from exc
+        if "multiplexed" in raw.content_type:
+            tty = False
+        elif "raw-stream" in raw.content_type:
+            tty = True
+        return EngineLogReader(raw, tty)
+
+    def container_action(self, container_id: str, action: str) -> str | None:
+        """Stop, start or restart a container (blocking; stop and restart wait up to 10 s).
+
+        Returns:
+            None when the engine did it (or the container already was in that state), else a
+            one-line reason.
+        """
+        if action not in LIFECYCLE_ACTIONS:
+            return f"not a container action: {action[:20]}"
+        try:
+            api = self._action_api(container_id)
+        except LogStreamError as exc:
+            return str(exc)
+        # Stop and restart wait the grace period, then SIGKILL; start runs the runtime's hooks
+        # (the NVIDIA hook mounts the driver): both take longer than a read.
+        timeout = STOP_GRACE_S + 20.0 if action != "start" else 30.0
+        try:
+            self._count()
+            api.container_action(container_id, action, timeout)
+        except NotFound:
+            return f"no such container: {container_id[:12]}"
+        except EngineSlow:
+            return f"the Docker engine did not finish {action} within {timeout:g} s"
+        except (EngineError, OSError) as exc:
+            return _one_line(exc)
+        with self._lock:
+            self._dirty.add(container_id)  # the events thread says so too; no need to wait
+        return None
 
 
 def _remaining(deadline: float) -> float:

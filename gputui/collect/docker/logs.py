@@ -1,0 +1,258 @@
+"""A container's logs as lines: the engine's stream decoded, bounded and split.
+
+The logs endpoint answers with the container's output as it was written: for a container
+without a TTY, frames with an 8-byte header (stream 1 or 2, then a big-endian length); for one
+with a TTY, raw bytes (stdout and stderr are one stream there). Every line starts with the
+timestamp the engine added (gputui always asks for them, the screen shows or hides them).
+
+Everything here is bounded: a frame header claiming more than :data:`MAX_FRAME_BYTES` ends the
+stream as malformed, a line longer than :data:`MAX_LINE_BYTES` is cut (the rest of it up to its
+newline is skipped), and a reader keeps at most :data:`MAX_PENDING_LINES` undelivered lines.
+The bytes are decoded, never interpreted: the screen passes every line through the one
+sanitiser before showing it.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import deque
+from dataclasses import dataclass
+from typing import Literal, Protocol
+
+#: The largest frame a non-TTY stream may announce; the engine writes at most 16 KiB per line
+#: part (and attach streams about 32 KiB), so a larger header means a stream out of step.
+MAX_FRAME_BYTES = 1 << 20
+#: Bytes of one line kept; the rest of it is dropped (the line is marked as cut).
+MAX_LINE_BYTES = 8 << 10
+#: Lines kept at most between two deliveries, and by a screen showing them.
+MAX_PENDING_LINES = 10_000
+#: Lines asked for when a logs screen opens (``docker logs --tail``).
+DEFAULT_TAIL = 500
+
+Stream = Literal["stdout", "stderr", "tty"]
+_STREAMS: dict[int, Stream] = {1: "stdout", 2: "stderr"}
+#: The engine's RFC 3339 timestamp and the space it puts after it.
+_TIMESTAMP_RE = re.compile(rb"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d{1,9})?(?:Z|[+-]\d\d:\d\d)) ")
+
+
+class LogStreamError(Exception):
+    """The logs stream could not be opened or read (one line, for the screen)."""
+
+
+@dataclass(frozen=True, slots=True)
+class LogLine:
+    """One line of a container's output.
+
+    Attributes:
+        stream: ``stdout``, ``stderr``, or ``tty`` (a TTY container: the two are one stream).
+        text: The line, decoded as UTF-8 (bad bytes replaced), without its newline. Not yet
+            sanitised: the front-end passes it through ``safe_text`` before showing it.
+        timestamp: The engine's RFC 3339 time of the line, None when it had none.
+        cut: The line was longer than :data:`MAX_LINE_BYTES`; its rest was dropped.
+    """
+
+    stream: Stream
+    text: str
+    timestamp: str | None = None
+    cut: bool = False
+
+
+class LogReader(Protocol):
+    """An open logs stream: one thread reads, any thread may close.
+
+    Attributes:
+        tty: The container has a TTY: stdout and stderr cannot be told apart.
+    """
+
+    tty: bool
+
+    def read(self) -> list[LogLine] | None:
+        """The next lines (blocking until some arrive), None once the stream has ended.
+
+        Raises:
+            LogStreamError: the stream broke or was malformed.
+        """
+        ...
+
+    def close(self) -> None:
+        """End the stream; a thread blocked in :meth:`read` returns (idempotent)."""
+        ...
+
+
+class FrameDecoder:
+    """Incremental decoder of the engine's multiplexed stream, without buffering whole frames.
+
+    Args:
+        multiplexed: False for a TTY container's raw stream (every byte is ``tty`` output).
+    """
+
+    def __init__(self, multiplexed: bool) -> None:
+        self.multiplexed = multiplexed
+        self._header = bytearray()
+        self._stream: Stream = "stdout"
+        self._left = 0  # payload bytes of the current frame still to come
+
+    def feed(self, data: bytes) -> list[tuple[Stream, bytes]]:
+        """Split received bytes into (stream, payload piece) pairs, in order.
+
+        Raises:
+            LogStreamError: a header names a stream other than stdout/stderr, or a frame larger
+                than :data:`MAX_FRAME_BYTES` (the stream is out of step or not multiplexed).
+        """
+        if not self.multiplexed:
+            return [("tty", data)] if data else []
+        pieces: list[tuple[Stream, bytes]] = []
+        view = memoryview(data)
+        while view:
+            if self._left:
+                take = view[: self._left]
+                pieces.append((self._stream, bytes(take)))
+                self._left -= len(take)
+                view = view[len(take) :]
+                continue
+            need = 8 - len(self._header)
+            self._header += view[:need]
+            view = view[need:]
+            if len(self._header) < 8:
+                break
+            stream = _STREAMS.get(self._header[0])
+            size = int.from_bytes(self._header[4:8], "big")
+            if stream is None or self._header[1:4] != b"\0\0\0" or size > MAX_FRAME_BYTES:
+                raise LogStreamError("the logs stream is malformed (a bad frame header)")
+            self._header.clear()
+            self._stream, self._left = stream, size
+        return pieces
+
+
+class LineSplitter:
+    """Joins one stream's payload pieces into lines of at most :data:`MAX_LINE_BYTES` bytes."""
+
+    def __init__(self, stream: Stream) -> None:
+        self.stream = stream
+        self._pending = bytearray()
+        self._cut = False  # the line in progress is over the bound: skip to its newline
+
+    def feed(self, data: bytes) -> list[LogLine]:
+        """The lines that ``data`` completes."""
+        lines: list[LogLine] = []
+        start = 0
+        while True:
+            end = data.find(b"\n", start)
+            part = data[start:] if end < 0 else data[start:end]
+            if not self._cut:
+                room = MAX_LINE_BYTES - len(self._pending)
+                self._pending += part[:room]
+                if len(part) > room:
+                    self._cut = True
+            if end < 0:
+                return lines
+            lines.append(self._emit())
+            start = end + 1
+
+    def flush(self) -> list[LogLine]:
+        """The last line when the stream ended without a newline."""
+        return [self._emit()] if self._pending or self._cut else []
+
+    def _emit(self) -> LogLine:
+        raw = bytes(self._pending)
+        cut, self._cut = self._cut, False
+        self._pending.clear()
+        return parse_line(self.stream, raw, cut)
+
+
+def parse_line(stream: Stream, raw: bytes, cut: bool = False) -> LogLine:
+    """One raw line (no newline) as a :class:`LogLine`, its engine timestamp split off."""
+    timestamp = None
+    match = _TIMESTAMP_RE.match(raw)
+    if match is not None:
+        timestamp = match.group(1).decode("ascii")
+        raw = raw[match.end() :]
+    if raw.endswith(b"\r"):  # a TTY ends lines with CR LF
+        raw = raw[:-1]
+    return LogLine(stream, raw.decode("utf-8", errors="replace"), timestamp, cut)
+
+
+class _Chunks(Protocol):
+    def read(self) -> bytes: ...
+
+    def close(self) -> None: ...
+
+
+class EngineLogReader:
+    """A :class:`LogReader` over the engine's reply (see ``EngineApi.logs``).
+
+    Args:
+        chunks: The open reply: ``read()`` returns bytes, ``b""`` at the end.
+        tty: The container has a TTY (a raw stream, not a multiplexed one).
+    """
+
+    def __init__(self, chunks: _Chunks, tty: bool) -> None:
+        self.tty = tty
+        self._chunks = chunks
+        self._decoder = FrameDecoder(multiplexed=not tty)
+        self._splitters: dict[Stream, LineSplitter] = {}
+        self._ended = False
+
+    def read(self) -> list[LogLine] | None:
+        """The lines of the next chunks that complete any (None after the end)."""
+        if self._ended:
+            return None
+        # Bounded: a chunk is at most 64 KiB, so one read returns at most that many lines.
+        while True:
+            try:
+                data = self._chunks.read()
+            except Exception as exc:  # EngineError, EngineSlow, OSError: the stream is over
+                self._ended = True
+                raise LogStreamError(_one_line(exc)) from exc
+            if not data:
+                self._ended = True
+                tail = [line for s in self._splitters.values() for line in s.flush()]
+                return tail or None
+            lines: list[LogLine] = []
+            try:
+                pieces = self._decoder.feed(data)
+            except LogStreamError:
+                self._ended = True
+                raise
+            for stream, piece in pieces:
+                splitter = self._splitters.get(stream)
+                if splitter is None:
+                    splitter = self._splitters[stream] = LineSplitter(stream)
+                lines += splitter.feed(piece)
+            if lines:
+                return lines
+
+    def close(self) -> None:
+        """Close the reply (a blocked :meth:`read` returns)."""
+        self._chunks.close()
+
+
+class PendingLines:
+    """Lines read but not yet shown, bounded: the oldest go first and are counted.
+
+    Not locked: the screen guards it (one reader thread appends, the UI thread drains).
+    """
+
+    def __init__(self, limit: int = MAX_PENDING_LINES) -> None:
+        self._lines: deque[LogLine] = deque(maxlen=limit)
+        self.dropped = 0
+
+    def extend(self, lines: list[LogLine]) -> None:
+        """Add lines, dropping the oldest beyond the bound."""
+        maxlen = self._lines.maxlen or 0
+        overflow = len(self._lines) + len(lines) - maxlen
+        if overflow > 0:
+            self.dropped += overflow
+        self._lines.extend(lines)
+
+    def drain(self) -> tuple[list[LogLine], int]:
+        """Every pending line and how many were dropped since the last drain."""
+        lines, dropped = list(self._lines), self.dropped
+        self._lines.clear()
+        self.dropped = 0
+        return lines, dropped
+
+
+def _one_line(exc: BaseException) -> str:
+    text = " ".join(str(exc).split())[:200]
+    return text or type(exc).__name__
