@@ -346,7 +346,11 @@ def _main(argv: Sequence[str] | None) -> int:
             return _fail(str(exc))
     if args.once or args.json:
         return _once(settings, config.alert_rules, as_json=args.json)
-    if not _on_terminal():  # after every input check: a bad file is named first
+    from gputui.serve import served_in_browser
+
+    # after every input check: a bad file is named first. A monitor `gputui serve` started for
+    # a browser tab has pipes, and Textual's web driver draws for the browser through them.
+    if not _on_terminal() and not served_in_browser():
         return _fail(NOT_A_TERMINAL)
     from gputui.ui.run import run_tui  # imported late: --once must never load Textual
 
@@ -874,7 +878,84 @@ def free_command(argv: Sequence[str]) -> int:
     return 0 if enough else 1
 
 
+def _port(text: str) -> int:
+    if not text.isdigit() or not 1 <= int(text) <= 65535:
+        raise argparse.ArgumentTypeError(f"expected a port 1-65535, got {_shown(text)}")
+    return int(text)
+
+
+def _listen_host(text: str) -> str:
+    if not re.fullmatch(r"[A-Za-z0-9.:-]{1,253}", text):
+        raise argparse.ArgumentTypeError(f"expected an address or host name, got {_shown(text)}")
+    return text
+
+
+def serve_command(argv: Sequence[str]) -> int:
+    """``gputui serve``: the monitor in a web browser (textual-serve), read-only by default."""
+    from gputui import serve
+
+    parser = _Parser(
+        prog="gputui serve",
+        description=(
+            "The monitor in a web browser, one gputui per tab (textual-serve). Read-only unless "
+            "--allow-actions; from another machine, use an SSH tunnel (docs/serve.md)."
+        ),
+    )
+    parser.add_argument(
+        "--host",
+        type=_listen_host,
+        default=serve.DEFAULT_HOST,
+        help=f"address to listen on (default {serve.DEFAULT_HOST}: this machine only)",
+    )
+    parser.add_argument(
+        "--port",
+        type=_port,
+        default=serve.DEFAULT_PORT,
+        help=f"port to listen on (default {serve.DEFAULT_PORT})",
+    )
+    parser.add_argument(
+        "--allow-actions",
+        action="store_true",
+        help="let browser tabs signal processes and run nvidia-smi in containers",
+    )
+    parser.add_argument("--demo", action="store_true", help="the built-in simulated machine")
+    parser.add_argument("--scenario", metavar="FILE", type=Path, help="replace NVML with FILE")
+    parser.add_argument(
+        "--interval", metavar="SECONDS", type=_interval, default=None, help="refresh period"
+    )
+    _add_config(parser)
+    args = parser.parse_args(argv)
+    if args.demo and args.scenario is not None:
+        return _fail("--demo and --scenario cannot be combined")
+    from gputui.collect.standins.scenario import ScenarioError, load_scenario
+    from gputui.config import ConfigError, load_config
+
+    try:
+        load_config(args.config)  # each tab's monitor reads it: a bad file stops here, once
+        if args.scenario is not None:
+            load_scenario(args.scenario)
+    except (ConfigError, ScenarioError) as exc:
+        return _fail(str(exc))
+    options = serve.ServeOptions(
+        host=args.host,
+        port=args.port,
+        allow_actions=args.allow_actions,
+        demo=args.demo,
+        scenario=args.scenario,
+        interval=args.interval,
+        config=args.config,
+    )
+    try:
+        serve.run(options, lambda line: print(line, file=sys.stderr, flush=True))
+    except serve.ServeUnavailable as exc:
+        return _fail(str(exc))
+    except OSError as exc:
+        return _fail(f"cannot listen on {args.host}:{args.port}: {exc.strerror or exc}")
+    return 0
+
+
 _SUBCOMMANDS = {
+    "serve": serve_command,
     "export": export,
     "record": record,
     "replay": replay_command,

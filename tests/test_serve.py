@@ -1,0 +1,249 @@
+"""``gputui serve`` without a browser: the command it spawns, its request checks, its CLI."""
+
+from __future__ import annotations
+
+import ast
+import os
+import shlex
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from gputui.serve import (
+    ServeOptions,
+    app_argv,
+    exposure_warning,
+    is_loopback,
+    request_refusal,
+    shell_command,
+)
+
+HOSTILE = [
+    "two words",
+    "it's",
+    'say "hi"',
+    "$(touch {marker})",
+    "`touch {marker}`",
+    "; touch {marker}",
+    "a\nb",
+    "*",
+    "-e",
+    "",
+]
+
+
+def needs_textual_serve() -> None:
+    """Skip without textual-serve, except in CI (the test extra holds it), where it fails."""
+    try:
+        import textual_serve  # noqa: F401
+    except ImportError:
+        if os.environ.get("CI"):
+            pytest.fail("CI needs textual-serve (the test extra)")
+        pytest.skip("no textual-serve (pip install 'gputui[serve]')")
+
+
+def test_app_is_read_only_unless_actions_are_allowed() -> None:
+    assert app_argv(ServeOptions(), python="py") == ["py", "-m", "gputui", "--read-only"]
+    allowed = app_argv(ServeOptions(allow_actions=True), python="py")
+    assert allowed == ["py", "-m", "gputui"]
+
+
+def test_app_options_pass_through(tmp_path: Path) -> None:
+    options = ServeOptions(
+        demo=True, scenario=Path("s.json"), interval=0.5, config=tmp_path / "c.toml"
+    )
+    argv = app_argv(options, python="py")
+    assert argv == [
+        "py", "-m", "gputui", "--read-only", "--demo",
+        "--scenario", str(Path("s.json").resolve()),
+        "--interval", "0.5",
+        "--config", str(tmp_path / "c.toml"),
+    ]  # fmt: skip
+
+
+def test_shell_command_keeps_every_argument_inert(tmp_path: Path) -> None:
+    """textual-serve runs a shell command line: each argument arrives whole, nothing runs."""
+    marker = tmp_path / "ran"
+    args = [a.replace("{marker}", str(marker)) for a in HOSTILE]
+    command = shell_command(["printf", "[%s]\\n", *args])
+    result = subprocess.run(["sh", "-c", command], capture_output=True, text=True, timeout=10)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == "".join(f"[{a}]\n" for a in args)
+    assert not marker.exists()
+    assert shlex.split(command) == ["exec", "printf", "[%s]\\n", *args]
+
+
+def test_shell_command_refuses_nul() -> None:
+    with pytest.raises(ValueError, match="NUL"):
+        shell_command(["gputui", "a\0b"])
+
+
+def test_loopback_and_exposure_warning() -> None:
+    assert is_loopback("127.0.0.1") and is_loopback("::1") and is_loopback("localhost")
+    assert is_loopback("127.0.0.2")
+    assert not is_loopback("0.0.0.0") and not is_loopback("::") and not is_loopback("gpu-host")
+    assert exposure_warning(ServeOptions()) is None
+    warning = exposure_warning(ServeOptions(host="0.0.0.0", port=8000))
+    assert warning is not None and "warning" in warning and "(read-only)" in warning
+    acting = exposure_warning(ServeOptions(host="0.0.0.0", allow_actions=True))
+    assert acting is not None and "signal" in acting
+    assert "\n" not in warning
+
+
+@pytest.mark.parametrize(
+    ("host", "header", "origin", "refused"),
+    [
+        ("127.0.0.1", "127.0.0.1:8000", None, None),
+        ("127.0.0.1", "localhost:9000", "http://localhost:9000", None),  # a tunnel's own port
+        ("127.0.0.1", "[::1]:8000", "http://[::1]:8000", None),
+        ("127.0.0.1", "127.0.0.1:8000", "http://127.0.0.1:8000", None),
+        ("127.0.0.1", "rebound.example:8000", None, "not a loopback name"),
+        ("127.0.0.1", "127.0.0.1:8000", "http://evil.example", "cross-origin"),
+        ("127.0.0.1", "127.0.0.1:8000", "", "cross-origin"),  # no Origin: not a browser's page
+        ("127.0.0.1", "127.0.0.1:8000", "null", "cross-origin"),
+        ("127.0.0.1", 'x" onload="alert(1)', None, "malformed"),
+        ("0.0.0.0", "gpu-host:8000", "http://gpu-host:8000", None),
+        ("0.0.0.0", "gpu-host:8000", "http://evil.example:8000", "cross-origin"),
+    ],
+)
+def test_request_refusal(host: str, header: str, origin: str | None, refused: str | None) -> None:
+    why = request_refusal(ServeOptions(host=host), header, origin)
+    if refused is None:
+        assert why is None
+    else:
+        assert why is not None and refused in why
+
+
+def gputui(*args: str, code: str | None = None) -> subprocess.CompletedProcess[str]:
+    command = (
+        [sys.executable, "-m", "gputui", *args] if code is None else [sys.executable, "-c", code]
+    )
+    return subprocess.run(
+        command,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, "XDG_CONFIG_HOME": "/nonexistent"},
+    )
+
+
+@pytest.fixture
+def busy_port() -> object:
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    sock.listen()
+    yield sock.getsockname()[1]
+    sock.close()
+
+
+@pytest.mark.parametrize(
+    ("args", "needle"),
+    [
+        (["--port", "0"], "expected a port 1-65535"),
+        (["--port", "http"], "expected a port 1-65535"),
+        (["--host", "a b"], "expected an address or host name"),
+        (["--interval", "0"], "at least 0.1"),
+        (["--demo", "--scenario", "x.json"], "cannot be combined"),
+        (["--scenario", "/nonexistent/s.json"], "cannot read scenario file"),
+        (["--config", "/nonexistent/c.toml"], "c.toml"),
+        (["--demo", "--port", "{busy}"], "cannot listen on"),
+        (["--demo", "--host", "192.0.2.1"], "cannot listen on 192.0.2.1"),  # not ours: no warning
+        (["--bogus"], "unrecognized arguments"),
+    ],
+)
+def test_bad_arguments_one_line_exit_2(args: list[str], needle: str, busy_port: int) -> None:
+    needs_textual_serve()
+    result = gputui("serve", *(a.replace("{busy}", str(busy_port)) for a in args))
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert result.stdout == ""
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1, result.stderr
+    assert needle in lines[0]
+
+
+def test_without_textual_serve_one_line_says_how_to_install() -> None:
+    code = (
+        "import sys\n"
+        "sys.modules['textual_serve'] = None  # as if not installed\n"
+        "from gputui.cli import main\n"
+        "sys.exit(main(['serve', '--demo']))\n"
+    )
+    result = gputui(code=code)
+    assert result.returncode == 2
+    assert result.stderr == (
+        "gputui: error: gputui serve needs textual-serve: pip install 'gputui[serve]'\n"
+    )
+
+
+def test_serves_the_page_and_refuses_foreign_hosts_and_origins(tmp_path: Path) -> None:
+    """The real server: the page names its websocket by the request's host; a rebound host
+    name and a cross-origin websocket get 403; SIGTERM ends it with status 0."""
+    needs_textual_serve()
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "gputui", "serve", "--demo", "--port", str(port)],
+        stdout=subprocess.DEVNULL,
+        stderr=(tmp_path / "serve.log").open("wb"),
+        env={**os.environ, "XDG_CONFIG_HOME": str(tmp_path)},
+    )
+    base = f"http://127.0.0.1:{port}"
+
+    def get(path: str, **headers: str) -> tuple[int, str]:
+        request = urllib.request.Request(base + path, headers=headers)
+        try:
+            with urllib.request.urlopen(request, timeout=5) as response:
+                return response.status, response.read().decode()
+        except urllib.error.HTTPError as exc:
+            return exc.code, exc.read().decode()
+
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            assert proc.poll() is None, (tmp_path / "serve.log").read_text()
+            try:
+                status, page = get("/", Host=f"localhost:{port}")
+                break
+            except OSError:
+                assert time.monotonic() < deadline, "gputui serve never answered"
+                time.sleep(0.1)
+        assert status == 200
+        assert f'data-session-websocket-url="ws://localhost:{port}/ws"' in page
+        assert "<div>gputui</div>" in page
+        assert get("/", Host=f"rebound.example:{port}")[0] == 403
+        upgrade = {"Connection": "Upgrade", "Upgrade": "websocket", "Sec-WebSocket-Version": "13"}
+        upgrade["Sec-WebSocket-Key"] = "dGhlIHNhbXBsZSBub25jZQ=="
+        assert get("/ws", Origin="http://evil.example", **upgrade)[0] == 403
+        assert get("/ws", **upgrade)[0] == 403  # no Origin: not the page
+    finally:
+        proc.send_signal(15)
+        assert proc.wait(timeout=15) == 0
+    log = (tmp_path / "serve.log").read_text()
+    assert f"gputui serve: http://127.0.0.1:{port}/ (read-only)" in log
+    assert "refused: cross-origin websocket from 'http://evil.example'" in log
+
+
+def test_only_serve_imports_textual_serve_and_aiohttp() -> None:
+    package = Path(__file__).resolve().parent.parent / "gputui"
+    importers = set()
+    for path in package.rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                names = [node.module]
+            else:
+                continue
+            roots = {n.split(".")[0] for n in names}
+            if roots & {"textual_serve", "aiohttp", "aiohttp_jinja2"}:
+                importers.add(str(path.relative_to(package)))
+    assert importers == {"serve.py"}
+    code = "import sys, gputui.cli, gputui.serve\nassert 'textual_serve' not in sys.modules"
+    assert subprocess.run([sys.executable, "-c", code]).returncode == 0
