@@ -19,6 +19,9 @@ from bench import common
 from bench.fixtures import Containers, Sleepers
 
 _HEALTH_OFF = 1e9  # health runs are timed on their own, not inside the warm cycles
+#: Seconds between the starts of two timed cycles, as the TUI's default refresh: beyond a few
+#: hundred GPU processes (or 50 running containers) a refresh reads a share sized by this interval.
+REFRESH_S = 1.0
 
 
 def scenario(n_gpus: int, pids: Sequence[int]) -> dict[str, Any]:
@@ -66,9 +69,16 @@ class Timed:
 
 
 def measure_point(
-    n_gpus: int, container_pids: Sequence[int], proc_pids: Sequence[int], cycles: int
+    n_gpus: int,
+    container_pids: Sequence[int],
+    proc_pids: Sequence[int],
+    cycles: int,
+    interval: float = REFRESH_S,
 ) -> tuple[dict[str, Any], list[Any]]:
-    """Collect ``cycles`` warm cycles at one point; returns figures and a few snapshots."""
+    """Collect ``cycles`` warm cycles at one point; returns figures and a few snapshots.
+
+    A cycle starts every ``interval`` seconds (0: back to back), as the TUI refreshes.
+    """
     from gputui.collect.collector import Collector
     from gputui.collect.docker.source import DockerSource
     from gputui.collect.linux.processes import ProcSource
@@ -100,10 +110,19 @@ def measure_point(
             timed.times.clear()
         calls0 = docker.api_calls
         snapshots, totals = [], []
+        procs_read: list[int] = []
+        ctrs_read: list[int] = []
+        ages: list[float] = []
+        sampler = getattr(docker, "_sampler", None)
         for i in range(cycles):
+            time.sleep(max(0.0, t0 + interval - time.perf_counter()))
             t0 = time.perf_counter()
             snap = coll.collect()
             totals.append(time.perf_counter() - t0)
+            procs_read.append(getattr(procs.inner, "last_read_count", len(pids)))
+            ctrs_read.append(getattr(sampler, "last_read_count", 0))
+            ages += [snap.taken_at - p.info.sampled_at for p in snap.processes
+                     if p.info.sampled_at is not None]  # fmt: skip
             if i >= cycles - 4:
                 snapshots.append(snap)
         calls = docker.api_calls - calls0
@@ -124,6 +143,8 @@ def measure_point(
         "health_cold_ms": health_times[0] * 1e3 if health_times else None,
         "health_warm_ms": health_times[1] * 1e3 if len(health_times) > 1 else None,
         "api_calls_per_cycle": calls / cycles, "attributed_containers": attributed,
+        "procs_read": med(procs_read), "ctrs_read": med(ctrs_read),
+        "max_age_s": max(ages) if ages else 0.0, "interval_s": interval,
         "missing_pids": missing, "engine_containers": engine_containers,
     }, snapshots  # fmt: skip
 
@@ -173,7 +194,8 @@ def cmd_scale(args: argparse.Namespace) -> dict[str, Any]:
                 containers.grow_to(n_cont)
                 cpids = list(containers.pids.values())[:n_cont]
             common.log(f"scale {dim}: {n_gpus} GPUs, {n_cont} containers, {n_proc} host PIDs")
-            res, snaps = measure_point(n_gpus, cpids, sleepers.pids[:n_proc], args.cycles)
+            interval = getattr(args, "interval", REFRESH_S)
+            res, snaps = measure_point(n_gpus, cpids, sleepers.pids[:n_proc], args.cycles, interval)
             res["dim"] = dim
             results.setdefault(dim, []).append(res)
             if want_ui:
@@ -193,7 +215,7 @@ def cmd_scale(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def _unit(res: dict[str, Any], dim: str) -> int:
-    return {"gpus": res["gpus"], "containers": res["containers"]}.get(dim, res["processes"])
+    return int({"gpus": res["gpus"], "containers": res["containers"]}.get(dim, res["processes"]))
 
 
 def report(results: dict[str, list[dict[str, Any]]], ui_rows: list[dict[str, Any]]) -> None:
@@ -204,10 +226,12 @@ def report(results: dict[str, list[dict[str, Any]]], ui_rows: list[dict[str, Any
             rows.append([dim, r["gpus"], r["containers"], r["processes"], r["cold_ms"],
                          r["warm_ms"], r["p95_ms"], r["warm_ms"] * 1e3 / max(n, 1), r["gpu_ms"],
                          r["procs_ms"], r["docker_ms"], r["join_ms"], r["health_warm_ms"],
-                         r["api_calls_per_cycle"]])  # fmt: skip
+                         r["api_calls_per_cycle"], r["procs_read"], r["ctrs_read"],
+                         r["max_age_s"]])  # fmt: skip
     text = common.table(
         ["dim", "GPUs", "ctrs", "procs", "cold ms", "warm ms", "p95 ms", "us/unit", "gpu ms",
-         "procs ms", "docker ms", "join ms", "health ms", "API/cycle"], rows,
+         "procs ms", "docker ms", "join ms", "health ms", "API/cycle", "procs read",
+         "ctrs read", "max age s"], rows,
     )  # fmt: skip
     target = results.get("target")
     if target:
@@ -216,6 +240,12 @@ def report(results: dict[str, list[dict[str, Any]]], ui_rows: list[dict[str, Any
             f"\ntarget point collection cycle {ms:.1f} ms (<= 25 ms: {common.verdict(ms <= 25)})"
         )
     text += "\n(us/unit = warm cycle / GPUs, containers or processes of that dimension)"
+    interval = next((r.get("interval_s") for items in results.values() for r in items), REFRESH_S)
+    text += (
+        "\n(procs read, ctrs read = processes and running containers whose /proc or cgroup "
+        "files a cycle read, median; max age s = oldest per-process CPU/RSS figure shown; "
+        f"one cycle every {interval} s)"
+    )
     common.emit("Collection cycle at scale (warm = median of the timed cycles)", text)
     if ui_rows:
         rows = [[u["dim"], u["gpus"], u["containers"], u["processes"], u["tab"], u["first_ms"],
