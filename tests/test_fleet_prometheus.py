@@ -338,3 +338,49 @@ def test_stopped_exporter_shows_down_within_two_scrape_intervals(lab: Lab) -> No
     row = hosts_by_name(fleet_json(lab.url))["node-d"]
     assert row["gpus"] == 1  # remembered from the look-back, though its series went stale
     assert row["util_pct"] is None
+
+
+def test_save_answers_replays_the_same_fleet(lab: Lab, tmp_path: Path) -> None:
+    saved = tmp_path / "answers.json"
+    live = fleet_json(lab.url, "--save-answers", str(saved))
+    done = subprocess.run(
+        [sys.executable, "-m", "gputui", "fleet", "--answers", str(saved), "--json"],
+        capture_output=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    replayed = json.loads(done.stdout)
+    assert replayed["hosts"] == live["hosts"]
+
+
+async def test_fleet_screen_over_the_live_prometheus(lab: Lab) -> None:
+    from textual.widgets import DataTable
+
+    from gputui.fleet.client import PrometheusClient, parse_url
+    from gputui.fleet.command import FleetOptions
+    from gputui.fleet.source import LiveFleet
+    from gputui.ui.fleet_app import FleetApp, FleetScreen, HostScreen
+
+    endpoint = parse_url(lab.url)
+    source = LiveFleet(PrometheusClient(endpoint), 'cluster="a"', endpoint.shown)
+    app = FleetApp(source, FleetOptions(), interval=3600)
+    async with app.run_test(size=(160, 50)) as pilot:
+        deadline = time.monotonic() + 20
+        while app.refreshes < 1:
+            assert time.monotonic() < deadline, "no refresh from Prometheus"
+            await pilot.pause(0.05)
+        screen = app.screen
+        assert isinstance(screen, FleetScreen)
+        assert [r.host for r in screen.shown] == ["node-a", "node-b"]  # --match scoped
+        assert screen.query_one("#hosts", DataTable).row_count == 2
+        await pilot.press("enter")  # node-a
+        while app.refreshes < 2:
+            assert time.monotonic() < deadline, "no drill-down from Prometheus"
+            await pilot.pause(0.05)
+        await pilot.pause()
+        host = app.screen
+        assert isinstance(host, HostScreen) and host.detail is not None
+        assert [g.util_pct for g in host.detail.gpus] == [90.0, 30.0]
+        assert [c.name for c in host.detail.containers] == [lab.container_name]
+        assert host.detail.gpus[0].util_history  # the range query answered
