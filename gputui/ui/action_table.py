@@ -17,7 +17,7 @@ from enum import Enum
 
 from textual.binding import Binding, BindingType
 
-from gputui.model import ContainerUsage
+from gputui.model import ContainerUsage, GpuProcess
 from gputui.ui.state import TABS
 
 #: Seconds ``<`` / ``>`` (and ``[`` / ``]``) jump back / forward in a replay.
@@ -40,6 +40,7 @@ class Needs(Enum):
     NOTHING = "nothing"
     CONTAINER = "container"  # a container, or one of its processes, is selected
     RUNNING_CONTAINER = "running container"
+    PROCESS = "process"  # a process (a row of the table, a process node of the tree)
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,6 +65,7 @@ class ActionRow:
         scope: Declared on the app or on the monitor screen.
         explain_read_only: Under ``--read-only`` its key still says why it does nothing.
         priority: The key acts before any widget's own binding (Ctrl+C: quit, even in the filter).
+        detail: Also offered on the process drill-down, acting on its process (signals).
     """
 
     action: str
@@ -82,6 +84,7 @@ class ActionRow:
     scope: Scope = Scope.APP
     explain_read_only: bool = False
     priority: bool = False
+    detail: bool = False
 
     @property
     def action_name(self) -> str:
@@ -115,6 +118,7 @@ class Policy:
     replay: bool
     main_only: bool
     needs: Needs
+    detail: bool = False
 
 
 _TAB_ROWS = tuple(
@@ -188,6 +192,21 @@ ACTIONS: tuple[ActionRow, ...] = (
         main_only=True,
         needs=Needs.CONTAINER,
     ),
+    # Enter on a process opens its drill-down; anywhere else Enter keeps its widget's meaning
+    # (expand / collapse a container, submit the filter): the app skips the binding there.
+    ActionRow(
+        "process_detail",
+        "enter",
+        "process-detail",
+        "Details",
+        "Process details",
+        "Details of the process under the cursor: GPU memory and SM history, container, "
+        "parents, command line (on a container: expand / collapse)",
+        main_only=True,
+        needs=Needs.PROCESS,
+        footer=False,
+        priority=True,
+    ),
     ActionRow(
         "exec_smi",
         "x",
@@ -221,6 +240,7 @@ ACTIONS: tuple[ActionRow, ...] = (
         main_only=True,
         footer=False,
         explain_read_only=True,
+        detail=True,
     ),
     ActionRow(
         "signal(9)",
@@ -233,6 +253,7 @@ ACTIONS: tuple[ActionRow, ...] = (
         main_only=True,
         footer=False,
         explain_read_only=True,
+        detail=True,
     ),
     ActionRow(
         "rerun_health",
@@ -394,7 +415,7 @@ def policies(rows: Iterable[ActionRow]) -> dict[str, Policy]:
         if row.name in names:
             raise ValueError(f"binding id {row.binding_id} is used twice")
         names.add(row.name)
-        policy = Policy(row.write, row.replay, row.main_only, row.needs)
+        policy = Policy(row.write, row.replay, row.main_only, row.needs, row.detail)
         if found.setdefault(row.action_name, policy) != policy:
             raise ValueError(f"the rows of action {row.action_name} disagree on when it applies")
     return found
@@ -414,17 +435,22 @@ def bindings(scope: Scope) -> list[BindingType]:
     return [row.binding() for row in ACTIONS if row.scope is scope]
 
 
-def needs_met(needs: Needs, container: ContainerUsage | None) -> bool:
+def needs_met(
+    needs: Needs, container: ContainerUsage | None, process: GpuProcess | None = None
+) -> bool:
     """Whether the monitor's selection lets an action apply.
 
     Args:
         needs: The action's requirement.
         container: The selected container (a process row's container counts; None on tabs
             without a selection).
+        process: The selected process (None on a container node or tabs without one).
 
     Returns:
         True when the action can act now.
     """
+    if needs is Needs.PROCESS:
+        return process is not None
     if needs is Needs.CONTAINER:
         return container is not None
     if needs is Needs.RUNNING_CONTAINER:

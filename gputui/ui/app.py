@@ -18,9 +18,11 @@ from textual.command import CommandPalette
 from textual.css.query import NoMatches
 from textual.notifications import SeverityLevel
 from textual.screen import ModalScreen, Screen
+from textual.widgets import Input
 from textual.worker import WorkerFailed, get_current_worker
 
 from gputui import startup_trace
+from gputui.collect.linux.processes import parent_chain
 from gputui.collect.loop import CollectLoop
 from gputui.collect.sources import CollectorProtocol
 from gputui.config import (
@@ -38,6 +40,7 @@ from gputui.derive import fmt
 from gputui.derive.alerts import Alert
 from gputui.derive.analysis import Analysis, Analyzer
 from gputui.derive.history import WINDOWS, History, next_window, window_label
+from gputui.derive.process_history import ProcessHistory, ProcessKey
 from gputui.model import Snapshot
 from gputui.settings import Settings
 from gputui.ui import action_table
@@ -48,6 +51,7 @@ from gputui.ui.screens.evidence import EvidenceScreen
 from gputui.ui.screens.exec_modal import ExecRun
 from gputui.ui.screens.help import HelpScreen, help_rows
 from gputui.ui.screens.main import MainScreen
+from gputui.ui.screens.process_detail import ChainReader, ProcessDetailScreen
 from gputui.ui.state import UiState, interval_label, step_interval
 from gputui.ui.textual_compat import end_app_after_crash
 
@@ -66,6 +70,8 @@ class GpuTuiApp(App[None]):
         self.interval = max(settings.interval, 0.1)
         self.window = WINDOWS[1] if settings.history_seconds >= WINDOWS[1] else WINDOWS[0]
         self.history = History(settings.history_seconds, self.interval)
+        #: GPU memory and SM % per process, for the process drill-down.
+        self.process_history = ProcessHistory(settings.history_seconds)
         self.paused = False
         self._binding_state: tuple[object, ...] = ()
         # The CLI validated the files before starting; if one has since become invalid the
@@ -218,7 +224,9 @@ class GpuTuiApp(App[None]):
         snapshot, analysis = message.snapshot, message.analysis
         if self.history.last_time is not None and snapshot.taken_at < self.history.last_time:
             self.history.clear()  # a replay jumped back: the buffered samples are its future
+            self.process_history.clear()
         self.history.record(snapshot)
+        self.process_history.record(snapshot, self._viewed_processes())
         self.analysis = analysis
         self._replay_at = message.replay
         try:
@@ -226,6 +234,8 @@ class GpuTuiApp(App[None]):
                 self.main.apply(snapshot, self.ui_state, self.window, analysis)
                 if isinstance(self.screen, EvidenceScreen):
                     self.screen.show(analysis, self.window)
+                for screen in self._detail_screens():
+                    screen.show(snapshot, self.window)
         except NoMatches:
             # The worker's last snapshot can land while the app is closing and the screen's
             # widgets are already gone: nothing is left to show it on.
@@ -261,6 +271,8 @@ class GpuTuiApp(App[None]):
             self.main.apply(None, self.ui_state, self.window, self.analysis)
             if isinstance(self.screen, EvidenceScreen) and self.analysis is not None:
                 self.screen.show(self.analysis, self.window)
+            for screen in self._detail_screens():
+                screen.set_window(self.window)
 
     # ------------------------------------------------------------------ key availability
 
@@ -289,6 +301,8 @@ class GpuTuiApp(App[None]):
         # view, a dialog, the help) covers them. The palette is the exception: what it offers
         # runs on the screen it was opened from.
         covered = screen is not self.main and not isinstance(screen, CommandPalette)
+        if policy.detail and isinstance(screen, ProcessDetailScreen):
+            covered = False  # the signals act on the drill-down's process there
         return not (policy.main_only and covered)
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
@@ -303,6 +317,8 @@ class GpuTuiApp(App[None]):
         if action in ("toggle_pause", "resume"):
             # p is one key with two rows: the footer reads Pause, or Resume while paused.
             return self.ui_state.paused is (action == "resume")
+        if action == "process_detail":
+            return self._enter_opens_detail()
         if not self.is_running or self.screen is not self.main:
             return True
         return True if self.refusal(action) is None else None  # None: dimmed until it fits
@@ -321,11 +337,13 @@ class GpuTuiApp(App[None]):
             return None
         container, process = self.main.selection()
         tab = self.main.active_tab
-        if action_table.needs_met(policy.needs, container):
+        if action_table.needs_met(policy.needs, container, process):
             return None
         title = next(r.title for r in action_table.ACTIONS if r.action_name == action)
         if tab in ("health", "alerts"):
             return f"{title}: it acts on the Containers or Processes tab; press 1 or 2 first."
+        if policy.needs is action_table.Needs.PROCESS:
+            return f"{title}: select a process (a row of the Processes tab, or one in the tree)."
         if container is None and process is not None:
             if not process.info.exists:
                 return (
@@ -369,6 +387,8 @@ class GpuTuiApp(App[None]):
             return
         active = self.screen.active_bindings.get(event.key)
         if active is not None and not active.enabled:
+            if active.binding.action == "process_detail":
+                return  # Enter off a process keeps its widget's meaning: nothing to explain
             why = self.refusal(parse_action(active.binding.action)[1])
             if why is not None:
                 self.notify(why, severity="warning", timeout=4)
@@ -450,6 +470,14 @@ class GpuTuiApp(App[None]):
 
     def action_signal(self, signum: int) -> None:
         """Confirm, then signal the selected process (or say why not)."""
+        if isinstance(self.screen, ProcessDetailScreen):
+            target = self.screen.target()
+            if target is None:
+                pid = self.screen.pid
+                self.notify(f"PID {pid} has exited: nothing to signal.", severity="warning")
+                return
+            self.machine.signal(signum, target)
+            return
         if self.screen is self.main and self.main.active_tab in ("health", "alerts"):
             self.notify(
                 "Signals act on the process under the cursor of the Containers or Processes "
@@ -505,6 +533,43 @@ class GpuTuiApp(App[None]):
         self.collector.request_health()
         self._wake.set()
         self.notify("Re-running health checks…", timeout=2)
+
+    def _detail_screens(self) -> list[ProcessDetailScreen]:
+        return [s for s in self.screen_stack if isinstance(s, ProcessDetailScreen)]
+
+    def _viewed_processes(self) -> set[ProcessKey]:
+        """The processes a drill-down shows: their history is kept whatever their memory."""
+        return {screen.key for screen in self._detail_screens()}
+
+    def _enter_opens_detail(self) -> bool | None:
+        """Whether Enter opens a drill-down now; None leaves Enter to the focused widget.
+
+        Only on the monitor with a process selected and no input focused: on a container node
+        Enter expands or collapses it, in a filter it submits, in the palette it picks.
+        """
+        if not self.is_running or self.screen is not self.main:
+            return False
+        if isinstance(self.focused, Input):
+            return None
+        return True if self.main.selection()[1] is not None else None
+
+    def action_process_detail(self) -> None:
+        """The drill-down of the process under the cursor (Enter)."""
+        _, process = self.main.selection()
+        snapshot = self.main.snapshot
+        if process is None or snapshot is None:
+            self.notify("Select a process first.", severity="warning")
+            return
+        reader: ChainReader | None = parent_chain
+        off = None
+        if self.collector.player is not None or self.collector.mode in ("demo", "replay"):
+            reader, off = None, "not read: a demo's or a recording's PIDs are not this machine's"
+        elif snapshot.visibility.host_pid_namespace is not True:
+            reader, off = None, "not read: gputui is not in the host's PID namespace"
+        screen = ProcessDetailScreen(
+            process, snapshot, self.process_history, self.window, reader, off
+        )
+        self.push_screen(screen)
 
     def action_evidence(self) -> None:
         """Everything about the selected container on one screen."""

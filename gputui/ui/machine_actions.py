@@ -20,7 +20,7 @@ from textual.content import Content
 
 from gputui.collect.sources import CollectorProtocol
 from gputui.derive import fmt
-from gputui.model import ExecResult
+from gputui.model import ExecResult, GpuProcess
 from gputui.settings import Settings
 from gputui.ui.crash import redact
 from gputui.ui.messages import ExecFinished
@@ -163,13 +163,16 @@ class MachineActions:
 
     # ------------------------------------------------------------------------- signals
 
-    def signal_refusal(self) -> str | None:
+    def signal_refusal(self, chosen: GpuProcess | None = None) -> str | None:
         """Why ``T`` / ``K`` cannot act on the selection now, None when they can.
 
         Signals need a live process under the cursor and gputui in the host's PID namespace:
         elsewhere the PIDs NVML reports name other processes (or none) in gputui's namespace.
+
+        Args:
+            chosen: The process to signal instead of the monitor's selection (the drill-down's).
         """
-        container, process = self.main.selection()
+        container, process = (None, chosen) if chosen is not None else self.main.selection()
         if process is None:
             if container is not None:
                 return (
@@ -192,15 +195,20 @@ class MachineActions:
             return "Signals are off: gputui cannot tell whether it shares the host's PID namespace."
         return None
 
-    def signal(self, signum: int) -> None:
-        """Confirm, then send SIGTERM / SIGKILL to the selected process (or say why not)."""
+    def signal(self, signum: int, chosen: GpuProcess | None = None) -> None:
+        """Confirm, then send SIGTERM / SIGKILL to the selected process (or say why not).
+
+        Args:
+            signum: The signal.
+            chosen: The process to signal instead of the monitor's selection (the drill-down's).
+        """
         if self.refused():
             return
-        why = self.signal_refusal()
+        why = self.signal_refusal(chosen)
         if why is not None:
             self.app.notify(why, severity="warning")
             return
-        _, process = self.main.selection()
+        process = chosen if chosen is not None else self.main.selection()[1]
         assert process is not None  # signal_refusal said there is one
         name = signal.Signals(signum).name
         command = fmt.safe_text(process.info.command or process.info.name, 80)

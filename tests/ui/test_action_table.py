@@ -44,6 +44,7 @@ def test_one_policy_per_action_and_unique_ids() -> None:
         policies([base, ActionRow("signal(9)", "K", "a", "B", "B", "b", write=True)])
     assert set(action_table.SELECTION_DEPENDENT) == {
         "evidence",
+        "process_detail",
         "exec_smi",
         "exec_interactive",
     }
