@@ -13,7 +13,8 @@ Safe by default, because a browser tab is easier to reach than a terminal:
   open in the same browser cannot drive it (cross-site WebSocket hijacking); on a loopback
   address the ``Host`` must name loopback too, so a DNS-rebound name cannot either;
 * at most :data:`MAX_SESSIONS` monitors run at once;
-* what the server prints (its log, a monitor's stderr) passes the one sanitiser line by line.
+* what the server prints (its log, a monitor's stderr) passes the one sanitiser line by line;
+* the page asks nothing of other sites (textual-serve's link to a web font is dropped).
 """
 
 from __future__ import annotations
@@ -48,6 +49,10 @@ INSTALL_HINT = "pip install 'gputui[serve]'"
 WEB_DRIVER = "textual.drivers.web_driver:WebDriver"
 #: Host names that are this machine whatever the port (an SSH tunnel picks its own local port).
 _LOOPBACK_NAMES = frozenset({"localhost", "127.0.0.1", "[::1]"})
+#: textual-serve's page links a style sheet of another site (a web font).
+_THIRD_PARTY_STYLESHEET = re.compile(
+    r"<link\s+rel=\"stylesheet\"\s+href=\"https?://[^\"]*\"\s*/?>", re.IGNORECASE
+)
 #: A ``Host`` header as a browser sends it: a name or address, an optional port.
 _HOST_HEADER = re.compile(r"(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9.-]+)(:[0-9]{1,5})?")
 
@@ -266,7 +271,11 @@ def run(options: ServeOptions, announce: Callable[[str], None]) -> None:
                 "application": {"name": "gputui"},
                 "ping_url": "",
             }
-            return aiohttp_jinja2.render_template("app_index.html", request, context)
+            page = aiohttp_jinja2.render_string("app_index.html", request, context)
+            # The page would fetch a font from a third party (Google Fonts): a monitoring page
+            # asks nothing of anyone but this server (xterm.js falls back to a local font).
+            page = _THIRD_PARTY_STYLESHEET.sub("", page)
+            return web.Response(text=page, content_type="text/html")
 
         async def handle_websocket(self, request: web.Request) -> web.WebSocketResponse:
             nonlocal sessions

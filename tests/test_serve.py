@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import ast
+import asyncio
 import os
+import re
 import shlex
 import socket
 import subprocess
@@ -217,6 +219,8 @@ def test_serves_the_page_and_refuses_foreign_hosts_and_origins(tmp_path: Path) -
         assert status == 200
         assert f'data-session-websocket-url="ws://localhost:{port}/ws"' in page
         assert "<div>gputui</div>" in page
+        # Nothing from other sites: scripts, styles and fonts all come from the server.
+        assert re.findall(r'(?:src|href)="(https?:[^"]*)"', page) == []
         assert get("/", Host=f"rebound.example:{port}")[0] == 403
         upgrade = {"Connection": "Upgrade", "Upgrade": "websocket", "Sec-WebSocket-Version": "13"}
         upgrade["Sec-WebSocket-Key"] = "dGhlIHNhbXBsZSBub25jZQ=="
@@ -228,6 +232,55 @@ def test_serves_the_page_and_refuses_foreign_hosts_and_origins(tmp_path: Path) -
     log = (tmp_path / "serve.log").read_text()
     assert f"gputui serve: http://127.0.0.1:{port}/ (read-only)" in log
     assert "refused: cross-origin websocket from 'http://evil.example'" in log
+
+
+async def test_monitors_at_once_are_bounded(tmp_path: Path) -> None:
+    """One browser tab more than ``max_sessions`` gets 503; the first one runs meanwhile."""
+    needs_textual_serve()
+    import aiohttp
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    code = (
+        "import sys\n"
+        "from gputui.serve import ServeOptions, run\n"
+        f"run(ServeOptions(port={port}, demo=True, max_sessions=1), print)\n"
+    )
+    proc = subprocess.Popen(
+        [sys.executable, "-c", code],
+        stdout=(tmp_path / "serve.log").open("wb"),
+        stderr=subprocess.STDOUT,
+        env={**os.environ, "XDG_CONFIG_HOME": str(tmp_path)},
+    )
+    url, origin = f"http://127.0.0.1:{port}", f"http://127.0.0.1:{port}"
+    try:
+        async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=20)) as session:
+            deadline = time.monotonic() + 30
+            while True:
+                assert proc.poll() is None, (tmp_path / "serve.log").read_text()
+                try:
+                    async with session.get(url + "/") as response:
+                        assert response.status == 200
+                        break
+                except aiohttp.ClientConnectionError:
+                    assert time.monotonic() < deadline, "gputui serve never answered"
+                    await asyncio.sleep(0.1)
+            async with session.ws_connect(url + "/ws", origin=origin) as first:
+                # The first tab's monitor speaks (Textual's web driver sends its frames).
+                message = await asyncio.wait_for(first.receive(), 60)
+                assert message.type == aiohttp.WSMsgType.BINARY, message
+                with pytest.raises(aiohttp.WSServerHandshakeError) as refused:
+                    async with session.ws_connect(url + "/ws", origin=origin):
+                        pass
+                assert refused.value.status == 503
+    finally:
+        proc.send_signal(15)
+        try:
+            proc.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
 
 
 def test_only_serve_imports_textual_serve_and_aiohttp() -> None:
