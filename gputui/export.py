@@ -50,6 +50,7 @@ from gputui.model import (
     HealthCheck,
     HealthStatus,
     Snapshot,
+    mig_device_name,
 )
 from gputui.settings import MIN_INTERVAL_S
 
@@ -160,7 +161,51 @@ def gpu_families(
         last = max(events, key=lambda e: e.at).xid if events else 0
         xid.add_metric(_gpu_labels(snapshot, gpu), float(last))
         lost.add_metric(_gpu_labels(snapshot, gpu), 1.0 if gpu.lost else 0.0)
-    return [*families, xid, lost]
+    return [*families, xid, lost, *mig_families(snapshot)]
+
+
+#: The labels of a MIG device's series: its GPU's, then dcgm-exporter's GPU instance labels
+#: (``GPU_I_ID``, ``GPU_I_PROFILE``), the device's name (``0:1``) and its ``MIG-`` UUID.
+MIG_LABELS = (*GPU_LABELS, "GPU_I_ID", "GPU_I_PROFILE", "mig_device", "mig_uuid")
+
+
+def mig_families(snapshot: Snapshot) -> list[Metric]:
+    """Per-MIG-device memory, SMs and processes (families present, empty, without MIG).
+
+    NVML measures no utilization per MIG device, so none is exported (never a 0).
+    """
+    used = _gauge("gputui_mig_memory_used_bytes", "Memory in use in a MIG device.", MIG_LABELS)
+    total = _gauge("gputui_mig_memory_total_bytes", "Memory of a MIG device.", MIG_LABELS)
+    sms = _gauge("gputui_mig_sm_count", "Streaming multiprocessors of a MIG device.", MIG_LABELS)
+    procs = _gauge("gputui_mig_processes", "GPU processes on a MIG device.", MIG_LABELS)
+    for gpu in snapshot.gpus:
+        if gpu.lost or not gpu.mig_instances:
+            continue
+        counts: dict[tuple[int | None, int | None], int] = {}
+        for sample in gpu.processes:
+            if sample.mig_gi_id is not None:
+                ids = (sample.mig_gi_id, sample.mig_ci_id)
+                counts[ids] = counts.get(ids, 0) + 1
+        for inst in gpu.mig_instances:
+            if inst.index < 0:  # a GPU instance without a compute instance: no device
+                continue
+            labels = [
+                *_gpu_labels(snapshot, gpu),
+                str(inst.gpu_instance_id if inst.gpu_instance_id is not None else ""),
+                _label(inst.profile),
+                mig_device_name(gpu.index, inst.index),
+                _label(inst.uuid),
+            ]
+            for family, value in (
+                (used, inst.memory_used_bytes),
+                (total, inst.memory_total_bytes),
+                (sms, inst.sm_count),
+            ):
+                if value is not None:
+                    family.add_metric(labels, float(value))
+            here = (inst.gpu_instance_id, inst.compute_instance_id)
+            procs.add_metric(labels, float(counts.get(here, 0)))
+    return [used, total, sms, procs]
 
 
 def _container_values(snapshot: Snapshot, cid: str | None) -> list[str]:

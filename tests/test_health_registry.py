@@ -44,14 +44,25 @@ HOST_ORDER = [
     "cgroup.driver",
     "cgroup.nvml_hazard",
     "gputui.visibility",
+    "mps.daemon",
 ]
-GPU_ORDER = ["gpu.lost", "gpu.persistence", "gpu.ecc", "gpu.remap", "gpu.throttle", "gpu.mig"]
+GPU_ORDER = [
+    "gpu.lost",
+    "gpu.persistence",
+    "gpu.ecc",
+    "gpu.remap",
+    "gpu.throttle",
+    "gpu.mig",
+    "gpu.mig_layout",
+]
 CONTAINER_ORDER = [
     "container.cuda",
     "container.runtime",
     "container.gpu_visible",
     "container.gpu_unrequested",
     "container.utility_cap",
+    "container.mig_device",
+    "container.mps",
 ]
 
 
@@ -73,6 +84,7 @@ def test_only_stopped_container_judging_checks_see_stopped_containers() -> None:
     assert [i for i, running_only in flags.items() if not running_only] == [
         "container.cuda",
         "container.runtime",
+        "container.mig_device",
     ]
     assert [c.id for c in registry.CHECKS if c.on_lost_gpu] == ["gpu.lost"]
 
@@ -132,7 +144,14 @@ def _check_modules() -> set[str]:
 
 def test_no_check_module_builds_a_health_check_by_hand() -> None:
     check_modules = _check_modules()
-    assert check_modules == {"nvml.py", "gpu.py", "docker.py", "host.py", "containers.py"}
+    assert check_modules == {
+        "nvml.py",
+        "gpu.py",
+        "docker.py",
+        "host.py",
+        "containers.py",
+        "mig_mps.py",
+    }
     builders: dict[str, int] = {}
     for name, tree in _modules().items():
         for node in ast.walk(tree):
@@ -238,7 +257,7 @@ def test_a_new_check_runs_with_its_id_and_subject_stamped(
     assert "container.label:quiet" not in checks
     # A module outside the runner's list runs after the listed ones, never silently not at all.
     order = list(checks)
-    assert order[order.index("gpu.mig:3") + 1] == "gpu.temperature:3"
+    assert order[order.index("gpu.mig_layout:3") + 1] == "gpu.temperature:3"
     assert order[-3:] == [
         "container.gpu_visible:loud",
         "container.utility_cap:loud",
