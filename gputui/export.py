@@ -525,7 +525,9 @@ class SnapshotMetrics:
         self._last_ok_mono: float | None = None
         self._started_mono = time.monotonic()
         self._lock = threading.Lock()
-        self._body = b""
+        # The body and the host label of its series, swapped together: a scrape's age line
+        # names the host the body names, even while a new snapshot is being rendered.
+        self._rendered = (b"", _escape_label_value(self._host))
         #: Snapshots published so far (a change means the collector made progress).
         self.publications = 0
 
@@ -602,15 +604,16 @@ class SnapshotMetrics:
         """Render the exposition body of the current state (on the collector thread)."""
         registry = CollectorRegistry(auto_describe=False)
         registry.register(self)
-        self._body = generate_latest(registry)
+        host = _escape_label_value(self._host)  # what collect() labels the body with
+        self._rendered = (generate_latest(registry), host)
 
     def exposition(self) -> bytes:
         """The prebuilt body plus ``gputui_collect_age_seconds`` (what a scrape sends)."""
         since = self._last_ok_mono if self._last_ok_mono is not None else self._started_mono
         age = max(0.0, time.monotonic() - since)
-        host = _escape_label_value(self._host)
+        body, host = self._rendered
         return (
-            self._body
+            body
             + (
                 "# HELP gputui_collect_age_seconds Seconds since the last successful collection "
                 "(since the start when there was none).\n"

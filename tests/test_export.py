@@ -202,6 +202,9 @@ def test_host_label_before_the_first_snapshot_and_when_hostile() -> None:
     hostile = 'a"b\\c\nd\x1b]0;pwned\x07'
     snapshot = machine()
     metrics.publish(replace(snapshot, host=replace(snapshot.host, hostname=hostile)))
+    # Published, not rendered yet (a scrape in between): one host in the whole answer.
+    between = every_sample(metrics.exposition())
+    assert {labels["Hostname"] for _, labels in between} == {os.uname().nodename}
     metrics.rebuild()
     after = every_sample(metrics.exposition())
     hosts = {labels["Hostname"] for _, labels in after}
