@@ -1,5 +1,8 @@
 """gputui benchmarks: ``python -m bench.run {tui,first-frame,once,live,scale,api-calls,soak,all}``.
 
+``python -m bench.run fleet`` (not part of ``all``: it needs Debian's prometheus) times the fleet
+view over a Prometheus holding 500 synthetic hosts.
+
 Figures only: nothing here passes or fails; targets are printed next to the figures.
 """
 
@@ -105,6 +108,10 @@ def build_parser() -> argparse.ArgumentParser:
     soak_opts(q)
     tui_opts(q)
 
+    from bench.fleet import add_parser as add_fleet_parser
+
+    add_fleet_parser(sub)  # not in `all`: it needs Debian's prometheus
+
     q = sub.add_parser("all", help="every benchmark above, with their defaults")
     q.add_argument("--peer", default="nvitop --interval 1")
     q.add_argument("--peer-once", default="nvitop --once")
@@ -174,6 +181,10 @@ def _dispatch(cmd: str, args: argparse.Namespace) -> Any:
         from bench.soak import cmd_soak
 
         return cmd_soak(args)
+    if cmd == "fleet":
+        from bench.fleet import cmd_fleet
+
+        return cmd_fleet(args)
     raise SystemExit(f"unknown benchmark {cmd}")
 
 

@@ -1,5 +1,5 @@
 """Write screenshots/*.svg: every tab, the evidence view and help on the demo machine, the
-120-column layout, and a first run on a machine without a GPU.
+120-column layout, a first run on a machine without a GPU, and the fleet view.
 
 Headless and deterministic: the demo runs on a fixed clock, the history is filled from the
 earlier refreshes, and the app then re-applies the last refresh (which changes nothing).
@@ -39,8 +39,12 @@ VIEWS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("alerts", ("5",)),
     # Five lines down: the inference server sharing GPU 1 with the host, restarted 3 times.
     ("evidence", ("j", "j", "j", "j", "j", "e")),
+    # The drill-down of the first process of the Processes tab (the vLLM server).
+    ("process", ("2", "enter")),
     ("help", ("question_mark",)),
 )
+#: Recorded Prometheus answers for a 12-host fleet (the fleet view needs no Prometheus then).
+FLEET_ANSWERS = Path(__file__).resolve().parent.parent / "tests" / "fixtures" / "fleet-answers.json"
 #: Enough refreshes (one per simulated second) for the 5-minute GPU-utilization alert to fire.
 REFRESHES = 330
 
@@ -101,6 +105,7 @@ async def shoot(
         app = GpuTuiApp(collector, Settings(demo=True, interval=1.0))
         for snapshot in snapshots[:-1]:
             app.history.record(snapshot)
+            app.process_history.record(snapshot)
             app.analyzer.analyse(snapshot)  # trends and alert durations, as if it had run
         async with app.run_test(size=size) as pilot:
             for _ in range(200):
@@ -113,6 +118,30 @@ async def shoot(
             await pilot.pause(0.2)
             print(app.save_screenshot(filename=f"{name}-{size_name}.svg", path=str(out)))
         collector.close()
+
+
+async def shoot_fleet(out: Path) -> None:
+    """``gputui fleet`` on recorded answers: the host table, and the host with most problems."""
+    from gputui.fleet.command import FleetOptions
+    from gputui.fleet.source import RecordedFleet
+    from gputui.ui.fleet_app import FleetApp
+
+    for name, keys in (("fleet", ()), ("fleet-host", ("enter",))):
+        for size_name, size in SIZES.items():
+            source = RecordedFleet(FLEET_ANSWERS)
+            app = FleetApp(source, FleetOptions(sort="problems"), interval=3600)
+            async with app.run_test(size=size) as pilot:
+                wanted = 1
+                for press in (None, *keys):
+                    if press is not None:
+                        await pilot.press(press)
+                        wanted += 1
+                    for _ in range(250):
+                        if app.refreshes >= wanted:
+                            break
+                        await pilot.pause(0.02)
+                await pilot.pause(0.2)
+                print(app.save_screenshot(filename=f"{name}-{size_name}.svg", path=str(out)))
 
 
 async def main(out: Path) -> None:
@@ -132,6 +161,7 @@ async def main(out: Path) -> None:
     no_gpu = [collector.collect() for _ in range(3)]
     collector.close()
     await shoot(out, no_gpu, "no-gpu", (), {"narrow": SIZES["narrow"], "medium": (120, 30)})
+    await shoot_fleet(out)
 
 
 if __name__ == "__main__":

@@ -32,7 +32,7 @@ from gputui.fleet.client import (
     parse_url,
 )
 from gputui.fleet.model import hosts_from
-from gputui.fleet.queries import FIELD, host_table, validate_match
+from gputui.fleet.queries import FIELD, host_panels, validate_match
 from gputui.fleet.report import to_text
 from gputui.fleet.source import FleetSnapshot
 
@@ -129,8 +129,9 @@ def test_match_selectors() -> None:
     for bad in ('cluster="a"} or vector(1) #', "cluster", 'a="b" c="d"', "up", '="x"'):
         with pytest.raises(FleetError, match="is not a label selector"):
             validate_match([bad])
-    assert 'up{cluster="a"}' in host_table('cluster="a"')
-    assert "up)" in host_table("")  # no empty braces without a selector
+    assert 'up{cluster="a"}' in host_panels('cluster="a"')["targets"]
+    assert "(up)" in host_panels("")["targets"]  # no empty braces without a selector
+    assert all("cluster" in q for q in host_panels('cluster="a"').values())
 
 
 # -- answers ---------------------------------------------------------------------------------

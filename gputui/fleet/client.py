@@ -178,6 +178,8 @@ class PrometheusClient:
         self.max_bytes = max_bytes
         #: Seconds Prometheus reported spending on the last answer (``stats``), when known.
         self.last_server_s: float | None = None
+        #: Bytes of the last answer's body.
+        self.last_bytes = 0
 
     def query(self, promql: str, at: float) -> Any:
         """One instant query at ``at`` (epoch seconds); returns the answer's ``data``."""
@@ -237,8 +239,9 @@ class PrometheusClient:
             ) from None
         finally:
             conn.close()
+        self.last_bytes = len(raw)
         data = _data(response.status, raw, where)
-        self.last_server_s = _server_seconds(data)
+        self.last_server_s = server_seconds(data)
         return data
 
     def _connection(self) -> http.client.HTTPConnection:
@@ -330,7 +333,7 @@ def _data(status: int, raw: bytes, where: str) -> Any:
     return data
 
 
-def _server_seconds(data: Any) -> float | None:
+def server_seconds(data: Any) -> float | None:
     """Prometheus's own time for the query (``stats.timings.evalTotalTime``), when given."""
     stats = data.get("stats") if isinstance(data, dict) else None
     timings = stats.get("timings") if isinstance(stats, dict) else None

@@ -120,21 +120,23 @@ class HostRow:
 
 
 def hosts_from(data: object, now: float) -> list[HostRow]:
-    """The host table from the answer of :func:`gputui.fleet.queries.host_table`.
+    """The host table from the answers to :func:`gputui.fleet.queries.host_panels`.
 
     A host is an ``instance`` that has (or had, within the look-back) GPU series; a target
     that is down is included when its job scrapes GPU hosts, so a host that never answered
     is shown as down too.
 
     Args:
-        data: The answer's ``data``.
+        data: The answers' ``data`` members, in a list (or one ``data``).
         now: The query's time (epoch seconds), for ages.
     """
+    answers = data if isinstance(data, list) else [data]
     fields: dict[str, dict[str, float]] = defaultdict(dict)
     jobs: dict[str, str] = {}
     names: dict[str, str] = {}
     tops: dict[str, list[TopContainer]] = defaultdict(list)
-    for labels, value in instant_vector(data):
+    samples = [sample for answer in answers[:8] for sample in instant_vector(answer)]
+    for labels, value in samples:
         which = labels.get(FIELD, "")
         instance = labels.get("instance")
         if instance is None:

@@ -1,11 +1,12 @@
 """The fleet's PromQL: one instant query per panel and refresh, never one query per host.
 
-The host table is a single instant query: each figure is an aggregation ``by (instance)``
-tagged with a ``gputui_fleet_field`` label (``label_replace``) and joined to the others with
-``or``, so Prometheus answers at most a few series per host and field, whatever the number of
-GPUs and containers. A host is its scrape target's ``instance`` label: every series a target
-exposes carries it, gputui's and plain dcgm-exporter's alike; the ``Hostname`` label, where a
-series has one, is only the name shown.
+The host table is three instant queries, one per panel (targets, GPUs, containers), sent
+together: each figure is an aggregation ``by (instance)`` tagged with a ``gputui_fleet_field``
+label (``label_replace``) and joined to the panel's others with ``or``, so Prometheus answers
+at most a few series per host and field, whatever the number of GPUs and containers. A host
+is its scrape target's ``instance`` label: every series a target exposes carries it, gputui's
+and plain dcgm-exporter's alike; the ``Hostname`` label, where a series has one, is only the
+name shown.
 
 The drill-down of one host is one instant query for its GPUs, containers, alerts and failing
 checks, and one range query for its sparklines, both scoped to that ``instance``.
@@ -78,8 +79,13 @@ def _tag(expr: str, field: str) -> str:
     return f'label_replace({expr}, "{FIELD}", "{field}", "", "")'
 
 
-def host_table(match: str) -> str:
-    """The one instant query behind the host table.
+def host_panels(match: str) -> dict[str, str]:
+    """The instant queries behind the host table: one per panel, each grouped by instance.
+
+    ``targets`` (up, last scrape, name, GPUs last seen, exporter kind), ``gpus`` (count,
+    utilisation, memory, power, temperature) and ``containers`` (counts, top containers, idle
+    reservations, alerts, checks, sources). They are sent together, so Prometheus evaluates
+    them side by side; their number does not grow with the fleet.
 
     Args:
         match: Validated matchers (:func:`validate_match`), or ``""`` for every target.
@@ -89,21 +95,25 @@ def host_table(match: str) -> str:
         return _sel(metric, match, *extra)
 
     fb = s("DCGM_FI_DEV_FB_USED")
-    parts = {
+    targets = {
         "up": f"max by (instance, job) ({s('up')})",
         "scrape": f"max by (instance, job) (timestamp({s('up')}))",
         "seen": f"count by (instance, job) (last_over_time({fb}[{LOOKBACK}]))",
         "name": f"group by (instance, Hostname) (last_over_time({fb}[{LOOKBACK}]))",
+        "gputui": (
+            f"count by (instance) (last_over_time({s('gputui_collect_age_seconds')}[{LOOKBACK}]))"
+        ),
+        "age": f"max by (instance) ({s('gputui_collect_age_seconds')})",
+    }
+    gpus = {
         "gpus": f"count by (instance) ({fb})",
         "util": f"avg by (instance) ({s('DCGM_FI_DEV_GPU_UTIL')})",
         "mem_used": f"sum by (instance) ({fb})",
         "mem_free": f"sum by (instance) ({s('DCGM_FI_DEV_FB_FREE')})",
         "power": f"sum by (instance) ({s('DCGM_FI_DEV_POWER_USAGE')})",
         "temp": f"max by (instance) ({s('DCGM_FI_DEV_GPU_TEMP')})",
-        "age": f"max by (instance) ({s('gputui_collect_age_seconds')})",
-        "gputui": (
-            f"count by (instance) (last_over_time({s('gputui_collect_age_seconds')}[{LOOKBACK}]))"
-        ),
+    }
+    containers = {
         "containers": (
             "count by (instance) (group by (instance, container) "
             f"({s('gputui_container_gpu_memory_bytes')}))"
@@ -119,7 +129,11 @@ def host_table(match: str) -> str:
         "rules": f"count by (instance) ({s('ALERTS', RULE_FIRING)})",
         "sources_down": f"count by (instance) ({s('gputui_source_up')} == 0)",
     }
-    return " or ".join(_tag(expr, field) for field, expr in parts.items())
+    panels = {"targets": targets, "gpus": gpus, "containers": containers}
+    return {
+        name: " or ".join(_tag(expr, field) for field, expr in fields.items())
+        for name, fields in panels.items()
+    }
 
 
 #: The GPU series the drill-down reads (dcgm-exporter's names: gputui exports them too).

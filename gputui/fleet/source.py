@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
@@ -17,7 +18,7 @@ from typing import Any, Protocol
 from gputui.collect.docker.engine_api import json_depth
 from gputui.derive.fmt import safe_text
 from gputui.fleet import queries
-from gputui.fleet.client import MAX_ANSWER_BYTES, FleetError, PrometheusClient, QueryApi
+from gputui.fleet.client import MAX_ANSWER_BYTES, FleetError, QueryApi, server_seconds
 from gputui.fleet.model import HostDetail, HostRow, detail_from, hosts_from
 
 #: Format tag of an answers file.
@@ -32,8 +33,9 @@ class FleetSnapshot:
         taken_at: When the answer holds (epoch seconds).
         source: The Prometheus URL or answers file, as shown.
         hosts: The hosts, by name.
-        query_s: Wall time of the refresh (request, answer, parsing).
-        server_s: Prometheus's own time for the query, when it said.
+        query_s: Wall time of the refresh (requests, answers, parsing).
+        server_s: Prometheus's own evaluation time, summed over the panels' queries, when it
+            said.
     """
 
     taken_at: float
@@ -75,6 +77,7 @@ class LiveFleet:
         self._api = api
         self._match = match
         self._shown = shown
+        self._pool = ThreadPoolExecutor(max_workers=3, thread_name_prefix="fleet-query")
         #: Answers kept for ``--save-answers`` (None: not kept).
         self.saved = save
 
@@ -84,13 +87,18 @@ class LiveFleet:
         return self._shown
 
     def snapshot(self) -> FleetSnapshot:
-        """One instant query for every host (see :func:`gputui.fleet.queries.host_table`)."""
+        """The host table's panel queries, sent together (:func:`queries.host_panels`)."""
         now = time.time()
         started = time.monotonic()
-        data = self._api.query(queries.host_table(self._match), now)
+        panels = list(queries.host_panels(self._match).values())
+        # Each on its own connection and thread, so Prometheus evaluates them side by side;
+        # each has the client's deadline, and the first failure is the refresh's error.
+        futures = [self._pool.submit(self._api.query, promql, now) for promql in panels]
+        data = [future.result() for future in futures]
         hosts = hosts_from(data, now)
         elapsed = time.monotonic() - started
-        server = self._api.last_server_s if isinstance(self._api, PrometheusClient) else None
+        times = [server_seconds(d) for d in data]
+        server = None if None in times else sum(t for t in times if t is not None)
         if self.saved is not None:
             self.saved["taken_at"] = now
             self.saved["hosts"] = data
