@@ -13,8 +13,8 @@ Checked against Textual 8.2.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
-from typing import Any
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any, Generic, TypeVar
 
 from rich.console import RenderableType
 from rich.text import Text
@@ -60,6 +60,86 @@ def repaint_tree_nodes(tree: Tree[Any], nodes: Iterable[TreeNode[Any]]) -> None:
         line = node._line
         if top <= line < top + height and line < len(lines) and lines[line].node is node:
             tree._refresh_line(line)
+
+
+NodeData = TypeVar("NodeData")
+
+
+class LazyLabelNode(TreeNode[NodeData], Generic[NodeData]):
+    """A tree node whose new label is built when it is first read, not when it is set.
+
+    Every read of the label goes through ``TreeNode._label`` (drawing, ``label``, measuring),
+    so a label set with :func:`set_lazy_label` is built only once something needs it: at 2,000
+    processes whose figures all move, the lines on screen, not 2,000 labels a refresh.
+    """
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        self._build: Callable[[], Text] | None = None
+        self._text = Text()
+        super().__init__(*args, **kwargs)
+
+    @property  # TreeNode keeps the label in a plain attribute: every read comes here
+    def _label(self) -> Text:
+        build = self._build
+        if build is not None:
+            self._build = None
+            label = build()
+            self._text = label if "\n" not in label.plain else self._tree.process_label(label)
+        return self._text
+
+    @_label.setter
+    def _label(self, label: Text) -> None:
+        self._build = None
+        self._text = label
+
+    @property
+    def known_width(self) -> int:
+        """The label's width as last built, without building a pending one."""
+        return self._text.cell_len
+
+    @property
+    def pending(self) -> bool:
+        """Whether a label was set that has not been built yet."""
+        return self._build is not None
+
+
+class LazyLabelTree(Tree[NodeData], Generic[NodeData]):
+    """A ``Tree`` whose nodes are :class:`LazyLabelNode` (``Tree._add_node`` makes them)."""
+
+    def _add_node(
+        self,
+        parent: TreeNode[NodeData] | None,
+        label: Text,
+        data: NodeData | None,
+        expand: bool = False,
+    ) -> TreeNode[NodeData]:
+        # What Tree._add_node does (its node map, its id counter, its update count).
+        node: LazyLabelNode[NodeData] = LazyLabelNode(
+            self, parent, self._new_id(), label, data, expanded=expand
+        )
+        self._tree_nodes[node._id] = node
+        self._updates += 1
+        return node
+
+
+def set_lazy_label(tree: Tree[Any], node: TreeNode[Any], build: Callable[[], Text]) -> None:
+    """Give ``node`` the label ``build`` returns, built when first read; no repaint scheduled.
+
+    A node that is not a :class:`LazyLabelNode` gets the label now. The node's render-cache
+    counter (``_updates``) is bumped as ``set_label`` does; repaint with :func:`repaint_tree_nodes`.
+    """
+    if isinstance(node, LazyLabelNode):
+        node._build = build
+        node._updates += 1
+    else:
+        set_tree_node_label(tree, node, build())
+
+
+def known_label_width(node: TreeNode[Any]) -> int:
+    """A node's label width without building a pending label (its last built width)."""
+    if isinstance(node, LazyLabelNode):
+        return node.known_width
+    return tree_node_label(node).cell_len
 
 
 def reorder_tree_children(

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 from conftest import AppFactory
 from pilot_helpers import push, ready, screen_lines
+from rich.text import Text
 from textual.pilot import Pilot
-from ui_factories import FakeCollector, proc, snapshot
+from ui_factories import FakeCollector, cid, container, proc, snapshot
 
 from gputui.model import Snapshot
 from gputui.ui.app import GpuTuiApp
+from gputui.ui.textual_compat import LazyLabelNode
 from gputui.ui.widgets import process_table as pt
 
 ROWS = 2000
@@ -181,3 +183,39 @@ async def test_filter_and_zero_rows(make_app: AppFactory) -> None:
         await pilot.pause()
         assert table.row_keys() == ["10007:7"]
         assert table.selected is not None and table.selected.pid == 10007
+
+
+def in_containers(step: int = 0, taken_at: float = 1_000_000.0) -> Snapshot:
+    """100 containers of 20 processes each; ``step`` moves every CPU %."""
+    processes = [
+        proc(
+            10_000 + i,
+            i % 8,
+            mem_mib=100 + i,
+            cpu=float((i + step * 7) % 300),
+            container_id=cid(i % 100 + 1),
+        )
+        for i in range(ROWS)
+    ]
+    containers = [container(n + 1, f"job-{n:03d}", processes) for n in range(100)]
+    return snapshot(taken_at, processes=processes, containers=containers)
+
+
+async def test_tree_builds_labels_only_for_lines_drawn_or_read(make_app: AppFactory) -> None:
+    app = make_app(FakeCollector([in_containers()]))
+    async with app.run_test(size=(80, 24)) as pilot:
+        await ready(pilot)
+        tree = app.main.ctree
+        await push(pilot, in_containers(step=1, taken_at=1_000_001.0))
+        await pilot.pause()
+        nodes = [node for key, node in tree.nodes_by_key.items() if key.startswith("p:")]
+        assert len(nodes) == ROWS
+        pending = [node for node in nodes if isinstance(node, LazyLabelNode) and node.pending]
+        # Every process label changed; only those on screen (~20 lines) were built.
+        assert ROWS - 40 <= len(pending) < ROWS
+        # A label read off screen is built then, with the new figures.
+        far = pending[-1]
+        assert far.data is not None and far.data.process is not None
+        cpu = far.data.process.info.cpu_percent
+        assert isinstance(far.label, Text) and f"{cpu:.0f}" in far.label.plain
+        assert not far.pending

@@ -70,3 +70,37 @@ def test_app_crash_internals() -> None:
     handler = inspect.getsource(App._handle_exception) + inspect.getsource(App._fatal_error)
     for name in ("_return_code", "_exception", "_exit_renderables", "_close_messages_no_wait"):
         assert name in handler, f"Textual's crash handler no longer uses {name}"
+
+
+class _LazyHost(App[None]):
+    def compose(self) -> ComposeResult:
+        yield tc.LazyLabelTree[str]("root", id="lazy")
+
+
+async def test_lazy_label_tree_internals() -> None:
+    app = _LazyHost()
+    async with app.run_test(size=(60, 20)) as pilot:
+        tree: tc.LazyLabelTree[str] = app.query_one(tc.LazyLabelTree)
+        tree.show_root = False
+        nodes = [tree.root.add_leaf(f"old {i}", str(i)) for i in range(3)]
+        assert all(isinstance(node, tc.LazyLabelNode) for node in nodes)
+        assert tree._tree_nodes[nodes[1]._id] is nodes[1]  # Tree._add_node's node map kept
+        await pilot.pause()
+        built: list[str] = []
+
+        def build(text: str) -> Text:
+            built.append(text)
+            return Text(text)
+
+        updates = nodes[1]._updates
+        tc.set_lazy_label(tree, nodes[1], lambda: build("new 1"))
+        assert nodes[1]._updates == updates + 1 and built == []  # not built when set
+        assert tc.known_label_width(nodes[1]) == len("old 1")
+        tc.repaint_tree_nodes(tree, [nodes[1]])
+        await pilot.pause()
+        assert built == ["new 1"]  # drawn: built once
+        assert "new 1" in _line_text(tree, 1)
+        tc.set_lazy_label(tree, nodes[2], lambda: build("two\nlines"))
+        label = nodes[2].label
+        assert isinstance(label, Text) and label.plain == "two"  # read: built, first line
+        assert built == ["new 1", "two\nlines"]

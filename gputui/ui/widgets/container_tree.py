@@ -24,7 +24,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
 from textual.content import Content
-from textual.widgets import Input, Static, Tree
+from textual.widgets import Input, Static
 from textual.widgets.tree import TreeNode
 
 from gputui.derive import fmt
@@ -41,9 +41,11 @@ from gputui.model import ContainerUsage, GpuProcess
 from gputui.ui.styles import themed
 from gputui.ui.textual_compat import (
     TREE_TOGGLE_STYLE,
+    LazyLabelTree,
+    known_label_width,
     reorder_tree_children,
     repaint_tree_nodes,
-    set_tree_node_label,
+    set_lazy_label,
     tree_node_label,
 )
 from gputui.ui.widgets.process_table import EmptyNote
@@ -302,7 +304,7 @@ def _group_item(
 __all__ = ["STALE_TEXT", "ContainerPane", "ContainerTree", "NodeRef"]
 
 
-class ContainerTree(Tree[NodeRef]):
+class ContainerTree(LazyLabelTree[NodeRef]):
     """Containers and their GPU processes in aligned columns, sortable and filterable."""
 
     BINDINGS = [
@@ -458,7 +460,7 @@ class ContainerTree(Tree[NodeRef]):
                 node.data = item.ref
                 if self._inputs.get(key) != item.inputs:
                     self._inputs[key] = item.inputs
-                    self._relabel(node, item.build())
+                    self._relabel(node, item.build)
                 if node.allow_expand != (item.children is not None):
                     node.allow_expand = item.children is not None
             ordered.append(node)
@@ -470,12 +472,21 @@ class ContainerTree(Tree[NodeRef]):
             # The tree keeps its cursor node, whose line it recomputes when it rebuilds.
             reorder_tree_children(self, parent, ordered)
 
-    def _relabel(self, node: TreeNode[NodeRef], label: Text) -> None:
+    def _relabel(self, node: TreeNode[NodeRef], build: Callable[[], Text]) -> None:
         # TreeNode.set_label queues one call_later per node (12,000 messages a refresh at 2,000
-        # processes): set the labels quietly and repaint the visible ones once, after the
-        # reconcile (_repaint_relabelled).
-        set_tree_node_label(self, node, label)
+        # processes) and builds the label now: set the label's builder quietly (the label is
+        # built when drawn or read, so off-screen lines cost nothing) and repaint the visible
+        # ones once, after the reconcile (_repaint_relabelled).
+        set_lazy_label(self, node, build)
         self._relabelled.append(node)
+
+    def get_label_width(self, node: TreeNode[NodeRef]) -> int:
+        """The width of a node's line as last built (measuring must not build every label).
+
+        A label waiting to be built is measured as it was last built: only its figures moved,
+        and they are drawn in fixed-width columns; the tree re-measures when it next rebuilds.
+        """
+        return EXPANDER_WIDTH + known_label_width(node)
 
     def _repaint_relabelled(self) -> None:
         changed, self._relabelled = self._relabelled, []
