@@ -121,8 +121,8 @@ def measure_point(
             totals.append(time.perf_counter() - t0)
             procs_read.append(getattr(procs.inner, "last_read_count", len(pids)))
             ctrs_read.append(getattr(sampler, "last_read_count", 0))
-            ages += [snap.taken_at - p.info.sampled_at for p in snap.processes
-                     if p.info.sampled_at is not None]  # fmt: skip
+            ages += [snap.taken_at - at for p in snap.processes
+                     if (at := getattr(p.info, "sampled_at", None)) is not None]  # fmt: skip
             if i >= cycles - 4:
                 snapshots.append(snap)
         calls = docker.api_calls - calls0
@@ -157,14 +157,14 @@ POINTS = {
 
 
 def cmd_scale(args: argparse.Namespace) -> dict[str, Any]:
-    import docker as docker_sdk
-
     dims = args.dims.split(",")
     points = {d: [int(x) for x in getattr(args, d).split(",")] for d in POINTS}
     sleepers = Sleepers()
     containers = None
     need_containers = "containers" in dims or "target" in dims
     if need_containers:
+        import docker as docker_sdk  # only here: the GPU and process points need no engine
+
         containers = Containers(docker_sdk.from_env(timeout=60))
     results: dict[str, list[dict[str, Any]]] = {}
     ui_rows: list[dict[str, Any]] = []
