@@ -6,9 +6,8 @@ only repaints when its ``data`` attribute is assigned a new object).
 
 from __future__ import annotations
 
-from collections import deque
+from array import array
 from collections.abc import Iterable, Sequence
-from itertools import islice
 
 from gputui.derive import fmt
 from gputui.derive.fmt import ratio
@@ -145,17 +144,45 @@ def gpu_values(gpu: GpuSample) -> dict[str, float | None]:
 
 
 class _Series:
-    """Parallel time and value deques; times let windows stay right when the interval changes."""
+    """Parallel time and value arrays; times let windows stay right when the interval changes.
 
-    __slots__ = ("times", "values")
+    Flat ``array('d')`` buffers hold 8 bytes a sample where a deque of floats held 32 (the
+    float object and its slot): at 8 GPUs and 200 containers, 632 series of 1,800 samples take
+    18 MB instead of 73 MB. Appends go to the end; once the buffer is :data:`SLACK` past its
+    length the oldest samples are cut in one move, so an append costs O(1) amortised.
+    """
+
+    __slots__ = ("maxlen", "times", "values")
 
     def __init__(self, maxlen: int) -> None:
-        self.times: deque[float] = deque(maxlen=maxlen)
-        self.values: deque[float] = deque(maxlen=maxlen)
+        self.maxlen = maxlen
+        self.times = array("d")
+        self.values = array("d")
+
+    def append(self, at: float, value: float) -> None:
+        times, values = self.times, self.values
+        times.append(at)
+        values.append(value)
+        excess = len(times) - self.maxlen
+        if excess > self.maxlen // SLACK:
+            del times[:excess]
+            del values[:excess]
+
+    def window(self, first: int) -> tuple[int, int]:
+        """The buffer's index range holding the newest :attr:`maxlen` samples from ``first``."""
+        n = len(self.times)
+        return max(first, n - self.maxlen), n
 
     def resize(self, maxlen: int) -> None:
-        self.times = deque(self.times, maxlen=maxlen)
-        self.values = deque(self.values, maxlen=maxlen)
+        self.maxlen = maxlen
+        excess = len(self.times) - maxlen
+        if excess > 0:
+            del self.times[:excess]
+            del self.values[:excess]
+
+
+#: A series may hold up to ``maxlen + maxlen // SLACK`` samples before its oldest are cut.
+SLACK = 8
 
 
 class History:
@@ -196,8 +223,7 @@ class History:
         series = self._series.get(key)
         if series is None:
             series = self._series[key] = _Series(self.maxlen)
-        series.times.append(at)
-        series.values.append(value)
+        series.append(at, value)
 
     def clear(self) -> None:
         """Forget every series (a replay jumped back in time: the old samples are the future)."""
@@ -261,8 +287,8 @@ class History:
         s = self._series.get(key)
         if s is None or not s.times:
             return ()
-        first = self._window_start(s.times, window_s, now)
-        return tuple(islice(s.values, first, None))
+        start, end = s.window(self._window_start(s.times, window_s, now))
+        return tuple(s.values[start:end])
 
     def timed(
         self, key: SeriesKey, window_s: float, now: float | None = None
@@ -271,8 +297,8 @@ class History:
         s = self._series.get(key)
         if s is None or not s.times:
             return (), ()
-        first = self._window_start(s.times, window_s, now)
-        return tuple(islice(s.times, first, None)), tuple(islice(s.values, first, None))
+        start, end = s.window(self._window_start(s.times, window_s, now))
+        return tuple(s.times[start:end]), tuple(s.values[start:end])
 
     def _window_start(self, times: Sequence[float], window_s: float, now: float | None) -> int:
         """Index of the first sample within ``window_s`` before ``now`` (or the newest time).
@@ -298,7 +324,8 @@ class History:
             s = self._series.get(key)
             if end is None or s is None or not s.times:
                 continue
-            oldest = next((t for t in s.times if t >= end - window_s), None)
+            first, _ = s.window(0)
+            oldest = next((t for t in s.times[first:] if t >= end - window_s), None)
             if oldest is not None:
                 best = max(best, end - oldest)
         return min(best, window_s)
