@@ -228,7 +228,9 @@ def _collect_once(settings: Settings) -> Snapshot | str:
         return str(exc)
     try:
         collector.request_health()
-        return collector.collect()
+        snapshot = collector.collect()
+        mark("collected")
+        return snapshot
     finally:
         collector.close()
 
@@ -256,6 +258,7 @@ def _print_snapshot(analysis: Analysis, as_json: bool) -> int:
         _write("\n")
     else:
         _write(snapshot_to_text(snapshot, findings, alerts))
+    mark("report-written")
     return 0
 
 

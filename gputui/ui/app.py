@@ -106,6 +106,8 @@ class GpuTuiApp(App[None]):
         self._wake: threading.Event = self.loop.woken
         self.analysis: Analysis | None = None
         self._replay_at: tuple[int, int] | None = None
+        self._painted = False  # set once the first (empty) screen has been drawn
+        self._early: SnapshotReady | None = None
         #: exec, interactive exec and signals on the monitor's selection.
         self.machine = MachineActions(self, collector, settings, self.main, self.collection_held)
         # Keys of the write actions that still say why they do nothing under --read-only.
@@ -194,8 +196,18 @@ class GpuTuiApp(App[None]):
             )
         if self._config_error:
             self.notify(f"{self._config_error}; using the default alert rules", severity="error")
-        # After the first refresh, so the screen's widgets exist when the first snapshot lands.
-        self.call_after_refresh(self.collect_loop)
+        # Started now, not after the first refresh, so the prefetched first snapshot is
+        # analysed on the worker while the empty screen is laid out and painted; a snapshot
+        # that arrives before that paint waits for it (widgets that have never been laid out
+        # have no regions to repaint).
+        self.call_after_refresh(self._first_paint_done)
+        self.collect_loop()
+
+    def _first_paint_done(self) -> None:
+        self._painted = True
+        if self._early is not None:
+            early, self._early = self._early, None
+            self.on_snapshot_ready(early)
 
     def on_unmount(self) -> None:
         """Let the collector thread finish promptly."""
@@ -219,6 +231,9 @@ class GpuTuiApp(App[None]):
 
     def on_snapshot_ready(self, message: SnapshotReady) -> None:
         """Apply a snapshot (unless paused) in one batch, so the screen repaints once."""
+        if not self._painted:
+            self._early = message  # applied right after the first paint (the newest wins)
+            return
         if self.paused:
             return
         snapshot, analysis = message.snapshot, message.analysis
