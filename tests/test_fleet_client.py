@@ -379,3 +379,10 @@ def test_cli_empty_fleet_says_what_to_check(server: _Server) -> None:
     done = _fleet("--prometheus", server.url, "--once")
     assert done.returncode == 0
     assert "no GPU hosts in Prometheus: check that it scrapes gputui export" in done.stdout
+
+
+def test_cli_screen_needs_a_terminal(server: _Server) -> None:
+    done = _fleet("--prometheus", server.url)
+    assert done.returncode == 2
+    assert "the fleet view needs a terminal" in done.stderr and done.stderr.count("\n") == 1
+    assert server.seen == []  # refused before asking anything

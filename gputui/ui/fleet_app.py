@@ -110,7 +110,7 @@ class FleetScreen(Screen[None]):
         Binding("s", "sort", "Sort"),
         Binding("S", "sort_reverse", "Reverse", show=False),
         Binding("r", "refresh", "Refresh"),
-        Binding("q", "quit", "Quit"),
+        Binding("q", "app.quit", "Quit"),
     ]
 
     def __init__(self, sort: str) -> None:
@@ -255,7 +255,7 @@ class HostScreen(Screen[None]):
         Binding("escape", "back", "Back"),
         Binding("backspace", "back", "Back", show=False),
         Binding("r", "refresh", "Refresh"),
-        Binding("q", "quit", "Quit"),
+        Binding("q", "app.quit", "Quit"),
     ]
 
     def __init__(self, row: HostRow) -> None:

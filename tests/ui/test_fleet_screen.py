@@ -184,3 +184,17 @@ def test_fleet_host_snapshot(snap_compare: Any, size: tuple[int, int]) -> None:
 
     app = fleet_app(sort="problems")
     assert snap_compare(app, terminal_size=size, run_before=run_before)
+
+
+@pytest.mark.parametrize("on_host", [False, True])
+async def test_q_quits_from_the_table_and_the_host(on_host: bool) -> None:
+    app = fleet_app()
+    async with app.run_test(size=(120, 30)) as pilot:
+        await refreshed(pilot)
+        if on_host:
+            await pilot.press("enter")
+            await refreshed(pilot, 2)
+            assert isinstance(app.screen, HostScreen)
+        await pilot.press("q")
+        await pilot.pause()
+        assert app.return_code == 0 and not app.is_running
