@@ -169,7 +169,7 @@ ACTIONS: tuple[ActionRow, ...] = (
         "sort",
         "Sort",
         "Cycle sort",
-        "Next sort column of the container tree or the process table",
+        "Next sort column of the container tree, the process table or the users view",
         main_only=True,
     ),
     ActionRow(
@@ -178,7 +178,7 @@ ACTIONS: tuple[ActionRow, ...] = (
         "sort.reverse",
         "Reverse",
         "Reverse sort",
-        "Reverse the sort of the container tree or the process table",
+        "Reverse the sort of the container tree, the process table or the users view",
         main_only=True,
         footer=False,
     ),

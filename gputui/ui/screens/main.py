@@ -1,4 +1,4 @@
-"""The monitor screen: header, GPU panel, the five tabs, footer.
+"""The monitor screen: header, GPU panel, the six tabs, footer.
 
 Only this screen holds the snapshot. ``apply`` hands each widget its slice; widgets on hidden
 tabs are skipped and caught up when their tab is shown, so a refresh costs what is visible.
@@ -30,6 +30,7 @@ from gputui.ui.widgets.header import HeaderBar
 from gputui.ui.widgets.health_panel import HealthPanel
 from gputui.ui.widgets.history import HistoryPanel
 from gputui.ui.widgets.process_table import EmptyNote, ProcessTable
+from gputui.ui.widgets.users_view import UsersView
 
 #: Below this width the GPU panel goes above the tabs (the stacked layout); kept under this
 #: name for the layout's callers. The choice itself is :func:`gputui.ui.layout.choose_layout`.
@@ -83,6 +84,7 @@ class MainScreen(Screen[None]):
         self.health = HealthPanel(id="health-panel")
         self.history_panel = HistoryPanel(id="history-panel")
         self.alerts = AlertsPanel(id="alerts-panel")
+        self.users_view = UsersView(id="users-view")
         self.filter_input = Input(
             placeholder="filter: command, container, user or PID", id="filter"
         )
@@ -121,6 +123,8 @@ class MainScreen(Screen[None]):
                     yield self.history_panel
                 with TabPane("Alerts", id="alerts"):
                     yield self.alerts
+                with TabPane("Users", id="users"):
+                    yield self.users_view
         yield Footer()
 
     def on_mount(self) -> None:
@@ -192,6 +196,8 @@ class MainScreen(Screen[None]):
             self.history_panel.show(snapshot.gpus, self.history, self.window, self.tree_container)
         elif tab == "alerts":
             self.alerts.show(analysis.alerts if analysis else None, self.rules)
+        elif tab == "users":
+            self.users_view.show(snapshot)
 
     def _update_health_title(self, snapshot: Snapshot) -> None:
         worst = worst_status(snapshot.health)
@@ -266,10 +272,10 @@ class MainScreen(Screen[None]):
         """The container and process the keys act on.
 
         The table's row on the Processes tab, the tree's node on the Containers and History tabs
-        (the History tab charts the tree's container); nothing on the Health and Alerts tabs,
-        whose rows are no container, so no key acts on a selection the user cannot see.
+        (the History tab charts the tree's container); nothing on the Health, Alerts and Users
+        tabs, whose rows are no container, so no key acts on a selection the user cannot see.
         """
-        if self.active_tab in ("health", "alerts"):
+        if self.active_tab in ("health", "alerts", "users"):
             return None, None
         if self.active_tab == "processes":
             process = self.table.selected
@@ -356,6 +362,7 @@ class MainScreen(Screen[None]):
             "health": self.health.table,
             "history": self.history_panel,
             "alerts": self.alerts.active,
+            "users": self.users_view.table,
         }
         widget = focus.get(tab)
         if widget is not None and not (tab == "processes" and self.filter_input.has_focus):
@@ -418,6 +425,9 @@ class MainScreen(Screen[None]):
         if self.active_tab == "containers":
             self.ctree.cycle_sort()
             return
+        if self.active_tab == "users":
+            self.users_view.cycle_sort()
+            return
         self.table.cycle_sort()
         self._update_proc_status()
 
@@ -425,6 +435,9 @@ class MainScreen(Screen[None]):
         """Reverse the sort of the container tree or the process table (the visible one)."""
         if self.active_tab == "containers":
             self.ctree.reverse_sort()
+            return
+        if self.active_tab == "users":
+            self.users_view.reverse_sort()
             return
         self.table.reverse_sort()
         self._update_proc_status()
