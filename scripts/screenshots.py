@@ -37,6 +37,8 @@ VIEWS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("health", ("3",)),
     ("history", ("j", "j", "4")),
     ("alerts", ("5",)),
+    # GPU use per user (a uid without a host name shown with its container) and per project.
+    ("users", ("6",)),
     # Five lines down: the inference server sharing GPU 1 with the host, restarted 3 times.
     ("evidence", ("j", "j", "j", "j", "j", "e")),
     # The drill-down of the first process of the Processes tab (the vLLM server).
