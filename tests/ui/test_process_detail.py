@@ -69,6 +69,11 @@ async def _settle(pilot: Pilot[None], done: Callable[[], bool], tries: int = 100
     raise AssertionError("the worker's result never landed")
 
 
+def _values(screen: ProcessDetailScreen, metric: str) -> tuple[float, ...]:
+    """A sparkline's samples (un-narrowed: each refresh changes them)."""
+    return screen.series[metric].values
+
+
 def _text(screen: ProcessDetailScreen) -> str:
     return "\n".join(str(part.content) for part in (screen.title_line, screen.body, screen.command))
 
@@ -93,11 +98,11 @@ async def test_enter_on_a_process_row_opens_its_details(make_app: AppFactory) ->
             "python3 /lab/load.py 12 120",
         ):
             assert fact in text, fact
-        assert screen.series["mem"].values == (13290.0 * 1024**2,)
-        assert screen.series["sm"].values == (30.0,)
+        assert _values(screen, "mem") == (13290.0 * 1024**2,)
+        assert _values(screen, "sm") == (30.0,)
         # It refreshes with the snapshots: one more sample each.
         await push(pilot, later)
-        assert screen.series["sm"].values == (30.0, 30.0)
+        assert _values(screen, "sm") == (30.0, 30.0)
         assert "last 10s of 5 min" in str(screen.history_title.content)
         # w changes the window here too.
         await pilot.press("w")
@@ -372,7 +377,7 @@ async def test_a_real_container_process_with_its_parents(
     path.write_text(json.dumps(scenario))
     from gputui.wiring import build_collector
 
-    settings = Settings(scenario=str(path), interval=60.0)
+    settings = Settings(scenario=path, interval=60.0)
     app = GpuTuiApp(build_collector(settings), settings)
     async with app.run_test(size=(160, 50)) as pilot:
         await ready(pilot)
@@ -400,3 +405,31 @@ async def test_a_real_container_process_with_its_parents(
         )
         await _settle(pilot, lambda: screen.exit_confirmed, tries=250)
         assert "EXITED" in str(screen.title_line.content)
+
+
+async def test_enter_in_the_command_palette_picks_its_entry(make_app: AppFactory) -> None:
+    app = make_app()
+    async with app.run_test(size=(120, 40)) as pilot:
+        await ready(pilot)
+        await pilot.press("2")
+        await pilot.pause()
+        await _select_pid(app, pilot, 611)
+        # A process is selected, yet Enter in the palette runs the palette's entry.
+        await pilot.press("ctrl+p")
+        await pilot.pause()
+        await pilot.press(*"Show Health tab")
+        await pilot.pause(0.3)
+        await pilot.press("enter")
+        await pilot.pause(0.3)
+        assert isinstance(current_screen(app), MainScreen)
+        assert app.main.active_tab == "health"
+        # And the palette's own entry opens the drill-down of the selection.
+        await pilot.press("2")
+        await pilot.pause()
+        await pilot.press("ctrl+p")
+        await pilot.pause()
+        await pilot.press(*"Process details")
+        await pilot.pause(0.3)
+        await pilot.press("enter")
+        await pilot.pause(0.3)
+        assert _detail(app).pid == 611
