@@ -24,6 +24,7 @@ from ui_factories import (
 )
 
 from gputui.derive.process_history import process_identity
+from gputui.model import SourceStatus
 from gputui.settings import Settings
 from gputui.ui.app import GpuTuiApp
 from gputui.ui.screens.confirm import ConfirmScreen
@@ -204,6 +205,10 @@ async def test_a_process_that_only_left_the_gpus_is_gone_not_exited(
         assert screen.chain is not None
         assert screen.chain[0].pid == os.getppid()
         assert f"{os.getppid()}" in _text(screen)
+        # NVML lost: no process list, which says nothing about this process.
+        lost = {"nvml": SourceStatus("nvml", False, "driver gone")}
+        await push(pilot, snapshot(1_000_005.0, sources=lost))
+        assert screen.exited_at is None
         await push(pilot, snapshot(1_000_010.0))  # no GPU processes any more
         await _settle(
             pilot,

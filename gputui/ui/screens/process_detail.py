@@ -439,7 +439,10 @@ class ProcessDetailScreen(Screen[None]):
             self._last_listed = snapshot.taken_at
             self._exit_checked = self.exit_confirmed = False
         elif self.exited_at is None and snapshot.taken_at > self._last_listed:
-            self.exited_at = self._last_listed
+            nvml = snapshot.sources.get("nvml")
+            if nvml is None or nvml.ok:
+                # Without a process list from NVML nobody can tell it left: nothing changes.
+                self.exited_at = self._last_listed
         self._maybe_read_chain(snapshot.taken_at)
         self._render_text()
         self._sparks()
