@@ -13,11 +13,14 @@ import asyncio
 import os
 import sys
 import tempfile
+import threading
 from collections.abc import Sequence
+from datetime import datetime, timezone
 from pathlib import Path
 
 from gputui import wiring
 from gputui.collect.collector import Collector
+from gputui.collect.docker.logs import LogLine
 from gputui.collect.standins import demo
 from gputui.collect.standins.scenario import ScenarioSource
 from gputui.model import ExecResult, Snapshot
@@ -44,11 +47,60 @@ VIEWS: tuple[tuple[str, tuple[str, ...]], ...] = (
     # The drill-down of the first process of the Processes tab (the vLLM server).
     ("process", ("2", "enter")),
     ("help", ("question_mark",)),
+    # The same inference server's logs (the demo's canned lines, see DEMO_LOGS).
+    ("logs", ("j", "j", "j", "j", "j", "l")),
 )
 #: Recorded Prometheus answers for a 12-host fleet (the fleet view needs no Prometheus then).
 FLEET_ANSWERS = Path(__file__).resolve().parent.parent / "tests" / "fixtures" / "fleet-answers.json"
 #: Enough refreshes (one per simulated second) for the 5-minute GPU-utilization alert to fire.
 REFRESHES = 330
+
+
+#: What the logs screen shows on the demo machine: (stream, seconds after the first, text).
+DEMO_LOGS: tuple[tuple[str, float, str], ...] = (
+    ("stdout", 0.0, "INFO  Starting inference server (model bert-large-uncased, tp=2)"),
+    ("stdout", 0.4, "INFO  CUDA devices: 0,1 (NVIDIA H200, 141 GiB each)"),
+    ("stderr", 1.2, "WARN  NCCL_P2P_LEVEL not set; using the driver's default"),
+    ("stdout", 9.8, "INFO  Loaded weights in 2.1 s (1.3 GiB across 2 GPUs)"),
+    ("stdout", 10.1, "INFO  KV cache: 18.2 GiB per GPU, 74,112 blocks"),
+    ("stdout", 10.6, "INFO  Listening on 0.0.0.0:8000"),
+    ("stdout", 31.0, "INFO  POST /v1/chat/completions 200 1.84s tokens=512"),
+    ("stdout", 33.5, "INFO  POST /v1/chat/completions 200 2.10s tokens=640"),
+    ("stderr", 47.2, "ERROR CUDA out of memory: tried to allocate 2.00 GiB (GPU 1)"),
+    ("stderr", 47.2, "ERROR Request 7f3a aborted; batch size lowered to 24"),
+    ("stdout", 52.9, "INFO  POST /v1/chat/completions 200 1.97s tokens=498"),
+    ("stdout", 61.3, "INFO  Throughput 1,912 tokens/s, 41 running, 3 waiting"),
+)
+
+
+class CannedLogs:
+    """A logs stream of :data:`DEMO_LOGS` that then stays open, following, until closed."""
+
+    tty = False
+
+    def __init__(self) -> None:
+        self._sent = False
+        self._closed = threading.Event()
+
+    def read(self) -> list[LogLine] | None:
+        if not self._sent:
+            self._sent = True
+            start = datetime(2026, 3, 14, 9, 12, 0, tzinfo=timezone.utc).timestamp()
+            return [
+                LogLine(
+                    "stderr" if stream == "stderr" else "stdout",
+                    text,
+                    datetime.fromtimestamp(start + at, timezone.utc).strftime(
+                        "%Y-%m-%dT%H:%M:%S.%fZ"
+                    ),
+                )
+                for stream, at, text in DEMO_LOGS
+            ]
+        self._closed.wait()
+        return None
+
+    def close(self) -> None:
+        self._closed.set()
 
 
 class ReplayCollector:
@@ -77,6 +129,12 @@ class ReplayCollector:
 
     def signal_process(self, pid: int, signum: int, start_time: float | None) -> str | None:
         return self.live.signal_process(pid, signum, start_time)
+
+    def open_logs(self, container_id: str, *, tail: int, follow: bool) -> CannedLogs:
+        return CannedLogs()
+
+    def container_action(self, container_id: str, action: str) -> str | None:
+        return "not on the demo machine"
 
     def close(self) -> None:
         self.live.close()
