@@ -145,7 +145,9 @@ def build_parser() -> argparse.ArgumentParser:
         ),
     )
     parser.add_argument(
-        "--read-only", action="store_true", help="no exec, no signals, no container actions"
+        "--read-only",
+        action="store_true",
+        help="no exec or shell, no signals, no container stop/start/restart (logs stay)",
     )
     _add_config(parser)
     parser.add_argument(

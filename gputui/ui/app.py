@@ -502,6 +502,26 @@ class GpuTuiApp(App[None]):
             return
         self.machine.signal(signum)
 
+    def action_logs(self) -> None:
+        """The selected container's logs (last lines, then following) on their own screen."""
+        self.machine.logs()
+
+    def action_shell(self) -> None:
+        """A shell in the selected container on the real terminal."""
+        self.machine.shell()
+
+    def action_stop_container(self) -> None:
+        """Confirm, then stop the selected container."""
+        self.machine.lifecycle("stop")
+
+    def action_start_container(self) -> None:
+        """Confirm, then start the selected container."""
+        self.machine.lifecycle("start")
+
+    def action_restart_container(self) -> None:
+        """Confirm, then restart the selected container."""
+        self.machine.lifecycle("restart")
+
     def on_exec_finished(self, message: ExecFinished) -> None:
         """A captured nvidia-smi run ended: record and show its result."""
         if isinstance(message.run, ExecRun):
@@ -564,8 +584,11 @@ class GpuTuiApp(App[None]):
         """
         if not self.is_running or self.screen is not self.main:
             return False
-        if isinstance(self.focused, Input):
-            return None
+        if isinstance(self.focused, Input) or self.main.active_tab not in (
+            "containers",
+            "processes",
+        ):
+            return None  # the History tab charts the tree's selection but does not show it
         return True if self.main.selection()[1] is not None else None
 
     def action_process_detail(self) -> None:

@@ -9,7 +9,9 @@ state of its own runs. Every action here is a write action in the action table: 
 
 from __future__ import annotations
 
+import contextlib
 import signal
+import subprocess
 import threading
 from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
@@ -18,18 +20,39 @@ from functools import partial
 from textual.app import App, SuspendNotSupported
 from textual.content import Content
 
-from gputui.collect.sources import CollectorProtocol
+from gputui.collect.docker.logs import DEFAULT_TAIL
+from gputui.collect.sources import CollectorProtocol, ContainerControl, container_control
 from gputui.derive import fmt
-from gputui.model import ExecResult, GpuProcess
+from gputui.model import ContainerUsage, ExecResult, GpuProcess
 from gputui.settings import Settings
 from gputui.ui.crash import redact
 from gputui.ui.messages import ExecFinished
 from gputui.ui.screens.confirm import ConfirmScreen
 from gputui.ui.screens.exec_modal import ExecRun, ExecScreen, run_interactive
+from gputui.ui.screens.logs import LogsScreen
 from gputui.ui.screens.main import MainScreen
 
 #: Why a write action did nothing when reached anyway (keys and palette entries are hidden).
-READ_ONLY_REFUSAL = "Read-only mode: nvidia-smi in containers and signals are off."
+READ_ONLY_REFUSAL = (
+    "Read-only mode: exec, shells, signals and container stop/start/restart are off."
+)
+
+#: The shells tried, in order, each with a probe that runs the binary itself and exits 0.
+SHELLS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("bash", ("bash", "--version")),
+    ("sh", ("sh", "-c", "exit 0")),
+)
+#: Seconds one shell probe may take.
+SHELL_PROBE_S = 5.0
+#: docker CLI statuses that mean the CLI (not the shell) failed: its message stays on screen.
+_CLI_FAILURES = (125, 126, 127)
+
+#: The container actions: verb in a sentence, past tense, and what the dialog adds.
+LIFECYCLE: dict[str, tuple[str, str, str]] = {
+    "stop": ("Stop", "stopped", "docker stop: SIGTERM, then SIGKILL after 10 s."),
+    "start": ("Start", "started", "docker start: its GPU processes start again."),
+    "restart": ("Restart", "restarted", "docker restart: SIGTERM, SIGKILL after 10 s, start."),
+}
 
 
 class MachineActions:
@@ -61,12 +84,17 @@ class MachineActions:
         self.interactive_runner: Callable[[Sequence[str]], int] = run_interactive
         #: Container id -> the nvidia-smi run still going there.
         self.exec_runs: dict[str, ExecRun] = {}
+        #: Runs a shell on the real terminal (replaced in tests).
+        self.shell_runner: Callable[[Sequence[str]], int] = run_shell
+        #: Container ids with a shell probe, stop, start or restart under way.
+        self.busy: set[str] = set()
 
     def refused(self) -> bool:
         """True (after saying so) in read-only mode: a write action invoked directly refuses."""
-        if self.settings.read_only:
+        read_only = self.settings.read_only or getattr(self.collector, "read_only", False) is True
+        if read_only:
             self.app.notify(READ_ONLY_REFUSAL, severity="warning")
-        return self.settings.read_only
+        return read_only
 
     def explain_refused_key(self) -> None:
         """A write key pressed under ``--read-only`` (its binding is gone): say why, on the monitor.
@@ -248,3 +276,203 @@ class MachineActions:
         else:
             text = f"{name} to PID {pid} failed: {fmt.safe_text(error, 200)}"
             self.app.call_from_thread(self.app.notify, text, severity="error")
+
+    # ------------------------------------------------------------------------ containers
+
+    def _selected(self, running: bool = False) -> ContainerUsage | None:
+        """The selected container, or None after saying what to select."""
+        container, _ = self.main.selection()
+        if container is None:
+            self.app.notify(
+                "Select a container (or one of its processes) first.", severity="warning"
+            )
+            return None
+        if running and not container.info.running:
+            name = fmt.safe_text(container.info.name, 60)
+            status = fmt.safe_text(container.info.status, 20)
+            self.app.notify(f"Container {name} is {status}: it needs to run.", severity="warning")
+            return None
+        return container
+
+    def _control(self) -> ContainerControl | None:
+        """The engine's container controls, or None after saying why there are none."""
+        control = container_control(self.collector)
+        if control is None:
+            self.app.notify(
+                "Container logs and actions need a Docker engine (not the demo or a recording).",
+                severity="warning",
+            )
+        return control
+
+    def logs(self) -> None:
+        """The selected container's logs on their own screen (read-only mode too: it reads)."""
+        container = self._selected()
+        if container is None:
+            return
+        control = self._control()
+        if control is None:
+            return
+        info = container.info
+        name = fmt.safe_text(info.name, 60)
+        subtitle = f"{fmt.safe_text(info.image, 60)} · {fmt.safe_text(info.status, 20)}"
+        opener = partial(control.open_logs, info.id, tail=DEFAULT_TAIL, follow=info.running)
+        self.app.push_screen(LogsScreen(name, subtitle, opener, follow=info.running))
+
+    def shell(self) -> None:
+        """A shell in the selected container on the real terminal: bash, else sh.
+
+        The shells are probed first with a short captured exec of the binary itself (on a
+        thread), so a container without any gets a sentence instead of the CLI's error.
+        """
+        if self.refused():
+            return
+        container = self._selected(running=True)
+        if container is None:
+            return
+        cid, name = container.info.id, fmt.safe_text(container.info.name, 60)
+        if cid in self.busy:
+            self.app.notify(f"{name}: an action is already under way.", severity="warning")
+            return
+        if self.collector.interactive_exec_argv(cid, ["sh"]) is None:
+            self.app.notify("A shell needs the docker CLI and a Docker engine (not the demo).")
+            return
+        self.busy.add(cid)
+        self.app.notify(f"Looking for a shell in {name}…", timeout=2)
+        threading.Thread(
+            target=self._probe_shell, args=(cid, name), name="gputui-shell-probe", daemon=True
+        ).start()
+
+    def _probe_shell(self, cid: str, name: str) -> None:
+        """On a thread: the first shell whose probe exits 0, handed to the UI thread."""
+        found: str | None = None
+        reason = ""
+        for shell, probe in SHELLS:
+            try:
+                result = self.collector.exec_in_container(cid, probe, SHELL_PROBE_S)
+            except Exception as error:  # the collector reports failures as data
+                reason = f"{type(error).__name__}: {redact(str(error), 200)}"
+                break
+            if result.exit_code == 0:
+                found = shell
+                break
+            reason = result.error or f"{shell} exited {result.exit_code}"
+            if result.timed_out or "not running" in reason or "no such container" in reason:
+                break
+        with contextlib.suppress(RuntimeError):  # the app closed meanwhile
+            self.app.call_from_thread(self._shell_found, cid, name, found, reason)
+
+    def _shell_found(self, cid: str, name: str, shell: str | None, reason: str) -> None:
+        """On the UI thread: suspend and run the shell, or say why there is none."""
+        self.busy.discard(cid)
+        if shell is None:
+            why = fmt.safe_text(reason, 200)
+            self.app.notify(f"No shell in {name} (tried bash, sh): {why}", severity="warning")
+            return
+        if self.settings.read_only:
+            return
+        argv = self.collector.interactive_exec_argv(cid, [shell])
+        if argv is None:
+            self.app.notify("A shell needs the docker CLI and a Docker engine (not the demo).")
+            return
+        with self.hold_collection():
+            try:
+                with self.app.suspend():
+                    code = self.shell_runner(argv)
+            except SuspendNotSupported:
+                self.app.notify(
+                    f"This terminal cannot be suspended here: run docker exec -it {cid[:12]} "
+                    f"{shell} in another one.",
+                    severity="warning",
+                )
+                return
+        self.app.notify(f"{shell} in {name} ended (exit {code}).", timeout=3)
+
+    def lifecycle(self, action: str) -> None:
+        """Confirm, then stop, start or restart the selected container on a thread.
+
+        Args:
+            action: ``stop``, ``start`` or ``restart``.
+        """
+        if self.refused():
+            return
+        verb, _, note = LIFECYCLE[action]
+        container = self._selected(running=action == "stop")
+        if container is None:
+            return
+        info = container.info
+        name = fmt.safe_text(info.name, 60)
+        if action == "start" and info.running:
+            self.app.notify(f"Container {name} is already running.", severity="warning")
+            return
+        if info.id in self.busy:
+            self.app.notify(f"{name}: an action is already under way.", severity="warning")
+            return
+        control = self._control()
+        if control is None:
+            return
+        body = Content.assemble(
+            f"{verb} container ",
+            (name, "bold"),
+            "?\n",
+            ("image ", "$text-muted"),
+            fmt.safe_text(info.image, 80),
+            ("   state ", "$text-muted"),
+            fmt.safe_text(info.status, 20),
+            "\n",
+            (note, "$text-muted"),
+        )
+        cid = info.id
+
+        def answered(yes: bool | None) -> None:
+            if not yes or self.settings.read_only or cid in self.busy:
+                return
+            self.busy.add(cid)
+            threading.Thread(
+                target=self._run_lifecycle,
+                args=(control, cid, name, action),
+                name="gputui-container-action",
+                daemon=True,
+            ).start()
+
+        self.app.push_screen(ConfirmScreen(f"{verb} {name}", body), answered)
+
+    def _run_lifecycle(self, control: ContainerControl, cid: str, name: str, action: str) -> None:
+        """On a thread (stop waits up to 10 s for the container): act, then say how it went."""
+        verb, done, _ = LIFECYCLE[action]
+        try:
+            error = control.container_action(cid, action)
+        except Exception as exc:  # the source reports refusals as text; this one did not
+            error = f"{type(exc).__name__}: {redact(str(exc), 200)}"
+        with contextlib.suppress(RuntimeError):  # the app closed meanwhile
+            self.app.call_from_thread(self._lifecycle_done, cid, name, verb, done, error)
+
+    def _lifecycle_done(self, cid: str, name: str, verb: str, done: str, error: str | None) -> None:
+        self.busy.discard(cid)
+        if error is None:
+            self.app.notify(f"Container {name} {done}.")
+        else:
+            text = f"{verb} {name} failed: {fmt.safe_text(error, 200)}"
+            self.app.notify(text, severity="error")
+
+
+def run_shell(argv: Sequence[str]) -> int:
+    """Run a shell on the real terminal (the TUI is suspended) and return to gputui when it ends.
+
+    Only when the docker CLI itself failed (the container went away, no permission) does it
+    wait for Enter, so that its message can be read.
+
+    Args:
+        argv: The full command line (a list: no shell parses it).
+
+    Returns:
+        The exit status.
+    """
+    try:
+        code = subprocess.run(list(argv), check=False).returncode
+    except OSError as error:
+        print(f"gputui: could not run {argv[0]}: {error}")
+        code = 127
+    if code in _CLI_FAILURES:
+        with contextlib.suppress(EOFError):
+            input(f"\n[gputui] exit status {code}. Press Enter to return to gputui… ")
+    return code

@@ -47,6 +47,11 @@ def test_one_policy_per_action_and_unique_ids() -> None:
         "process_detail",
         "exec_smi",
         "exec_interactive",
+        "logs",
+        "shell",
+        "stop_container",
+        "start_container",
+        "restart_container",
     }
 
 

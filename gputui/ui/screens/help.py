@@ -23,6 +23,7 @@ BUILTIN_KEYS: tuple[tuple[str, str], ...] = (
     ("shift+←/→/↑/↓", "tree: parent / next ancestor / previous / next sibling"),
     ("escape", "close a dialog (on the monitor: clear and close the filter)"),
     ("ctrl+p", "command palette (every action by name)"),
+    ("/ n N t f", "in the logs screen: search, next / previous match, times, follow"),
     ("mouse", "click tabs, rows and tree nodes; scroll with the wheel"),
 )
 

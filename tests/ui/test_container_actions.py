@@ -1,0 +1,430 @@
+"""Container logs (``l``), a shell (``E``) and stop / start / restart (``D`` / ``U`` / ``R``)
+against real containers: NVML is a scenario, Docker, /proc and exec are real.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import os
+import pty
+import subprocess
+import tarfile
+import time
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any
+
+import pytest
+from pilot_helpers import current_screen, ready, screen_lines
+from textual.app import SuspendNotSupported
+from textual.pilot import Pilot
+
+from gputui.collect.collector import Collector
+from gputui.collect.docker.source import DockerSource
+from gputui.collect.linux.processes import ProcSource
+from gputui.collect.standins.scenario import ScenarioSource
+from gputui.settings import Settings
+from gputui.ui.app import GpuTuiApp
+from gputui.ui.machine_actions import READ_ONLY_REFUSAL
+from gputui.ui.screens.confirm import ConfirmScreen
+from gputui.ui.screens.logs import LogsScreen
+
+SCENARIO: dict[str, Any] = {
+    "nvml": "ok",
+    "driver_version": "580.159.04",
+    "cuda_driver_version": "13.0",
+    "gpus": [
+        {
+            "index": 0,
+            "uuid": "GPU-57d57e22-be4b-9496-673e-11cc7638ed19",
+            "name": "NVIDIA H200",
+            "memory_total_mib": 143771,
+            "memory_used_mib": 0,
+            "utilization_gpu": 0,
+            "processes": [],
+        }
+    ],
+}
+
+#: A bash that only leaves a mark: the shell e2e test checks it ran inside the container.
+FAKE_BASH = b"#!/bin/sh\necho fake-bash-ran > /tmp/shell-marker\nexit 0\n"
+
+
+def _app(free_run_id: str, **settings: Any) -> tuple[GpuTuiApp, Collector]:
+    """The monitor on this test run's containers only (its label), NVML from a scenario."""
+    read_only = bool(settings.get("read_only", False))
+    collector = Collector(
+        ScenarioSource(SCENARIO),
+        ProcSource(),
+        DockerSource(label=f"gputui-test={free_run_id}"),
+        mode="scenario",
+        read_only=read_only,
+        health=None,
+    )
+    return GpuTuiApp(collector, Settings(interval=60.0, **settings)), collector
+
+
+async def _wait(pilot: Pilot[None], check: Callable[[], object], what: str, s: float = 30) -> None:
+    deadline = time.monotonic() + s
+    while not check():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        await pilot.pause(0.05)
+
+
+async def _select(app: GpuTuiApp, pilot: Pilot[None], container_id: str) -> None:
+    """Put the tree's cursor on a container (after a refresh that knows it)."""
+    key = f"c:{container_id}"
+    tree = app.main.ctree
+    await _wait(pilot, lambda: key in tree.nodes_by_key, f"{key} in the tree")
+    node = tree.nodes_by_key[key]
+    if node.parent is not None and not node.parent.is_expanded:  # "other containers", folded
+        node.parent.expand()
+        await pilot.pause()
+    tree.move_cursor(node)
+    await pilot.pause()
+    await pilot.pause()
+    selected, _ = app.main.selection()
+    assert selected is not None and selected.info.id == container_id
+
+
+async def _refresh(app: GpuTuiApp, pilot: Pilot[None], container: Any, status: str) -> None:
+    """Collect now and wait until the selection shows the container in ``status``."""
+    app._wake.set()
+
+    def shown() -> bool:
+        selected, _ = app.main.selection()
+        return selected is not None and selected.info.status == status
+
+    await _wait(pilot, shown, f"{container.name} shown as {status}")
+
+
+def _notes(app: GpuTuiApp) -> list[str]:
+    return [n.message for n in app._notifications]
+
+
+def _wait_exited(container: Any) -> None:
+    deadline = time.monotonic() + 20
+    while container.status != "exited":
+        assert time.monotonic() < deadline, container.status
+        time.sleep(0.1)
+        container.reload()
+
+
+@contextlib.contextmanager
+def _fake_suspend() -> Iterator[None]:
+    yield
+
+
+def _pty_runner(ran: list[list[str]]) -> Callable[[Sequence[str]], int]:
+    """Runs the real ``docker exec -it`` argv on a pseudo-terminal (the CLI wants a TTY)."""
+
+    def run(argv: Sequence[str]) -> int:
+        ran.append(list(argv))
+        master, slave = pty.openpty()
+        try:
+            proc = subprocess.Popen(list(argv), stdin=slave, stdout=slave, stderr=slave)
+            os.close(slave)
+            slave = -1
+            deadline = time.monotonic() + 60
+            while proc.poll() is None:
+                assert time.monotonic() < deadline, "docker exec -it did not end"
+                with contextlib.suppress(OSError):
+                    os.set_blocking(master, False)
+                    os.read(master, 65536)  # keep the terminal drained
+                time.sleep(0.05)
+            return proc.returncode
+        finally:
+            os.close(master)
+            if slave >= 0:
+                os.close(slave)
+
+    return run
+
+
+# ------------------------------------------------------------------------------- logs
+
+
+async def test_logs_of_a_stopped_container_streams_marked_hostile_bytes_inert(
+    run_container: Callable[..., Any], free_run_id: str
+) -> None:
+    script = (
+        "echo out-1; echo err-1 >&2; printf 'esc \\033[31mred\\033]0;title\\007 "
+        "\\342\\200\\256bidi\\tTAB\\n'; echo out-last"
+    )
+    container = run_container(["sh", "-c", script], name=f"ui-logs-done-{free_run_id}")
+    _wait_exited(container)
+    app, collector = _app(free_run_id)
+    try:
+        async with app.run_test(size=(160, 50)) as pilot:
+            await ready(pilot, tries=500)
+            await _select(app, pilot, container.id)
+            await pilot.press("l")
+            await pilot.pause()
+            screen = current_screen(app)
+            assert isinstance(screen, LogsScreen)
+            await _wait(pilot, lambda: screen.ended, "the stream's end")
+            assert screen.error is None
+            lines = screen.view.plain_lines()
+            assert len(lines) == 4, lines
+            # mark, date, time, text; stdout and stderr keep their own order only.
+            marked = [(line[:2], line[2:].split(" ", 2)[-1]) for line in lines]
+            stdout = [text for mark, text in marked if mark == "  "]
+            assert [text for mark, text in marked if mark == "▌ "] == ["err-1"]
+            assert stdout[0] == "out-1" and stdout[-1] == "out-last" and len(stdout) == 3
+            # Escape sequences, BEL and the bidi override are gone; the tab is spaces.
+            hostile = stdout[1]
+            assert "\x1b" not in hostile and "\x07" not in hostile and "\u202e" not in hostile
+            assert hostile.startswith("esc ") and "red" in hostile and "bidi    TAB" in hostile
+            drawn = "\n".join(screen_lines(app))
+            assert "\x1b" not in drawn and "\u202e" not in drawn
+            assert "out-last" in drawn and "stream ended" in drawn
+
+            await pilot.press("t")  # times off: the text starts after the mark
+            assert "  out-1" in screen.view.plain_lines()
+            await pilot.press("t")
+            assert all(line[2:].startswith("20") for line in screen.view.plain_lines())
+
+            await pilot.press("slash")
+            await pilot.press(*"ERR-")  # case-insensitive
+            await pilot.press("enter")
+            err_index = next(i for i, (mark, _) in enumerate(marked) if mark == "▌ ")
+            assert screen.view.current == err_index
+            await pilot.press("n")  # the only match: n wraps to it
+            assert screen.view.current == err_index
+            await pilot.press("slash", *"nothing-like-it", "enter")
+            assert screen.view.current is None
+            assert "No line matches." in _notes(app)
+
+            await pilot.press("escape")
+            await pilot.pause()
+            assert current_screen(app) is app.main
+    finally:
+        collector.close()
+
+
+async def test_logs_follow_new_lines_and_closing_ends_the_reader(
+    run_container: Callable[..., Any], free_run_id: str
+) -> None:
+    script = "echo first; until cat /tmp/go 2>/dev/null; do sleep 0.1; done; exec sleep 300"
+    container = run_container(["sh", "-c", script], name=f"ui-logs-follow-{free_run_id}")
+    app, collector = _app(free_run_id, read_only=True)  # logs read: read-only keeps them
+    try:
+        async with app.run_test(size=(80, 24)) as pilot:
+            await ready(pilot, tries=500)
+            await _select(app, pilot, container.id)
+            await pilot.press("l")
+            await pilot.pause()
+            screen = current_screen(app)
+            assert isinstance(screen, LogsScreen)
+            await _wait(pilot, lambda: screen.view.plain_lines(), "the first line")
+            assert screen.view.plain_lines()[-1].endswith(" first")
+            container.exec_run(["sh", "-c", "echo second > /tmp/go"])
+            await _wait(
+                pilot, lambda: screen.view.plain_lines()[-1].endswith(" second"), "a new line"
+            )
+            assert not screen.ended
+            assert "following" in "\n".join(screen_lines(app))
+            assert screen.reader_alive
+            await pilot.press("q")
+            await pilot.pause()
+            assert current_screen(app) is app.main
+            await _wait(pilot, lambda: not screen.reader_alive, "the reader thread's end", 5)
+    finally:
+        collector.close()
+
+
+# ------------------------------------------------------------------------------ shell
+
+
+def _put_fake_bash(container: Any) -> None:
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w") as tar:
+        info = tarfile.TarInfo("bash")
+        info.mode, info.size = 0o755, len(FAKE_BASH)
+        tar.addfile(info, io.BytesIO(FAKE_BASH))
+    assert container.put_archive("/bin", buf.getvalue())
+
+
+async def test_shell_runs_bash_through_docker_exec_and_returns(
+    run_container: Callable[..., Any], free_run_id: str
+) -> None:
+    container = run_container(["sleep", "300"], name=f"ui-shell-{free_run_id}")
+    _put_fake_bash(container)
+    app, collector = _app(free_run_id)
+    ran: list[list[str]] = []
+    app.machine.shell_runner = _pty_runner(ran)
+    try:
+        async with app.run_test(size=(160, 50)) as pilot:
+            await ready(pilot, tries=500)
+            app.suspend = _fake_suspend  # type: ignore[method-assign]
+            await _select(app, pilot, container.id)
+            await pilot.press("E")
+            name = container.name
+            await _wait(pilot, lambda: f"bash in {name} ended (exit 0)." in _notes(app), "bash")
+            assert ran and ran[0][-3:] == ["-it", container.id, "bash"]
+            assert current_screen(app) is app.main
+            assert not app.loop.paused  # collecting again
+            marker = container.exec_run(["cat", "/tmp/shell-marker"])
+            assert marker.output == b"fake-bash-ran\n"
+    finally:
+        collector.close()
+
+
+async def test_shell_falls_back_to_sh_then_says_there_is_none(
+    run_container: Callable[..., Any], free_run_id: str
+) -> None:
+    container = run_container(["sleep", "300"], name=f"ui-noshell-{free_run_id}")
+    app, collector = _app(free_run_id)
+    ran: list[list[str]] = []
+
+    def runner(argv: Sequence[str]) -> int:
+        ran.append(list(argv))
+        return 0
+
+    app.machine.shell_runner = runner
+    try:
+        async with app.run_test(size=(160, 50)) as pilot:
+            await ready(pilot, tries=500)
+            app.suspend = _fake_suspend  # type: ignore[method-assign]
+            await _select(app, pilot, container.id)
+            await pilot.press("E")
+            await _wait(pilot, lambda: ran, "the sh run")
+            assert ran[0][-2:] == [container.id, "sh"]  # no bash in the image: sh
+
+            # A terminal that cannot be suspended says so.
+            @contextlib.contextmanager
+            def no_suspend() -> Iterator[None]:
+                raise SuspendNotSupported("not here")
+                yield
+
+            app.suspend = no_suspend  # type: ignore[method-assign]
+            await pilot.press("E")
+            await _wait(
+                pilot, lambda: any("cannot be suspended" in n for n in _notes(app)), "no suspend"
+            )
+            assert len(ran) == 1
+
+            # Without any shell: a sentence, no terminal handed over.
+            app.suspend = _fake_suspend  # type: ignore[method-assign]
+            container.exec_run(["/bin/busybox", "rm", "/bin/sh"])
+            await pilot.press("E")
+            await _wait(pilot, lambda: any("No shell in" in n for n in _notes(app)), "refusal")
+            assert len(ran) == 1
+            assert not app.loop.paused
+    finally:
+        collector.close()
+
+
+# -------------------------------------------------------------------- stop/start/restart
+
+
+async def test_stop_start_restart_confirmed_change_the_real_container(
+    run_container: Callable[..., Any], free_run_id: str
+) -> None:
+    container = run_container(
+        ["sh", "-c", "trap 'exit 0' TERM; while true; do sleep 0.2; done"],
+        name=f"ui-life-{free_run_id}",
+    )
+    app, collector = _app(free_run_id)
+    try:
+        async with app.run_test(size=(80, 24)) as pilot:
+            await ready(pilot, tries=500)
+            await _select(app, pilot, container.id)
+            await pilot.press("D")
+            await pilot.pause()
+            dialog = current_screen(app)
+            assert isinstance(dialog, ConfirmScreen)
+            body = str(dialog.body)
+            assert container.name in body and "gputui-test:latest" in body
+            await pilot.press("enter")  # the focused button is No
+            await pilot.pause()
+            assert current_screen(app) is app.main
+            container.reload()
+            assert container.status == "running"
+
+            await pilot.press("D", "y")
+            await _wait(
+                pilot, lambda: f"Container {container.name} stopped." in _notes(app), "stop"
+            )
+            container.reload()
+            assert container.status == "exited"
+            await _refresh(app, pilot, container, "exited")
+
+            await pilot.press("U", "y")
+            await _wait(
+                pilot, lambda: f"Container {container.name} started." in _notes(app), "start"
+            )
+            container.reload()
+            assert container.status == "running"
+            started = container.attrs["State"]["StartedAt"]
+            await _refresh(app, pilot, container, "running")
+
+            await pilot.press("R", "y")
+            done = f"Container {container.name} restarted."
+            await _wait(pilot, lambda: done in _notes(app), "restart")
+            container.reload()
+            assert container.status == "running"
+            assert container.attrs["State"]["StartedAt"] != started
+    finally:
+        collector.close()
+
+
+async def test_read_only_removes_and_refuses_shell_and_container_actions(
+    run_container: Callable[..., Any], free_run_id: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    container = run_container(["sleep", "300"], name=f"ui-ro-{free_run_id}")
+    calls: list[str] = []
+    real_action, real_exec = DockerSource.container_action, DockerSource.exec
+
+    def action_spy(self: DockerSource, container_id: str, action: str) -> str | None:
+        calls.append(action)
+        return real_action(self, container_id, action)
+
+    def exec_spy(self: DockerSource, container_id: str, argv: Sequence[str], t: float) -> Any:
+        calls.append("exec")
+        return real_exec(self, container_id, argv, t)
+
+    monkeypatch.setattr(DockerSource, "container_action", action_spy)
+    monkeypatch.setattr(DockerSource, "exec", exec_spy)
+    app, collector = _app(free_run_id, read_only=True)
+    ran: list[Sequence[str]] = []
+
+    def runner(argv: Sequence[str]) -> int:
+        ran.append(argv)
+        return 0
+
+    app.machine.shell_runner = runner
+    try:
+        async with app.run_test(size=(160, 50)) as pilot:
+            await ready(pilot, tries=500)
+            app.suspend = _fake_suspend  # type: ignore[method-assign]
+            await _select(app, pilot, container.id)
+            for key in ("E", "D", "U", "R"):
+                await pilot.press(key)
+                await pilot.pause()
+                assert current_screen(app) is app.main, key
+            titles = {c.title for c in app.get_system_commands(app.main)}
+            assert "Container logs" in titles
+            assert not titles & {
+                "Shell in container", "Stop container", "Start container", "Restart container"
+            }  # fmt: skip
+            for action in ("shell", "stop_container", "start_container", "restart_container"):
+                assert app.check_action(action, ()) is False
+                app._notifications.clear()
+                getattr(app, f"action_{action}")()  # reached anyway (a stale palette, a script)
+                await pilot.pause()
+                assert _notes(app) == [READ_ONLY_REFUSAL], action
+                assert current_screen(app) is app.main
+            app.machine.lifecycle("stop")
+            await pilot.pause(0.5)
+            assert calls == [] and ran == []
+            container.reload()
+            assert container.status == "running"
+            await pilot.press("question_mark")
+            await pilot.pause()
+            help_text = "\n".join(screen_lines(app))
+            assert "Stop the selected container" not in help_text
+            assert "Logs of the selected container" in help_text
+    finally:
+        collector.close()
