@@ -135,6 +135,15 @@ async def test_enter_in_the_tree_opens_a_process_and_expands_a_container(
         assert expanded.is_expanded
         await _select_pid(app, pilot, 612)
         assert app.check_action("process_detail", ()) is True
+        # The History tab charts the tree's selection without showing it: Enter opens nothing.
+        await pilot.press("4")
+        await pilot.pause()
+        assert app.check_action("process_detail", ()) is None
+        await pilot.press("enter")
+        await pilot.pause()
+        assert isinstance(current_screen(app), MainScreen)
+        await pilot.press("1")
+        await pilot.pause()
         await pilot.press("enter")
         await pilot.pause()
         assert _detail(app).pid == 612
