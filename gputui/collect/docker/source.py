@@ -647,6 +647,8 @@ class DockerSource:
             "cgroup_parent": frozenset(self._sampler.parent),
             "cgroup_dirs": frozenset(self._sampler.dirs),
             "cpu_prev": frozenset(self._sampler.cpu_prev),
+            "cgroup_last": frozenset(self._sampler.last),
+            "cgroup_order": frozenset(self._sampler.order),
             "cgroup_files": frozenset(self._sampler.files.owners()) - {"host"},
             "dirty": dirty,
             "gone": gone,

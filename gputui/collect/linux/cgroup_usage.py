@@ -345,7 +345,7 @@ class CgroupSampler:
         #: the figures read (with their time); a container not read this call gets them again.
         self.last: dict[str, tuple[ContainerInfo, ContainerInfo, dict[str, Any]]] = {}
         #: Rotation order (an ordered set: the first is read next) and the clock at the last call.
-        self._order: dict[str, None] = {}
+        self.order: dict[str, None] = {}
         self._last_call: float | None = None
         #: Containers whose files the last :meth:`sample` read (for benchmarks and tests).
         self.last_read_count = 0
@@ -371,7 +371,7 @@ class CgroupSampler:
         self.dirs.pop(container_id, None)
         self.cpu_prev.pop(container_id, None)
         self.last.pop(container_id, None)
-        self._order.pop(container_id, None)
+        self.order.pop(container_id, None)
         self.files.close_owner(container_id)
 
     def clear(self) -> None:
@@ -380,7 +380,7 @@ class CgroupSampler:
         self.dirs.clear()
         self.cpu_prev.clear()
         self.last.clear()
-        self._order.clear()
+        self.order.clear()
         self.files.close()
 
     def _find_dirs(
@@ -408,7 +408,7 @@ class CgroupSampler:
         if elapsed >= self._window:
             return {c.id for c in running}
         share = max(self._full_read_max, math.ceil(len(running) * elapsed / self._window))
-        order = self._order
+        order = self.order
         ids = {c.id for c in running}
         for _ in range(len(order)):
             if share <= 0:
@@ -434,7 +434,7 @@ class CgroupSampler:
         if not running:
             self.files.close()
             self.last.clear()
-            self._order.clear()
+            self.order.clear()
             self._last_call = now
             self.last_read_count = 0
             return containers
@@ -460,8 +460,8 @@ class CgroupSampler:
         for info in running:
             if info.id in usage:
                 continue
-            if info.id not in self._order:
-                self._order[info.id] = None
+            if info.id not in self.order:
+                self.order[info.id] = None
             dirs = self.dirs.get(info.id)
             if dirs is None or not any(dirs):
                 dirs = self.dirs[info.id] = self._find_dirs(info, engine, version)
