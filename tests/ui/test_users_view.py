@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from typing import Any
+
+import pytest
 from conftest import AppFactory
 from pilot_helpers import push, ready, screen_lines
-from ui_factories import FakeCollector, cid, container, proc, snapshot, standard
+from ui_factories import FakeCollector, cid, container, demo_app, proc, snapshot, standard
 
 from gputui.derive.users import SORTS
 from gputui.model import Snapshot
@@ -116,3 +119,18 @@ async def test_no_gpu_process_says_so_and_new_snapshots_update(make_app: AppFact
         await push(pilot, standard(taken_at=1_000_010.0))
         assert view.table.row_count == 4  # root, app, nobody and the PIDs nobody can find
         assert "4 users" in str(view.status.render())
+
+
+@pytest.mark.parametrize(
+    "size", [pytest.param((80, 24), id="80x24"), pytest.param((160, 50), id="160x50")]
+)
+def test_users_tab_snapshot(snap_compare: Any, size: tuple[int, int]) -> None:
+    """The demo machine's users: root across three containers, a uid the host cannot name."""
+
+    async def run_before(pilot: Any) -> None:
+        await ready(pilot)
+        await pilot.press("6")
+        await pilot.pause()
+        await pilot.pause()
+
+    assert snap_compare(demo_app(), terminal_size=size, run_before=run_before)

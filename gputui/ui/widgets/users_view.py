@@ -52,8 +52,9 @@ SORT_LABELS = {
     "gpus": "GPUS",
     "name": "NAME",
 }
-#: Longest name or list shown in a cell.
+#: Longest name or list shown in a cell; names are shorter so the numbers fit 80 columns.
 _CELL = 48
+_NAME = 32
 
 
 def _number(text: str, width: int) -> str:
@@ -63,7 +64,7 @@ def _number(text: str, width: int) -> str:
 def user_cells(u: UserUsage) -> tuple[str, ...]:
     """The cells of one user's row (names made safe)."""
     return (
-        fmt.safe_text(u.label, _CELL),
+        fmt.safe_text(u.label, _NAME),
         _number(fmt.mib(u.gpu_memory_bytes), 9),
         _number(fmt.pct(u.sm_util), 4),
         _number(str(u.processes), 5),
@@ -75,7 +76,7 @@ def user_cells(u: UserUsage) -> tuple[str, ...]:
 def project_cells(p: ProjectUsage) -> tuple[str, ...]:
     """The cells of one compose project's row (names made safe)."""
     return (
-        fmt.safe_text(p.project, _CELL),
+        fmt.safe_text(p.project, _NAME),
         _number(fmt.mib(p.gpu_memory_bytes), 9),
         _number(fmt.pct(p.sm_util), 4),
         _number(str(p.processes), 5),
