@@ -386,3 +386,26 @@ def test_cli_screen_needs_a_terminal(server: _Server) -> None:
     assert done.returncode == 2
     assert "the fleet view needs a terminal" in done.stderr and done.stderr.count("\n") == 1
     assert server.seen == []  # refused before asking anything
+
+
+def _sample(value: float, **labels: str) -> dict[str, Any]:
+    field = labels.pop("field")
+    return {"metric": {**labels, FIELD: field}, "value": [1, str(value)]}
+
+
+def test_down_and_never_seen_targets_of_a_gpu_job_are_hosts() -> None:
+    result = [
+        _sample(1, instance="a:9400", job="gpu", field="up"),
+        _sample(8, instance="a:9400", job="gpu", Hostname="node-a", field="seen"),
+        _sample(8, instance="a:9400", field="gpus"),
+        _sample(0, instance="b:9400", job="gpu", field="up"),  # down, GPUs seen before
+        _sample(4, instance="b:9400", job="gpu", Hostname="node-b", field="seen"),
+        _sample(0, instance="c:9400", job="gpu", field="up"),  # down since it was added
+        _sample(1, instance="prom:9090", job="prometheus", field="up"),  # no GPUs: not a host
+        _sample(0, instance="node:9100", job="node", field="up"),  # down, but not a GPU job
+    ]
+    rows = {r.host: r for r in hosts_from([{"resultType": "vector", "result": result}], 2.0)}
+    assert set(rows) == {"node-a", "node-b", "c:9400"}
+    assert (rows["node-a"].up, rows["node-a"].gpus) == (True, 8)
+    assert (rows["node-b"].up, rows["node-b"].gpus, rows["node-b"].down) == (False, 4, True)
+    assert (rows["c:9400"].up, rows["c:9400"].gpus) == (False, 0)

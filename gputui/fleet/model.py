@@ -143,9 +143,13 @@ def hosts_from(data: object, now: float) -> list[HostRow]:
             continue
         if "job" in labels:
             jobs.setdefault(instance, labels["job"])
+        if which in ("seen", "name") and labels.get("Hostname"):
+            names.setdefault(instance, labels["Hostname"])
         if which == "name":
-            if labels.get("Hostname"):
-                names[instance] = labels["Hostname"]
+            continue
+        if which == "seen":
+            # One series per Hostname the target's GPUs had: their counts add up.
+            fields[instance]["seen"] = fields[instance].get("seen", 0.0) + value
         elif which == "top":
             tops[instance].append(TopContainer(_label(labels.get("container")), max(value, 0.0)))
         elif which:

@@ -98,8 +98,8 @@ def host_panels(match: str) -> dict[str, str]:
     targets = {
         "up": f"max by (instance, job) ({s('up')})",
         "scrape": f"max by (instance, job) (timestamp({s('up')}))",
-        "seen": f"count by (instance, job) (last_over_time({fb}[{LOOKBACK}]))",
-        "name": f"group by (instance, Hostname) (last_over_time({fb}[{LOOKBACK}]))",
+        # One look-back scan gives both the GPU count last seen and the name shown.
+        "seen": f"count by (instance, job, Hostname) (last_over_time({fb}[{LOOKBACK}]))",
         "gputui": (
             f"count by (instance) (last_over_time({s('gputui_collect_age_seconds')}[{LOOKBACK}]))"
         ),
