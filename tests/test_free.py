@@ -264,7 +264,9 @@ def test_demo_machine_has_no_free_gpu_and_says_why() -> None:
     assert result.stdout == ""
     err = result.stderr
     assert "0 of 4 GPUs qualify, 1 asked for" in err
-    assert "GPU 3: reserved by idle container notebook-gpu3" in err
+    # GPU 3 is split into MIG devices: the notebook reserves one of them, not the whole GPU.
+    assert "GPU 3: MIG mode is on" in err
+    assert "notebook-gpu3" not in err
     assert "held by PID 999999 nobody can see" in err
 
 

@@ -1,5 +1,8 @@
 """The simulated machine behind ``--demo``: four GPUs, a handful of containers, no hardware.
 
+GPU 3 is split into three MIG devices: a containerd service runs on one, a notebook reserves
+another and idles, the third is free.
+
 Deterministic: the n-th refresh always shows the same figures, so screenshots and snapshot tests
 are stable. GPUs come from a scenario played through the real NVML adapter; containers and
 processes come from stand-ins implementing the same protocols as the Docker and /proc sources.
@@ -112,8 +115,6 @@ DEMO_SCENARIO: dict[str, Any] = {
             "uuid": "GPU-9f2d6c41-0a3b-4e7d-b1c8-2e5f7a9d0c34",
             "name": "NVIDIA H200",
             "memory_used_mib": 6656,
-            "utilization_gpu": _wave(6, 5, 13, lo=0),
-            "utilization_memory": 1,
             "temperature_c": 38,
             "power_w": _wave(118, 12, 13, lo=0, hi=1000),
             "clock_sm_mhz": 345,
@@ -121,11 +122,45 @@ DEMO_SCENARIO: dict[str, Any] = {
             "pcie_tx_kbps": 0,
             "throttle_reasons": 0x1,
             "persistence_mode": False,
-            "errors": {"fan_speed": "NotSupported"},
-            "processes": [
-                {"pid": 52001, "used_memory_mib": 4608, "sm_util": _wave(5, 5, 13, lo=0)},
-                # Nobody owns this one: an allocation left by a process that no longer exists.
-                {"pid": 999999, "used_memory_mib": 1536, "sm_util": 0},
+            # Split into three MIG devices: NVML measures no utilization of a MIG GPU.
+            "mig_mode_current": True,
+            "errors": {"fan_speed": "NotSupported", "utilization": "NotSupported"},
+            "mig_instances": [
+                {
+                    "gi_id": 1,
+                    "ci_id": 0,
+                    "profile": "3g.71gb",
+                    "uuid": "MIG-5c1e0a77-3b1d-5c2e-9f4a-0d8b7e6c5a41",
+                    "memory_total_mib": 71424,
+                    "memory_used_mib": 6656,
+                    "sm_count": 60,
+                    "slices": 3,
+                    "processes": [
+                        {"pid": 52001, "used_memory_mib": 4608},
+                        # Nobody owns this one: an allocation left by a process that is gone.
+                        {"pid": 999999, "used_memory_mib": 1536},
+                    ],
+                },
+                {
+                    "gi_id": 2,
+                    "ci_id": 0,
+                    "profile": "2g.35gb",
+                    "uuid": "MIG-8e2b4c19-6a0f-5d3e-a1b7-4c9d2e8f6b02",
+                    "memory_total_mib": 35584,
+                    "memory_used_mib": 0,
+                    "sm_count": 32,
+                    "slices": 2,
+                },
+                {
+                    "gi_id": 3,
+                    "ci_id": 0,
+                    "profile": "1g.18gb",
+                    "uuid": "MIG-a4d7f2e1-9c3b-5e8a-b6d0-7f1c3a5e9d23",
+                    "memory_total_mib": 16896,
+                    "memory_used_mib": 0,
+                    "sm_count": 16,
+                    "slices": 1,
+                },
             ],
         },
     ],
@@ -226,7 +261,7 @@ DEMO_CONTAINERS: tuple[ContainerInfo, ...] = (
         "jupyter/pytorch-notebook:cuda12-2025.06",
         "running",
         pid=50877,
-        gpu_request=("3",),
+        gpu_request=("3:1",),  # MIG device 1 of GPU 3 (--gpus device=3:1)
         gpu_request_via="device_requests",
         runtime="runc",
         nvidia_capabilities=("compute",),
@@ -314,7 +349,7 @@ def demo_smi(container_id: str, step: int) -> str:
     mine = {p[0]: p for p in _PROCS if p[1] == container_id}
     gpus: dict[int, dict[str, Any]] = {g["index"]: g for g in DEMO_SCENARIO["gpus"]}
     indexes = (
-        {int(r) for r in info.gpu_request or () if r.isdigit()}
+        {int(r.partition(":")[0]) for r in info.gpu_request or () if r.partition(":")[0].isdigit()}
         if isinstance(info.gpu_request, tuple)
         else set(gpus)
         if info.gpu_request == "all"
