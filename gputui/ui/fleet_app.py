@@ -21,7 +21,7 @@ from textual import on, work
 from textual.app import App, ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
-from textual.screen import Screen
+from textual.screen import ModalScreen, Screen
 from textual.widgets import DataTable, Footer, Input, Static
 
 from gputui.derive import fmt
@@ -63,6 +63,43 @@ CSS = """
 #host-problems { height: auto; max-height: 8; padding: 0 1; }
 .section { padding: 0 1; text-style: bold; color: $text-muted; }
 """
+
+
+#: The help screen's rows: (keys, what they do).
+HELP_ROWS = (
+    ("↑ ↓ PgUp PgDn", "move in the host table"),
+    ("Enter", "drill down: the host's GPUs, containers, alerts and checks"),
+    ("Esc", "back to the host table; clear the filter"),
+    ("/", "filter hosts by name, instance, job or top container"),
+    ("s / S", "next sort order (" + ", ".join(SORT_NAMES) + ") / reverse it"),
+    ("r", "refresh now"),
+    ("?", "this help"),
+    ("q", "quit"),
+)
+
+
+class FleetHelp(ModalScreen[None]):
+    """The fleet view's keys (it has no actions: nothing here changes a host)."""
+
+    BINDINGS = [
+        Binding("escape", "app.pop_screen", "Close"),
+        Binding("question_mark", "app.pop_screen", "Close", show=False),
+        Binding("q", "app.pop_screen", "Close", show=False),
+    ]
+    DEFAULT_CSS = """
+    FleetHelp { align: center middle; }
+    FleetHelp > Static { width: auto; max-width: 90%; height: auto; padding: 1 2;
+        background: $panel; border: round $primary; }
+    """
+
+    def compose(self) -> ComposeResult:
+        """The key table."""
+        text = Text("gputui fleet: keys\n\n", style="bold")
+        for keys, what in HELP_ROWS:
+            text.append(f"{keys:<14}", "bold")
+            text.append(f"{what}\n")
+        text.append("\nEvery figure comes from Prometheus; the fleet view changes nothing.", "dim")
+        yield Static(text)
 
 
 @dataclass(frozen=True, slots=True)
@@ -110,6 +147,7 @@ class FleetScreen(Screen[None]):
         Binding("s", "sort", "Sort"),
         Binding("S", "sort_reverse", "Reverse", show=False),
         Binding("r", "refresh", "Refresh"),
+        Binding("question_mark", "app.push_screen('fleet-help')", "Help", key_display="?"),
         Binding("q", "app.quit", "Quit"),
     ]
 
@@ -255,6 +293,7 @@ class HostScreen(Screen[None]):
         Binding("escape", "back", "Back"),
         Binding("backspace", "back", "Back", show=False),
         Binding("r", "refresh", "Refresh"),
+        Binding("question_mark", "app.push_screen('fleet-help')", "Help", key_display="?"),
         Binding("q", "app.quit", "Quit"),
     ]
 
@@ -372,6 +411,7 @@ class FleetApp(App[None]):
 
     TITLE = "gputui fleet"
     CSS = CSS
+    SCREENS = {"fleet-help": FleetHelp}
 
     def __init__(self, source: FleetSource, options: FleetOptions, interval: float = 5.0) -> None:
         super().__init__()

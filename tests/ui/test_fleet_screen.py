@@ -198,3 +198,16 @@ async def test_q_quits_from_the_table_and_the_host(on_host: bool) -> None:
         await pilot.press("q")
         await pilot.pause()
         assert app.return_code == 0 and not app.is_running
+
+
+async def test_question_mark_shows_the_keys_and_escape_closes_them() -> None:
+    app = fleet_app()
+    async with app.run_test(size=(80, 24)) as pilot:
+        await refreshed(pilot)
+        await pilot.press("question_mark")
+        await pilot.pause()
+        text = lines(app)
+        assert "gputui fleet: keys" in text and "drill down" in text and "refresh now" in text
+        await pilot.press("escape")
+        await pilot.pause()
+        assert isinstance(app.screen, FleetScreen) and app.is_running
