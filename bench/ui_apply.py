@@ -4,7 +4,8 @@ Two figures per frame:
 
 * apply: wall time of ``GpuTuiApp.on_snapshot_ready`` on the UI thread (history record and every
   visible widget's diff-update, inside ``batch_update``), and its CPU time (``apply_cpu_ms``: the
-  figure to read on a machine shared with other work, where wall time includes waiting for a core);
+  figure to read on a machine shared with other work, where wall time includes waiting for a core),
+  and the CPU time of the visible tab's own sync within it (``tab_sync_cpu_ms``);
 * frame CPU: CPU time of the UI thread from the apply until the app is idle again, which adds
   Textual's layout and rendering of what changed (headless: minus writing to the terminal),
   less the CPU an idle pause costs by itself.
@@ -78,10 +79,22 @@ async def _frames(snaps: Sequence[Any], frames: int, tabs: Sequence[str]) -> dic
                 await pilot.pause()
                 idle.append(time.thread_time() - c0)
             idle_cpu = statistics.median(idle)
+            # The visible tab's own sync (the tree's or the table's), apart from the rest of the
+            # apply (history, header, GPU panel), which other widgets and modules own.
+            syncs: list[float] = []
+            sync_tab = app.main.sync_tab
+
+            def timed_sync(tab: str, force: bool = False) -> None:
+                c0 = time.thread_time()
+                sync_tab(tab, force)
+                syncs.append(time.thread_time() - c0)
+
+            app.main.sync_tab = timed_sync  # type: ignore[method-assign]
             for tab in tabs:
                 app.main.show_tab(tab)
                 await pilot.pause()
                 applies, apply_cpus, cpus = [], [], []
+                syncs.clear()
                 first_ms = None
                 for i in range(frames):
                     snap = snaps[(i + 1) % len(snaps)]
@@ -106,6 +119,7 @@ async def _frames(snaps: Sequence[Any], frames: int, tabs: Sequence[str]) -> dic
                     "apply_ms": common.median(applies) * 1e3,
                     "apply_p95_ms": common.pct(applies, 95) * 1e3,
                     "apply_cpu_ms": common.median(apply_cpus) * 1e3,
+                    "tab_sync_cpu_ms": common.median(syncs[2:] or [0.0]) * 1e3,
                     "frame_cpu_ms": common.median(cpus) * 1e3,
                 }
             stub.release.set()

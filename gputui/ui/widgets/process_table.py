@@ -533,6 +533,8 @@ class ProcessTable(ScrollView, can_focus=True):
         now = snapshot.taken_at
         names = _names(snapshot)
         column = SORTS[self.sort_index][0]
+        # The sort value is a function of this input (PID and GPU are the row's key).
+        sort_input = COLUMN_INDEX[column]
         needle = self.filter_text
         rows = self._rows
         seen: set[str] = set()
@@ -544,7 +546,7 @@ class ProcessTable(ScrollView, can_focus=True):
                 continue
             key = process_key(process)
             if key in seen:
-                continue  # one row per key, first wins (as the table did)
+                continue  # one row per key: the first
             seen.add(key)
             inputs = row_inputs(process, name, now)
             row = rows.get(key)
@@ -554,13 +556,13 @@ class ProcessTable(ScrollView, can_focus=True):
                 resort = True
                 continue
             row.process, row.name, row.now = process, name, now
-            if row.inputs == inputs:
+            before = row.inputs
+            if before == inputs:
                 continue
             row.inputs = inputs
             moved.append(key)
-            sort = self._sort_key(column, row)
-            if sort != row.sort:
-                row.sort = sort
+            if before[sort_input] != inputs[sort_input]:
+                row.sort = self._sort_key(column, row)
                 resort = True
         if len(seen) != len(rows):
             for key in [k for k in rows if k not in seen]:
@@ -599,7 +601,11 @@ class ProcessTable(ScrollView, can_focus=True):
             self.virtual_size = size
 
     def _repaint(self, keys: list[str]) -> None:
-        """Repaint the visible lines of ``keys`` (rows off screen are drawn when scrolled to)."""
+        """Repaint the visible lines of ``keys`` (rows off screen are drawn when scrolled to).
+
+        One refresh covers the span from the first to the last changed visible line: each
+        ``refresh`` call costs more than the compositor's work on an unchanged cached line.
+        """
         if not keys:
             return
         top = round(self.scroll_y)
@@ -607,10 +613,10 @@ class ProcessTable(ScrollView, can_focus=True):
         index = self._index
         if index is None:
             index = self._index = {k: i for i, k in enumerate(self._order)}
-        for key in keys:
-            i = index.get(key)
-            if i is not None and top <= i < bottom:
-                self.refresh_line(i + 1)
+        lines = [i for i in map(index.get, keys) if i is not None and top <= i < bottom]
+        if lines:
+            first, last = min(lines), max(lines)
+            self.refresh_lines(first + 1, last - first + 1)
 
     # ------------------------------------------------------------------------ the cursor
 
