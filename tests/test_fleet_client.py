@@ -409,3 +409,10 @@ def test_down_and_never_seen_targets_of_a_gpu_job_are_hosts() -> None:
     assert (rows["node-a"].up, rows["node-a"].gpus) == (True, 8)
     assert (rows["node-b"].up, rows["node-b"].gpus, rows["node-b"].down) == (False, 4, True)
     assert (rows["c:9400"].up, rows["c:9400"].gpus) == (False, 0)
+
+
+def test_https_to_a_plain_http_server_is_one_sentence(server: _Server) -> None:
+    url = server.url.replace("http://", "https://")
+    words = r"TLS with https://127\.0\.0\.1:\d+ failed \(.+\): check the URL"
+    with pytest.raises(FleetError, match=words):
+        _client(url, timeout=3).query("up", 1.0)
