@@ -10,16 +10,18 @@ import os
 import pty
 import subprocess
 import tarfile
+import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import pytest
 from pilot_helpers import current_screen, ready, screen_lines
-from textual.app import SuspendNotSupported
+from textual.app import App, SuspendNotSupported
 from textual.pilot import Pilot
 
 from gputui.collect.collector import Collector
+from gputui.collect.docker.logs import LogLine, LogStreamError
 from gputui.collect.docker.source import DockerSource
 from gputui.collect.linux.processes import ProcSource
 from gputui.collect.standins.scenario import ScenarioSource
@@ -27,7 +29,7 @@ from gputui.settings import Settings
 from gputui.ui.app import GpuTuiApp
 from gputui.ui.machine_actions import READ_ONLY_REFUSAL
 from gputui.ui.screens.confirm import ConfirmScreen
-from gputui.ui.screens.logs import LogsScreen
+from gputui.ui.screens.logs import LogsScreen, ShownLine, short_time, shown_line
 
 SCENARIO: dict[str, Any] = {
     "nvml": "ok",
@@ -428,3 +430,114 @@ async def test_read_only_removes_and_refuses_shell_and_container_actions(
             assert "Logs of the selected container" in help_text
     finally:
         collector.close()
+
+
+# ------------------------------------------------------- the logs screen on its own
+
+
+class FakeReader:
+    """Hands out prepared batches, then either ends or blocks (following) until closed."""
+
+    def __init__(self, batches: list[list[LogLine]], *, follow: bool, tty: bool = False) -> None:
+        self.batches = list(batches)
+        self.follow = follow
+        self.tty = tty
+        self.closed = threading.Event()
+
+    def read(self) -> list[LogLine] | None:
+        if self.batches and not self.closed.is_set():
+            return self.batches.pop(0)
+        if self.follow:
+            self.closed.wait(30)
+        return None
+
+    def close(self) -> None:
+        self.closed.set()
+
+
+CANNED = [
+    LogLine("stdout", "epoch 1 step 100 loss 2.314", "2026-03-14T09:12:00.000000000Z"),
+    LogLine("stderr", "warning: NCCL_P2P_LEVEL not set", "2026-03-14T09:12:00.250000000Z"),
+    LogLine("stdout", "\x1b[2J\x1b]0;pwned\x07cleared?\u202eevil\tok", "2026-03-14T09:12:01Z"),
+    LogLine("stdout", "x" * 300, "2026-03-14T09:12:02.5Z", cut=True),
+    LogLine("stdout", "epoch 1 step 200 loss 1.902", "2026-03-14T09:12:03.125Z"),
+]
+
+
+def _drawn(app: App[None]) -> str:
+    """What the app's current screen draws."""
+    return "\n".join(strip.text for strip in app.screen._compositor.render_strips())
+
+
+class LogsApp(App[None]):
+    """Only the logs screen, on a prepared reader."""
+
+    def __init__(self, reader: FakeReader, **screen: Any) -> None:
+        super().__init__()
+        self.reader = reader
+        self.logs = LogsScreen(
+            "trainer-0", "nvcr.io/nvidia/pytorch:24.05-py3 · running", lambda: reader, **screen
+        )
+
+    def on_mount(self) -> None:
+        self.push_screen(self.logs)
+
+
+@pytest.mark.parametrize("size", [(80, 24), (160, 50)], ids=["80x24", "160x50"])
+def test_snapshot_logs_screen(snap_compare: Any, size: tuple[int, int]) -> None:
+    app = LogsApp(FakeReader([CANNED], follow=True), follow=True)
+
+    async def run_before(pilot: Pilot[None]) -> None:
+        await _wait(pilot, lambda: len(app.logs.view.lines) == len(CANNED), "the lines")
+        await pilot.pause()
+
+    assert snap_compare(app, terminal_size=size, run_before=run_before)
+
+
+async def test_a_flood_is_bounded_and_closing_stops_the_reader() -> None:
+    batches = [[LogLine("stdout", f"line {b * 1000 + i}") for i in range(1000)] for b in range(50)]
+    reader = FakeReader(batches, follow=True)
+    app = LogsApp(reader, follow=True, max_lines=2000)
+    async with app.run_test(size=(80, 24)) as pilot:
+        view = app.logs.view
+        await _wait(pilot, lambda: view.lines and view.lines[-1].text == "line 49999", "the flood")
+        assert len(view.lines) == 2000  # the newest kept, the rest counted
+        assert view.lines[0].text == "line 48000"
+        assert view.dropped == 48_000
+        assert "(the oldest 48,000 dropped)" in _drawn(app)
+        await _wait(pilot, lambda: view.scroll_y == view.max_scroll_y > 0, "the newest line")
+        await pilot.press("k")  # scrolling back stops following
+        assert not view.follow
+        await pilot.press("G")
+        assert view.follow
+        await pilot.press("escape")
+        await pilot.pause()
+        assert reader.closed.is_set()
+        await _wait(pilot, lambda: not app.logs.reader_alive, "the reader's end", 5)
+
+
+async def test_open_failure_and_tty_are_said() -> None:
+    def refuse() -> FakeReader:
+        raise LogStreamError("no such container: 0123456789ab")
+
+    app = LogsApp(FakeReader([], follow=False), follow=False)
+    app.logs.opener = refuse
+    async with app.run_test(size=(80, 24)) as pilot:
+        await _wait(pilot, lambda: app.logs.ended, "the failure")
+        assert "stream failed: no such container" in _drawn(app)
+
+    tty = LogsApp(FakeReader([[LogLine("tty", "hello")]], follow=False, tty=True), follow=False)
+    async with tty.run_test(size=(80, 24)) as pilot:
+        await _wait(pilot, lambda: tty.logs.ended, "the end")
+        shown = _drawn(tty)
+        assert "stdout and stderr are one stream" in shown and "stream ended" in shown
+        assert tty.logs.view.plain_lines() == ["  hello"]
+
+
+def test_times_line_up_and_lines_are_sanitised_once() -> None:
+    assert short_time("2026-11-30T17:26:40.686858555Z") == "2026-11-30 17:26:40.686"
+    assert short_time("2026-03-14T09:12:01Z") == "2026-03-14 09:12:01.000"
+    assert short_time("2026-03-14T09:12:02.5Z") == "2026-03-14 09:12:02.500"
+    assert short_time(None) == ""
+    line = shown_line(LogLine("stderr", "a\tb\x1b[1mc\x00\u200bd", "2026-03-14T09:12:01Z"))
+    assert line == ShownLine(True, "a       bc??d", "2026-03-14 09:12:01.000", False)

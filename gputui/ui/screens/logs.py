@@ -74,11 +74,16 @@ def shown_line(line: LogLine) -> ShownLine:
 
 
 def short_time(timestamp: str | None) -> str:
-    """``2026-11-30T17:26:40.686858555Z`` as ``2026-11-30 17:26:40.686``; empty for None."""
+    """``2026-11-30T17:26:40.686858555Z`` as ``2026-11-30 17:26:40.686``; empty for None.
+
+    Always milliseconds, so the texts line up (the engine drops trailing zeros: ``…:01Z``).
+    """
     if not timestamp:
         return ""
     date, _, clock = timestamp.partition("T")
-    return fmt.safe_text(f"{date} {clock[:12].rstrip('Z')}", 30, na="")
+    seconds, dot, rest = clock[:8], clock[8:9], clock[9:]
+    fraction = rest[: len(rest) - len(rest.lstrip("0123456789"))] if dot == "." else ""
+    return fmt.safe_text(f"{date} {seconds}.{(fraction + '000')[:3]}", 30, na="")
 
 
 class LogView(ScrollView, can_focus=True):
@@ -126,10 +131,16 @@ class LogView(ScrollView, can_focus=True):
         if dropped and self.current is not None:
             self.current = self.current - dropped if self.current >= dropped else None
         if self.follow:
-            self.scroll_end(animate=False, immediate=True, x_axis=False)
+            # After the next refresh: the first lines can arrive before the view has a size.
+            self.scroll_end(animate=False, x_axis=False)
         elif dropped:
             self.scroll_to(y=max(0, self.scroll_y - dropped), animate=False, immediate=True)
         self.refresh()
+
+    def on_resize(self) -> None:
+        """A following view keeps the newest line in view when the terminal changes size."""
+        if self.follow:
+            self.scroll_end(animate=False, x_axis=False)
 
     def _cells(self, line: ShownLine) -> int:
         width = 2 + cell_len(line.text) + (6 if line.cut else 0)
