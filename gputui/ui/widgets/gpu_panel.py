@@ -145,9 +145,14 @@ def compact_line(gpu: GpuSample, width: int, shared: bool = False) -> Content:
     temp = None if gpu.temperature_c is None else float(gpu.temperature_c)
     mem_pct = fmt.ratio(gpu.memory_used_bytes, gpu.memory_total_bytes)
     throttled = fmt.throttle(gpu.throttle_reasons) not in ("none", fmt.NA)
+    util_parts = _gauge("util", util, fmt.pct(util), util_w)
+    if util is None and gpu.mig_mode_current and gpu.mig_instances:
+        # No utilization on a MIG GPU: its devices' memory use takes the gauge's cells.
+        devices = _fit_text([("MIG ", "bold $text-accent"), *mig_parts(gpu)], util_w)
+        util_parts = [*devices, " " * max(0, util_w - _plain_width(devices))]
     return Content.assemble(
         (head, "bold $text-warning" if throttled else "bold"),
-        *_gauge("util", util, fmt.pct(util), util_w),
+        *util_parts,
         " ",
         *_gauge("mem", mem_pct, _mem_value(gpu), mem_w),
         (

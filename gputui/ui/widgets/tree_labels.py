@@ -401,9 +401,9 @@ def process_inputs(
 
 
 def _gpus_text(usage: ContainerUsage) -> str:
-    """The GPUs a container asked for; the MIG devices it runs on by name (``MIG 0:1``)."""
+    """The GPUs a container asked for; the MIG devices it runs on by name (``0:1``)."""
     if usage.mig_devices:
-        return safe("MIG " + ",".join(usage.mig_devices), 24)
+        return safe(",".join(usage.mig_devices), 24)
     return safe(fmt.gpu_request(usage.info.gpu_request, na=NONE), 24)
 
 
