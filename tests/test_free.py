@@ -367,3 +367,15 @@ def test_free_on_a_machine_with_a_reserved_idle_container_a_busy_and_an_orphan_h
     assert verdicts[4]["usable"] is True and verdicts[4]["free_memory_bytes"] == (
         (143771 - 300) * 1024 * 1024
     )
+
+
+def test_without_a_driver_no_gpu_qualifies_and_the_reason_is_said(tmp_path: Path) -> None:
+    path = tmp_path / "nodriver.json"
+    path.write_text('{"nvml": "DriverNotLoaded"}')
+    result = _free("--scenario", str(path), "--json")
+    assert result.returncode == 1
+    doc = json.loads(result.stdout)
+    assert doc["gpus"] == [] and doc["selected"] == [] and doc["enough"] is False
+    assert doc["caveats"][0].startswith("NVML: ")
+    assert "gputui free: warning: NVML: " in result.stderr
+    assert "0 of 0 GPUs qualify, 1 asked for" in result.stderr
