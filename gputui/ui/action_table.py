@@ -237,6 +237,8 @@ ACTIONS: tuple[ActionRow, ...] = (
         "Logs of the selected container: the last lines, then new ones (/ search, t times)",
         main_only=True,
         needs=Needs.CONTAINER,
+        # Off the footer: at 80 columns it would push Pause out of it; help and palette list it.
+        footer=False,
     ),
     ActionRow(
         "shell",
