@@ -8,9 +8,10 @@ reservations, 10 health checks x 5 statuses, sources, collection age, ``Hostname
 series is in, the fleet's host table is refreshed ``--refreshes`` times through the real client
 (:class:`gputui.fleet.source.LiveFleet`), and one host's drill-down is timed.
 
-Reported: the refresh's wall time in the client (the three panel queries sent together, their
+Reported: the refresh's wall time in the client (the host table's 18 queries, 4 at a time, their
 answers, parsing: what the screen waits for), Prometheus's own evaluation time summed over the
-three queries (``stats.timings.evalTotalTime``), the answers' size, the drill-down's time, and
+queries (``stats.timings.evalTotalTime``), the samples it read (``stats.samples``: independent
+of how busy the machine is), the answers' size, the drill-down's time, and
 the machine's load average (the figures mean little on a loaded machine). Figures only; nothing
 passes or fails.
 """
@@ -168,8 +169,8 @@ def _head_series(url: str) -> float:
 
 def cmd_fleet(args: argparse.Namespace) -> dict[str, Any]:
     """Run the fleet benchmark; print and return its figures."""
-    from gputui.fleet.client import PrometheusClient, parse_url
-    from gputui.fleet.queries import host_panels
+    from gputui.fleet.client import PrometheusClient, parse_url, server_samples
+    from gputui.fleet.queries import host_queries
     from gputui.fleet.source import LiveFleet
 
     binary = shutil.which(args.prometheus_bin)
@@ -218,7 +219,7 @@ def cmd_fleet(args: argparse.Namespace) -> dict[str, Any]:
         series = _head_series(url)
         endpoint = parse_url(url)
         client = PrometheusClient(endpoint, timeout=30)
-        fleet = LiveFleet(client, "", endpoint.shown)
+        fleet = LiveFleet(client, "", endpoint.shown, threads=args.query_threads)
         walls: list[float] = []
         servers: list[float] = []
         hosts = 0
@@ -227,10 +228,21 @@ def cmd_fleet(args: argparse.Namespace) -> dict[str, Any]:
             walls.append(snapshot.query_s)
             servers.append(snapshot.server_s if snapshot.server_s is not None else float("nan"))
             hosts = len(snapshot.hosts)
+        # Once more, one query at a time: each answer's bytes and samples, and Prometheus's
+        # evaluation time without the refresh's queries competing with one another.
         answer_bytes = 0
-        for promql in host_panels("").values():  # one at a time, to count each answer's bytes
-            client.query(promql, time.time())
-            answer_bytes += client.last_bytes
+        samples = peak = 0
+        serial: list[float] = []
+        for _ in range(3):
+            serial.append(0.0)
+            for promql in host_queries("").values():
+                data = client.query(promql, time.time())
+                serial[-1] += client.last_server_s or 0.0
+                read = server_samples(data)
+                if len(serial) == 1:
+                    answer_bytes += client.last_bytes
+                    if read is not None:
+                        samples, peak = samples + read[0], max(peak, read[1])
         drill: list[float] = []
         for row in snapshot.hosts[: args.refreshes]:
             started = time.monotonic()
@@ -253,11 +265,16 @@ def cmd_fleet(args: argparse.Namespace) -> dict[str, Any]:
         "load_average_1m": os.getloadavg()[0],
         "hosts_in_table": hosts,
         "refreshes": args.refreshes,
+        "query_threads": args.query_threads,
         "refresh_s_median": common.median(walls),
         "refresh_s_p95": common.pct(walls, 95),
         "prometheus_eval_s_median": common.median(servers),
         "prometheus_eval_s_p95": common.pct(servers, 95),
+        "prometheus_eval_s_one_at_a_time_min": min(serial),
         "answer_bytes": answer_bytes,
+        "prometheus_samples_read": samples,
+        "prometheus_samples_per_host": samples / max(args.hosts, 1),
+        "prometheus_peak_samples": peak,
         "drill_down_s_median": common.median(drill),
     }
     common.emit(
@@ -281,3 +298,4 @@ def add_parser(sub: Any) -> None:
     q.add_argument("--scrape", type=float, default=5.0, help="scrape interval, seconds")
     q.add_argument("--ready-timeout", type=float, default=120.0)
     q.add_argument("--prometheus-bin", default="prometheus")
+    q.add_argument("--query-threads", type=int, default=2, help="queries of a refresh at once")

@@ -32,7 +32,7 @@ from gputui.fleet.client import (
     parse_url,
 )
 from gputui.fleet.model import hosts_from
-from gputui.fleet.queries import FIELD, host_panels, validate_match
+from gputui.fleet.queries import FIELD, host_queries, validate_match
 from gputui.fleet.report import to_text
 from gputui.fleet.source import FleetSnapshot
 
@@ -129,9 +129,10 @@ def test_match_selectors() -> None:
     for bad in ('cluster="a"} or vector(1) #', "cluster", 'a="b" c="d"', "up", '="x"'):
         with pytest.raises(FleetError, match="is not a label selector"):
             validate_match([bad])
-    assert 'up{cluster="a"}' in host_panels('cluster="a"')["targets"]
-    assert "(up)" in host_panels("")["targets"]  # no empty braces without a selector
-    assert all("cluster" in q for q in host_panels('cluster="a"').values())
+    assert 'up{cluster="a"}' in host_queries('cluster="a"')["up"]
+    assert "(up)" in host_queries("")["up"]  # no empty braces without a selector
+    assert all("cluster" in q for q in host_queries('cluster="a"').values())
+    assert len(host_queries("")) == 18 and not any(" or " in q for q in host_queries("").values())
 
 
 # -- answers ---------------------------------------------------------------------------------
@@ -416,3 +417,24 @@ def test_https_to_a_plain_http_server_is_one_sentence(server: _Server) -> None:
     words = r"TLS with https://127\.0\.0\.1:\d+ failed \(.+\): check the URL"
     with pytest.raises(FleetError, match=words):
         _client(url, timeout=3).query("up", 1.0)
+
+
+def test_a_refresh_has_one_deadline_for_all_its_queries(server: _Server) -> None:
+    from gputui.fleet.source import LiveFleet
+
+    release = threading.Event()
+
+    def slow(handler: BaseHTTPRequestHandler) -> None:
+        release.wait(0.4)  # each query alone is within the client's deadline
+        _empty_vector(handler)
+
+    server.answer = slow
+    endpoint = parse_url(server.url)
+    fleet = LiveFleet(PrometheusClient(endpoint, timeout=5), "", endpoint.shown, timeout=1.0)
+    started = time.monotonic()
+    try:
+        with pytest.raises(FleetError, match=r"did not answer the host table within 1 s"):
+            fleet.snapshot()
+    finally:
+        release.set()
+    assert time.monotonic() - started < 2.5

@@ -5,6 +5,6 @@ and ``/api/v1/query_range`` of a Prometheus (or what speaks its API: Thanos, Mim
 VictoriaMetrics) that scrapes ``gputui export`` or dcgm-exporter on each host.
 
 Modules: ``client`` (the bounded HTTP client and its one-sentence errors), ``queries`` (the
-PromQL, one instant query per panel), ``model`` (answers → frozen host rows), ``answers``
-(recorded answers from a file, for screenshots and tests), ``report`` (``--once`` / ``--json``).
+PromQL: a fixed set of instant queries, none per host), ``model`` (answers → frozen host rows),
+``source`` (live or recorded answers), ``report`` (``--once`` / ``--json``), ``command``.
 """

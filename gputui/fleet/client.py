@@ -341,6 +341,21 @@ def server_seconds(data: Any) -> float | None:
     return float(value) if isinstance(value, (int, float)) else None
 
 
+def server_samples(data: Any) -> tuple[int, int] | None:
+    """Samples Prometheus read for the query, and the most it held at once (``stats.samples``).
+
+    Unlike times, these do not depend on how busy the machine was.
+    """
+    stats = data.get("stats") if isinstance(data, dict) else None
+    samples = stats.get("samples") if isinstance(stats, dict) else None
+    if not isinstance(samples, dict):
+        return None
+    total, peak = samples.get("totalQueryableSamples"), samples.get("peakSamples")
+    if isinstance(total, int) and isinstance(peak, int):
+        return total, peak
+    return None
+
+
 def instant_vector(data: Any) -> list[tuple[dict[str, str], float]]:
     """The (labels, value) of an instant query's vector answer, bounded and type-checked.
 

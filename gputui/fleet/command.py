@@ -77,7 +77,7 @@ def open_source(options: FleetOptions, env: Mapping[str, str], prefs: Credential
     auth = auth_from(env, prefs.token, prefs.user, prefs.password)
     client = PrometheusClient(endpoint, auth, timeout=options.timeout)
     saved: dict[str, Any] | None = {} if options.save_answers is not None else None
-    return LiveFleet(client, match, endpoint.shown, save=saved)
+    return LiveFleet(client, match, endpoint.shown, save=saved, timeout=options.timeout)
 
 
 def find_host(snapshot: FleetSnapshot, name: str) -> HostRow:

@@ -120,7 +120,7 @@ class HostRow:
 
 
 def hosts_from(data: object, now: float) -> list[HostRow]:
-    """The host table from the answers to :func:`gputui.fleet.queries.host_panels`.
+    """The host table from the answers to :func:`gputui.fleet.queries.host_queries`.
 
     A host is an ``instance`` that has (or had, within the look-back) GPU series; a target
     that is down is included when its job scrapes GPU hosts, so a host that never answered
@@ -135,7 +135,7 @@ def hosts_from(data: object, now: float) -> list[HostRow]:
     jobs: dict[str, str] = {}
     names: dict[str, str] = {}
     tops: dict[str, list[TopContainer]] = defaultdict(list)
-    samples = [sample for answer in answers[:8] for sample in instant_vector(answer)]
+    samples = [sample for answer in answers[:64] for sample in instant_vector(answer)]
     for labels, value in samples:
         which = labels.get(FIELD, "")
         instance = labels.get("instance")
@@ -150,6 +150,9 @@ def hosts_from(data: object, now: float) -> list[HostRow]:
         if which == "seen":
             # One series per Hostname the target's GPUs had: their counts add up.
             fields[instance]["seen"] = fields[instance].get("seen", 0.0) + value
+        elif which == "checks":
+            status = "fail" if labels.get("status") == "fail" else "warn"
+            fields[instance][status] = fields[instance].get(status, 0.0) + value
         elif which == "top":
             tops[instance].append(TopContainer(_label(labels.get("container")), max(value, 0.0)))
         elif which:

@@ -1,9 +1,9 @@
-"""The fleet's PromQL: one instant query per panel and refresh, never one query per host.
+"""The fleet's PromQL: a fixed number of instant queries per refresh, never one per host.
 
-The host table is three instant queries, one per panel (targets, GPUs, containers), sent
-together: each figure is an aggregation ``by (instance)`` tagged with a ``gputui_fleet_field``
-label (``label_replace``) and joined to the panel's others with ``or``, so Prometheus answers
-at most a few series per host and field, whatever the number of GPUs and containers. A host
+The host table is a fixed set of instant queries, one per figure, sent a few at a time: each is
+an aggregation ``by (instance)`` tagged with a ``gputui_fleet_field`` label (``label_replace``),
+so Prometheus answers at most a few series per host and figure, whatever the number of GPUs
+and containers. A host
 is its scrape target's ``instance`` label: every series a target exposes carries it, gputui's
 and plain dcgm-exporter's alike; the ``Hostname`` label, where a series has one, is only the
 name shown.
@@ -79,13 +79,14 @@ def _tag(expr: str, field: str) -> str:
     return f'label_replace({expr}, "{FIELD}", "{field}", "", "")'
 
 
-def host_panels(match: str) -> dict[str, str]:
-    """The instant queries behind the host table: one per panel, each grouped by instance.
+def host_queries(match: str) -> dict[str, str]:
+    """The instant queries behind the host table: one per figure, each grouped by instance.
 
-    ``targets`` (up, last scrape, name, GPUs last seen, exporter kind), ``gpus`` (count,
-    utilisation, memory, power, temperature) and ``containers`` (counts, top containers, idle
-    reservations, alerts, checks, sources). They are sent together, so Prometheus evaluates
-    them side by side; their number does not grow with the fleet.
+    Their number (18) does not grow with the fleet. Each is one aggregation, not a union of
+    them: joined with ``or`` into one query per panel, Prometheus 2.42 spent 5 to 7 times as
+    long on a panel as on its parts asked one by one (100 hosts; ``bench.run fleet``). Each
+    answer is tagged with its figure's name (``gputui_fleet_field``), so the answers are
+    self-describing, also when saved.
 
     Args:
         match: Validated matchers (:func:`validate_match`), or ``""`` for every target.
@@ -123,16 +124,15 @@ def host_panels(match: str) -> dict[str, str]:
             f"({s('gputui_container_gpu_memory_bytes')}))"
         ),
         "idle": f"count by (instance) ({s('gputui_container_idle_gpu_reservation')} == 1)",
-        "fail": f"count by (instance) ({s('gputui_health_status', FAIL)} == 1)",
-        "warn": f"count by (instance) ({s('gputui_health_status', WARN)} == 1)",
+        "checks": f"count by (instance, status) ({s('gputui_health_status', FAIL_OR_WARN)} == 1)",
         "alerts": f"count by (instance) ({s('gputui_alert', FIRING)} == 1)",
         "rules": f"count by (instance) ({s('ALERTS', RULE_FIRING)})",
         "sources_down": f"count by (instance) ({s('gputui_source_up')} == 0)",
     }
-    panels = {"targets": targets, "gpus": gpus, "containers": containers}
     return {
-        name: " or ".join(_tag(expr, field) for field, expr in fields.items())
-        for name, fields in panels.items()
+        field: _tag(expr, field)
+        for fields in (targets, gpus, containers)
+        for field, expr in fields.items()
     }
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import time
 from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import TimeoutError as FuturesTimeout
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
@@ -21,6 +22,11 @@ from gputui.fleet import queries
 from gputui.fleet.client import MAX_ANSWER_BYTES, FleetError, QueryApi, server_seconds
 from gputui.fleet.model import HostDetail, HostRow, detail_from, hosts_from
 
+#: Queries of one refresh in flight at once. Two, not more: on a busy 2-core machine one at a
+#: time refreshed 100 hosts in 0.44 s and four at a time in 1.07 s (docs/performance.md).
+QUERY_THREADS = 2
+#: Seconds a whole refresh may take (each query also has the client's own deadline).
+REFRESH_TIMEOUT_S = 10.0
 #: Format tag of an answers file.
 ANSWERS_FORMAT = "gputui-fleet-answers/1"
 
@@ -34,7 +40,7 @@ class FleetSnapshot:
         source: The Prometheus URL or answers file, as shown.
         hosts: The hosts, by name.
         query_s: Wall time of the refresh (requests, answers, parsing).
-        server_s: Prometheus's own evaluation time, summed over the panels' queries, when it
+        server_s: Prometheus's own evaluation time, summed over the refresh's queries, when it
             said.
     """
 
@@ -73,11 +79,20 @@ class FleetSource(Protocol):
 class LiveFleet:
     """The fleet from a Prometheus-compatible query API."""
 
-    def __init__(self, api: QueryApi, match: str, shown: str, save: dict[str, Any] | None = None):
+    def __init__(
+        self,
+        api: QueryApi,
+        match: str,
+        shown: str,
+        save: dict[str, Any] | None = None,
+        threads: int = QUERY_THREADS,
+        timeout: float = REFRESH_TIMEOUT_S,
+    ):
         self._api = api
         self._match = match
         self._shown = shown
-        self._pool = ThreadPoolExecutor(max_workers=3, thread_name_prefix="fleet-query")
+        self._pool = ThreadPoolExecutor(max(1, threads), thread_name_prefix="fleet-query")
+        self._timeout = timeout
         #: Answers kept for ``--save-answers`` (None: not kept).
         self.saved = save
 
@@ -87,14 +102,28 @@ class LiveFleet:
         return self._shown
 
     def snapshot(self) -> FleetSnapshot:
-        """The host table's panel queries, sent together (:func:`queries.host_panels`)."""
+        """The host table's queries, a few at a time (:func:`queries.host_queries`)."""
         now = time.time()
         started = time.monotonic()
-        panels = list(queries.host_panels(self._match).values())
-        # Each on its own connection and thread, so Prometheus evaluates them side by side;
-        # each has the client's deadline, and the first failure is the refresh's error.
-        futures = [self._pool.submit(self._api.query, promql, now) for promql in panels]
-        data = [future.result() for future in futures]
+        asked = list(queries.host_queries(self._match).values())
+        # Each on its own connection, QUERY_THREADS at a time, so Prometheus evaluates them
+        # side by side; each has the client's deadline, and the first failure is the
+        # refresh's error.
+        futures = [self._pool.submit(self._api.query, promql, now) for promql in asked]
+        data: list[Any] = []
+        try:
+            for future in futures:
+                data.append(
+                    future.result(timeout=max(0.0, started + self._timeout - time.monotonic()))
+                )
+        except FuturesTimeout:
+            raise FleetError(
+                f"Prometheus at {self._shown} did not answer the host table within "
+                f"{self._timeout:g} s: check that it is up, or scope the fleet with --match"
+            ) from None
+        finally:
+            for future in futures:
+                future.cancel()  # the ones not started yet; a running one ends at its deadline
         hosts = hosts_from(data, now)
         elapsed = time.monotonic() - started
         times = [server_seconds(d) for d in data]
