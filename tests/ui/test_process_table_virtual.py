@@ -2,16 +2,23 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
+import pytest
 from conftest import AppFactory
 from pilot_helpers import push, ready, screen_lines
 from rich.text import Text
 from textual.pilot import Pilot
+from textual.widgets import Tree
+from textual.widgets.tree import TreeNode
 from ui_factories import FakeCollector, cid, container, proc, snapshot
 
 from gputui.model import Snapshot
 from gputui.ui.app import GpuTuiApp
-from gputui.ui.textual_compat import LazyLabelNode
+from gputui.ui.textual_compat import LazyLabelNode, set_tree_node_label
+from gputui.ui.widgets import container_tree
 from gputui.ui.widgets import process_table as pt
+from gputui.ui.widgets.container_tree import NodeRef
 
 ROWS = 2000
 
@@ -219,3 +226,26 @@ async def test_tree_builds_labels_only_for_lines_drawn_or_read(make_app: AppFact
         cpu = far.data.process.info.cpu_percent
         assert isinstance(far.label, Text) and f"{cpu:.0f}" in far.label.plain
         assert not far.pending
+
+
+async def _tree_screen(make_app: AppFactory) -> list[str]:
+    app = make_app(FakeCollector([in_containers()]))
+    async with app.run_test(size=(160, 50)) as pilot:
+        await ready(pilot)
+        for step in (1, 2):
+            await push(pilot, in_containers(step=step, taken_at=1_000_000.0 + step))
+        await pilot.press("j", "j", "j")
+        await pilot.pause()
+        return screen_lines(app)
+
+
+async def test_lazy_tree_labels_draw_what_eager_labels_draw(
+    make_app: AppFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    lazy = await _tree_screen(make_app)
+
+    def eager(tree: Tree[NodeRef], node: TreeNode[NodeRef], build: Callable[[], Text]) -> None:
+        set_tree_node_label(tree, node, build())
+
+    monkeypatch.setattr(container_tree, "set_lazy_label", eager)
+    assert await _tree_screen(make_app) == lazy
