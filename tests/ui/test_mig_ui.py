@@ -51,3 +51,15 @@ def test_a_mig_gpu_card_lists_its_devices_and_says_why_util_is_missing() -> None
     other = card_lines(demo_snapshots(1)[0].gpus[0], 100).plain.splitlines()
     assert "MIG" not in other[0] and "N/A MIG" not in other[1]
     assert "MIG 3:0" in compact_line(gpu, 120).plain
+
+
+def test_an_mps_client_row_says_so() -> None:
+    from gputui.model import GpuProcess, GpuProcessSample, ProcessInfo
+    from gputui.ui.widgets.tree_labels import process_inputs, process_label
+
+    info = ProcessInfo(4242, command="python serve.py", name="python", user="root")
+    client = GpuProcess(GpuProcessSample(4242, 0, 1 << 30, kind="M+C", mps=True), info)
+    plain = GpuProcess(GpuProcessSample(4242, 0, 1 << 30), info)
+    assert "[MPS client]" in process_label(client).plain
+    assert "[MPS client]" not in process_label(plain).plain
+    assert process_inputs(client, ()) != process_inputs(plain, ())

@@ -388,6 +388,7 @@ def process_inputs(
         info.exists,
         info.proc_hidden,
         sample.gpu_index,
+        sample.mps,
         sample.used_memory_bytes,
         info.user,
         sample.sm_util,
@@ -473,6 +474,9 @@ def process_label(
     memory = (gib(sample.used_memory_bytes), EMPH)
     gpu = str(sample.gpu_index)
     flags = marker_parts(markers)
+    if sample.mps:
+        # An MPS client (nvidia-smi's M+C): its SM % may be credited to the MPS server.
+        flags = [*_flag("[MPS client]", MUTED), *flags]
     if not info.exists:
         cells: list[list[Part]] = [_process_name(process), [("not found", ERROR)], [gpu], [memory]]
         cells += [[]] * (_FIGURES - len(cells))
