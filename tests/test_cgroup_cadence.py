@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import math
 import os
+import time
 from pathlib import Path
+from typing import Any
 
 from gputui.collect.linux.cgroup_usage import CgroupSampler
 from gputui.model import ContainerInfo, EngineInfo
@@ -168,3 +170,62 @@ def test_cpu_percent_over_a_longer_interval_is_the_docker_formula(tmp_path: Path
                 checked += step - prev_step >= 3
             seen[i] = (usage[i], busy + idle, step)
     assert checked, "no container was sampled over a longer interval"
+
+
+def test_real_containers_read_in_turn_carry_their_age(
+    docker_engine: Any, run_container: Any, free_run_id: str
+) -> None:
+    """Through the Docker source, on real cgroup files: one container a refresh, all aged <= 4 s."""
+    from gputui.collect.docker.source import DockerSource
+
+    started = [run_container(["sleep", "300"], mem_limit="32m") for _ in range(4)]
+    ids = {c.id for c in started}
+    source = DockerSource(label=f"gputui-test={free_run_id}")
+    clock = FakeClock()
+    old = source._sampler  # the source's sampler, with a threshold and clock for this test
+    source._sampler = _sampler_at(old.cgroup_root, old.proc_root, clock)
+    try:
+        counts = []
+        for _ in range(8):
+            clock.now += 1.0
+            reading = source.read()
+            assert reading.status.ok, reading.status
+            counts.append(source._sampler.last_read_count)
+            mine = [c for c in reading.containers if c.id in ids]
+            assert len(mine) == 4
+            for info in mine:
+                assert info.memory_limit_bytes == 32 * 1024 * 1024
+                assert info.memory_used_bytes is not None
+                assert info.stats_sampled_at is not None
+                assert clock.wall() - info.stats_sampled_at <= 4.0
+        assert counts[0] == 4
+        assert counts[1:] == [1] * 7
+        newcomer = run_container(["sleep", "300"], mem_limit="16m")
+        clock.now += 1.0
+        fresh = next(c for c in _wait_listed(source, newcomer.id).containers if c.id == newcomer.id)
+        assert fresh.stats_sampled_at == clock.wall()
+        assert fresh.memory_limit_bytes == 16 * 1024 * 1024
+    finally:
+        source.close()
+
+
+def _sampler_at(cgroup_root: Path, proc_root: Path, clock: FakeClock) -> CgroupSampler:
+    return CgroupSampler(
+        cgroup_root,
+        proc_root,
+        clock=clock.monotonic,
+        wall=clock.wall,
+        full_read_max=1,
+        sample_window=4.0,
+    )
+
+
+def _wait_listed(source: Any, container_id: str) -> Any:
+    """The first reading that lists ``container_id`` (the engine's event may lag the start)."""
+    deadline = time.monotonic() + 10
+    while True:
+        reading = source.read()
+        if any(c.id == container_id for c in reading.containers):
+            return reading
+        assert time.monotonic() < deadline, "the new container was never listed"
+        time.sleep(0.1)
