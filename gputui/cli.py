@@ -836,6 +836,11 @@ def free_command(argv: Sequence[str]) -> int:
     parser.add_argument(
         "--explain", action="store_true", help="say on stderr why each other GPU was left out"
     )
+    parser.add_argument(
+        "--uuid",
+        action="store_true",
+        help="print GPU UUIDs instead of indexes (the same GPUs whatever CUDA_DEVICE_ORDER says)",
+    )
     parser.add_argument("--demo", action="store_true", help="the built-in simulated machine")
     parser.add_argument("--scenario", metavar="FILE", type=Path, help="replace NVML with FILE")
     args = parser.parse_args(argv)
@@ -864,11 +869,11 @@ def free_command(argv: Sequence[str]) -> int:
     wanted = args.n if args.n is not None else max(1, len(usable))
     enough = len(usable) >= wanted
     chosen = usable[:wanted] if enough else ()
-    devices = ",".join(str(g.index) for g in chosen)
+    devices = ",".join((g.uuid or str(g.index)) if args.uuid else str(g.index) for g in chosen)
     if args.json:
         from gputui.report import free_to_json
 
-        doc = free_to_json(snapshot, answer, chosen, asked=args.n, enough=enough)
+        doc = free_to_json(snapshot, answer, chosen, asked=args.n, enough=enough, devices=devices)
         doc["asked"].update(min_free_memory_bytes=args.min_free_memory, max_util=args.max_util)
         _write(json.dumps(doc, indent=2, ensure_ascii=True) + "\n")
     elif devices:

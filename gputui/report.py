@@ -292,6 +292,7 @@ def free_to_json(
     *,
     asked: int | None,
     enough: bool,
+    devices: str | None = None,
 ) -> dict[str, Any]:
     """``gputui free --json`` (docs/json-schema.md, "gputui free").
 
@@ -301,6 +302,8 @@ def free_to_json(
         chosen: The GPUs picked (empty when too few qualify).
         asked: ``-n``, None when not given.
         enough: Whether at least ``-n`` (or one) GPU qualified.
+        devices: What the plain output prints (indexes, or UUIDs with ``--uuid``); the
+            indexes of ``chosen`` when None.
     """
     return {
         "version": __version__,
@@ -310,7 +313,9 @@ def free_to_json(
         "asked": {"count": asked},
         "enough": enough,
         "selected": [g.index for g in chosen],
-        "cuda_visible_devices": ",".join(str(g.index) for g in chosen),
+        "cuda_visible_devices": devices
+        if devices is not None
+        else ",".join(str(g.index) for g in chosen),
         "gpus": [_choice_to_json(g) for g in answer.gpus],
         "caveats": list(answer.caveats),
     }

@@ -379,3 +379,25 @@ def test_without_a_driver_no_gpu_qualifies_and_the_reason_is_said(tmp_path: Path
     assert doc["caveats"][0].startswith("NVML: ")
     assert "gputui free: warning: NVML: " in result.stderr
     assert "0 of 0 GPUs qualify, 1 asked for" in result.stderr
+
+
+def test_uuid_output_names_the_same_gpus_as_the_indexes(tmp_path: Path) -> None:
+    uuids = {
+        0: "GPU-00000000-1111-2222-3333-444444444444",
+        1: "GPU-aaaaaaaa-bbbb-cccc-dddd-eeeeeeeeeeee",
+    }
+    scenario = {
+        "gpus": [
+            {"index": 0, "uuid": uuids[0], "memory_total_mib": 80000},
+            {"index": 1, "uuid": uuids[1], "memory_total_mib": 143771},
+        ]
+    }
+    path = tmp_path / "uuids.json"
+    path.write_text(json.dumps(scenario))
+    plain = _free_settled("--scenario", str(path), "--uuid")
+    doc = json.loads(_free_settled("--scenario", str(path), "--uuid", "--json").stdout)
+    assert doc["selected"] == [1, 0]  # most free memory first
+    assert doc["cuda_visible_devices"] == f"{uuids[1]},{uuids[0]}"
+    assert (plain.returncode, plain.stdout) == (0, f"{uuids[1]},{uuids[0]}\n")
+    indexes = _free_settled("--scenario", str(path), "-n", "1")
+    assert indexes.stdout == "1\n"
