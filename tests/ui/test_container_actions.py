@@ -352,6 +352,17 @@ async def test_stop_start_restart_confirmed_change_the_real_container(
             container.reload()
             assert container.status == "exited"
             await _refresh(app, pilot, container, "exited")
+            # A stopped container: no shell, no second stop (the keys are dimmed and say why).
+            app._notifications.clear()
+            await pilot.press("E", "D")
+            await pilot.pause()
+            assert current_screen(app) is app.main
+            assert [n for n in _notes(app) if "it needs a running container" in n] == [
+                f"Shell in container: container {container.name} is exited; "
+                "it needs a running container.",
+                f"Stop container: container {container.name} is exited; "
+                "it needs a running container.",
+            ]
 
             await pilot.press("U", "y")
             await _wait(
