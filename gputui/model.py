@@ -84,6 +84,8 @@ class GpuProcessSample:
         mig_gi_id: GPU instance id on a MIG GPU, else None.
         mig_ci_id: Compute instance id on a MIG GPU, else None.
         mps: True for an MPS client (NVML's MPS process list; ``M+C`` in nvidia-smi).
+        mig_index: The MIG device it runs on (its index on the GPU: ``0:<mig_index>``), None
+            off MIG or when only the GI/CI ids are known.
     """
 
     pid: int
@@ -97,6 +99,7 @@ class GpuProcessSample:
     mig_gi_id: int | None = None
     mig_ci_id: int | None = None
     mps: bool = False
+    mig_index: int | None = None
 
 
 #: Why a MIG device has no utilization figures: NVML (and DCGM) do not measure them per MIG

@@ -295,6 +295,14 @@ def encode_plain(data: dict[str, Any]) -> dict[str, Any]:
     return {k: encode(v) for k, v in data.items()}
 
 
+def _mig_index(device: Any) -> int | None:
+    """The MIG device index of a report's ``mig_device`` (``"0:1"`` → 1), None when absent."""
+    if not isinstance(device, str):
+        return None
+    _, sep, index = device.partition(":")
+    return int(index) if sep and index.isdigit() and len(index) < 4 else None
+
+
 def snapshot_from_report(doc: Any) -> Snapshot:
     """A Snapshot rebuilt from a ``gputui --once --json`` document (lossy, best effort).
 
@@ -325,6 +333,7 @@ def snapshot_from_report(doc: Any) -> Snapshot:
             mig_gi_id=p.get("gpu_instance_id"),
             mig_ci_id=p.get("compute_instance_id"),
             mps=p.get("mps_client") is True,
+            mig_index=_mig_index(p.get("mig_device")),
         )
         procs_by_gpu.setdefault(sample.gpu_index, []).append(sample)
         ref = p.get("container")

@@ -122,3 +122,26 @@ def test_a_lost_gpu_during_the_mig_layout_marks_only_that_gpu_lost() -> None:
     second = source.read()
     assert second.gpus[0].lost and not second.gpus[1].lost
     source.close()
+
+
+def test_processes_name_their_mig_device_and_keep_it_through_a_report() -> None:
+    from gputui.collect.collector import Collector
+    from gputui.collect.standins import demo
+    from gputui.collect.standins.scenario import ScenarioSource
+    from gputui.report import snapshot_to_json
+    from gputui.serialize import snapshot_from_report
+
+    data = json.loads(FIXTURE.read_text())
+    data["gpus"][0]["mig_instances"][2]["processes"] = [{"pid": 77, "used_memory_mib": 5}]
+    collector = Collector(
+        ScenarioSource(data), demo.DemoProcesses(), demo.DemoContainers(), mode="scenario"
+    )
+    snapshot = collector.collect()
+    collector.close()
+    by_pid = {p.pid: p.sample for p in snapshot.processes}
+    assert (by_pid[77].mig_index, by_pid[77].mig_gi_id, by_pid[77].mig_ci_id) == (2, 3, 0)
+    assert by_pid[4000001].mig_index == 0
+    back = snapshot_from_report(json.loads(json.dumps(snapshot_to_json(snapshot))))
+    assert {p.pid: p.sample.mig_index for p in back.processes} == {
+        p.pid: p.sample.mig_index for p in snapshot.processes
+    }

@@ -36,6 +36,7 @@ async def test_mig_devices_show_under_their_gpu_and_on_container_rows(
         notebook = _line(lines, "notebook-gpu3")
         assert "3:1" in notebook
         if size[0] >= 160:
+            assert " 3:0 " in _line(lines, "52001 (1) root")  # the process row names its device
             assert "idle: reserved MIG 3:1" in notebook
             assert "[shared MIG 3:0: 25%]" in _line(lines, "unfindable GPU memory")
             assert "3:2 1g.18gb" in gpu3

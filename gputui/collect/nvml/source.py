@@ -441,7 +441,12 @@ class NvmlSource:
         )
 
     def _read_processes(
-        self, nv: Any, index: int, handle: Any, mig: tuple[int, int] | None = None
+        self,
+        nv: Any,
+        index: int,
+        handle: Any,
+        mig: tuple[int, int] | None = None,
+        mig_index: int | None = None,
     ) -> tuple[GpuProcessSample, ...]:
         """Compute, graphics and MPS lists merged by PID (a PID in both of the first is ``C+G``).
 
@@ -496,6 +501,7 @@ class NvmlSource:
                     mig_gi_id=None if ids is None else ids[0],
                     mig_ci_id=None if ids is None or ids[1] == _NO_INSTANCE else ids[1],
                     mps=kind == "M+C",
+                    mig_index=mig_index if mig is not None else None,
                 )
             )
         return tuple(samples)
@@ -520,7 +526,9 @@ class NvmlSource:
             )
             gi, ci = static.gpu_instance_id, static.compute_instance_id
             if gi is not None and ci is not None:
-                procs.extend(self._read_processes(nv, index, mh, mig=(gi, ci)))
+                procs.extend(
+                    self._read_processes(nv, index, mh, mig=(gi, ci), mig_index=static.index)
+                )
         return tuple(instances), tuple(procs)
 
     def _merge_mig_processes(

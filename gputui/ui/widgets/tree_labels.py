@@ -388,6 +388,7 @@ def process_inputs(
         info.exists,
         info.proc_hidden,
         sample.gpu_index,
+        sample.mig_index,
         sample.mps,
         sample.used_memory_bytes,
         info.user,
@@ -473,6 +474,8 @@ def process_label(
     info, sample = process.info, process.sample
     memory = (gib(sample.used_memory_bytes), EMPH)
     gpu = str(sample.gpu_index)
+    if sample.mig_index is not None:  # the MIG device, as --gpus device=0:1 names it
+        gpu = f"{gpu}:{sample.mig_index}"
     flags = marker_parts(markers)
     if sample.mps:
         # An MPS client (nvidia-smi's M+C): its SM % may be credited to the MPS server.
