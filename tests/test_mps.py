@@ -11,6 +11,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+import pytest
 from test_health_support import (
     container,
     containers_reading,
@@ -162,3 +163,20 @@ def test_mps_clients_in_a_scenario_are_listed_as_m_plus_c() -> None:
     assert (procs[11].kind, procs[11].mps) == ("M+C", True)
     assert (procs[12].kind, procs[12].mps) == ("C", False)
     source.close()
+
+
+def test_the_proc_scan_runs_only_when_something_points_at_mps(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    roots = make_roots(tmp_path / "root")
+    _mps_host(Path(roots.proc), None)
+    pipes = tmp_path / "pipes"
+    pipes.mkdir()
+    monkeypatch.setenv("CUDA_MPS_PIPE_DIRECTORY", str(pipes))
+    # A daemon in /proc but no client, no server on the GPUs, no control pipe: not scanned.
+    assert run(inputs(), roots)["mps.daemon"].status is HealthStatus.SKIP
+    # Its control pipe is what a daemon without clients leaves to find it by.
+    (pipes / "control").touch()
+    found = run(inputs(), roots)["mps.daemon"]
+    assert found.status is HealthStatus.INFO
+    assert "control daemon PID 4100" in found.details

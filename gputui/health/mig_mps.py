@@ -125,12 +125,32 @@ _SCAN_LOCK = threading.Lock()
 _SCAN: list[tuple[object, str, MpsDaemons]] = []
 
 
+def mps_hinted(ctx: CheckContext) -> bool:
+    """Whether anything points at MPS, so that the /proc scan is worth its cost.
+
+    Reading every process's ``comm`` costs tens of milliseconds on a busy host, so the scan runs
+    only when NVML lists an MPS client or an MPS server, a container asks for MPS, or the
+    daemon's control pipe exists (``$CUDA_MPS_PIPE_DIRECTORY/control``, ``/tmp/nvidia-mps``).
+    """
+    for proc in ctx.inputs.processes:
+        if proc.sample.mps or (proc.info.name or "").startswith(_MPS_COMM):
+            return True
+    for box in ctx.inputs.containers.containers:
+        if box.mps_pipe_directory is not None or box.mps_thread_percentage is not None:
+            return True
+    pipe = os.environ.get("CUDA_MPS_PIPE_DIRECTORY") or MPS_DEFAULT_PIPE_DIRECTORY
+    return os.path.exists(os.path.join(pipe, "control"))
+
+
 def mps_daemons(ctx: CheckContext) -> MpsDaemons:
-    """The MPS scan of this health pass (done once per pass, whoever asks first)."""
+    """The MPS scan of this health pass (done once per pass, whoever asks first).
+
+    Nothing pointing at MPS (:func:`mps_hinted`), the answer is "none" without a scan.
+    """
     with _SCAN_LOCK:
         if _SCAN and _SCAN[0][0] is ctx.inputs and _SCAN[0][1] == ctx.roots.proc:
             return _SCAN[0][2]
-        found = scan_mps(ctx.roots.proc)
+        found = scan_mps(ctx.roots.proc) if mps_hinted(ctx) else MpsDaemons()
         _SCAN[:] = [(ctx.inputs, ctx.roots.proc, found)]
         return found
 
@@ -258,7 +278,9 @@ def check_mps_daemon(ctx: CheckContext) -> Result:
     if not daemons.scanned and not clients:
         return Result.skip(f"MPS not checked: {ctx.roots.proc} cannot be listed")
     if not daemons.control and not daemons.server and not clients:
-        return Result.skip("MPS is not in use (no nvidia-cuda-mps-control process)")
+        return Result.skip(
+            "MPS is not in use (no MPS client or server on the GPUs, no control daemon)"
+        )
     details = [
         "control daemon PID "
         + (", ".join(str(p) for p in daemons.control) if daemons.control else "not found"),
