@@ -160,6 +160,27 @@ def test_the_source_is_a_container_control(free_run_id: str, docker_engine: Any)
     assert container_control(object()) is None
 
 
+def test_the_wirings_lazy_source_yields_the_real_control(docker_engine: Any) -> None:
+    """The collector the wiring builds wraps its Docker source in a lazily built forwarder.
+
+    ``isinstance`` on Python 3.12+ does not see methods forwarded by ``__getattr__``, so the
+    lookup must reach the real source, on every Python, or logs and stop/start/restart would
+    be missing for users of 3.12.
+    """
+    from gputui.collect.collector import DeferredContainers
+    from gputui.settings import Settings
+    from gputui.wiring import build_collector
+
+    collector = build_collector(Settings())
+    try:
+        assert isinstance(collector.containers, DeferredContainers)
+        found = container_control(collector)
+        assert isinstance(found, DockerSource)
+        assert not isinstance(found, DeferredContainers)
+    finally:
+        collector.close()
+
+
 def test_stopped_container_last_lines_with_streams_and_hostile_bytes(
     run_container: Callable[..., Any], free_run_id: str
 ) -> None:

@@ -339,6 +339,16 @@ class DeferredContainers:
         """The wrapped source's ``docker exec -it`` argv, when it has one."""
         return self._get().interactive_exec_argv(container_id, argv)
 
+    @property
+    def wrapped(self) -> ContainerSource:
+        """The real source (built now if it was not yet), for capability lookups.
+
+        ``isinstance`` against a runtime-checkable protocol does not see methods forwarded by
+        ``__getattr__`` on Python 3.12 and later (it looks attributes up statically), so
+        callers that ask what the source can do ask the real one.
+        """
+        return self._get()
+
     def close(self) -> None:
         """Close the wrapped source if it was ever built."""
         with self._lock:

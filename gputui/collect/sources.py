@@ -137,7 +137,13 @@ def container_control(collector: object) -> ContainerControl | None:
         caller's to enforce: logs are allowed there, the container actions are not.
     """
     current: object = collector
-    for _ in range(4):
+    for _ in range(5):
+        # A lazily built source forwards through __getattr__, which isinstance does not see
+        # on Python 3.12+: look at the real source it wraps.
+        wrapped = getattr(current, "wrapped", None)
+        if wrapped is not None:
+            current = wrapped
+            continue
         if isinstance(current, ContainerControl):
             return current
         current = getattr(current, "inner", None) or getattr(current, "containers", None)
