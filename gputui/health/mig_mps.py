@@ -23,6 +23,7 @@ from gputui.health.registry import CONTAINER, GPU, HOST, check
 from gputui.health.result import Result
 from gputui.model import (
     ContainerInfo,
+    GpuProcess,
     GpuSample,
     is_mig_token,
     mig_device_name,
@@ -152,6 +153,27 @@ def mps_daemons(ctx: CheckContext) -> MpsDaemons:
             return _SCAN[0][2]
         found = scan_mps(ctx.roots.proc) if mps_hinted(ctx) else MpsDaemons()
         _SCAN[:] = [(ctx.inputs, ctx.roots.proc, found)]
+        return found
+
+
+#: The last pass's inputs and its MPS clients by container id (see :func:`mps_daemons`).
+_CLIENTS: list[tuple[object, dict[str, list[GpuProcess]]]] = []
+
+
+def mps_clients_by_container(ctx: CheckContext) -> dict[str, list[GpuProcess]]:
+    """The MPS client processes of this health pass, by container id (built once per pass).
+
+    The container check runs once per container: looking through every GPU process each time
+    would cost containers times processes (400,000 steps at 200 containers and 2,000 processes).
+    """
+    with _SCAN_LOCK:
+        if _CLIENTS and _CLIENTS[0][0] is ctx.inputs:
+            return _CLIENTS[0][1]
+        found: dict[str, list[GpuProcess]] = {}
+        for proc in ctx.inputs.processes:
+            if proc.sample.mps and proc.container_id is not None:
+                found.setdefault(proc.container_id, []).append(proc)
+        _CLIENTS[:] = [(ctx.inputs, found)]
         return found
 
 
@@ -312,7 +334,7 @@ def check_mps_daemon(ctx: CheckContext) -> Result:
 @check("container.mps", scope=CONTAINER, running_only=True)
 def check_container_mps(ctx: CheckContext, container: ContainerInfo) -> Result | None:
     """A GPU container next to an MPS daemon sees the daemon's pipes and the host's IPC."""
-    clients = [p for p in ctx.inputs.processes if p.container_id == container.id and p.sample.mps]
+    clients = mps_clients_by_container(ctx).get(container.id, [])
     asks = container.mps_pipe_directory is not None or container.mps_thread_percentage is not None
     if container.gpu_request is None and not clients and not asks:
         return None
