@@ -20,6 +20,7 @@ import re
 import signal
 import sys
 import threading
+import time
 from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -30,6 +31,7 @@ from gputui.settings import MAX_INTERVAL_S, MIN_INTERVAL_S, Settings
 from gputui.startup_trace import mark
 
 if TYPE_CHECKING:
+    from gputui.collect.collector import Collector
     from gputui.derive.alerts import AlertRule
     from gputui.derive.analysis import Analysis
     from gputui.model import Snapshot
@@ -798,6 +800,31 @@ def _percent(text: str) -> int:
     return int(text)
 
 
+#: A Docker read this slow may have stopped at its deadline with containers left uninspected
+#: (their GPU requests unknown); ``free`` then reads again, which inspects the rest.
+_SETTLE_S = 4.0
+_SETTLE_READS = 3
+#: The caveat when every read was that slow.
+FREE_UNSETTLED = (
+    "the Docker engine answered slowly: some containers may not have been read, so their GPU "
+    "reservations may be missing"
+)
+
+
+def _collect_settled(collector: Collector) -> tuple[Snapshot, bool]:
+    """One snapshot, read again (at most :data:`_SETTLE_READS` in all) while reads are slow.
+
+    Returns:
+        The last snapshot and whether its read finished well inside the Docker deadline.
+    """
+    for _ in range(_SETTLE_READS):
+        started = time.monotonic()
+        snapshot = collector.collect()
+        if time.monotonic() - started < _SETTLE_S:
+            return snapshot, True
+    return snapshot, False
+
+
 def free_command(argv: Sequence[str]) -> int:
     """``gputui free``: the GPUs a new job can use now, for ``CUDA_VISIBLE_DEVICES``.
 
@@ -860,11 +887,13 @@ def free_command(argv: Sequence[str]) -> int:
     except ScenarioError as exc:
         return _fail(str(exc))
     try:
-        snapshot = collector.collect()
+        snapshot, settled = _collect_settled(collector)
     finally:
         collector.close()
     findings = Analyzer(()).analyse(snapshot).findings
     answer = free_gpus(snapshot, FreeRules(args.min_free_memory, args.max_util), findings)
+    if not settled:
+        answer = replace(answer, caveats=(*answer.caveats, FREE_UNSETTLED))
     usable = answer.usable
     wanted = args.n if args.n is not None else max(1, len(usable))
     enough = len(usable) >= wanted
