@@ -408,3 +408,32 @@ def test_uuid_output_names_the_same_gpus_as_the_indexes(tmp_path: Path) -> None:
     assert (plain.returncode, plain.stdout) == (0, f"{uuids[1]},{uuids[0]}\n")
     indexes = _free_settled("--scenario", str(path), "-n", "1")
     assert indexes.stdout == "1\n"
+
+
+class _Reads:
+    """Collects whose Docker read is slow ``slow`` times, then quick (the snapshot says which)."""
+
+    def __init__(self, slow: int) -> None:
+        self.slow = slow
+        self.calls = 0
+
+    def collect(self) -> Snapshot:
+        import time
+
+        self.calls += 1
+        if self.calls <= self.slow:
+            time.sleep(0.06)
+        return _snap((_gpu(self.calls),))
+
+
+def test_slow_docker_reads_are_read_again_and_said(monkeypatch: pytest.MonkeyPatch) -> None:
+    from gputui import cli
+
+    monkeypatch.setattr(cli, "_SETTLE_S", 0.05)
+    reads = _Reads(slow=1)
+    snap, settled = cli._collect_settled(reads)  # type: ignore[arg-type]
+    assert (reads.calls, settled, snap.gpus[0].index) == (2, True, 2)
+    reads = _Reads(slow=5)
+    snap, settled = cli._collect_settled(reads)  # type: ignore[arg-type]
+    assert (reads.calls, settled) == (3, False)
+    assert "reservations may be missing" in cli.FREE_UNSETTLED
