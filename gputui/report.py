@@ -147,6 +147,9 @@ def _process(snapshot: Snapshot, p: GpuProcess) -> dict[str, Any]:
         "user": p.info.user,
         "cpu_percent": p.info.cpu_percent,
         "rss_bytes": p.info.rss_bytes,
+        # When CPU % and RSS were read, if before this snapshot (many processes are read in
+        # turn); null: read by this refresh.
+        "cpu_rss_sampled_at": iso(p.info.sampled_at),
         "start_time": iso(p.info.start_time),
         "runtime": p.info.runtime,
         "pod_uid": p.info.pod_uid,
@@ -181,6 +184,7 @@ def _container(u: ContainerUsage) -> dict[str, Any]:
         "cpu_percent": c.cpu_percent,
         "memory_used_bytes": c.memory_used_bytes,
         "memory_limit_bytes": c.memory_limit_bytes,
+        "stats_sampled_at": iso(c.stats_sampled_at),  # as cpu_rss_sampled_at, for CPU/memory
         "started_at": iso(c.started_at),
         "restart_count": c.restart_count,
         "oom_killed": c.oom_killed,

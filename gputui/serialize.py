@@ -343,6 +343,7 @@ def snapshot_from_report(doc: Any) -> Snapshot:
             p,
             where,
             start_time=_epoch(p.get("start_time")),
+            sampled_at=_epoch(p.get("cpu_rss_sampled_at")),
             container_id=cid,
             container_pid=p.get("container_pid"),
         )
@@ -368,6 +369,7 @@ def snapshot_from_report(doc: Any) -> Snapshot:
                 where,
                 image=c.get("image") or "",
                 started_at=_epoch(c.get("started_at")),
+                stats_sampled_at=_epoch(c.get("stats_sampled_at")),
             )
             usage = _pick(
                 model.ContainerUsage, c, where, info=cinfo, known_to_engine=key == "containers"

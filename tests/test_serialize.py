@@ -92,6 +92,18 @@ def test_h200_fixture_reads_back_to_the_same_report_and_round_trips() -> None:
     assert by_pid[774].container_id is None
 
 
+def test_figures_read_in_turn_keep_their_read_time_through_a_report() -> None:
+    doc = json.loads(FIXTURE.read_text())
+    doc["processes"][0]["cpu_rss_sampled_at"] = "2026-11-30T10:00:01Z"
+    doc["containers"][0]["stats_sampled_at"] = "2026-11-30T10:00:02Z"
+    snapshot = snapshot_from_report(doc)
+    assert snapshot.processes[0].info.sampled_at is not None
+    again = snapshot_to_json(snapshot)
+    assert again["processes"][0]["cpu_rss_sampled_at"] == "2026-11-30T10:00:01Z"
+    assert again["containers"][0]["stats_sampled_at"] == "2026-11-30T10:00:02Z"
+    assert again["processes"][1]["cpu_rss_sampled_at"] is None  # read by that refresh
+
+
 @pytest.mark.parametrize(
     ("record", "needle"),
     [
