@@ -79,6 +79,8 @@ def build_parser() -> argparse.ArgumentParser:
         q.add_argument("--cycles", type=int, default=20, help="timed warm cycles per point")
         q.add_argument("--frames", type=int, default=12, help="UI frames per point and tab")
         q.add_argument("--no-ui", action="store_true", help="collection only")
+        q.add_argument("--interval", type=float, default=1.0,
+                       help="refresh interval the cycles are paced at (s)")  # fmt: skip
 
     scale_opts(sub.add_parser("scale", help="collection and UI apply at 1/8/64 GPUs, ..."))
 
