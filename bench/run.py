@@ -79,10 +79,12 @@ def build_parser() -> argparse.ArgumentParser:
         q.add_argument("--cycles", type=int, default=20, help="timed warm cycles per point")
         q.add_argument("--frames", type=int, default=12, help="UI frames per point and tab")
         q.add_argument("--no-ui", action="store_true", help="collection only")
-        q.add_argument("--interval", type=float, default=1.0,
-                       help="refresh interval the cycles are paced at (s)")  # fmt: skip
 
-    scale_opts(sub.add_parser("scale", help="collection and UI apply at 1/8/64 GPUs, ..."))
+    q = sub.add_parser("scale", help="collection and UI apply at 1/8/64 GPUs, ...")
+    scale_opts(q)
+    # Only here: `all` has the TUI's --interval, which the scale cycles then follow too.
+    q.add_argument("--interval", type=float, default=1.0,
+                   help="refresh interval the cycles are paced at (s)")  # fmt: skip
 
     q = sub.add_parser("live", help="the real collector of this machine: cycle time, API calls")
     q.add_argument("--cycles", type=int, default=30)
