@@ -66,6 +66,7 @@ bench() { timeout -s TERM "$1" $PY -m bench.run --out "$OUT" "${@:2}" 2>&1 | tee
 bench 60 once --runs 8 --peer-once "${PEER:+$PEER --once}"
 bench 60 first-frame --runs 5
 bench 30 live --cycles 30
-bench 330 tui --rounds 2 --seconds 60 --warmup 5 --peer "${PEER:+$PEER --interval 1}"
+ROUNDS=${TUI_ROUNDS:-2}  # alternated TUI runs of each program, 65 s each
+bench $((ROUNDS * 160 + 10)) tui --rounds "$ROUNDS" --seconds 60 --warmup 5 --peer "${PEER:+$PEER --interval 1}"
 nvidia-smi --query-compute-apps=pid,used_memory --format=csv >> "$OUT/env.txt" 2>&1
 say "lab: done; files in $OUT: $(ls "$OUT" | tr '\n' ' ')"
