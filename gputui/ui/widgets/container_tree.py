@@ -234,7 +234,9 @@ def container_count(groups: Sequence[Group]) -> int:
 # -- items -------------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
+# Not frozen: a frozen dataclass sets each field through object.__setattr__, and 2,200 items are
+# made every refresh at 2,000 processes. Items live for one sync and are never changed.
+@dataclass(slots=True)
 class _Item:
     ref: NodeRef
     # Every raw value the label is built from: a node whose inputs are unchanged keeps its
@@ -464,7 +466,11 @@ class ContainerTree(LazyLabelTree[NodeRef]):
                 if node.allow_expand != (item.children is not None):
                     node.allow_expand = item.children is not None
             ordered.append(node)
-            self._reconcile(node, item.children or ())
+            if item.children:
+                self._reconcile(node, item.children)
+            elif node.children:
+                self._reconcile(node, ())  # it lost its children
+            # else a leaf that stays one: nothing under it to reconcile (2,000 calls a refresh)
         children = parent.children
         if any(a is not b for a, b in zip(children, ordered, strict=True)):
             # The order moved (a sort, GPU memory changing places): move the nodes, keeping
