@@ -8,10 +8,14 @@ locals, which while parsing an engine reply include a container's inspect data (
 from __future__ import annotations
 
 import re
-
-from rich.traceback import Stack, Trace, Traceback
+from typing import TYPE_CHECKING
 
 from gputui.derive.fmt import safe_text
+
+if TYPE_CHECKING:
+    # rich.traceback pulls in rich.syntax and Pygments (~45 ms, several MB): imported only
+    # when a crash is reported, not on every start.
+    from rich.traceback import Stack, Trace, Traceback
 
 #: ``NAME=value`` as environment variables, labels and command lines write it: the value goes.
 _ASSIGNMENT = re.compile(r"\b([A-Za-z_][A-Za-z0-9_.-]*)=([^\s,;'\"\]\)}]+)")
@@ -64,6 +68,8 @@ def crash_trace(error: BaseException) -> Trace:
     Returns:
         rich's description of the traceback, every message redacted.
     """
+    from rich.traceback import Traceback
+
     trace = Traceback.extract(type(error), error, error.__traceback__, show_locals=False)
     _clean_trace(trace)
     return trace
@@ -78,4 +84,6 @@ def crash_report(error: BaseException) -> Traceback:
     Returns:
         What to print on the error console.
     """
+    from rich.traceback import Traceback
+
     return Traceback(crash_trace(error), show_locals=False, max_frames=MAX_FRAMES, width=100)
