@@ -53,3 +53,47 @@ def test_once_measures_process_and_host_cpu(busy: subprocess.Popen[bytes], tmp_p
         check=False,
     ).stdout
     assert "Host: CPU N/A" not in text
+
+
+def test_an_early_sample_of_every_process_gives_the_first_read_a_cpu_percent(
+    busy: subprocess.Popen[bytes],
+) -> None:
+    """prime_cpu samples every process before the GPU PIDs are known (while NVML starts)."""
+    import time
+
+    from gputui.collect.linux.processes import ProcSource
+
+    source = ProcSource()
+    try:
+        assert source.read([busy.pid])[busy.pid].cpu_percent is None  # one sample: no rate
+        fresh = ProcSource()
+        try:
+            assert fresh.prime_cpu() > 1
+            time.sleep(0.3)
+            info = fresh.read([busy.pid])[busy.pid]
+            assert info.cpu_percent is not None
+            assert info.cpu_percent > 30  # a spinning loop, measured over the primed window
+            # One read consumes the early samples: a later first read of another process
+            # cannot take a rate from a sample made long before.
+            assert fresh.prime_cpu(limit=0) == 0
+        finally:
+            fresh.close()
+    finally:
+        source.close()
+
+
+def test_a_process_started_after_the_early_sample_gets_no_rate_from_it() -> None:
+    from gputui.collect.linux.processes import ProcSource
+
+    source = ProcSource()
+    try:
+        source.prime_cpu()
+        first = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+        try:
+            # Started after the prime: nothing was sampled for it, so no rate yet.
+            assert source.read([first.pid])[first.pid].cpu_percent is None
+        finally:
+            first.kill()
+            first.wait()
+    finally:
+        source.close()

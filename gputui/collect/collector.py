@@ -45,6 +45,8 @@ HealthRunner = Callable[[HealthInputs], tuple[HealthCheck, ...]]
 
 #: Seconds a snapshot waits for the container source; NVML data never waits longer than this.
 DOCKER_WAIT_S = 2.0
+#: The longest a one-shot waits for its early CPU sample of every process after NVML answered.
+PRIME_JOIN_S = 0.3
 
 READ_ONLY_REASON = "read-only mode: actions are disabled (started with --read-only)"
 
@@ -155,17 +157,28 @@ class Collector:
         """
         if self._docker_read is None:
             self._docker_read = _BackgroundRead(self.containers.read)
+        primed = 0.0
+        priming: threading.Thread | None = None
         if self._cpu_window > 0:
+            # A single collection (--once) has no previous sample to take CPU % from: take a
+            # first one of every process while NVML starts (its ctypes calls release the GIL),
+            # and the second after the Docker wait, at least cpu_window later; NVML's start
+            # usually takes longer than the window, so nothing is left to wait for.
             self.procs.host_stats()  # the host's CPU % is measured from here
+            primed_at = [time.monotonic()]
+
+            def prime() -> None:
+                self.procs.prime_cpu()
+                primed_at.append(time.monotonic())  # the last process's first sample
+
+            priming = threading.Thread(target=prime, name="gputui-cpu-prime", daemon=True)
+            priming.start()
         reading = self.gpu.read()
         mark("nvml-read")
         pids = sorted({p.pid for gpu in reading.gpus for p in gpu.processes})
-        primed = 0.0
-        if self._cpu_window > 0:
-            # A single collection (--once) has no previous sample to take CPU % from: take one
-            # now and the second after the Docker wait, at least cpu_window later.
-            self.procs.read(pids)
-            primed = time.monotonic()
+        if priming is not None:
+            priming.join(PRIME_JOIN_S)  # prime_cpu bounds itself; this bounds the wait
+            primed = primed_at[-1]
         # The container read overlaps the NVML read (whose ctypes calls release the GIL) but not
         # the /proc read: both of those are Python work plus syscalls, and two such threads
         # only take turns on the GIL, each waiting out the other's switch interval.

@@ -59,6 +59,10 @@ class ProcessSource(Protocol):
         """The host's CPU, load, memory and swap."""
         ...
 
+    def prime_cpu(self) -> int:
+        """Take a first CPU sample of every process (a one-shot's start); how many were taken."""
+        ...
+
     def send_signal(self, pid: int, signum: int, start_time: float | None) -> str | None:
         """Send ``signum`` to ``pid`` if it is still the process that started at ``start_time``.
 

@@ -57,6 +57,9 @@ __all__ = ["ProcSource"]
 #: psutil measures CPU time in clock ticks (10 ms); a sample over a shorter span than this is
 #: mostly rounding noise, so the previous value is kept instead.
 MIN_CPU_INTERVAL_S = 0.1
+#: Bounds of :meth:`ProcSource.prime_cpu` (a one-shot's early CPU sample of every process).
+PRIME_MAX_PIDS = 32_768
+PRIME_BUDGET_S = 0.25
 #: Start times are a tick count (10 ms ticks) plus the boot time, so two processes never differ by
 #: less than a tick; the tolerance only absorbs float rounding. The boot time moves when the wall
 #: clock is stepped, which then makes a signal be refused as "PID reused": the safe way to fail.
@@ -375,6 +378,9 @@ class ProcSource:
         self._pidfd_owner: dict[int, int] = {}
         #: Processes read by the last :meth:`read` (for benchmarks and tests).
         self.last_read_count = 0
+        #: First CPU samples taken by :meth:`prime_cpu` before the GPU PIDs were known:
+        #: pid -> (start ticks, CPU ticks, clock, monotonic time).
+        self._primed: dict[int, tuple[int, int, float, float]] = {}
 
     def read(self, pids: Iterable[int]) -> dict[int, ProcessInfo]:
         """Facts for each PID.
@@ -396,6 +402,7 @@ class ProcSource:
         else:
             result = self._read_rotating(wanted, now)
         self._last_read = now
+        self._primed = {}  # one read consumes the early samples; later ones are stale
         # Forget processes nobody asks about any more: the caches stay as big as the GPU
         # process list, a later PID reuse cannot inherit a stale entry, and their kept
         # descriptors are closed.
@@ -676,9 +683,51 @@ class ProcSource:
         self._kept += 1
         return data
 
+    def prime_cpu(self, limit: int = PRIME_MAX_PIDS, budget_s: float = PRIME_BUDGET_S) -> int:
+        """Take a first CPU sample of every process now, before the GPU PIDs are known.
+
+        A one-shot report needs two samples of a process for its CPU %. Taken while NVML starts
+        (on another thread: NVML's ctypes calls release the GIL), the first one is already old
+        enough when NVML names the GPU processes, so ``--once`` does not wait for a second.
+        One read of ``/proc/<pid>/stat`` per process; bounded in count and time.
+
+        Args:
+            limit: At most this many processes are sampled.
+            budget_s: Stop after this many seconds (a host with a huge process table).
+
+        Returns:
+            The number of processes sampled.
+        """
+        deadline = time.monotonic() + budget_s
+        primed: dict[int, tuple[int, int, float, float]] = {}
+        try:
+            entries = os.scandir("/proc")
+        except OSError:
+            return 0
+        with entries:
+            for entry in entries:
+                if len(primed) >= limit or time.monotonic() > deadline:
+                    break
+                if not entry.name.isdigit():
+                    continue
+                data, _ = read_capped(f"/proc/{entry.name}/stat", MAX_STAT_BYTES)
+                stat = None if data is None else parse_stat(data.decode(errors="replace"))
+                if stat is not None:
+                    primed[int(entry.name)] = (
+                        stat.start_ticks,
+                        stat.cpu_ticks,
+                        self._clock(),
+                        time.monotonic(),
+                    )
+        self._primed = primed
+        return len(primed)
+
     def _track(self, pid: int, stat: _Stat) -> _Tracked | None:
         """Read the lifetime facts of a process seen for the first time (None: it is gone)."""
         tracked = _Tracked(stat.start_ticks)
+        early = self._primed.pop(pid, None)
+        if early is not None and early[0] == stat.start_ticks:  # the same process, not a reuse
+            tracked.cpu_ticks, tracked.sampled_at, tracked.sampled_wall = early[1:]
         owner = self._read_owner(pid)
         if owner is None:
             if not self._fixture:

@@ -543,6 +543,10 @@ class DemoProcesses:
             )
         return out
 
+    def prime_cpu(self) -> int:
+        """Nothing to sample: the demo's CPU figures are made up."""
+        return 0
+
     def host_stats(self) -> HostStats:
         """A busy 2-socket host."""
         return HostStats(
