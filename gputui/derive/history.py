@@ -11,7 +11,7 @@ from collections.abc import Iterable, Sequence
 
 from gputui.derive import fmt
 from gputui.derive.fmt import ratio
-from gputui.model import ContainerUsage, GpuSample, Snapshot
+from gputui.model import ContainerUsage, GpuSample, MigInstance, Snapshot
 
 #: The windows the history key cycles through, in seconds (1 min, 5 min, 30 min).
 WINDOWS: tuple[float, ...] = (60.0, 300.0, 1800.0)
@@ -30,6 +30,7 @@ UNITS: dict[tuple[str, str], str] = {
     ("container", "gpu_mem"): "B",
     ("container", "cpu"): "%",
     ("container", "mem"): "B",
+    ("mig", "mem"): "B",
 }
 
 
@@ -104,7 +105,8 @@ def resample(
     return tuple(out)
 
 
-#: A series key: ``("gpu", <gpu id>, <metric>)`` or ``("container", <container id>, <metric>)``.
+#: A series key: ``("gpu", <gpu id>, <metric>)``, ``("container", <container id>, <metric>)`` or
+#: ``("mig", "<gpu id>:<MIG device index>", "mem")``.
 SeriesKey = tuple[str, str, str]
 
 
@@ -116,6 +118,21 @@ def gpu_id(gpu: GpuSample) -> str:
 def gpu_key(gpu: GpuSample, metric: str) -> SeriesKey:
     """The series key of one metric of one GPU."""
     return ("gpu", gpu_id(gpu), metric)
+
+
+def mig_key(gpu: GpuSample, instance: MigInstance) -> SeriesKey:
+    """The series key of a MIG device's memory in use: ``("mig", "<gpu id>:<index>", "mem")``."""
+    return ("mig", f"{gpu_id(gpu)}:{instance.index}", "mem")
+
+
+def mig_parent(key: SeriesKey) -> str:
+    """The GPU id a MIG series belongs to (the part of its id before the device index)."""
+    return key[1].rpartition(":")[0]
+
+
+def mig_devices(gpu: GpuSample) -> tuple[MigInstance, ...]:
+    """The MIG devices of a GPU that processes can run on (a GI without a CI has none)."""
+    return tuple(inst for inst in gpu.mig_instances if inst.index >= 0)
 
 
 def container_key(container_id: str, metric: str = "gpu_mem") -> SeriesKey:
@@ -231,31 +248,46 @@ class History:
         self.last_time = None
 
     def record(self, snapshot: Snapshot) -> None:
-        """Append every GPU metric and every container's metrics from one snapshot.
+        """Append every GPU metric, each MIG device's memory and every container's metrics.
 
         A container's series are dropped as soon as the engine stops listing it, so the buffers
         do not grow with container churn; while Docker is unreachable the list is empty for
         reasons other than the containers leaving, so their series are kept then. Any series not
-        updated for longer than ``history_seconds`` (a GPU gone for good) is dropped too.
+        updated for longer than ``history_seconds`` (a GPU gone for good) is dropped too, and so is
+        a MIG device's series once its GPU stops listing it.
         """
         at = snapshot.taken_at
         if self.last_time is not None and at <= self.last_time:
             return  # the same snapshot applied twice (or a clock step back) must not duplicate
         self.last_time = at
+        live_mig: set[SeriesKey] = set()
+        mig_parents: set[str] = set()
         for gpu in snapshot.gpus:
             if gpu.lost:
                 continue
             for metric, value in gpu_values(gpu).items():
                 self.add(gpu_key(gpu, metric), at, value)
+            mig_parents.add(gpu_id(gpu))
+            for inst in mig_devices(gpu):
+                key = mig_key(gpu, inst)
+                live_mig.add(key)
+                used = inst.memory_used_bytes
+                self.add(key, at, None if used is None else float(used))
         for usage in snapshot.containers:
             if usage.pids or usage.info.running:
                 for metric, value in container_values(usage).items():
                     self.add(container_key(usage.info.id, metric), at, value)
         docker = snapshot.sources.get("docker")
         live = {u.info.id for u in snapshot.containers} if docker is None or docker.ok else None
-        self._prune(at, live)
+        self._prune(at, live, live_mig, mig_parents)
 
-    def _prune(self, now: float, live_containers: set[str] | None) -> None:
+    def _prune(
+        self,
+        now: float,
+        live_containers: set[str] | None,
+        live_mig: set[SeriesKey],
+        mig_parents: set[str],
+    ) -> None:
         horizon = now - self.history_seconds
         stale = [
             key
@@ -267,6 +299,9 @@ class History:
                 and key[0] == "container"
                 and key[1] not in live_containers
             )
+            # A MIG device its GPU no longer lists (MIG reconfigured or turned off) is gone;
+            # a lost GPU's devices keep their history until the horizon, like the GPU's own.
+            or (key[0] == "mig" and key not in live_mig and mig_parent(key) in mig_parents)
         ]
         for key in stale:
             del self._series[key]
