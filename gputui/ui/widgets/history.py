@@ -3,7 +3,9 @@
 GPU series are util %, memory % (of the GPU's memory), power W and temperature °C; ``w`` cycles
 the window (1 / 5 / 30 min). Every row prints its unit, the newest value and the window's min and
 max; the title says how much of the window the history covers, and each sparkline spans the
-window by time, so 5 minutes of a 30-minute window fill a sixth of its width.
+window by time, so 5 minutes of a 30-minute window fill a sixth of its width. A GPU split into
+MIG devices has one more row per device under its own: the device's memory in use, on the scale
+of its memory (NVML measures no utilization per MIG device).
 """
 
 from __future__ import annotations
@@ -22,13 +24,22 @@ from gputui.derive.history import (
     container_key,
     coverage_label,
     gpu_key,
+    mig_devices,
+    mig_key,
     resample,
     value_summary,
 )
-from gputui.model import ContainerUsage, GpuSample
+from gputui.model import ContainerUsage, GpuSample, MigInstance, mig_device_name
 from gputui.ui.widgets.spark import Spark
 
 _METRIC_LABEL = {"util": "util %", "mem": "mem %", "power": "power W", "temp": "temp °C"}
+
+
+def mig_label(gpu: GpuSample, instance: MigInstance) -> str:
+    """``3:0 3g.71gb``: a MIG device's row label, its name and profile (14 cells at most)."""
+    name = mig_device_name(gpu.index, instance.index)
+    return f"{name} {fmt.safe_text(instance.profile, max(1, 13 - len(name)), na='?')}"
+
 
 #: Columns of the numbers: ``12.5GiB  min 12.1GiB  max 12.9GiB`` is the widest a row prints.
 VALUE_WIDTH = 34
@@ -125,6 +136,8 @@ class HistoryPanel(VerticalScroll):
         self.title_label = Static("", classes="title")
         self.container_row = SeriesRow("container mem", UNITS[("container", "gpu_mem")])
         self.rows: dict[str, dict[str, SeriesRow]] = {}
+        #: GPU id -> MIG series id -> the device's memory row, in the GPU's device order.
+        self.mig_rows: dict[str, dict[str, SeriesRow]] = {}
         self._titles: dict[str, Static] = {}
 
     def compose(self) -> ComposeResult:
@@ -175,6 +188,8 @@ class HistoryPanel(VerticalScroll):
         for gone in [i for i in self.rows if i not in ids]:
             for row in self.rows.pop(gone).values():
                 row.remove()
+            for row in self.mig_rows.pop(gone, {}).values():
+                row.remove()
             self._titles.pop(gone).remove()
         for ident, gpu in ids.items():
             rows = self.rows.get(ident)
@@ -190,3 +205,24 @@ class HistoryPanel(VerticalScroll):
             for metric, row in rows.items():
                 high = gpu.power_limit_w if metric == "power" else 100.0
                 row.show_timed(history, gpu_key(gpu, metric), window, high)
+            self._show_mig(ident, gpu, history, window)
+
+    def _show_mig(self, ident: str, gpu: GpuSample, history: History, window: float) -> None:
+        """One memory row per MIG device of ``gpu``, under the GPU's rows; gone devices go."""
+        rows = self.mig_rows.setdefault(ident, {})
+        devices = {mig_key(gpu, inst): inst for inst in mig_devices(gpu)}
+        for gone in [k for k in rows if k not in {key[1] for key in devices}]:
+            rows.pop(gone).remove()
+        for key, inst in devices.items():
+            row = rows.get(key[1])
+            label = mig_label(gpu, inst)
+            if row is None:
+                row = rows[key[1]] = SeriesRow(label, UNITS[("mig", "mem")])
+                # After the GPU's last row so far: its metrics, then its devices in order.
+                others = [r for r in rows.values() if r is not row]
+                after = others[-1] if others else list(self.rows[ident].values())[-1]
+                self.mount(row, after=after)
+            elif str(row.name_label.content) != label:
+                row.name_label.update(label)  # same device index, reconfigured profile
+            total = inst.memory_total_bytes
+            row.show_timed(history, key, window, None if total is None else float(total))

@@ -32,7 +32,7 @@ from textual.widgets import Static
 
 from gputui.derive import fmt
 from gputui.derive.tree import process_key
-from gputui.model import ContainerUsage, GpuProcess, Snapshot
+from gputui.model import ContainerUsage, GpuProcess, Snapshot, mig_device_name
 from gputui.ui.messages import SelectionChanged
 from gputui.ui.styles import EMPH, ERROR, MUTED, themed
 from gputui.ui.widgets.tree_labels import HIDDEN_TEXT, elapsed_key, since
@@ -133,7 +133,7 @@ def row_inputs(process: GpuProcess, container: str, now: float | None = None) ->
     return (
         process.pid,
         (container, info.exists),
-        sample.gpu_index,
+        (sample.gpu_index, sample.mig_index),
         sample.used_memory_bytes,
         sample.sm_util,
         info.cpu_percent,
@@ -141,8 +141,27 @@ def row_inputs(process: GpuProcess, container: str, now: float | None = None) ->
         info.container_pid,
         info.rss_bytes,
         (info.start_time, elapsed_key(info.start_time, now)),
-        (info.exists, info.proc_hidden, info.command, info.name),
+        (info.exists, info.proc_hidden, info.command, info.name, sample.mps),
     )
+
+
+#: The COMMAND cell's mark of an MPS client (nvidia-smi's ``M+C``), as the container tree says it.
+MPS_MARK = "[MPS client]"
+
+
+def gpu_text(process: GpuProcess) -> str:
+    """The GPU column: the GPU index, or the MIG device (``3:0``) the process runs on."""
+    sample = process.sample
+    if sample.mig_index is None:
+        return str(sample.gpu_index)
+    return mig_device_name(sample.gpu_index, sample.mig_index)
+
+
+def gpu_order(process: GpuProcess) -> float:
+    """The GPU column's sort value: by GPU, then by MIG device (whole-GPU rows first)."""
+    sample = process.sample
+    mig = -1 if sample.mig_index is None else sample.mig_index
+    return sample.gpu_index + (mig + 1) / 1000  # MIG device indexes stay well under 1,000
 
 
 #: The COMMAND text of a process whose PID is gone.
@@ -152,19 +171,28 @@ GONE_TEXT = "<PID not found: unfindable GPU memory>"
 def _command_text(process: GpuProcess) -> str:
     info = process.info
     if not info.exists:
-        return GONE_TEXT
-    if info.proc_hidden:
-        return HIDDEN_TEXT
-    return fmt.safe_text(info.command or info.name, 80, na="?")
+        text = GONE_TEXT
+    elif info.proc_hidden:
+        text = HIDDEN_TEXT
+    else:
+        text = fmt.safe_text(info.command or info.name, 80, na="?")
+    return f"{MPS_MARK} {text}" if process.sample.mps else text
 
 
 def _command(process: GpuProcess, container: str, now: float | None) -> Cell:
     info = process.info
     if not info.exists:
-        return _txt(GONE_TEXT, ERROR)
-    if info.proc_hidden:
-        return _txt(HIDDEN_TEXT, MUTED)
-    return _txt(_command_text(process))
+        cell = _txt(GONE_TEXT, ERROR)
+    elif info.proc_hidden:
+        cell = _txt(HIDDEN_TEXT, MUTED)
+    else:
+        cell = _txt(fmt.safe_text(info.command or info.name, 80, na="?"))
+    if not process.sample.mps:
+        return cell
+    # An MPS client's SM % may be credited to the MPS server: say so before the command.
+    text = Text(f"{MPS_MARK} ", style=MUTED, no_wrap=True, overflow="ellipsis")
+    text.append_text(cell.text)
+    return Cell(text, cell.sort_key)
 
 
 def _user(process: GpuProcess, container: str, now: float | None) -> Cell:
@@ -187,7 +215,7 @@ def _elapsed(process: GpuProcess, container: str, now: float | None) -> Cell:
 CELL_BUILDERS: dict[str, Callable[[GpuProcess, str, float | None], Cell]] = {
     "pid": lambda p, c, n: _num(p.pid, str(p.pid), EMPH),
     "container": lambda p, c, n: _txt(c, "" if p.info.exists else ERROR),
-    "gpu": lambda p, c, n: _num(p.sample.gpu_index, str(p.sample.gpu_index)),
+    "gpu": lambda p, c, n: _num(gpu_order(p), gpu_text(p)),
     "mem": lambda p, c, n: _num(
         p.sample.used_memory_bytes, fmt.mib(p.sample.used_memory_bytes), EMPH
     ),
@@ -268,7 +296,7 @@ def sort_value(column: str, process: GpuProcess, container: str) -> tuple[int, f
     elif column == "container":
         return (1, container.lower())
     elif column == "gpu":
-        value = sample.gpu_index
+        value = gpu_order(process)
     elif column == "mem":
         value = sample.used_memory_bytes
     elif column == "sm":
