@@ -11,6 +11,8 @@ from textual.content import Content
 from textual.screen import ModalScreen
 from textual.widgets import Footer, Static
 
+from gputui.collect.linux.cgroup_usage import CONTAINER_FULL_READ_MAX, CONTAINER_SAMPLE_WINDOW_S
+from gputui.collect.linux.processes import FULL_READ_MAX, SAMPLE_WINDOW_S
 from gputui.ui.action_table import ActionRow
 
 #: Keys handled by Textual widgets themselves, listed so the help is complete.
@@ -44,6 +46,14 @@ KEY_NAMES = {
 }
 
 
+#: What a note "read in turn" on a status line means (one line of the help).
+IN_TURN_TEXT = (
+    f"“read in turn”: beyond {FULL_READ_MAX} GPU processes ({CONTAINER_FULL_READ_MAX} running"
+    " containers) a refresh reads the CPU/RSS (CPU/memory) of a share of them; each within"
+    f" {SAMPLE_WINDOW_S:.0f} s ({CONTAINER_SAMPLE_WINDOW_S:.0f} s)."
+)
+
+
 def key_label(keys: Iterable[str], key_display: str | None = None) -> str:
     """How an action's keys are shown: every key it has, else ``key_display`` or a readable form."""
     names = [key.strip() for key in keys]
@@ -75,6 +85,7 @@ class HelpScreen(ModalScreen[None]):
         with VerticalScroll(id="help-dialog", classes="dialog"):
             yield Static(Content.styled("gputui keys", "bold"), classes="dialog-title")
             yield Static(help_content(self.rows), id="help-keys")
+            yield Static(Content.styled(IN_TURN_TEXT, "$text-muted"), id="help-in-turn")
             yield Static(
                 Content.styled("Esc, q or ? closes this screen.", "$text-muted"), id="help-foot"
             )

@@ -15,6 +15,7 @@ from textual.screen import Screen
 from textual.widgets import Footer, Input, Static, TabbedContent, TabPane, Tree
 
 from gputui.derive.analysis import Analysis, worst_severity
+from gputui.derive.freshness import container_stats_note, process_figures_note
 from gputui.derive.history import History
 from gputui.derive.tree import build_groups
 from gputui.model import ContainerUsage, GpuProcess, HealthStatus, Snapshot, worst_status
@@ -68,6 +69,19 @@ class MainScreen(Screen[None]):
 
     BINDINGS = action_table.bindings(action_table.Scope.MAIN)
 
+    # A status line carrying a note on figures read in turn is cut with an ellipsis rather than
+    # wrapped (its second line would be hidden): the key hint at its end goes first.
+    DEFAULT_CSS = """
+    MainScreen #proc-status.-noted { text-wrap: nowrap; text-overflow: ellipsis; }
+    MainScreen #tree-note {
+        height: 1;
+        padding: 0 1;
+        color: $text-muted;
+        text-wrap: nowrap;
+        text-overflow: ellipsis;
+    }
+    """
+
     def __init__(self, history: History, rules: int = 0) -> None:
         super().__init__()
         self.history = history
@@ -89,6 +103,9 @@ class MainScreen(Screen[None]):
             placeholder="filter: command, container, user or PID", id="filter"
         )
         self.proc_status = Static("", id="proc-status")
+        #: Above the tree, only while container CPU/memory are read in turn (many containers).
+        self.tree_note = Static("", id="tree-note")
+        self._tree_note_text: str | None = None
         self.proc_empty = EmptyNote(id="proc-empty")
         self.too_small = Static("", id="too-small")
         self._synced: dict[str, Snapshot | None] = dict.fromkeys(TABS)
@@ -111,6 +128,7 @@ class MainScreen(Screen[None]):
             yield self.gpus
             with TabbedContent(id="tabs", initial="containers"):
                 with TabPane("Containers", id="containers"):
+                    yield self.tree_note
                     yield self.cpane
                 with TabPane("Processes", id="processes"), Vertical():
                     yield self.filter_input
@@ -130,6 +148,7 @@ class MainScreen(Screen[None]):
     def on_mount(self) -> None:
         """Start with the tree focused and the filter hidden."""
         self.filter_input.display = False
+        self.tree_note.display = False
         self.ctree.focus()
         self.header.show(None, self.state, None)
 
@@ -187,6 +206,7 @@ class MainScreen(Screen[None]):
             groups = build_groups(snapshot)
             self.ctree.sync(groups, markers, stale, snapshot.taken_at)
             self.cpane.show_empty(None if groups else containers_empty(snapshot))
+            self._update_tree_note(container_stats_note(snapshot))
         elif tab == "processes":
             self.table.sync(snapshot)
             self._update_proc_status()
@@ -249,16 +269,33 @@ class MainScreen(Screen[None]):
         shown = self.table.row_count
         total = len(self.snapshot.processes) if self.snapshot else 0
         filt = f"  ·  filter “{self.table.filter_text}”" if self.table.filter_text else ""
+        note = process_figures_note(self.snapshot) if self.snapshot else None
+        self.proc_status.set_class(note is not None, "-noted")
         self.proc_status.update(
             Content.assemble(
                 ("sort ", "$text-muted"),
                 (self.table.sort_label, "bold"),
                 (f"  ·  {shown} of {total} GPU processes", "$text-muted"),
                 (filt, "$text-warning"),
+                # Before the key hint, which the footer repeats: a narrow terminal cuts the hint.
+                (f"  ·  {note}" if note else "", "$text-muted"),
                 ("   (s/S: sort  /: filter)", "$text-muted"),
             )
         )
         self.proc_empty.show(processes_empty(self.snapshot, self.table.filter_text))
+
+    def _update_tree_note(self, note: str | None) -> None:
+        """Show (or hide) the line saying container CPU/memory are read in turn."""
+        if note == self._tree_note_text:
+            return
+        self._tree_note_text = note
+        self.tree_note.display = note is not None
+        self.tree_note.update(note or "")
+
+    @property
+    def tree_note_text(self) -> str | None:
+        """The Containers tab's note on figures read in turn, None when all are current."""
+        return self._tree_note_text
 
     # ----------------------------------------------------------------------- selection
 

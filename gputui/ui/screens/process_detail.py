@@ -22,6 +22,7 @@ from textual.worker import Worker, WorkerState
 from gputui import timestamps
 from gputui.collect.linux.processes import EXITED_NOTE, ParentLink
 from gputui.derive import fmt
+from gputui.derive.freshness import age_text
 from gputui.derive.history import coverage_label, resample, value_summary
 from gputui.derive.process_history import (
     UNITS,
@@ -226,11 +227,14 @@ def detail_content(
     parts += _container_part(process, usage)
     parts += _fact("user", fmt.safe_text(info.user, 32))
     parts += _times(process, snapshot.taken_at, exited_at)
+    # Beyond a few hundred GPU processes CPU/RSS are read in turn: say how old this pair is.
+    age = age_text(snapshot.taken_at, info.sampled_at)
     parts += _fact(
         "CPU",
         fmt.pct(info.cpu_percent),
         ("  RSS ", MUTED),
         fmt.size(info.rss_bytes),
+        (f"  CPU/RSS read {age} ago" if age else "", MUTED),
     )
     if total is not None:
         parts += _fact(
