@@ -43,7 +43,9 @@ def test_churn_leaves_no_stale_rows_or_cache_entries(
         pid = int(docker_engine.api.inspect_container(c.id)["State"]["Pid"])
         with lock:
             running[c.id] = pid
-        time.sleep(rng.uniform(0.1, 1.0))
+        # At least one refresh (0.25 s) long: a shorter life is often over before a loaded
+        # engine has even answered the inspect, and then nothing could be attributed.
+        time.sleep(rng.uniform(0.3, 1.0))
         with lock:
             del running[c.id]
         c.remove(force=True)
