@@ -13,6 +13,7 @@ import hashlib
 import io
 import os
 import shutil
+import socket
 import tarfile
 import uuid
 from collections.abc import Callable, Iterator
@@ -185,3 +186,21 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if "docker_engine" in getattr(item, "fixturenames", ()):
             item.add_marker(pytest.mark.docker)
+
+
+def free_port() -> int:
+    """A loopback TCP port nobody listens on now (for exporters, Prometheus, servers)."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@pytest.fixture(scope="session")
+def prometheus_bin() -> str:
+    """Debian's prometheus binary: CI installs it, elsewhere its tests skip without it."""
+    found = shutil.which("prometheus")
+    if found is None:
+        if os.environ.get("CI"):
+            pytest.fail("CI needs the prometheus binary (.ci/run installs Debian's prometheus)")
+        pytest.skip("no prometheus binary (apt-get install prometheus)")
+    return found

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import free_port
 from prometheus_client.parser import text_string_to_metric_families
 
 from gputui.derive.alerts import AlertRule
@@ -76,12 +77,6 @@ def http_get(port: int, path: str = "/metrics", timeout: float = 3.0) -> tuple[i
     head, _, body = data.partition(b"\r\n\r\n")
     status = int(head.split(b" ", 2)[1]) if head.startswith(b"HTTP/") else 0
     return status, body
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def machine(t: float = 1000.0) -> Snapshot:

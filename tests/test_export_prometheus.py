@@ -14,7 +14,6 @@ import json
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -25,24 +24,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import free_port
 
 MIB = 1024 * 1024
-
-
-@pytest.fixture(scope="session")
-def prometheus_bin() -> str:
-    found = shutil.which("prometheus")
-    if found is None:
-        if os.environ.get("CI"):
-            pytest.fail("CI needs the prometheus binary (.ci/run installs Debian's prometheus)")
-        pytest.skip("no prometheus binary (apt-get install prometheus)")
-    return found
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def host_pids(container: Any) -> list[int]:

@@ -16,9 +16,7 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import signal
-import socket
 import subprocess
 import sys
 import threading
@@ -32,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import free_port
 
 SCRAPE_S = 1.0
 DCGM_BODY = (
@@ -89,22 +88,6 @@ SCENARIOS: dict[str, tuple[str, dict[str, Any]]] = {
     "node-c": ("b", {"gpus": [_gpu(0, 0, 0, 24576, 30, 35)]}),
     "node-d": ("b", {"gpus": [_gpu(0, 50, 100, 24576, 60, 45)]}),
 }
-
-
-@pytest.fixture(scope="module")
-def prometheus_bin() -> str:
-    found = shutil.which("prometheus")
-    if found is None:
-        if os.environ.get("CI"):
-            pytest.fail("CI needs the prometheus binary (.ci/run installs Debian's prometheus)")
-        pytest.skip("no prometheus binary (apt-get install prometheus)")
-    return found
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 class _DcgmHandler(BaseHTTPRequestHandler):

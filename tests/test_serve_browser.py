@@ -15,7 +15,6 @@ import asyncio
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -27,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import free_port
 
 #: Catches the xterm.js Terminal when an add-on stores it (FitAddon.activate does
 #: ``this._terminal = terminal``), then gets out of the way for that object.
@@ -78,12 +78,6 @@ def chromium() -> str:
     except ImportError:
         _required("textual-serve (pip install 'gputui[serve]', in the test extra)")
     return found
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 @contextmanager

@@ -365,16 +365,7 @@ def instant_vector(data: Any) -> list[tuple[dict[str, str], float]]:
     Raises:
         FleetError: more than :data:`MAX_RESULTS` series.
     """
-    if not isinstance(data, dict) or data.get("resultType") != "vector":
-        return []
-    result = data.get("result")
-    if not isinstance(result, list):
-        return []
-    if len(result) > MAX_RESULTS:
-        raise FleetError(
-            f"Prometheus returned {len(result)} series (more than {MAX_RESULTS}): "
-            "scope the fleet with --match"
-        )
+    result = _results(data, "vector")
     out: list[tuple[dict[str, str], float]] = []
     for item in result:
         labels = _labels(item)
@@ -386,16 +377,7 @@ def instant_vector(data: Any) -> list[tuple[dict[str, str], float]]:
 
 def range_matrix(data: Any) -> list[tuple[dict[str, str], list[tuple[float, float]]]]:
     """The (labels, [(time, value)…]) of a range query's matrix answer, bounded."""
-    if not isinstance(data, dict) or data.get("resultType") != "matrix":
-        return []
-    result = data.get("result")
-    if not isinstance(result, list):
-        return []
-    if len(result) > MAX_RESULTS:
-        raise FleetError(
-            f"Prometheus returned {len(result)} series (more than {MAX_RESULTS}): "
-            "scope the fleet with --match"
-        )
+    result = _results(data, "matrix")
     out: list[tuple[dict[str, str], list[tuple[float, float]]]] = []
     for item in result:
         labels = _labels(item)
@@ -409,6 +391,25 @@ def range_matrix(data: Any) -> list[tuple[dict[str, str], list[tuple[float, floa
                 points.append((float(pair[0]), value))
         out.append((labels, points))
     return out
+
+
+def _results(data: Any, kind: str) -> list[Any]:
+    """The ``result`` list of an answer of ``resultType`` ``kind`` (else empty), bounded.
+
+    Raises:
+        FleetError: more than :data:`MAX_RESULTS` series.
+    """
+    if not isinstance(data, dict) or data.get("resultType") != kind:
+        return []
+    result = data.get("result")
+    if not isinstance(result, list):
+        return []
+    if len(result) > MAX_RESULTS:
+        raise FleetError(
+            f"Prometheus returned {len(result)} series (more than {MAX_RESULTS}): "
+            "scope the fleet with --match"
+        )
+    return result
 
 
 def _labels(item: object) -> dict[str, str] | None:
