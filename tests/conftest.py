@@ -13,7 +13,6 @@ import hashlib
 import io
 import os
 import shutil
-import socket
 import tarfile
 import uuid
 from collections.abc import Callable, Iterator
@@ -186,13 +185,6 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if "docker_engine" in getattr(item, "fixturenames", ()):
             item.add_marker(pytest.mark.docker)
-
-
-def free_port() -> int:
-    """A loopback TCP port nobody listens on now (for exporters, Prometheus, servers)."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 @pytest.fixture(scope="session")

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import free_port
+from loopback import free_port
 from prometheus_client.parser import text_string_to_metric_families
 
 from gputui.derive.alerts import AlertRule

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import free_port
+from loopback import free_port
 
 MIB = 1024 * 1024
 

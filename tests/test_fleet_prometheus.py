@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import free_port
+from loopback import free_port
 
 SCRAPE_S = 1.0
 DCGM_BODY = (

@@ -407,7 +407,9 @@ def test_uuid_output_names_the_same_gpus_as_the_indexes(tmp_path: Path) -> None:
     assert doc["cuda_visible_devices"] == f"{uuids[1]},{uuids[0]}"
     assert (plain.returncode, plain.stdout) == (0, f"{uuids[1]},{uuids[0]}\n")
     indexes = _free_settled("--scenario", str(path), "-n", "1")
-    assert indexes.stdout == "1\n"
+    if indexes.stdout == "" and "reserved by" in indexes.stderr:
+        return  # a container of a test running beside this one appeared meanwhile (as above)
+    assert indexes.stdout == "1\n", indexes.stderr
 
 
 class _Reads:

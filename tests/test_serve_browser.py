@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import free_port
+from loopback import free_port
 
 #: Catches the xterm.js Terminal when an add-on stores it (FitAddon.activate does
 #: ``this._terminal = terminal``), then gets out of the way for that object.
