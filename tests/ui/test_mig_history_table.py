@@ -63,6 +63,7 @@ async def test_mig_rows_go_when_the_device_goes() -> None:
     app = demo_app(refreshes=5)
     async with app.run_test(size=(120, 40)) as pilot:
         await ready(pilot)
+        app.loop.pause()  # the demo collector's next delivery would show all three again
         await pilot.press("4")
         await pilot.pause()
         panel = app.query_one(HistoryPanel)
@@ -129,6 +130,9 @@ async def test_an_mps_client_row_is_marked_on_screen() -> None:
     app = demo_app(refreshes=3)
     async with app.run_test(size=(160, 50)) as pilot:
         await ready(pilot)
+        # The demo collector re-delivers its snapshot every second: stop it, or a refresh
+        # landing between the push and the read (a loaded machine) would replace ours.
+        app.loop.pause()
         await pilot.press("2")
         await pilot.pause()
         await push(
