@@ -18,7 +18,8 @@ class Settings:
 
     Attributes:
         interval: Seconds between refreshes.
-        read_only: No exec, no signals, no container actions anywhere.
+        read_only: No exec or shell, no signals, no container stop/start/restart anywhere
+            (logs, which only read, stay).
         demo: Use the built-in simulated machine instead of NVML, Docker and /proc.
         scenario: A scenario file replacing NVML (Docker and /proc stay real).
         history_seconds: How far back the sparkline histories reach.
