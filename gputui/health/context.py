@@ -8,7 +8,9 @@ model objects other sources produced, plus a few file reads (all under :class:`H
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import TypeVar, cast
 
 from gputui.collect.sources import HealthInputs
 from gputui.health.result import Result
@@ -20,6 +22,8 @@ Which = Callable[[str], "str | None"]
 RunVersion = Callable[[Sequence[str]], "str | None"]
 #: Installed version of a Python distribution, or None when it is not installed.
 DistVersion = Callable[[str], "str | None"]
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -51,6 +55,7 @@ class CheckContext:
     which: Which
     run_version: RunVersion
     dist_version: DistVersion
+    _memo: dict[str, object] = field(default_factory=dict, init=False, repr=False, compare=False)
 
     @property
     def nvml_ok(self) -> bool:
@@ -68,7 +73,27 @@ class CheckContext:
 
     def processes_of(self, container_id: str) -> tuple[GpuProcess, ...]:
         """GPU processes that belong to this container."""
-        return tuple(p for p in self.inputs.processes if p.container_id == container_id)
+        return self._processes_by_container.get(container_id, ())
+
+    @cached_property
+    def _processes_by_container(self) -> dict[str, tuple[GpuProcess, ...]]:
+        # Indexed once per pass: container checks run once per container, and a scan of every
+        # GPU process each time costs containers x processes (400,000 steps at 200 x 2,000).
+        found: dict[str, list[GpuProcess]] = {}
+        for proc in self.inputs.processes:
+            if proc.container_id is not None:
+                found.setdefault(proc.container_id, []).append(proc)
+        return {cid: tuple(procs) for cid, procs in found.items()}
+
+    def once(self, key: str, compute: Callable[[], T]) -> T:
+        """``compute()`` the first time ``key`` is asked in this health pass, then its answer.
+
+        A context lives for one pass, so work several checks share (a /proc scan) runs once
+        per pass whoever asks first.
+        """
+        if key not in self._memo:
+            self._memo[key] = compute()
+        return cast(T, self._memo[key])
 
     def nvml_skip(self) -> Result:
         """The ``skip`` result of a check that needs NVML while NVML is down."""

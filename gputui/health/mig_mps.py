@@ -13,7 +13,6 @@ the one variable ``CUDA_MPS_PIPE_DIRECTORY`` of ``environ``): no other environme
 from __future__ import annotations
 
 import os
-import threading
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -23,7 +22,6 @@ from gputui.health.registry import CONTAINER, GPU, HOST, check
 from gputui.health.result import Result
 from gputui.model import (
     ContainerInfo,
-    GpuProcess,
     GpuSample,
     is_mig_token,
     mig_device_name,
@@ -120,12 +118,6 @@ def scan_mps(proc_root: str) -> MpsDaemons:
     return MpsDaemons(tuple(sorted(control)), tuple(sorted(server)), pipe)
 
 
-# One health pass runs the host check and every container check: scan /proc once per pass.
-_SCAN_LOCK = threading.Lock()
-#: The last pass's inputs (kept, so their identity cannot be reused), /proc root and scan.
-_SCAN: list[tuple[object, str, MpsDaemons]] = []
-
-
 def mps_hinted(ctx: CheckContext) -> bool:
     """Whether anything points at MPS, so that the /proc scan is worth its cost.
 
@@ -148,33 +140,10 @@ def mps_daemons(ctx: CheckContext) -> MpsDaemons:
 
     Nothing pointing at MPS (:func:`mps_hinted`), the answer is "none" without a scan.
     """
-    with _SCAN_LOCK:
-        if _SCAN and _SCAN[0][0] is ctx.inputs and _SCAN[0][1] == ctx.roots.proc:
-            return _SCAN[0][2]
-        found = scan_mps(ctx.roots.proc) if mps_hinted(ctx) else MpsDaemons()
-        _SCAN[:] = [(ctx.inputs, ctx.roots.proc, found)]
-        return found
-
-
-#: The last pass's inputs and its MPS clients by container id (see :func:`mps_daemons`).
-_CLIENTS: list[tuple[object, dict[str, list[GpuProcess]]]] = []
-
-
-def mps_clients_by_container(ctx: CheckContext) -> dict[str, list[GpuProcess]]:
-    """The MPS client processes of this health pass, by container id (built once per pass).
-
-    The container check runs once per container: looking through every GPU process each time
-    would cost containers times processes (400,000 steps at 200 containers and 2,000 processes).
-    """
-    with _SCAN_LOCK:
-        if _CLIENTS and _CLIENTS[0][0] is ctx.inputs:
-            return _CLIENTS[0][1]
-        found: dict[str, list[GpuProcess]] = {}
-        for proc in ctx.inputs.processes:
-            if proc.sample.mps and proc.container_id is not None:
-                found.setdefault(proc.container_id, []).append(proc)
-        _CLIENTS[:] = [(ctx.inputs, found)]
-        return found
+    return ctx.once(
+        "mps_daemons",
+        lambda: scan_mps(ctx.roots.proc) if mps_hinted(ctx) else MpsDaemons(),
+    )
 
 
 # --------------------------------------------------------------------------------------------
@@ -334,7 +303,7 @@ def check_mps_daemon(ctx: CheckContext) -> Result:
 @check("container.mps", scope=CONTAINER, running_only=True)
 def check_container_mps(ctx: CheckContext, container: ContainerInfo) -> Result | None:
     """A GPU container next to an MPS daemon sees the daemon's pipes and the host's IPC."""
-    clients = mps_clients_by_container(ctx).get(container.id, [])
+    clients = [p for p in ctx.processes_of(container.id) if p.sample.mps]
     asks = container.mps_pipe_directory is not None or container.mps_thread_percentage is not None
     if container.gpu_request is None and not clients and not asks:
         return None
