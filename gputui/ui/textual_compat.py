@@ -14,7 +14,7 @@ Checked against Textual 8.2.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, Protocol, TypeVar
 
 from rich.console import RenderableType
 from rich.text import Text
@@ -63,6 +63,27 @@ def repaint_tree_nodes(tree: Tree[Any], nodes: Iterable[TreeNode[Any]]) -> None:
 
 
 NodeData = TypeVar("NodeData")
+NodeData_co = TypeVar("NodeData_co", covariant=True)
+
+
+class RowSource(Protocol[NodeData_co]):
+    """The current figures behind a run of sibling lines (one group's processes).
+
+    A refresh gives the lines a new source in one cheap pass (:func:`attach_rows`); each line
+    asks it for its inputs, label and data only when it is drawn or read.
+    """
+
+    def row_inputs(self, index: int) -> tuple[object, ...]:
+        """Every raw value line ``index``'s label is built from."""
+        ...
+
+    def row_label(self, index: int) -> Text:
+        """Line ``index``'s label."""
+        ...
+
+    def row_data(self, index: int) -> NodeData_co:
+        """Line ``index``'s node data."""
+        ...
 
 
 class LazyLabelNode(TreeNode[NodeData], Generic[NodeData]):
@@ -71,11 +92,21 @@ class LazyLabelNode(TreeNode[NodeData], Generic[NodeData]):
     Every read of the label goes through ``TreeNode._label`` (drawing, ``label``, measuring),
     so a label set with :func:`set_lazy_label` is built only once something needs it: at 2,000
     processes whose figures all move, the lines on screen, not 2,000 labels a refresh.
+
+    A node can also draw from a :class:`RowSource` (:func:`attach_rows`): then its label and its
+    ``data`` come from the source's line ``index`` when read, the label rebuilt only when the
+    line's inputs moved.
     """
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         self._build: Callable[[], Text] | None = None
         self._text = Text()
+        self._source: RowSource[NodeData] | None = None
+        self._index = 0
+        self._label_from: RowSource[NodeData] | None = None  # the source _text was checked against
+        self._inputs: tuple[object, ...] | None = None
+        self._data_from: RowSource[NodeData] | None = None
+        self._data: NodeData | None = None
         super().__init__(*args, **kwargs)
 
     @property  # TreeNode keeps the label in a plain attribute: every read comes here
@@ -83,14 +114,39 @@ class LazyLabelNode(TreeNode[NodeData], Generic[NodeData]):
         build = self._build
         if build is not None:
             self._build = None
-            label = build()
-            self._text = label if "\n" not in label.plain else self._tree.process_label(label)
+            self._set_text(build())
+        source = self._source
+        if source is not None and self._label_from is not source:
+            self._label_from = source
+            inputs = source.row_inputs(self._index)
+            if inputs != self._inputs:
+                self._inputs = inputs
+                self._set_text(source.row_label(self._index))
         return self._text
 
     @_label.setter
     def _label(self, label: Text) -> None:
         self._build = None
+        self._source = self._label_from = self._data_from = None
+        self._inputs = None
         self._text = label
+
+    def _set_text(self, label: Text) -> None:
+        self._text = label if "\n" not in label.plain else self._tree.process_label(label)
+
+    @property  # TreeNode.data is a plain attribute too; a row's data is the source's, when read
+    def data(self) -> NodeData | None:
+        """The node's data (a row's, from its source, when it has one)."""
+        source = self._source
+        if source is not None and self._data_from is not source:
+            self._data_from = source
+            self._data = source.row_data(self._index)
+        return self._data
+
+    @data.setter
+    def data(self, data: NodeData | None) -> None:
+        self._data = data
+        self._data_from = self._source
 
     @property
     def known_width(self) -> int:
@@ -99,8 +155,17 @@ class LazyLabelNode(TreeNode[NodeData], Generic[NodeData]):
 
     @property
     def pending(self) -> bool:
-        """Whether a label was set that has not been built yet."""
-        return self._build is not None
+        """Whether a label was set (or a new source attached) that has not been built yet."""
+        return self._build is not None or (
+            self._source is not None and self._label_from is not self._source
+        )
+
+    def row_moved(self) -> bool:
+        """Whether the attached source's inputs for this line differ from those last drawn."""
+        source = self._source
+        if source is None or self._label_from is source:
+            return False
+        return source.row_inputs(self._index) != self._inputs
 
 
 class LazyLabelTree(Tree[NodeData], Generic[NodeData]):
@@ -133,6 +198,43 @@ def set_lazy_label(tree: Tree[Any], node: TreeNode[Any], build: Callable[[], Tex
         node._updates += 1
     else:
         set_tree_node_label(tree, node, build())
+
+
+def attach_rows(nodes: Iterable[TreeNode[NodeData]], source: RowSource[NodeData]) -> None:
+    """Make ``nodes[i]`` draw line ``i`` of ``source`` from now on (built when read).
+
+    Bumps each node's render-cache counter (``_updates``), so a line drawn before is drawn again
+    from the new source when it is next painted; repaint the ones on screen that moved with
+    :func:`repaint_moved_rows`. A node that is not a :class:`LazyLabelNode` gets its label and
+    data now.
+    """
+    for index, node in enumerate(nodes):
+        if isinstance(node, LazyLabelNode):
+            node._source = source
+            node._index = index
+            node._updates += 1
+        else:
+            node.data = source.row_data(index)
+            node._label = source.row_label(index)
+            node._updates += 1
+
+
+def repaint_moved_rows(tree: Tree[Any], nodes: Iterable[TreeNode[Any]]) -> None:
+    """Repaint the lines of ``nodes`` on screen whose source inputs moved since last drawn."""
+    lines = tree._tree_lines_cached
+    if lines is None:
+        return  # the structure changed: the whole tree is rebuilt and repainted anyway
+    top, height = tree.scroll_offset.y, tree.size.height
+    for node in nodes:
+        line = node._line
+        if (
+            top <= line < top + height
+            and line < len(lines)
+            and lines[line].node is node
+            and isinstance(node, LazyLabelNode)
+            and node.row_moved()
+        ):
+            tree._refresh_line(line)
 
 
 def known_label_width(node: TreeNode[Any]) -> int:

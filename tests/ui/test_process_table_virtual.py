@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 
 import pytest
 from conftest import AppFactory
@@ -15,7 +15,12 @@ from ui_factories import FakeCollector, cid, container, proc, snapshot
 
 from gputui.model import Snapshot
 from gputui.ui.app import GpuTuiApp
-from gputui.ui.textual_compat import LazyLabelNode, set_tree_node_label
+from gputui.ui.textual_compat import (
+    LazyLabelNode,
+    RowSource,
+    repaint_tree_nodes,
+    set_tree_node_label,
+)
 from gputui.ui.widgets import container_tree
 from gputui.ui.widgets import process_table as pt
 from gputui.ui.widgets.container_tree import NodeRef
@@ -247,5 +252,85 @@ async def test_lazy_tree_labels_draw_what_eager_labels_draw(
     def eager(tree: Tree[NodeRef], node: TreeNode[NodeRef], build: Callable[[], Text]) -> None:
         set_tree_node_label(tree, node, build())
 
+    def eager_rows(nodes: Iterable[TreeNode[NodeRef]], source: RowSource[NodeRef]) -> None:
+        # Every label built now, every line on screen repainted.
+        nodes = list(nodes)
+        for index, node in enumerate(nodes):
+            node.data = source.row_data(index)
+            set_tree_node_label(node.tree, node, source.row_label(index))
+        if nodes:
+            repaint_tree_nodes(nodes[0].tree, nodes)
+
     monkeypatch.setattr(container_tree, "set_lazy_label", eager)
+    monkeypatch.setattr(container_tree, "attach_rows", eager_rows)
     assert await _tree_screen(make_app) == lazy
+
+
+def _process_line(app: GpuTuiApp, pid: int) -> str:
+    return next(line for line in screen_lines(app) if f" {pid} " in f" {line} ")
+
+
+async def test_tree_rows_scrolled_back_to_show_their_new_figures(make_app: AppFactory) -> None:
+    """A line drawn before its figures moved off screen is drawn anew when scrolled back to."""
+    app = make_app(FakeCollector([in_containers()]))
+    async with app.run_test(size=(160, 40)) as pilot:
+        await ready(pilot)
+        tree = app.main.ctree
+        tree.focus()
+        await pilot.press("G")  # the last container's processes are drawn (and cached) now
+        await pilot.pause()
+        far = tree.cursor_node
+        assert far is not None and far.data is not None and far.data.process is not None
+        pid = far.data.process.pid
+        before = _process_line(app, pid)
+        await pilot.press("g")
+        await pilot.pause()
+        moved = in_containers(step=5, taken_at=1_000_001.0)
+        await push(pilot, moved)
+        node = tree.nodes_by_key[far.data.key]
+        assert node is far  # same process set: the nodes stay, only their figures move
+        await pilot.press("G")
+        await pilot.pause()
+        after = _process_line(app, pid)
+        new = next(p for p in moved.processes if p.pid == pid)
+        cpu = f"{new.info.cpu_percent:.0f}%"
+        assert after != before and cpu in after.split()
+        # The node's data is the new snapshot's process (actions read it).
+        assert far.data is not None and far.data.process is new
+
+
+async def test_tree_rows_follow_processes_starting_and_ending(make_app: AppFactory) -> None:
+    first = snapshot(
+        1_000_000.0,
+        processes=[proc(501, 0, container_id=cid(1)), proc(502, 0, container_id=cid(1))],
+        containers=[container(1, "job")],
+    )
+    app = make_app(FakeCollector([first]))
+    async with app.run_test(size=(160, 30)) as pilot:
+        await ready(pilot)
+        tree = app.main.ctree
+        kept = tree.nodes_by_key["p:502:0"]
+        # 501 ends, 503 and 500 start: the nodes follow, 502's node stays (and its cursor would).
+        second = snapshot(
+            1_000_001.0,
+            processes=[
+                proc(500, 1, container_id=cid(1)),
+                proc(502, 0, cpu=77.0, container_id=cid(1)),
+                proc(503, 0, container_id=cid(1)),
+            ],
+            containers=[container(1, "job")],
+        )
+        await push(pilot, second)
+        group = tree.nodes_by_key[f"c:{cid(1)}"]
+        keys = [c.data.key for c in group.children if c.data is not None]
+        assert keys == ["p:500:1", "p:502:0", "p:503:0"]
+        assert "p:501:0" not in tree.nodes_by_key
+        assert tree.nodes_by_key["p:502:0"] is kept
+        assert "77%" in _process_line(app, 502).split()
+        for pid in (500, 503):
+            assert _process_line(app, pid)
+        # All of them leave: the container has no process line and no expander.
+        await push(pilot, snapshot(1_000_002.0, containers=[container(1, "job")]))
+        group = tree.nodes_by_key[f"c:{cid(1)}"]
+        assert not group.children and not group.allow_expand
+        assert not [k for k in tree.nodes_by_key if k.startswith("p:")]

@@ -104,3 +104,55 @@ async def test_lazy_label_tree_internals() -> None:
         label = nodes[2].label
         assert isinstance(label, Text) and label.plain == "two"  # read: built, first line
         assert built == ["new 1", "two\nlines"]
+
+
+class _Rows:
+    """A row source counting what is asked of it."""
+
+    def __init__(self, figures: list[int]) -> None:
+        self.figures = figures
+        self.asked: list[tuple[str, int]] = []
+
+    def row_inputs(self, index: int) -> tuple[object, ...]:
+        self.asked.append(("inputs", index))
+        return (self.figures[index],)
+
+    def row_label(self, index: int) -> Text:
+        self.asked.append(("label", index))
+        return Text(f"row {index} = {self.figures[index]}")
+
+    def row_data(self, index: int) -> str:
+        return f"data {index} {self.figures[index]}"
+
+
+async def test_rows_drawn_from_a_source_when_read() -> None:
+    app = _LazyHost()
+    async with app.run_test(size=(60, 20)) as pilot:
+        tree: tc.LazyLabelTree[str] = app.query_one(tc.LazyLabelTree)
+        tree.show_root = False
+        nodes = [tree.root.add_leaf("", None) for _ in range(3)]
+        lazy = [node for node in nodes if isinstance(node, tc.LazyLabelNode)]
+        assert len(lazy) == 3
+        first = _Rows([10, 20, 30])
+        tc.attach_rows(nodes, first)
+        assert first.asked == []  # nothing built when attached
+        assert nodes[1].data == "data 1 20" and all(node.pending for node in lazy)
+        await pilot.pause()
+        assert "row 2 = 30" in _line_text(tree, 2)  # drawn from the source
+        assert not any(node.pending for node in lazy)
+        # The next refresh: only row 0 moved. Nothing is built until asked; then only row 0's
+        # label (the others' inputs are unchanged), and only row 0's line is repainted.
+        second = _Rows([11, 20, 30])
+        updates = [node._updates for node in nodes]
+        tc.attach_rows(nodes, second)
+        assert second.asked == [] and [n._updates for n in nodes] == [u + 1 for u in updates]
+        assert isinstance(nodes[0], tc.LazyLabelNode) and nodes[0].row_moved()
+        assert isinstance(nodes[1], tc.LazyLabelNode) and not nodes[1].row_moved()
+        tc.repaint_moved_rows(tree, nodes)
+        await pilot.pause()
+        assert "row 0 = 11" in _line_text(tree, 0) and nodes[0].data == "data 0 11"
+        assert ("label", 1) not in second.asked and ("label", 0) in second.asked
+        # A label set directly detaches the node from its source.
+        tc.set_tree_node_label(tree, nodes[2], Text("fixed"))
+        tc.attach_rows(nodes[:2], _Rows([0, 0]))
+        assert nodes[2].label == Text("fixed") and not lazy[2].pending

@@ -14,7 +14,7 @@ container stays with the processes that match).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
 from functools import partial
 
@@ -33,6 +33,7 @@ from gputui.derive.tree import (
     ORPHANS_KEY,
     Group,
     GroupKind,
+    Marker,
     Markers,
     natural_key,
     process_key,
@@ -42,8 +43,10 @@ from gputui.ui.styles import themed
 from gputui.ui.textual_compat import (
     TREE_TOGGLE_STYLE,
     LazyLabelTree,
+    attach_rows,
     known_label_width,
     reorder_tree_children,
+    repaint_moved_rows,
     repaint_tree_nodes,
     set_lazy_label,
     tree_node_label,
@@ -245,17 +248,51 @@ class _Item:
     build: Callable[[], Text]
     children: tuple[_Item, ...] | None = None  # None: a leaf
     expand: bool = True
+    # A group's process lines: drawn from the rows source when read, never one item each.
+    rows: _ProcessRows | None = None
 
 
-def _process_item(
-    usage: ContainerUsage | None, process: GpuProcess, markers: Markers, now: float | None
-) -> _Item:
-    mine = markers.get(f"pid:{process.pid}", ())
-    return _Item(
-        NodeRef(f"p:{process_key(process)}", "process", usage, process),
-        process_inputs(process, mine, now, INDENT),
-        partial(process_label, process, mine, now, INDENT),
-    )
+class _ProcessRows:
+    """One group's processes as tree lines: inputs, label and node data built when read.
+
+    A refresh hands every process line of a group the new source in one pass; only the lines
+    drawn (or read by code) build their inputs and labels, so 2,000 processes whose figures all
+    move cost an attribute set each, not an item, a label builder and a node reference each.
+    """
+
+    __slots__ = ("ident", "markers", "now", "processes", "usage")
+
+    def __init__(
+        self,
+        usage: ContainerUsage | None,
+        processes: tuple[GpuProcess, ...],
+        markers: Markers,
+        now: float | None,
+    ) -> None:
+        self.usage = usage
+        self.processes = processes
+        self.markers = markers
+        self.now = now
+        # The lines' identities in order (build_groups sorts by PID, then GPU): while they stay
+        # the same, the nodes stay and only the source changes.
+        self.ident = tuple((p.sample.pid, p.sample.gpu_index) for p in processes)
+
+    def key(self, index: int) -> str:
+        return f"p:{process_key(self.processes[index])}"
+
+    def _markers(self, process: GpuProcess) -> tuple[Marker, ...]:
+        return self.markers.get(f"pid:{process.pid}", ())
+
+    def row_inputs(self, index: int) -> tuple[object, ...]:
+        process = self.processes[index]
+        return process_inputs(process, self._markers(process), self.now, INDENT)
+
+    def row_label(self, index: int) -> Text:
+        process = self.processes[index]
+        return process_label(process, self._markers(process), self.now, INDENT)
+
+    def row_data(self, index: int) -> NodeRef:
+        return NodeRef(self.key(index), "process", self.usage, self.processes[index])
 
 
 def _container_item(
@@ -280,21 +317,24 @@ def _container_item(
 def _group_item(
     group: Group, markers: Markers, stale: bool = False, now: float | None = None
 ) -> _Item:
-    children = tuple(_process_item(group.usage, p, markers, now) for p in group.processes)
+    rows = _ProcessRows(group.usage, group.processes, markers, now) if group.processes else None
     if group.kind is GroupKind.CONTAINER and group.usage is not None:
         # The group key is the container id, so this is the node key c:<group.key>.
         memory, sm = group.gpu_memory_bytes, group.sm_util
-        return _container_item(group.usage, memory, sm, markers, children or None, stale, now)
+        item = _container_item(group.usage, memory, sm, markers, None, stale, now)
+        item.rows = rows
+        return item
     count = len(group.processes)
     memory, sm = group.gpu_memory_bytes, group.sm_util
     if group.kind is GroupKind.HOST:
         mine = markers.get(HOST_KEY, ())
         build = partial(host_label, count, memory, sm, mine)
-        return _Item(NodeRef("g:host", "host"), (count, memory, sm, mine), build, children)
+        return _Item(NodeRef("g:host", "host"), (count, memory, sm, mine), build, (), rows=rows)
     if group.kind is GroupKind.ORPHANS:
         mine = markers.get(ORPHANS_KEY, ())
         build = partial(orphans_label, count, memory, mine)
-        return _Item(NodeRef("g:orphans", "orphans"), (count, memory, mine), build, children)
+        ref = NodeRef("g:orphans", "orphans")
+        return _Item(ref, (count, memory, mine), build, (), rows=rows)
     others = tuple(
         _container_item(u, None, None, markers, None, stale, now, INDENT) for u in group.containers
     )
@@ -323,6 +363,10 @@ class ContainerTree(LazyLabelTree[NodeRef]):
         self.nodes_by_key: dict[str, TreeNode[NodeRef]] = {}
         self._inputs: dict[str, tuple[object, ...]] = {}
         self._relabelled: list[TreeNode[NodeRef]] = []
+        # Per group node key: the identities of its process lines when last reconciled.
+        self._row_idents: dict[str, tuple[tuple[int, int], ...]] = {}
+        # Process lines that got new figures in place this sync (repainted if on screen).
+        self._moved_rows: list[Iterable[TreeNode[NodeRef]]] = []
         self.sort_index = 0
         self.reverse = False
         self.filter_text = ""
@@ -432,6 +476,7 @@ class ContainerTree(LazyLabelTree[NodeRef]):
         if node.data is not None and self.nodes_by_key.get(node.data.key) is node:
             del self.nodes_by_key[node.data.key]
             self._inputs.pop(node.data.key, None)
+            self._row_idents.pop(node.data.key, None)
 
     def _reconcile(self, parent: TreeNode[NodeRef], items: tuple[_Item, ...]) -> None:
         wanted = {item.ref.key for item in items}
@@ -448,13 +493,11 @@ class ContainerTree(LazyLabelTree[NodeRef]):
                 self._forget(node)
                 node.remove()
                 node = None
+            expandable = item.children is not None or item.rows is not None
             if node is None:
                 # Added at the end; the reorder below puts it where it belongs.
                 node = parent.add(
-                    item.build(),
-                    item.ref,
-                    expand=item.expand,
-                    allow_expand=item.children is not None,
+                    item.build(), item.ref, expand=item.expand, allow_expand=expandable
                 )
                 self.nodes_by_key[key] = node
                 self._inputs[key] = item.inputs
@@ -463,20 +506,64 @@ class ContainerTree(LazyLabelTree[NodeRef]):
                 if self._inputs.get(key) != item.inputs:
                     self._inputs[key] = item.inputs
                     self._relabel(node, item.build)
-                if node.allow_expand != (item.children is not None):
-                    node.allow_expand = item.children is not None
+                if node.allow_expand != expandable:
+                    node.allow_expand = expandable
             ordered.append(node)
-            if item.children:
+            if item.rows is not None:
+                self._sync_rows(node, item.rows)
+            elif item.children:
                 self._reconcile(node, item.children)
             elif node.children:
                 self._reconcile(node, ())  # it lost its children
-            # else a leaf that stays one: nothing under it to reconcile (2,000 calls a refresh)
+                self._row_idents.pop(key, None)
+            # else a leaf that stays one: nothing under it to reconcile
         children = parent.children
         if any(a is not b for a, b in zip(children, ordered, strict=True)):
             # The order moved (a sort, GPU memory changing places): move the nodes, keeping
             # them (and everything under them) instead of re-creating them.
             # The tree keeps its cursor node, whose line it recomputes when it rebuilds.
             reorder_tree_children(self, parent, ordered)
+
+    def _sync_rows(self, parent: TreeNode[NodeRef], rows: _ProcessRows) -> None:
+        """Give a group's process lines their new figures (keyed, in place).
+
+        While the group's processes are the same ones in the same order (the usual refresh),
+        its lines only get the new source; otherwise lines are added, removed and reordered by
+        key first. Either way labels are built when drawn or read, and the visible lines whose
+        figures moved are repainted.
+        """
+        assert parent.data is not None
+        group_key = parent.data.key
+        children = parent.children
+        if self._row_idents.get(group_key) != rows.ident or len(children) != len(rows.ident):
+            keys = [rows.key(i) for i in range(len(rows.processes))]
+            wanted = set(keys)
+            for old in list(children):
+                if old.data is None or old.data.key not in wanted:
+                    self._forget(old)
+                    old.remove()
+            ordered: list[TreeNode[NodeRef]] = []
+            new: list[TreeNode[NodeRef]] = []
+            for key in keys:
+                node = self.nodes_by_key.get(key)
+                if node is not None and node.parent is not parent:
+                    self._forget(node)  # moved to another group: re-created under this one
+                    node.remove()
+                    node = None
+                if node is None:
+                    node = parent.add(Text(), None, allow_expand=False)
+                    self.nodes_by_key[key] = node
+                    new.append(node)
+                ordered.append(node)
+            if any(a is not b for a, b in zip(parent.children, ordered, strict=True)):
+                reorder_tree_children(self, parent, ordered)
+            self._row_idents[group_key] = rows.ident
+            attach_rows(ordered, rows)
+            for node in new:
+                tree_node_label(node)  # built now: the tree measures new lines' widths
+            return
+        attach_rows(children, rows)
+        self._moved_rows.append(children)
 
     def _relabel(self, node: TreeNode[NodeRef], build: Callable[[], Text]) -> None:
         # TreeNode.set_label queues one call_later per node (12,000 messages a refresh at 2,000
@@ -497,6 +584,9 @@ class ContainerTree(LazyLabelTree[NodeRef]):
     def _repaint_relabelled(self) -> None:
         changed, self._relabelled = self._relabelled, []
         repaint_tree_nodes(self, changed)
+        moved, self._moved_rows = self._moved_rows, []
+        for nodes in moved:
+            repaint_moved_rows(self, nodes)
 
     def render_label(self, node: TreeNode[NodeRef], base_style: Style, style: Style) -> Text:
         """The node's label after its expander, or two blanks on a leaf (columns stay aligned).
