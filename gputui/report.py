@@ -9,12 +9,11 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable, Iterable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from gputui import __version__, timestamps
 from gputui.derive import fmt
 from gputui.derive.alerts import Alert, AlertState
-from gputui.derive.free import FreeAnswer, GpuChoice
 from gputui.derive.users import ProjectUsage, UserUsage, gpu_list, project_usage, user_usage
 from gputui.model import (
     FINDING_RANK,
@@ -36,6 +35,9 @@ from gputui.model import (
     mig_device_name,
     mig_instance_of,
 )
+
+if TYPE_CHECKING:  # `gputui free` builds these; the report only reads them
+    from gputui.derive.free import FreeAnswer, GpuChoice
 
 
 def iso(ts: float | None) -> str | None:

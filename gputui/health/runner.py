@@ -14,7 +14,6 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
-import traceback
 from collections.abc import Callable, Sequence
 from functools import partial
 
@@ -141,6 +140,8 @@ def _guarded(
     try:
         result = run()
     except Exception as exc:  # deliberately broad: see the docstring
+        import traceback  # only a crashed check needs it
+
         where = traceback.extract_tb(exc.__traceback__)[-1]
         crashed = Result.fail(
             f"Check {check_id} crashed: {type(exc).__name__}: {exc}",

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import inspect
+import sys
 import threading
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import replace
 from functools import partial
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeGuard
 
 from rich.segment import Segments
 from textual import events, work
@@ -22,7 +23,6 @@ from textual.widgets import Input
 from textual.worker import WorkerFailed, get_current_worker
 
 from gputui import startup_trace
-from gputui.collect.linux.processes import parent_chain
 from gputui.collect.loop import CollectLoop
 from gputui.collect.sources import CollectorProtocol
 from gputui.config import (
@@ -45,15 +45,39 @@ from gputui.model import Snapshot
 from gputui.settings import Settings
 from gputui.ui import action_table
 from gputui.ui.crash import crash_report
-from gputui.ui.machine_actions import MachineActions
 from gputui.ui.messages import ExecFinished, SelectionChanged, SnapshotReady
-from gputui.ui.screens.evidence import EvidenceScreen
-from gputui.ui.screens.exec_modal import ExecRun
-from gputui.ui.screens.help import HelpScreen, help_rows
 from gputui.ui.screens.main import MainScreen
-from gputui.ui.screens.process_detail import ChainReader, ProcessDetailScreen
 from gputui.ui.state import UiState, interval_label, step_interval
 from gputui.ui.textual_compat import end_app_after_crash
+
+if TYPE_CHECKING:
+    from gputui.ui.machine_actions import MachineActions
+    from gputui.ui.screens.evidence import EvidenceScreen
+    from gputui.ui.screens.process_detail import ProcessDetailScreen
+
+# The screens a key opens (evidence, drill-down, help, dialogs) are imported when first opened,
+# so a session that never opens them does not load them. Until one is loaded no screen of its
+# kind can exist, which is how the checks below answer without importing it.
+_EVIDENCE = "gputui.ui.screens.evidence"
+_DETAIL = "gputui.ui.screens.process_detail"
+
+
+def _is_evidence(screen: object) -> TypeGuard[EvidenceScreen]:
+    """Whether ``screen`` is the evidence view (never imports it while none was opened)."""
+    if _EVIDENCE not in sys.modules:
+        return False
+    from gputui.ui.screens.evidence import EvidenceScreen
+
+    return isinstance(screen, EvidenceScreen)
+
+
+def _is_detail(screen: object) -> TypeGuard[ProcessDetailScreen]:
+    """Whether ``screen`` is a process drill-down (never imports it while none was opened)."""
+    if _DETAIL not in sys.modules:
+        return False
+    from gputui.ui.screens.process_detail import ProcessDetailScreen
+
+    return isinstance(screen, ProcessDetailScreen)
 
 
 class GpuTuiApp(App[None]):
@@ -108,8 +132,7 @@ class GpuTuiApp(App[None]):
         self._replay_at: tuple[int, int] | None = None
         self._painted = False  # set once the first (empty) screen has been drawn
         self._early: SnapshotReady | None = None
-        #: exec, interactive exec and signals on the monitor's selection.
-        self.machine = MachineActions(self, collector, settings, self.main, self.collection_held)
+        self._machine: MachineActions | None = None
         # Keys of the write actions that still say why they do nothing under --read-only.
         self._explained_keys = frozenset(
             key.strip()
@@ -117,6 +140,17 @@ class GpuTuiApp(App[None]):
             if row.write and row.explain_read_only
             for key in row.keys.split(",")
         )
+
+    @property
+    def machine(self) -> MachineActions:
+        """exec, interactive exec and signals on the monitor's selection (built on first use)."""
+        if self._machine is None:
+            from gputui.ui.machine_actions import MachineActions
+
+            self._machine = MachineActions(
+                self, self.collector, self.settings, self.main, self.collection_held
+            )
+        return self._machine
 
     def _apply_user_keys(self, keys: Mapping[str, str]) -> list[str]:
         """The config file's ``[keys]``: remap by binding id; the names that match no action."""
@@ -247,7 +281,7 @@ class GpuTuiApp(App[None]):
         try:
             with self.batch_update():
                 self.main.apply(snapshot, self.ui_state, self.window, analysis)
-                if isinstance(self.screen, EvidenceScreen):
+                if _is_evidence(self.screen):
                     self.screen.show(analysis, self.window)
                 for screen in self._detail_screens():
                     screen.show(snapshot, self.window)
@@ -284,7 +318,7 @@ class GpuTuiApp(App[None]):
     def _rerender(self) -> None:
         with self.batch_update():
             self.main.apply(None, self.ui_state, self.window, self.analysis)
-            if isinstance(self.screen, EvidenceScreen) and self.analysis is not None:
+            if _is_evidence(self.screen) and self.analysis is not None:
                 self.screen.show(self.analysis, self.window)
             for screen in self._detail_screens():
                 screen.set_window(self.window)
@@ -316,7 +350,7 @@ class GpuTuiApp(App[None]):
         # view, a dialog, the help) covers them. The palette is the exception: what it offers
         # runs on the screen it was opened from.
         covered = screen is not self.main and not isinstance(screen, CommandPalette)
-        if policy.detail and isinstance(screen, ProcessDetailScreen):
+        if policy.detail and _is_detail(screen):
             covered = False  # the signals act on the drill-down's process there
         return not (policy.main_only and covered)
 
@@ -425,6 +459,8 @@ class GpuTuiApp(App[None]):
             if self._offered(row.action_name, screen)
             and not (row.action_name in state and self.check_action(row.action_name, ()) is False)
         ]
+        from gputui.ui.screens.help import HelpScreen, help_rows
+
         self.push_screen(HelpScreen(help_rows(rows, bound)))
 
     def action_toggle_theme(self) -> None:
@@ -485,7 +521,7 @@ class GpuTuiApp(App[None]):
 
     def action_signal(self, signum: int) -> None:
         """Confirm, then signal the selected process (or say why not)."""
-        if isinstance(self.screen, ProcessDetailScreen):
+        if _is_detail(self.screen):
             target = self.screen.target()
             if target is None:
                 pid = self.screen.pid
@@ -524,6 +560,8 @@ class GpuTuiApp(App[None]):
 
     def on_exec_finished(self, message: ExecFinished) -> None:
         """A captured nvidia-smi run ended: record and show its result."""
+        from gputui.ui.screens.exec_modal import ExecRun  # loaded: only its runs post this
+
         if isinstance(message.run, ExecRun):
             self.machine.exec_done(message.run, message.result)
 
@@ -570,7 +608,7 @@ class GpuTuiApp(App[None]):
         self.notify("Re-running health checks…", timeout=2)
 
     def _detail_screens(self) -> list[ProcessDetailScreen]:
-        return [s for s in self.screen_stack if isinstance(s, ProcessDetailScreen)]
+        return [s for s in self.screen_stack if _is_detail(s)]
 
     def _viewed_processes(self) -> set[ProcessKey]:
         """The processes a drill-down shows: their history is kept whatever their memory."""
@@ -598,6 +636,9 @@ class GpuTuiApp(App[None]):
         if process is None or snapshot is None:
             self.notify("Select a process first.", severity="warning")
             return
+        from gputui.collect.linux.processes import parent_chain
+        from gputui.ui.screens.process_detail import ChainReader, ProcessDetailScreen
+
         reader: ChainReader | None = parent_chain
         off = None
         if self.collector.player is not None or self.collector.mode in ("demo", "replay"):
@@ -615,6 +656,8 @@ class GpuTuiApp(App[None]):
         if container is None or self.analysis is None:
             self.notify("Select a container (or one of its processes) first.", severity="warning")
             return
+        from gputui.ui.screens.evidence import EvidenceScreen
+
         screen = EvidenceScreen(container.info.id, self.history, self.window, self.analysis)
         self.push_screen(screen)
 

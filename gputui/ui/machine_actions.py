@@ -5,6 +5,9 @@ screens and toasts on, the collector, the settings, the monitor screen whose sel
 on, and a way to hold collecting while the terminal belongs to another program) and owns the
 state of its own runs. Every action here is a write action in the action table: gone with
 ``--read-only``, and refused with a reason when reached anyway.
+
+The screens these actions open (the confirmation, nvidia-smi's modal, the logs) are imported when
+an action first opens one: a session that never uses them does not load them.
 """
 
 from __future__ import annotations
@@ -16,21 +19,21 @@ import threading
 from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
 from functools import partial
+from typing import TYPE_CHECKING
 
 from textual.app import App, SuspendNotSupported
 from textual.content import Content
 
-from gputui.collect.docker.logs import DEFAULT_TAIL
 from gputui.collect.sources import CollectorProtocol, ContainerControl, container_control
 from gputui.derive import fmt
 from gputui.model import ContainerUsage, ExecResult, GpuProcess
 from gputui.settings import Settings
 from gputui.ui.crash import redact
 from gputui.ui.messages import ExecFinished
-from gputui.ui.screens.confirm import ConfirmScreen
-from gputui.ui.screens.exec_modal import ExecRun, ExecScreen, run_interactive
-from gputui.ui.screens.logs import LogsScreen
-from gputui.ui.screens.main import MainScreen
+
+if TYPE_CHECKING:
+    from gputui.ui.screens.exec_modal import ExecRun
+    from gputui.ui.screens.main import MainScreen
 
 #: Why a write action did nothing when reached anyway (keys and palette entries are hidden).
 READ_ONLY_REFUSAL = (
@@ -81,7 +84,7 @@ class MachineActions:
         self.main = main
         self.hold_collection = hold_collection
         #: Runs a command on the real terminal (replaced in tests).
-        self.interactive_runner: Callable[[Sequence[str]], int] = run_interactive
+        self.interactive_runner: Callable[[Sequence[str]], int] = _run_interactive
         #: Container id -> the nvidia-smi run still going there.
         self.exec_runs: dict[str, ExecRun] = {}
         #: Runs a shell on the real terminal (replaced in tests).
@@ -119,6 +122,8 @@ class MachineActions:
         if container is None or not container.info.running:
             self.app.notify("Select a running container first.", severity="warning")
             return
+        from gputui.ui.screens.exec_modal import ExecRun, ExecScreen
+
         cid = container.info.id
         running = self.exec_runs.get(cid)
         if running is not None:
@@ -154,6 +159,8 @@ class MachineActions:
 
     def exec_done(self, run: ExecRun, result: ExecResult) -> None:
         """On the UI thread: record the result, show it where the run is on screen."""
+        from gputui.ui.screens.exec_modal import ExecScreen  # loaded: the run came from it
+
         run.result = result
         if self.exec_runs.get(run.container_id) is run:
             del self.exec_runs[run.container_id]
@@ -240,6 +247,8 @@ class MachineActions:
         assert process is not None  # signal_refusal said there is one
         name = signal.Signals(signum).name
         command = fmt.safe_text(process.info.command or process.info.name, 80)
+        from gputui.ui.screens.confirm import ConfirmScreen
+
         body = Content.assemble(
             f"Send {name} to PID ",
             (str(process.pid), "bold"),
@@ -315,6 +324,9 @@ class MachineActions:
         info = container.info
         name = fmt.safe_text(info.name, 60)
         subtitle = f"{fmt.safe_text(info.image, 60)} · {fmt.safe_text(info.status, 20)}"
+        from gputui.collect.docker.logs import DEFAULT_TAIL
+        from gputui.ui.screens.logs import LogsScreen
+
         opener = partial(control.open_logs, info.id, tail=DEFAULT_TAIL, follow=info.running)
         self.app.push_screen(LogsScreen(name, subtitle, opener, follow=info.running))
 
@@ -410,6 +422,8 @@ class MachineActions:
         control = self._control()
         if control is None:
             return
+        from gputui.ui.screens.confirm import ConfirmScreen
+
         body = Content.assemble(
             f"{verb} container ",
             (name, "bold"),
@@ -453,6 +467,13 @@ class MachineActions:
         else:
             text = f"{verb} {name} failed: {fmt.safe_text(error, 200)}"
             self.app.notify(text, severity="error")
+
+
+def _run_interactive(argv: Sequence[str]) -> int:
+    """nvidia-smi's modal module's runner, imported on first use (``X`` is rarely pressed)."""
+    from gputui.ui.screens.exec_modal import run_interactive
+
+    return run_interactive(argv)
 
 
 def run_shell(argv: Sequence[str]) -> int:
