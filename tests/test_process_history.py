@@ -12,6 +12,7 @@ from gputui.derive.process_history import (
     ProcessHistory,
     identity_of,
     process_identity,
+    refresh_sums,
     totals,
 )
 from gputui.model import GpuProcess, GpuProcessSample, HostInfo, ProcessInfo, Snapshot
@@ -155,3 +156,29 @@ def test_bad_bounds_are_refused() -> None:
         ProcessHistory(window_s=0)
     with pytest.raises(ValueError, match="max_points >= 2"):
         ProcessHistory(max_points=1)
+
+
+def test_sums_computed_elsewhere_record_what_the_snapshot_gives() -> None:
+    """Sums made on the collector's thread are used only for their own snapshot."""
+    processes = [proc(pid, gpu=pid % 2, mem_mib=pid) for pid in range(1, 400)]
+    first, second = snap(1.0, *processes), snap(2.0, *processes[:10])
+    mine, given = ProcessHistory(60.0, max_processes=50), ProcessHistory(60.0, max_processes=50)
+    mine.record(first)
+    mine.record(second)
+    given.record(first, sums=refresh_sums(first))
+    given.record(second, sums=refresh_sums(first))  # another snapshot's sums: not used
+    assert len(given) == len(mine)
+    followed = [p for p in processes if identity_of(p) in given]
+    assert followed == [p for p in processes if identity_of(p) in mine]
+    # The second refresh's own processes (all 10), and 40 of the first's 50 biggest.
+    pids = {p.pid for p in followed}
+    assert set(range(1, 11)) <= pids and len(pids - set(range(350, 400))) == 10
+    for process in followed:
+        key = identity_of(process)
+        assert given.timed(key, "mem", 60.0) == mine.timed(key, "mem", 60.0)
+
+
+def test_refresh_sums_order_by_memory_unknown_last() -> None:
+    sums = refresh_sums(snap(1.0, proc(1, mem_mib=None), proc(2, mem_mib=5), proc(3, mem_mib=9)))
+    assert [key[0] for key in sums.by_memory] == [3, 2, 1]
+    assert sums.found[identity_of(proc(2, mem_mib=5))][0] == 5 * MIB

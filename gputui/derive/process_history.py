@@ -16,7 +16,7 @@ from __future__ import annotations
 import math
 from array import array
 from bisect import bisect_left
-from collections.abc import Collection, Iterable
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -93,6 +93,31 @@ def _sums(processes: Iterable[GpuProcess]) -> dict[ProcessKey, list[Any]]:
             entry[1] = util if entry[1] is None else entry[1] + util
         entry[2] += (process.sample.gpu_index,)
     return found
+
+
+@dataclass(frozen=True, slots=True)
+class RefreshSums:
+    """One refresh's processes summed over their GPUs, most GPU memory first.
+
+    Computed once per snapshot where the snapshot is made (the collector's thread), so the UI
+    thread's :meth:`ProcessHistory.record` only appends.
+
+    Attributes:
+        taken_at: The snapshot's time (the sums belong to that snapshot only).
+        found: Identity -> ``[memory, sm, gpu indexes]``; never changed once built.
+        by_memory: The identities, most GPU memory first (unknown memory last).
+    """
+
+    taken_at: float
+    found: Mapping[ProcessKey, Sequence[Any]]
+    by_memory: tuple[ProcessKey, ...]
+
+
+def refresh_sums(snapshot: Snapshot) -> RefreshSums:
+    """:class:`RefreshSums` of ``snapshot``."""
+    found = _sums(snapshot.processes)
+    order = sorted(found, key=lambda k: found[k][0] or 0, reverse=True)
+    return RefreshSums(snapshot.taken_at, found, tuple(order))
 
 
 def totals(processes: Iterable[GpuProcess]) -> dict[ProcessKey, ProcessTotals]:
@@ -185,22 +210,28 @@ class ProcessHistory:
         self.last_time: float | None = None
         self._tracks: dict[ProcessKey, _Track] = {}
 
-    def record(self, snapshot: Snapshot, viewed: Collection[ProcessKey] = ()) -> None:
+    def record(
+        self,
+        snapshot: Snapshot,
+        viewed: Collection[ProcessKey] = (),
+        sums: RefreshSums | None = None,
+    ) -> None:
         """Append one refresh: the processes holding the most GPU memory, and the viewed ones.
 
         Args:
             snapshot: The refresh.
             viewed: Identities followed whatever their memory (the drill-down's process).
+            sums: :func:`refresh_sums` of ``snapshot`` when already computed (else computed here).
         """
         at = snapshot.taken_at
         if self.last_time is not None and at <= self.last_time:
             return  # the same snapshot twice (or a clock step back) must not duplicate samples
         self.last_time = at
-        found = _sums(snapshot.processes)
-        keys = list(found)
-        if len(keys) > self.max_processes:
-            keys.sort(key=lambda k: found[k][0] or 0, reverse=True)
-            keys = keys[: self.max_processes]
+        if sums is None or sums.taken_at != at:
+            sums = refresh_sums(snapshot)
+        found = sums.found
+        keys = list(sums.by_memory[: self.max_processes])
+        if len(found) > self.max_processes:
             kept = set(keys)
             keys += [k for k in viewed if k in found and k not in kept]
         tracks = self._tracks

@@ -203,7 +203,9 @@ class MainScreen(Screen[None]):
             docker = snapshot.sources.get("docker")
             stale = docker is not None and not docker.ok
             markers = analysis.markers if analysis else None
-            groups = build_groups(snapshot)
+            groups = analysis.groups if analysis is not None else None
+            if groups is None or analysis is None or analysis.snapshot is not snapshot:
+                groups = build_groups(snapshot)  # else built on the collector's thread
             self.ctree.sync(groups, markers, stale, snapshot.taken_at)
             self.cpane.show_empty(None if groups else containers_empty(snapshot))
             self._update_tree_note(container_stats_note(snapshot))

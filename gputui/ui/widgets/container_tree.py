@@ -17,6 +17,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
 from functools import partial
+from itertools import chain
 
 from rich.style import Style
 from rich.text import Text
@@ -585,8 +586,8 @@ class ContainerTree(LazyLabelTree[NodeRef]):
         changed, self._relabelled = self._relabelled, []
         repaint_tree_nodes(self, changed)
         moved, self._moved_rows = self._moved_rows, []
-        for nodes in moved:
-            repaint_moved_rows(self, nodes)
+        if moved:
+            repaint_moved_rows(self, chain.from_iterable(moved))
 
     def render_label(self, node: TreeNode[NodeRef], base_style: Style, style: Style) -> Text:
         """The node's label after its expander, or two blanks on a leaf (columns stay aligned).
