@@ -275,7 +275,7 @@ class GpuTuiApp(App[None]):
             self.history.clear()  # a replay jumped back: the buffered samples are its future
             self.process_history.clear()
         self.history.record(snapshot)
-        self.process_history.record(snapshot, self._viewed_processes())
+        self.process_history.record(snapshot, self._viewed_processes(), analysis.process_sums)
         self.analysis = analysis
         self._replay_at = message.replay
         try:
