@@ -21,7 +21,7 @@ from gputui.derive.findings import Share
 from gputui.derive.history import History, gpu_key
 from gputui.model import GpuSample, mig_device_name
 from gputui.ui.layout import CARD_HEIGHT, GpuStyle
-from gputui.ui.widgets.repaint import changed_regions
+from gputui.ui.widgets.repaint import LineCachedWidget
 from gputui.ui.widgets.spark import Spark
 
 __all__ = ["CARD_HEIGHT", "GpuCard", "GpuPanel", "card_lines", "compact_line", "summary_line"]
@@ -376,8 +376,8 @@ def summary_line(gpus: tuple[GpuSample, ...], width: int, collapsed: bool) -> Co
     return _fitted(parts, width)
 
 
-class GpuGauges(Widget):
-    """The text part of a card; re-renders only when its sample (or width) changes."""
+class GpuGauges(LineCachedWidget):
+    """The text part of a card; re-renders only the lines whose figures changed."""
 
     DEFAULT_CSS = """
     GpuGauges { height: 5; }
@@ -387,35 +387,45 @@ class GpuGauges(Widget):
         super().__init__()
         self.sample: GpuSample | None = None
         self.shares: tuple[Share, ...] = ()
-        self._shown: Content | None = None  # what the last render drew
+        #: The content for the sample at a width and style (compact or not), built once: both
+        #: the repaint regions and the render need it.
+        self._built: tuple[tuple[int, bool], Content] | None = None
+        self._shown: Content | None = None  # the content the screen shows (or is about to)
 
     def set_sample(self, sample: GpuSample, shares: tuple[Share, ...] = ()) -> None:
         """Show a sample; frozen samples compare by value, so an unchanged GPU costs nothing."""
         if sample != self.sample or shares != self.shares:
             self.sample = sample
             self.shares = shares
+            self._built = None
             # Repaint only the cells that changed: at steady state util, power and the share
             # figures move while the name, clocks and most bars stay put.
-            regions = changed_regions(self._shown, self._content(), self.size.width)
-            if regions is None:
-                self.refresh()
-            elif regions:
-                self.refresh(*regions)
+            content = self._content()
+            self.show_content(self._shown, content)
+            self._shown = content
 
     def render(self) -> Content:
         """Lay the gauges out for the current width and compactness."""
         self._shown = self._content()
         return self._shown
 
+    def _compact(self) -> bool:
+        panel = self.parent.parent if self.parent is not None else None
+        return panel is not None and panel.has_class("-compact")  # one line per GPU
+
     def _content(self) -> Content:
         if self.sample is None:
             return Content("")
-        width = self.size.width
-        if self.parent is not None and self.parent.parent is not None:
-            panel = self.parent.parent
-            if panel.has_class("-compact"):  # one line per GPU
-                return compact_line(self.sample, width, len(self.shares) >= 2)
-        return card_lines(self.sample, width, self.shares)
+        key = (self.size.width, self._compact())
+        if self._built is not None and self._built[0] == key:
+            return self._built[1]
+        width, compact = key
+        if compact:
+            content = compact_line(self.sample, width, len(self.shares) >= 2)
+        else:
+            content = card_lines(self.sample, width, self.shares)
+        self._built = (key, content)
+        return content
 
 
 class GpuCard(Widget):
@@ -506,6 +516,8 @@ class GpuPanel(VerticalScroll):
         self.summary = Static("", id="gpu-summary")
         self.empty = Static("", id="gpu-empty")
         self._gpus: tuple[GpuSample, ...] = ()
+        self._empty_text: Content | None = None
+        self._summary_text: Content | None = None
 
     def compose(self) -> ComposeResult:
         """The summary line and the empty-state text; cards are mounted as GPUs appear."""
@@ -546,8 +558,14 @@ class GpuPanel(VerticalScroll):
             self.cards[gpu.index].show(gpu, history, window, sparks, shares.get(gpu.index, ()))
 
     def show_empty(self, text: Content) -> None:
-        """What to say when there is no GPU (see :mod:`gputui.ui.empty_states`)."""
-        self.empty.update(text)
+        """What to say when there is no GPU (see :mod:`gputui.ui.empty_states`).
+
+        Called every refresh while there is none: the text (whose height may change, so it is
+        laid out again) is only replaced when it differs.
+        """
+        if not _same(text, self._empty_text):
+            self._empty_text = text
+            self.empty.update(text)
 
     def set_style(self, style: GpuStyle, collapsed: bool = False) -> None:
         """Draw the GPUs as the layout says; classes change (and cards re-render) only on change.
@@ -570,11 +588,20 @@ class GpuPanel(VerticalScroll):
     def _update_summary(self) -> None:
         if self.style is GpuStyle.SUMMARY:
             width = self.size.width or (self.app.size.width if self.is_attached else 80)
-            self.summary.update(summary_line(self._gpus, width, self.collapsed))
+            line = summary_line(self._gpus, width, self.collapsed)
+            if not _same(line, self._summary_text):
+                self._summary_text = line
+                # One line cut to the width (its CSS height is 1): no layout pass needed.
+                self.summary.update(line, layout=False)
 
     def on_resize(self, event: Resize) -> None:
         """The summary line is fitted to the width."""
         self._update_summary()
+
+
+def _same(a: Content, b: Content | None) -> bool:
+    """Text *and* styles equal (``Content.__eq__`` compares the text only)."""
+    return b is not None and a.plain == b.plain and a.spans == b.spans
 
 
 #: The panel's class for each style (``-compact`` is one line per GPU).

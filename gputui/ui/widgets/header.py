@@ -13,14 +13,13 @@ from dataclasses import dataclass
 
 from textual.content import Content
 from textual.events import Resize
-from textual.widget import Widget
 
 from gputui.derive import fmt
 from gputui.derive.analysis import Analysis, worst_severity
 from gputui.derive.fmt import safe_text
 from gputui.model import HealthStatus, HostStats, Snapshot, SourceStatus
 from gputui.ui.state import UiState, interval_label
-from gputui.ui.widgets.repaint import changed_regions
+from gputui.ui.widgets.repaint import LineCachedWidget
 
 _SOURCE_LABELS = {"nvml": "NVML", "docker": "Docker", "procs": "procs"}
 _KIND_TEXT = {
@@ -286,7 +285,7 @@ def same_content(a: Content, b: Content | None) -> bool:
     return b is not None and a.plain == b.plain and a.spans == b.spans
 
 
-class HeaderBar(Widget):
+class HeaderBar(LineCachedWidget):
     """The top bar (two lines when wide, one when narrow); repaints only when its text changes."""
 
     DEFAULT_CSS = """
@@ -319,12 +318,8 @@ class HeaderBar(Widget):
         if not same_content(content, self._last):
             # Only the changed cells: the host's CPU figure moves every refresh, and repainting
             # both full-width lines for it was most of the idle terminal output.
-            regions = changed_regions(self._last, content, self.size.width)
-            self._last = content
-            if regions is None:
-                self.refresh()
-            elif regions:
-                self.refresh(*regions)
+            old, self._last = self._last, content
+            self.show_content(old, content)
 
     def on_resize(self, event: Resize) -> None:
         """Re-fit the segments to the new width (and repaint it all: the size changed)."""

@@ -10,7 +10,10 @@ from __future__ import annotations
 
 from rich.cells import cell_len
 from textual.content import Content
-from textual.geometry import Region
+from textual.geometry import Region, Size
+from textual.strip import Strip
+from textual.visual import Visual
+from textual.widget import Widget
 
 
 def _line_change(old: Content, new: Content) -> tuple[int, int] | None:
@@ -77,3 +80,95 @@ def changed_regions(old: Content | None, new: Content, width: int) -> list[Regio
             # The line may end in an ellipsis at the edge: repaint through the last cell too.
             regions.append(Region(x1, y, min(x2, width) - x1 if x2 < width else width - x1, 1))
     return regions
+
+
+def changed_lines(old: Content | None, new: Content) -> set[int] | None:
+    """Indexes of the lines (text or styles) that differ; None when there was nothing before."""
+    if old is None:
+        return None
+    old_lines = old.split("\n", allow_blank=True)
+    new_lines = new.split("\n", allow_blank=True)
+    return {
+        y
+        for y in range(max(len(old_lines), len(new_lines)))
+        if y >= len(old_lines)
+        or y >= len(new_lines)
+        or old_lines[y].plain != new_lines[y].plain
+        or old_lines[y].spans != new_lines[y].spans
+    }
+
+
+class LineCachedWidget(Widget):
+    """A widget drawing a few pre-fitted lines, which renders again only the lines that changed.
+
+    Textual renders a widget's whole content again when any part of it is marked dirty, even a
+    single cell. A GPU card redrew its five lines (and the header its two) every refresh when one
+    figure moved. Here each line keeps its rendered strip until :meth:`show_content` says that
+    line changed; any repaint Textual asks for itself (a style, theme or size change, a text
+    selection) renders everything again, exactly as :class:`~textual.widget.Widget` would.
+
+    Subclasses implement ``render`` returning the :class:`Content` last given to
+    :meth:`show_content` (or built for the current size).
+    """
+
+    def __init__(self, *, id: str | None = None, classes: str | None = None) -> None:
+        super().__init__(id=id, classes=classes)
+        self._strips: dict[int, Strip] = {}
+        self._strips_size: Size | None = None
+        #: Dirty regions (widget coordinates) that :meth:`show_content` asked for itself.
+        self._expected: set[Region] = set()
+        #: Lines rendered since mounting (for tests and benchmarks).
+        self.lines_rendered = 0
+
+    def show_content(self, old: Content | None, new: Content) -> None:
+        """Repaint the cells that differ between what was shown (``old``) and ``new``.
+
+        Args:
+            old: The content given last (None: nothing yet, repaint everything).
+            new: The content ``render`` returns from now on.
+        """
+        lines = changed_lines(old, new)
+        regions = changed_regions(old, new, self.size.width)
+        if lines is None or regions is None:
+            self.refresh()
+            return
+        for y in lines:
+            self._strips.pop(y, None)
+        if regions:
+            offset = self.content_offset
+            self._expected.update(region.translate(offset) for region in regions)
+            self.refresh(*regions)
+
+    def render_line(self, y: int) -> Strip:
+        """One line: the kept strip, or the line rendered alone (see the class docstring)."""
+        size = self.size
+        if self._dirty_regions:
+            if not self._dirty_regions <= self._expected or self.text_selection is not None:
+                self._strips.clear()  # a repaint Textual asked for: everything again
+            self._dirty_regions.clear()
+            self._expected.clear()
+        if size != self._strips_size:
+            self._strips.clear()
+            self._strips_size = size
+        strip = self._strips.get(y)
+        if strip is not None:
+            return strip
+        visual = self._render()
+        if not isinstance(visual, Content) or self.text_selection is not None:
+            return self._render_all(y)
+        lines = visual.split("\n", allow_blank=True)
+        if y >= len(lines) or y >= size.height:
+            return Strip.blank(size.width, self.visual_style.rich_style)
+        strips = Visual.to_strips(self, lines[y], size.width, None, self.visual_style)
+        if len(strips) != 1:  # the line wraps: the lines below move, draw them all together
+            return self._render_all(y)
+        self.lines_rendered += 1
+        self._strips[y] = strips[0]
+        return strips[0]
+
+    def _render_all(self, y: int) -> Strip:
+        width, height = self.size
+        strips = Visual.to_strips(self, self._render(), width, height, self.visual_style)
+        self.lines_rendered += len(strips)
+        self._strips = dict(enumerate(strips))
+        return self._strips.get(y) or Strip.blank(width, self.visual_style.rich_style)
