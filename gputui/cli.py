@@ -32,6 +32,7 @@ from gputui.startup_trace import mark
 
 if TYPE_CHECKING:
     from gputui.collect.collector import Collector
+    from gputui.collect.linux.processes import EarlyCpuSample
     from gputui.derive.alerts import AlertRule
     from gputui.derive.analysis import Analysis
     from gputui.model import Snapshot
@@ -221,13 +222,23 @@ def _fail(message: str) -> int:
     return EXIT_USAGE
 
 
-def _collect_once(settings: Settings) -> Snapshot | str:
+def _early_cpu_sample() -> EarlyCpuSample | None:
+    """The one-shot's first CPU sample (None where ``/proc`` cannot be read)."""
+    from gputui.collect.linux.processes import early_cpu_sample
+
+    try:
+        return early_cpu_sample()
+    except OSError:
+        return None  # the collection takes its own sample, and says what it cannot read
+
+
+def _collect_once(settings: Settings, early: EarlyCpuSample | None = None) -> Snapshot | str:
     """One snapshot with fresh health checks, or the one-line error for a bad scenario."""
     from gputui.collect.standins.scenario import ScenarioError
     from gputui.wiring import build_collector
 
     try:
-        collector = build_collector(settings, once=True)
+        collector = build_collector(settings, once=True, early=early)
     except ScenarioError as exc:
         return str(exc)
     try:
@@ -239,10 +250,15 @@ def _collect_once(settings: Settings) -> Snapshot | str:
         collector.close()
 
 
-def _once(settings: Settings, rules: Sequence[AlertRule], as_json: bool) -> int:
+def _once(
+    settings: Settings,
+    rules: Sequence[AlertRule],
+    as_json: bool,
+    early: EarlyCpuSample | None = None,
+) -> int:
     from gputui.derive.analysis import Analyzer
 
-    snapshot = _collect_once(settings)
+    snapshot = _collect_once(settings, early)
     if isinstance(snapshot, str):
         return _fail(snapshot)
     # The TUI's Analyzer on its first refresh: the same findings and alert states (an alert
@@ -324,6 +340,10 @@ def _main(argv: Sequence[str] | None) -> int:
         return _fail("--demo and --scenario cannot be combined")
     if args.at is not None and args.replay is None:
         return _fail("--at needs --replay FILE")
+    # A one-shot of this machine measures CPU % from here: the window passes while the rest of
+    # the program loads and NVML starts, instead of being waited for at the end.
+    one_shot = (args.once or args.json) and args.replay is None and not settings.demo
+    early = _early_cpu_sample() if one_shot else None
     from gputui.config import ConfigError, load_config
 
     try:
@@ -352,7 +372,7 @@ def _main(argv: Sequence[str] | None) -> int:
         except ScenarioError as exc:
             return _fail(str(exc))
     if args.once or args.json:
-        return _once(settings, config.alert_rules, as_json=args.json)
+        return _once(settings, config.alert_rules, as_json=args.json, early=early)
     # after every input check: a bad file is named first. A monitor `gputui serve` started for
     # a browser tab has pipes, and Textual's web driver draws for the browser through them
     # (gputui.serve is only imported to ask that, when there is no terminal).

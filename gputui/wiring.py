@@ -10,6 +10,7 @@ import tempfile
 import threading
 from dataclasses import replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from gputui.collect.collector import DOCKER_WAIT_S, Collector, DeferredContainers
 from gputui.collect.sources import ContainerSource, GpuSource, HealthInputs
@@ -18,6 +19,9 @@ from gputui.health.runner import run_checks
 from gputui.model import HealthCheck
 from gputui.settings import Settings
 
+if TYPE_CHECKING:
+    from gputui.collect.linux.processes import EarlyCpuSample
+
 #: Seconds one Docker read may spend on the engine, all its requests together.
 DOCKER_READ_S = 5.0
 
@@ -25,13 +29,20 @@ DOCKER_READ_S = 5.0
 ONCE_CPU_WINDOW_S = 0.1
 
 
-def build_collector(settings: Settings, *, once: bool = False, health: bool = True) -> Collector:
+def build_collector(
+    settings: Settings,
+    *,
+    once: bool = False,
+    health: bool = True,
+    early: EarlyCpuSample | None = None,
+) -> Collector:
     """Wire the real (or scenario, or demo) sources for ``settings``.
 
     Args:
         settings: What the user asked for.
         once: A single collection (``--once``): no background threads, slow reads inline.
         health: Run the runtime-health checks (``gputui free`` needs none of them).
+        early: A one-shot's first CPU sample, taken at start-up (:func:`early_cpu_sample`).
 
     Raises:
         ScenarioError: the scenario file is unreadable or invalid.
@@ -72,7 +83,7 @@ def build_collector(settings: Settings, *, once: bool = False, health: bool = Tr
         gpu = NvmlSource(slow_interval=settings.slow_interval, background=not once, pcie=not once)
     return Collector(
         gpu,
-        ProcSource(),
+        early.procs if early is not None else ProcSource(),
         DeferredContainers(docker_source),
         mode=settings.mode,
         health=run_checks if health else None,
@@ -84,6 +95,7 @@ def build_collector(settings: Settings, *, once: bool = False, health: bool = Tr
         # A one-shot measures CPU % over its own run instead of showing N/A (a live loop has
         # the previous refresh). 0.1 s is 10 clock ticks per process, 10 per core for the host.
         cpu_window=ONCE_CPU_WINDOW_S if once else 0.0,
+        cpu_primed_at=early.taken_at if early is not None and once else None,
     )
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -59,8 +60,6 @@ def test_an_early_sample_of_every_process_gives_the_first_read_a_cpu_percent(
     busy: subprocess.Popen[bytes],
 ) -> None:
     """prime_cpu samples every process before the GPU PIDs are known (while NVML starts)."""
-    import time
-
     from gputui.collect.linux.processes import ProcSource
 
     source = ProcSource()
@@ -97,3 +96,66 @@ def test_a_process_started_after_the_early_sample_gets_no_rate_from_it() -> None
             first.wait()
     finally:
         source.close()
+
+
+class _SleepSpy:
+    """The collector's ``time`` module, with ``sleep`` recording what it was asked to wait."""
+
+    def __init__(self, waits: list[float]) -> None:
+        self.waits = waits
+
+    def sleep(self, seconds: float) -> None:
+        self.waits.append(seconds)
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(time, name)
+
+
+def test_a_one_shot_sampled_at_start_up_waits_for_no_window(
+    busy: subprocess.Popen[bytes], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The CLI takes the first sample before loading the rest: the window has passed by then."""
+    from gputui.collect.linux.processes import early_cpu_sample
+    from gputui.settings import Settings
+    from gputui.wiring import ONCE_CPU_WINDOW_S, build_collector
+
+    scenario = tmp_path / "s.json"
+    scenario.write_text(
+        json.dumps(
+            {"gpus": [{"index": 0, "processes": [{"pid": busy.pid, "used_memory_mib": 10}]}]}
+        )
+    )
+    early = early_cpu_sample()
+    time.sleep(ONCE_CPU_WINDOW_S * 2)  # what loading the program and starting NVML take
+    waits: list[float] = []
+    monkeypatch.setattr("gputui.collect.collector.time", _SleepSpy(waits))
+    collector = build_collector(Settings(scenario=scenario), once=True, early=early)
+    try:
+        assert collector.procs is early.procs
+        snapshot = collector.collect()
+    finally:
+        collector.close()
+    assert waits and max(waits) == 0.0  # nothing left of the window to wait for
+    (proc,) = [p for p in snapshot.processes if p.pid == busy.pid]
+    assert proc.info.cpu_percent is not None and proc.info.cpu_percent >= 10.0
+    assert snapshot.host_stats is not None and snapshot.host_stats.cpu_percent is not None
+
+
+def test_a_fresh_early_sample_still_gets_its_whole_window(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from gputui.collect.linux.processes import early_cpu_sample
+    from gputui.settings import Settings
+    from gputui.wiring import ONCE_CPU_WINDOW_S, build_collector
+
+    scenario = tmp_path / "s.json"
+    scenario.write_text(json.dumps({"gpus": [{"index": 0}]}))
+    waits: list[float] = []
+    monkeypatch.setattr("gputui.collect.collector.time", _SleepSpy(waits))
+    collector = build_collector(Settings(scenario=scenario), once=True, early=early_cpu_sample())
+    try:
+        collector.collect()
+    finally:
+        collector.close()
+    # Collected right after the sample: most of the window is still to wait.
+    assert waits and ONCE_CPU_WINDOW_S / 2 < max(waits) <= ONCE_CPU_WINDOW_S

@@ -97,6 +97,9 @@ class Collector:
         cpu_window: For a single collection (``--once``): seconds over which CPU % is measured
             (a first /proc sample before the Docker wait, the second at least this much later);
             0 leaves CPU % to the next collection, as a live loop does.
+        cpu_primed_at: ``time.monotonic()`` when ``procs`` already took that first sample of
+            every process (``prime_cpu`` and ``host_stats``, called as early as the program
+            could): the window then runs from there, under everything done since.
         tune_gc: After the first collection, tune the garbage collector for a long-lived
             monitor (:func:`tune_gc_for_monitor`).
     """
@@ -116,6 +119,7 @@ class Collector:
         docker_wait: float = DOCKER_WAIT_S,
         tune_gc: bool = True,
         cpu_window: float = 0.0,
+        cpu_primed_at: float | None = None,
     ) -> None:
         self.gpu = gpu
         self.procs = procs
@@ -139,6 +143,7 @@ class Collector:
         self._docker_read: _BackgroundRead | None = None
         self._tune_gc = tune_gc
         self._cpu_window = cpu_window
+        self._cpu_primed_at = cpu_primed_at
 
     @property
     def player(self) -> Player | None:
@@ -159,7 +164,9 @@ class Collector:
             self._docker_read = _BackgroundRead(self.containers.read)
         primed = 0.0
         priming: threading.Thread | None = None
-        if self._cpu_window > 0:
+        if self._cpu_window > 0 and self._cpu_primed_at is not None:
+            primed, self._cpu_primed_at = self._cpu_primed_at, None  # the first sample is taken
+        elif self._cpu_window > 0:
             # A single collection (--once) has no previous sample to take CPU % from: take a
             # first one of every process while NVML starts (its ctypes calls release the GIL),
             # and the second after the Docker wait, at least cpu_window later; NVML's start

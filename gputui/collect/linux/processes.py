@@ -1103,6 +1103,34 @@ class ProcSource:
         return None if data is None else parse_stat(data.decode(errors="replace"))
 
 
+class EarlyCpuSample:
+    """A one-shot's first CPU sample of every process and of the host, and when it was taken.
+
+    Attributes:
+        procs: The reader holding the sample (the one-shot's collection must use it).
+        taken_at: ``time.monotonic()`` right after the sample.
+    """
+
+    __slots__ = ("procs", "taken_at")
+
+    def __init__(self, procs: ProcSource, taken_at: float) -> None:
+        self.procs = procs
+        self.taken_at = taken_at
+
+
+def early_cpu_sample() -> EarlyCpuSample:
+    """Take a one-shot's first CPU sample now, before the rest of the program is loaded.
+
+    ``--once`` measures CPU % over a window (two samples per process); taken this early, the
+    window passes while the configuration, the Docker client and NVML load and start, instead
+    of being waited for once NVML has answered.
+    """
+    procs = ProcSource()
+    procs.host_stats()  # the host's CPU % is measured from here
+    procs.prime_cpu()
+    return EarlyCpuSample(procs, time.monotonic())
+
+
 def _protected(pid: int) -> str | None:
     """Why ``pid`` must never be signalled from gputui, or None."""
     if pid == 1:
