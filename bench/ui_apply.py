@@ -243,15 +243,29 @@ def synthetic_snaps(
 
 
 def main() -> None:
-    """``python -m bench.ui_apply [frames]``: the target point, moving and static, both tabs."""
+    """``python -m bench.ui_apply [frames] [--processes N,N]``: moving and static, both tabs."""
+    import argparse
     import json
-    import sys
 
-    frames = int(sys.argv[1]) if len(sys.argv) > 1 else 12
-    result = {
-        data: measure_frames(synthetic_snaps(moving=data == "moving"), frames)
-        for data in ("moving", "static")
-    }
+    parser = argparse.ArgumentParser(prog="python -m bench.ui_apply")
+    parser.add_argument("frames", nargs="?", type=int, default=12)
+    parser.add_argument(
+        "--processes",
+        default="2000",
+        help="comma-separated process counts (8 GPUs, 200 containers each): growth with size",
+    )
+    args = parser.parse_args()
+    counts = [int(n) for n in args.processes.split(",") if n.strip()]
+    result: dict[str, Any] = {}
+    for count in counts:
+        figures = {
+            data: measure_frames(
+                synthetic_snaps(processes=count, moving=data == "moving"), args.frames
+            )
+            for data in ("moving", "static")
+        }
+        # One process count: the figures as before; several: keyed by the count.
+        result.update(figures if len(counts) == 1 else {str(count): figures})
     print(json.dumps(result, indent=1))
 
 
