@@ -139,3 +139,13 @@ async def test_summary_line_refreshes_without_layout(make_app: AppFactory) -> No
         await _settle(pilot)
         assert "util 14%" in str(panel.summary.render())
         assert _layouts(_mine(app)) == layouts
+
+
+async def test_a_card_is_three_widgets(make_app: AppFactory) -> None:
+    """Every widget on screen costs the compositor work on each refresh: a card has three."""
+    app = make_app()
+    async with app.run_test(size=(160, 50)) as pilot:
+        await ready(pilot)
+        for card in app.main.gpus.cards.values():
+            assert len(card.query("*")) == 2  # the gauges and the sparkline row
+            assert card.sparks.text().startswith("util ")

@@ -10,11 +10,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from textual.app import ComposeResult
-from textual.containers import Horizontal, VerticalScroll
+from textual.containers import VerticalScroll
 from textual.content import Content
 from textual.events import Resize
 from textual.widget import Widget
-from textual.widgets import Label, Static
+from textual.widgets import Static
 
 from gputui.derive import fmt
 from gputui.derive.findings import Share
@@ -22,7 +22,7 @@ from gputui.derive.history import History, gpu_key
 from gputui.model import GpuSample, mig_device_name
 from gputui.ui.layout import CARD_HEIGHT, GpuStyle
 from gputui.ui.widgets.repaint import LineCachedWidget
-from gputui.ui.widgets.spark import Spark
+from gputui.ui.widgets.spark import SparkPair
 
 __all__ = ["CARD_HEIGHT", "GpuCard", "GpuPanel", "card_lines", "compact_line", "summary_line"]
 
@@ -433,27 +433,20 @@ class GpuCard(Widget):
 
     DEFAULT_CSS = """
     GpuCard { height: auto; }
-    GpuCard .sparks { height: 1; }
-    GpuCard .sparks Label { width: 5; color: $text-muted; }
-    GpuCard .sparks Spark { margin-right: 1; }
-    GpuCard .sparks Spark.mem { color: $secondary; }
     """
 
     def __init__(self, index: int) -> None:
         super().__init__(id=f"gpu-{index}")
         self.index = index
         self.gauges = GpuGauges()
-        self.util_spark = Spark(classes="util")
-        self.mem_spark = Spark(classes="mem")
+        self.sparks = SparkPair(("util", "mem"), classes="sparks")
+        self.util_spark = self.sparks.first
+        self.mem_spark = self.sparks.second
 
     def compose(self) -> ComposeResult:
         """Gauges, then the sparkline row."""
         yield self.gauges
-        with Horizontal(classes="sparks"):
-            yield Label("util")
-            yield self.util_spark
-            yield Label("mem")
-            yield self.mem_spark
+        yield self.sparks
 
     def show(
         self,
@@ -468,10 +461,10 @@ class GpuCard(Widget):
         self.set_class(sample.lost, "-lost")
         if not sparks:
             return
-        for spark, metric in ((self.util_spark, "util"), (self.mem_spark, "mem")):
-            data = history.series(gpu_key(sample, metric), window)
-            if data != spark.data:
-                spark.data = data
+        util = history.series(gpu_key(sample, "util"), window)
+        mem = history.series(gpu_key(sample, "mem"), window)
+        if util != self.util_spark.data or mem != self.mem_spark.data:
+            self.sparks.show(util, mem)
 
 
 class GpuPanel(VerticalScroll):

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+from rich.segment import Segment
+from rich.style import Style as RichStyle
 from textual.content import Content
+from textual.strip import Strip
 from textual.widget import Widget
 
 from gputui.derive import fmt
@@ -89,3 +92,130 @@ class Spark(Widget):
         else:
             self._drawn = self._line() if width else None
         return Content(self._drawn or "")
+
+
+class SparkLane:
+    """The samples of one sparkline drawn inside another widget (see :class:`SparkPair`).
+
+    Like :class:`Spark`, the drawn line is kept and a refresh that only appended a sample
+    shifts it by one cell instead of mapping every sample again.
+    """
+
+    def __init__(self, low: float = 0.0, high: float = 100.0) -> None:
+        self.low = low
+        self.high = high
+        self._data: tuple[float, ...] = ()
+        self._drawn: str | None = None  # the line for the data at its own width
+        #: Refreshes drawn by appending a cell (for tests and benchmarks).
+        self.appends = 0
+
+    @property
+    def data(self) -> tuple[float, ...]:
+        """The samples, oldest first."""
+        return self._data
+
+    def update(self, values: tuple[float, ...], width: int) -> bool:
+        """Take new samples; True when the line drawn ``width`` cells wide changed."""
+        old, self._data = self._data, values
+        drawn = self._drawn
+        if drawn is None or len(drawn) != width:
+            self._drawn = None
+            return True
+        line = self._appended(old, values, drawn)
+        self._drawn = line if line is not None else self._line(width)
+        return self._drawn != drawn
+
+    def _appended(self, old: tuple[float, ...], new: tuple[float, ...], drawn: str) -> str | None:
+        width = len(drawn)
+        if not new or len(new) > width:
+            return None  # buckets (more samples than cells) move as a whole
+        if len(new) == len(old) + 1:
+            if new[:-1] != old:
+                return None
+        elif len(new) == len(old) == width:
+            if new[:-1] != old[1:]:
+                return None
+        else:
+            return None
+        self.appends += 1
+        return drawn[1:] + fmt.spark((new[-1],), 1, self.low, self.high)
+
+    def _line(self, width: int) -> str:
+        return fmt.spark(self._data, width, self.low, self.high) if width > 0 else ""
+
+    def line(self, width: int) -> str:
+        """The line ``width`` cells wide (kept until the samples or the width change)."""
+        if self._drawn is None or len(self._drawn) != width:
+            self._drawn = self._line(width)
+        return self._drawn
+
+
+class SparkPair(Widget):
+    """``util ▂▃▅…  mem ▁▁▂…``: two labelled sparklines in one widget, one line high.
+
+    Draws the cells (text and styles) that a row of two 5-cell labels and two ``1fr``
+    sparklines with a one-cell right margin each drew (the first sparkline gets the lower half of
+    an odd width), as one widget rather than five: every widget on screen costs the compositor
+    work on each refresh.
+    """
+
+    COMPONENT_CLASSES = {"spark-pair--label", "spark-pair--first", "spark-pair--second"}
+
+    DEFAULT_CSS = """
+    SparkPair { height: 1; }
+    SparkPair > .spark-pair--label { color: $text-muted; }
+    SparkPair > .spark-pair--first { color: $accent; }
+    SparkPair > .spark-pair--second { color: $secondary; }
+    """
+
+    LABEL_WIDTH = 5
+
+    def __init__(
+        self, labels: tuple[str, str] = ("util", "mem"), *, classes: str | None = None
+    ) -> None:
+        super().__init__(classes=classes)
+        self.labels = labels
+        self.first = SparkLane()
+        self.second = SparkLane()
+        #: Times a changed line was drawn (for tests and benchmarks).
+        self.redraws = 0
+
+    def widths(self, width: int) -> tuple[int, int]:
+        """The two sparklines' widths in a row ``width`` cells wide."""
+        room = max(0, width - 2 * self.LABEL_WIDTH - 2)
+        return room // 2, room - room // 2
+
+    def show(self, first: tuple[float, ...], second: tuple[float, ...]) -> None:
+        """New samples for both sparklines; repaints only when a drawn line changed."""
+        a, b = self.widths(self.size.width)
+        changed = self.first.update(first, a)
+        changed = self.second.update(second, b) or changed
+        if changed:
+            self.redraws += 1
+            self.refresh()
+
+    def text(self) -> str:
+        """The plain line (for tests)."""
+        return "".join(segment.text for segment in self.render_line(0))
+
+    def render_line(self, y: int) -> Strip:
+        """The one line: labels as muted text, blank cells as background only (as before)."""
+        width = self.size.width
+        blank = RichStyle(bgcolor=self.rich_style.bgcolor)
+        if y:
+            return Strip.blank(width, blank)
+        a, b = self.widths(width)
+        label = self.get_component_rich_style("spark-pair--label")
+        segments: list[Segment] = []
+        for name, lane, cells, part in (
+            (self.labels[0], self.first, a, "spark-pair--first"),
+            (self.labels[1], self.second, b, "spark-pair--second"),
+        ):
+            name = name[: self.LABEL_WIDTH]
+            segments.append(Segment(name, label))
+            if len(name) < self.LABEL_WIDTH:
+                segments.append(Segment(" " * (self.LABEL_WIDTH - len(name)), blank))
+            if cells:
+                segments.append(Segment(lane.line(cells), self.get_component_rich_style(part)))
+            segments.append(Segment(" ", blank))
+        return Strip(segments).crop_extend(0, width, blank)
