@@ -153,6 +153,29 @@ def test_collector_returns_gpu_data_while_docker_hangs(sock_path: str) -> None:
         assert time.monotonic() - started < 1.5
 
 
+def _reader_threads() -> set[threading.Thread]:
+    return {t for t in threading.enumerate() if t.name == "gputui-docker-read"}
+
+
+def test_every_refresh_reads_the_engine_on_one_long_lived_thread(sock_path: str) -> None:
+    scenario = {"gpus": [{"index": 0, "name": "NVIDIA H200", "processes": []}]}
+    earlier = _reader_threads()  # an earlier test's reader may still be ending
+    with FakeEngine(sock_path, _routes()) as engine:
+        docker = DockerSource(base_url=engine.url, timeout=5.0)
+        collector = Collector(ScenarioSource(scenario), ProcSource(), docker)
+        seen: set[threading.Thread] = set()
+        try:
+            for _ in range(5):
+                assert collector.collect().sources["docker"].ok
+                seen |= _reader_threads() - earlier
+        finally:
+            collector.close()
+        assert len(seen) == 1, "a thread was started per read"
+        (reader,) = seen
+        reader.join(5.0)
+        assert not reader.is_alive(), "closing the collector did not end its reader thread"
+
+
 # --- malformed payloads and ids -------------------------------------------------------------
 
 BAD_VALUES: list[Any] = [None, "text", 7, -1, 10**30, 1.5, True, [], {}, [1, 2], {"a": 1}]

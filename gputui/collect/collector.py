@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import gc
 import os
+import queue
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -141,6 +142,7 @@ class Collector:
         # outlives a snapshot is picked up by a later one, never doubled.
         self._docker_wait = docker_wait
         self._docker_read: _BackgroundRead | None = None
+        self._reads = _ContainerReads(self.containers.read)
         self._tune_gc = tune_gc
         self._cpu_window = cpu_window
         self._cpu_primed_at = cpu_primed_at
@@ -161,7 +163,7 @@ class Collector:
         read; a Docker engine that is slow or stuck never holds back the GPU data.
         """
         if self._docker_read is None:
-            self._docker_read = _BackgroundRead(self.containers.read)
+            self._docker_read = self._reads.start()
         primed = 0.0
         priming: threading.Thread | None = None
         if self._cpu_window > 0 and self._cpu_primed_at is not None:
@@ -297,19 +299,20 @@ class Collector:
         if close_procs is not None:
             close_procs()
         self._docker_read = None
+        self._reads.close()
 
 
 class _BackgroundRead:
-    """One container read on a daemon thread (a stuck one cannot keep gputui from exiting)."""
+    """One container read, done by :class:`_ContainerReads`' thread; waited for with a deadline."""
 
     def __init__(self, read: Callable[[], ContainerReading]) -> None:
         self.started = time.monotonic()
         self._read = read
         self._result: ContainerReading | None = None
         self._done = threading.Event()
-        threading.Thread(target=self._run, name="gputui-docker-read", daemon=True).start()
 
-    def _run(self) -> None:
+    def run(self) -> None:
+        """Do the read (on the reads thread); a source that raises becomes an error status."""
         try:
             self._result = self._read()
         except Exception as exc:  # a source must not raise; if one does, it is a status
@@ -327,6 +330,42 @@ class _BackgroundRead:
         if not self._done.wait(max(0.0, timeout)):
             return None
         return self._result
+
+
+class _ContainerReads:
+    """Container reads on one long-lived daemon thread (a stuck read cannot block exiting).
+
+    One thread for the monitor's life rather than one per read: at ``--interval 0.1`` that was
+    ten thread starts a second, each new thread's allocations landing in whichever malloc arena
+    it was given, which kept the collector's memory creeping up under a changing container set.
+    The collector starts a read only when the previous one has ended, so reads never queue.
+    """
+
+    def __init__(self, read: Callable[[], ContainerReading]) -> None:
+        self._read = read
+        self._queue: queue.SimpleQueue[_BackgroundRead | None] = queue.SimpleQueue()
+        self._thread: threading.Thread | None = None
+
+    def start(self) -> _BackgroundRead:
+        """Begin a read now (the thread starts on the first one)."""
+        pending = _BackgroundRead(self._read)
+        if self._thread is None:
+            self._thread = threading.Thread(
+                target=self._serve, name="gputui-docker-read", daemon=True
+            )
+            self._thread.start()
+        self._queue.put(pending)
+        return pending
+
+    def _serve(self) -> None:
+        while (pending := self._queue.get()) is not None:
+            pending.run()
+
+    def close(self) -> None:
+        """Let the thread end after the read in hand, if any (never waits for it)."""
+        if self._thread is not None:
+            self._queue.put(None)
+            self._thread = None
 
 
 class DeferredContainers:
