@@ -149,3 +149,23 @@ async def test_a_card_is_three_widgets(make_app: AppFactory) -> None:
         for card in app.main.gpus.cards.values():
             assert len(card.query("*")) == 2  # the gauges and the sparkline row
             assert card.sparks.text().startswith("util ")
+
+
+async def test_kept_lines_follow_a_style_change(make_app: AppFactory) -> None:
+    """A new background or theme (no figure changed) draws every kept line again."""
+    app = make_app()
+    async with app.run_test(size=(160, 50)) as pilot:
+        await ready(pilot)
+        await _settle(pilot)
+        card = app.main.gpus.cards[0]
+        lines = card.gauges.lines_rendered
+        card.add_class("-lost")
+        app.theme = "textual-light"
+        await _settle(pilot)
+        assert card.gauges.lines_rendered > lines
+        partial = _screen(app)
+        for widget in app.query(GpuGauges):
+            widget.refresh()
+        app.query_one(HeaderBar).refresh()
+        await _settle(pilot)
+        assert _screen(app) == partial
