@@ -91,3 +91,22 @@ async def test_unchanged_lines_are_not_redrawn() -> None:
         await pilot.pause()
         assert pair.text().startswith("util ")
         assert "mem  " in pair.text()
+
+
+async def test_styles_follow_a_background_and_theme_change() -> None:
+    app = _Rows(False)
+    async with app.run_test(size=(50, 4)) as pilot:
+        util, mem = list(app.query(Spark))
+        pair = app.query_one(SparkPair)
+        for step, change in enumerate(("lost", "theme", "back")):
+            data = tuple(float(10 * i % 100) for i in range(step + 3))
+            util.data, mem.data = data, data
+            pair.show(data, data)
+            await pilot.pause()
+            if change == "theme":
+                app.theme = "textual-light"
+            else:
+                app.query_one(Vertical).set_class(change == "lost", "lost")
+            await pilot.pause()
+            old, new = app.screen._compositor.render_strips()[:2]
+            assert _cells(new) == _cells(old), change

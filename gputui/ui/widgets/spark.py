@@ -5,6 +5,7 @@ from __future__ import annotations
 from rich.segment import Segment
 from rich.style import Style as RichStyle
 from textual.content import Content
+from textual.geometry import Region
 from textual.strip import Strip
 from textual.widget import Widget
 
@@ -179,6 +180,11 @@ class SparkPair(Widget):
         self.second = SparkLane()
         #: Times a changed line was drawn (for tests and benchmarks).
         self.redraws = 0
+        #: The label, sparkline and blank styles, resolved once: looking them up took most of
+        #: a redraw. Dropped when Textual repaints the widget itself (style, theme, size).
+        self._styles: tuple[RichStyle, RichStyle, RichStyle, RichStyle] | None = None
+        #: Dirty regions (widget coordinates) that :meth:`show` asked for itself.
+        self._expected: set[Region] = set()
 
     def widths(self, width: int) -> tuple[int, int]:
         """The two sparklines' widths in a row ``width`` cells wide."""
@@ -192,7 +198,15 @@ class SparkPair(Widget):
         changed = self.second.update(second, b) or changed
         if changed:
             self.redraws += 1
-            self.refresh()
+            width = self.size.width
+            if width <= self.LABEL_WIDTH:
+                self.refresh()
+                return
+            # From the first sparkline on: the first label never changes, and a region other
+            # than the whole widget tells this repaint from one Textual asks for.
+            region = Region(self.LABEL_WIDTH, 0, width - self.LABEL_WIDTH, 1)
+            self._expected.add(region.translate(self.content_offset))
+            self.refresh(region)
 
     def text(self) -> str:
         """The plain line (for tests)."""
@@ -201,21 +215,32 @@ class SparkPair(Widget):
     def render_line(self, y: int) -> Strip:
         """The one line: labels as muted text, blank cells as background only (as before)."""
         width = self.size.width
-        blank = RichStyle(bgcolor=self.rich_style.bgcolor)
+        if self._dirty_regions:
+            if not self._dirty_regions <= self._expected:
+                self._styles = None  # a repaint Textual asked for: resolve the styles again
+            self._dirty_regions.clear()
+            self._expected.clear()
+        if self._styles is None:
+            self._styles = (
+                self.get_component_rich_style("spark-pair--label"),
+                self.get_component_rich_style("spark-pair--first"),
+                self.get_component_rich_style("spark-pair--second"),
+                RichStyle(bgcolor=self.rich_style.bgcolor),
+            )
+        label, first_style, second_style, blank = self._styles
         if y:
             return Strip.blank(width, blank)
         a, b = self.widths(width)
-        label = self.get_component_rich_style("spark-pair--label")
         segments: list[Segment] = []
         for name, lane, cells, part in (
-            (self.labels[0], self.first, a, "spark-pair--first"),
-            (self.labels[1], self.second, b, "spark-pair--second"),
+            (self.labels[0], self.first, a, first_style),
+            (self.labels[1], self.second, b, second_style),
         ):
             name = name[: self.LABEL_WIDTH]
             segments.append(Segment(name, label))
             if len(name) < self.LABEL_WIDTH:
                 segments.append(Segment(" " * (self.LABEL_WIDTH - len(name)), blank))
             if cells:
-                segments.append(Segment(lane.line(cells), self.get_component_rich_style(part)))
+                segments.append(Segment(lane.line(cells), part))
             segments.append(Segment(" ", blank))
         return Strip(segments).crop_extend(0, width, blank)
