@@ -109,6 +109,7 @@ class MainScreen(Screen[None]):
         self.proc_empty = EmptyNote(id="proc-empty")
         self.too_small = Static("", id="too-small")
         self._synced: dict[str, Snapshot | None] = dict.fromkeys(TABS)
+        self._tabs: TabbedContent | None = None
         self._health_title: str = ""
         self._alerts_title: str = ""
         self._narrow: bool | None = None
@@ -157,7 +158,10 @@ class MainScreen(Screen[None]):
     @property
     def active_tab(self) -> str:
         """The id of the visible tab pane."""
-        return self.query_one(TabbedContent).active or TABS[0]
+        tabs = self._tabs
+        if tabs is None:  # looked up once: the app asks for every key binding's state
+            tabs = self._tabs = self.query_one(TabbedContent)
+        return tabs.active or TABS[0]
 
     def apply(
         self,

@@ -65,37 +65,30 @@ def changed_regions(old: Content | None, new: Content, width: int) -> list[Regio
     """
     if old is None or width <= 0:
         return None
+    return _diff(old, new, width)[1]
+
+
+def _diff(old: Content, new: Content, width: int) -> tuple[set[int], list[Region]]:
+    """The lines that differ and the regions to repaint (none past ``width``; see above)."""
     old_lines = old.split("\n", allow_blank=True)
     new_lines = new.split("\n", allow_blank=True)
+    lines: set[int] = set()
     regions: list[Region] = []
     for y in range(max(len(old_lines), len(new_lines))):
         if y >= len(old_lines) or y >= len(new_lines):
-            regions.append(Region(0, y, width, 1))
+            lines.add(y)
+            if width > 0:
+                regions.append(Region(0, y, width, 1))
             continue
         change = _line_change(old_lines[y], new_lines[y])
         if change is None:
             continue
+        lines.add(y)
         x1, x2 = change
         if x1 < width:
             # The line may end in an ellipsis at the edge: repaint through the last cell too.
             regions.append(Region(x1, y, min(x2, width) - x1 if x2 < width else width - x1, 1))
-    return regions
-
-
-def changed_lines(old: Content | None, new: Content) -> set[int] | None:
-    """Indexes of the lines (text or styles) that differ; None when there was nothing before."""
-    if old is None:
-        return None
-    old_lines = old.split("\n", allow_blank=True)
-    new_lines = new.split("\n", allow_blank=True)
-    return {
-        y
-        for y in range(max(len(old_lines), len(new_lines)))
-        if y >= len(old_lines)
-        or y >= len(new_lines)
-        or old_lines[y].plain != new_lines[y].plain
-        or old_lines[y].spans != new_lines[y].spans
-    }
+    return lines, regions
 
 
 class LineCachedWidget(Widget):
@@ -127,11 +120,11 @@ class LineCachedWidget(Widget):
             old: The content given last (None: nothing yet, repaint everything).
             new: The content ``render`` returns from now on.
         """
-        lines = changed_lines(old, new)
-        regions = changed_regions(old, new, self.size.width)
-        if lines is None or regions is None:
+        width = self.size.width
+        if old is None or width <= 0:
             self.refresh()
             return
+        lines, regions = _diff(old, new, width)
         for y in lines:
             self._strips.pop(y, None)
         if regions:
