@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, TypeGuard
 from rich.segment import Segments
 from textual import events, work
 from textual.actions import parse as parse_action
-from textual.app import App, SystemCommand
+from textual.app import App, ScreenStackError, SystemCommand
 from textual.command import CommandPalette
 from textual.css.query import NoMatches
 from textual.notifications import SeverityLevel
@@ -285,9 +285,9 @@ class GpuTuiApp(App[None]):
                     self.screen.show(analysis, self.window)
                 for screen in self._detail_screens():
                     screen.show(snapshot, self.window)
-        except NoMatches:
+        except (NoMatches, ScreenStackError):
             # The worker's last snapshot can land while the app is closing and the screen's
-            # widgets are already gone: nothing is left to show it on.
+            # widgets (or the screens themselves) are already gone: nothing is left to show it on.
             return
         self._announce(analysis.started)
         self._refresh_binding_state()
