@@ -133,8 +133,13 @@ def test_deeply_nested_reply_is_refused(sock_path: str) -> None:
     assert json_depth(b'{"a": [1, {"b": "[[[["}]}') == 3
 
 
+def _reader_threads() -> set[threading.Thread]:
+    return {t for t in threading.enumerate() if t.name == "gputui-docker-read"}
+
+
 def test_collector_returns_gpu_data_while_docker_hangs(sock_path: str) -> None:
     scenario = {"gpus": [{"index": 0, "name": "NVIDIA H200", "processes": []}]}
+    earlier = _reader_threads()  # other tests' collectors' readers, still running or ending
     with FakeEngine(sock_path, _routes(**{"/version": trickle(2.0)})) as engine:
         docker = DockerSource(base_url=engine.url, timeout=30.0)  # its own deadline is far off
         collector = Collector(ScenarioSource(scenario), ProcSource(), docker, docker_wait=1.0)
@@ -145,16 +150,12 @@ def test_collector_returns_gpu_data_while_docker_hangs(sock_path: str) -> None:
             assert [g.index for g in snap.gpus] == [0]
             assert snap.sources["docker"].ok is False
             assert snap.sources["docker"].kind == "slow"
-        readers = [t for t in threading.enumerate() if t.name == "gputui-docker-read"]
+        readers = _reader_threads() - earlier
         assert len(readers) == 1, "a second read was started while one was stuck"
         assert all(t.daemon for t in readers)
         started = time.monotonic()
         collector.close()
         assert time.monotonic() - started < 1.5
-
-
-def _reader_threads() -> set[threading.Thread]:
-    return {t for t in threading.enumerate() if t.name == "gputui-docker-read"}
 
 
 def test_every_refresh_reads_the_engine_on_one_long_lived_thread(sock_path: str) -> None:
@@ -174,6 +175,27 @@ def test_every_refresh_reads_the_engine_on_one_long_lived_thread(sock_path: str)
         (reader,) = seen
         reader.join(5.0)
         assert not reader.is_alive(), "closing the collector did not end its reader thread"
+
+
+def test_an_idle_reader_thread_ends_and_the_next_read_starts_one(
+    sock_path: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr("gputui.collect.collector.READER_IDLE_S", 0.2)
+    scenario = {"gpus": [{"index": 0, "name": "NVIDIA H200", "processes": []}]}
+    earlier = _reader_threads()
+    with FakeEngine(sock_path, _routes()) as engine:
+        docker = DockerSource(base_url=engine.url, timeout=5.0)
+        collector = Collector(ScenarioSource(scenario), ProcSource(), docker)
+        try:
+            assert collector.collect().sources["docker"].ok
+            (first,) = _reader_threads() - earlier
+            first.join(5.0)
+            assert not first.is_alive(), "an idle reader thread did not end"
+            assert collector.collect().sources["docker"].ok  # a new thread reads
+            (second,) = _reader_threads() - earlier
+            assert second is not first
+        finally:
+            collector.close()
 
 
 # --- malformed payloads and ids -------------------------------------------------------------

@@ -49,6 +49,9 @@ DOCKER_WAIT_S = 2.0
 #: The longest a one-shot waits for its early CPU sample of every process after NVML answered.
 PRIME_JOIN_S = 0.3
 
+#: Seconds the container-read thread waits for the next read before it ends.
+READER_IDLE_S = 120.0
+
 READ_ONLY_REASON = "read-only mode: actions are disabled (started with --read-only)"
 
 #: Young-generation threshold for a long-lived monitor. CPython's default (700 allocations)
@@ -335,37 +338,52 @@ class _BackgroundRead:
 class _ContainerReads:
     """Container reads on one long-lived daemon thread (a stuck read cannot block exiting).
 
-    One thread for the monitor's life rather than one per read: at ``--interval 0.1`` that was
+    One thread while reads keep coming rather than one per read: at ``--interval 0.1`` that was
     ten thread starts a second, each new thread's allocations landing in whichever malloc arena
     it was given, which kept the collector's memory creeping up under a changing container set.
-    The collector starts a read only when the previous one has ended, so reads never queue.
+    The collector starts a read only when the previous one has ended, so reads never queue; a
+    thread left without reads for :data:`READER_IDLE_S` ends (a collector nobody closed does
+    not keep one forever), and the next read starts another.
     """
 
     def __init__(self, read: Callable[[], ContainerReading]) -> None:
         self._read = read
         self._queue: queue.SimpleQueue[_BackgroundRead | None] = queue.SimpleQueue()
+        self._lock = threading.Lock()
         self._thread: threading.Thread | None = None
 
     def start(self) -> _BackgroundRead:
-        """Begin a read now (the thread starts on the first one)."""
+        """Begin a read now (on the running thread, or a new one)."""
         pending = _BackgroundRead(self._read)
-        if self._thread is None:
-            self._thread = threading.Thread(
-                target=self._serve, name="gputui-docker-read", daemon=True
-            )
-            self._thread.start()
-        self._queue.put(pending)
+        with self._lock:
+            self._queue.put(pending)  # before the check: an idle thread ending sees it
+            if self._thread is None:
+                self._thread = threading.Thread(
+                    target=self._serve, name="gputui-docker-read", daemon=True
+                )
+                self._thread.start()
         return pending
 
     def _serve(self) -> None:
-        while (pending := self._queue.get()) is not None:
+        while True:
+            try:
+                pending = self._queue.get(timeout=READER_IDLE_S)
+            except queue.Empty:
+                with self._lock:
+                    if self._queue.empty():
+                        self._thread = None
+                        return
+                continue
+            if pending is None:
+                return
             pending.run()
 
     def close(self) -> None:
         """Let the thread end after the read in hand, if any (never waits for it)."""
-        if self._thread is not None:
-            self._queue.put(None)
-            self._thread = None
+        with self._lock:
+            if self._thread is not None:
+                self._queue.put(None)
+                self._thread = None
 
 
 class DeferredContainers:
