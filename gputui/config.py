@@ -22,16 +22,22 @@ import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 from gputui.collect.files import CONFIG_LIMIT, UserFileError, read_user_text
 from gputui.derive.alerts import DEFAULT_RULES, METRICS, AlertRule
 from gputui.settings import MAX_INTERVAL_S, MIN_INTERVAL_S
 
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - exercised on Python 3.10 only
-    import tomli as tomllib  # type: ignore[import-not-found,unused-ignore]
+
+def _toml() -> ModuleType:
+    """The TOML parser, imported when a file is read (most runs have no config file)."""
+    if sys.version_info >= (3, 11):
+        import tomllib
+    else:  # pragma: no cover - exercised on Python 3.10 only
+        import tomli as tomllib  # type: ignore[import-not-found,unused-ignore]
+    module: ModuleType = tomllib
+    return module
 
 
 class ConfigError(ValueError):
@@ -200,12 +206,13 @@ def load_ui_state(path: Path) -> UiPrefs:
     """
     if not path.exists():
         return UiPrefs()
+    toml = _toml()
     try:
         text = read_user_text(path, "ui state file", CONFIG_LIMIT)
-        data = tomllib.loads(text)
+        data = toml.loads(text)
     except UserFileError as exc:
         raise ConfigError(str(exc)) from None
-    except (tomllib.TOMLDecodeError, RecursionError, ValueError) as exc:
+    except (toml.TOMLDecodeError, RecursionError, ValueError) as exc:
         raise ConfigError(
             f"ui state file {path} is not valid TOML ({_one_line(exc)}); delete it to reset"
         ) from None
@@ -321,9 +328,10 @@ def parse_config(text: str, path: Path) -> Config:
         ConfigError: not TOML (also nested too deeply or holding an unconvertible number), or
             invalid.
     """
+    toml = _toml()
     try:
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
+        data = toml.loads(text)
+    except toml.TOMLDecodeError as exc:
         raise ConfigError(f"config file {path} is not valid TOML: {_one_line(exc)}") from None
     except RecursionError:
         raise ConfigError(f"config file {path} is not valid TOML: nested too deeply") from None

@@ -10,7 +10,6 @@ lookup falls back to a ``contexts`` folder relative to it when no config file ex
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import shutil
@@ -108,6 +107,8 @@ def _from_context(name: str, env: Mapping[str, str]) -> Endpoint:
     """The endpoint stored for a named docker context (``docker context create``)."""
     if name == "default":
         return Endpoint(DEFAULT_UNIX_SOCKET, False, name, explicit=False)
+    import hashlib  # here: only a named context needs it, and it loads OpenSSL
+
     config_dir = docker_config_dir(env)
     digest = hashlib.sha256(name.encode("utf-8")).hexdigest()
     meta = _load_json_file(os.path.join(config_dir, "contexts", "meta", digest, "meta.json"))
