@@ -169,3 +169,25 @@ async def test_kept_lines_follow_a_style_change(make_app: AppFactory) -> None:
         app.query_one(HeaderBar).refresh()
         await _settle(pilot)
         assert _screen(app) == partial
+
+
+async def test_a_compact_line_that_wraps_renders_once(make_app: AppFactory) -> None:
+    """At 60 columns a GPU's one line is wider than the panel: it is drawn once, not twice."""
+    app = make_app()
+    async with app.run_test(size=(60, 15)) as pilot:
+        await ready(pilot)
+        base = standard(1_000_001.0)
+        await push(pilot, base)
+        await _settle(pilot)
+        assert app.main.gpus.has_class("-compact")
+        before = _rendered(app)
+        await push(pilot, _moved(replace(base, taken_at=1_000_002.0), 73, 455.0))
+        await _settle(pilot)
+        after = _rendered(app)
+        assert after["gpu0"] - before["gpu0"] == 1
+        assert after["gpu1"] == before["gpu1"]
+        partial = _screen(app)
+        for widget in app.query(GpuGauges):
+            widget.refresh()
+        await _settle(pilot)
+        assert _screen(app) == partial

@@ -150,12 +150,14 @@ class LineCachedWidget(Widget):
         if not isinstance(visual, Content) or self.text_selection is not None:
             return self._render_all(y)
         lines = visual.split("\n", allow_blank=True)
+        if len(lines) == 1:  # one line (a GPU's compact line): rendering it is rendering all
+            return self._render_all(y)
         if y >= len(lines) or y >= size.height:
             return Strip.blank(size.width, self.visual_style.rich_style)
         strips = Visual.to_strips(self, lines[y], size.width, None, self.visual_style)
+        self.lines_rendered += len(strips)
         if len(strips) != 1:  # the line wraps: the lines below move, draw them all together
             return self._render_all(y)
-        self.lines_rendered += 1
         self._strips[y] = strips[0]
         return strips[0]
 
