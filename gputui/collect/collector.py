@@ -145,7 +145,8 @@ class Collector:
         # outlives a snapshot is picked up by a later one, never doubled.
         self._docker_wait = docker_wait
         self._docker_read: _BackgroundRead | None = None
-        self._reads = _ContainerReads(self.containers.read)
+        # Through self.containers at each read: a source swapped in later is the one read.
+        self._reads = _ContainerReads(lambda: self.containers.read())
         self._tune_gc = tune_gc
         self._cpu_window = cpu_window
         self._cpu_primed_at = cpu_primed_at
