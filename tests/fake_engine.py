@@ -100,9 +100,10 @@ class FakeEngine:
             threading.Thread(target=self._serve, args=(conn,), daemon=True).start()
 
     def _serve(self, conn: socket.socket) -> None:
-        conn.settimeout(5)
         data = b""
+        # OSError: the engine was stopped (its connections closed) while this one was opening.
         with contextlib.suppress(OSError):
+            conn.settimeout(5)
             while b"\r\n\r\n" not in data and len(data) < 65536:
                 chunk = conn.recv(4096)
                 if not chunk:

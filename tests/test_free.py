@@ -287,7 +287,9 @@ def _free_settled(*args: str) -> subprocess.CompletedProcess[str]:
     """``gputui free`` again (3 tries) while the engine, slowed by other work, did not answer."""
     for _ in range(3):
         result = _free(*args)
-        if "Docker did not answer" not in result.stderr:
+        # Said on stderr, or among the JSON document's caveats with --json.
+        said = result.stderr + result.stdout
+        if "Docker did not answer" not in said and "engine answered slowly" not in said:
             break
     return result
 
