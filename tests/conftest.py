@@ -9,11 +9,14 @@ Without an engine the docker tests skip, except in CI (``CI`` set) or with
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import hashlib
 import io
 import os
 import shutil
 import tarfile
+import tempfile
+import time
 import uuid
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -151,17 +154,70 @@ def free_run_id() -> str:
     return f"{os.getpid()}-{uuid.uuid4().hex[:8]}"
 
 
+#: Parallel test workers share one engine. A test whose containers ask for GPUs holds this lock
+#: shared while they exist; a test whose answer depends on no other container reserving GPUs
+#: (``sole_gpu_reservations``) holds it alone.
+GPU_RESERVATIONS_LOCK = os.path.join(
+    tempfile.gettempdir(), f"gputui-tests-gpu-reservations-{os.getuid()}.lock"
+)
+
+#: Seconds a test waits for that lock before failing.
+GPU_RESERVATIONS_WAIT_S = 300.0
+
+
+def _lock_gpu_reservations(mode: int) -> int:
+    fd = os.open(GPU_RESERVATIONS_LOCK, os.O_CREAT | os.O_RDWR, 0o600)
+    deadline = time.monotonic() + GPU_RESERVATIONS_WAIT_S
+    while True:
+        try:
+            fcntl.flock(fd, mode | fcntl.LOCK_NB)
+            return fd
+        except BlockingIOError:
+            if time.monotonic() > deadline:
+                os.close(fd)
+                pytest.fail("other tests kept GPU-reserving containers for 300 s")
+            time.sleep(0.05)
+
+
+def _reserves_gpus(kwargs: dict[str, Any]) -> bool:
+    if kwargs.get("device_requests"):
+        return True
+    environment = kwargs.get("environment") or {}
+    if isinstance(environment, dict):
+        return "NVIDIA_VISIBLE_DEVICES" in environment
+    return any(str(e).startswith("NVIDIA_VISIBLE_DEVICES=") for e in environment)
+
+
+@pytest.fixture
+def sole_gpu_reservations(request: pytest.FixtureRequest) -> Iterator[None]:
+    """While the test runs, no other test's container on the engine reserves GPUs.
+
+    Request it before ``run_container`` (so the test's own containers are removed first).
+    """
+    fd = _lock_gpu_reservations(fcntl.LOCK_EX)
+    request.node.gputui_sole_gpu_reservations = True
+    try:
+        yield
+    finally:
+        os.close(fd)
+
+
 @pytest.fixture
 def run_container(
-    docker_engine: Any, test_image: str, free_run_id: str
+    docker_engine: Any, test_image: str, free_run_id: str, request: pytest.FixtureRequest
 ) -> Iterator[Callable[..., Any]]:
     """Factory: ``run_container(command=None, *, start=True, **create_kwargs) -> Container``.
 
     Containers are created from the test image with the session's label (extra labels merge in)
     and removed, forcefully, at the end of the test: only containers with this run's label.
+    A container asking for GPUs takes :data:`GPU_RESERVATIONS_LOCK` shared until then.
     """
+    held: list[int] = []
 
     def factory(command: Any = None, *, start: bool = True, **kwargs: Any) -> Any:
+        sole = getattr(request.node, "gputui_sole_gpu_reservations", False)
+        if not held and not sole and _reserves_gpus(kwargs):
+            held.append(_lock_gpu_reservations(fcntl.LOCK_SH))
         labels = {**kwargs.pop("labels", {}), TEST_LABEL: free_run_id}
         kwargs.setdefault("image", test_image)
         container = docker_engine.containers.create(command=command, labels=labels, **kwargs)
@@ -178,6 +234,8 @@ def run_container(
         # already gone (a test removed it): nothing to do
         with contextlib.suppress(Exception):
             container.remove(force=True)
+    for fd in held:
+        os.close(fd)
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
