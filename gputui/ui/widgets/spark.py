@@ -12,6 +12,28 @@ from textual.widget import Widget
 from gputui.derive import fmt
 
 
+def appended_line(
+    old: tuple[float, ...], new: tuple[float, ...], drawn: str, low: float, high: float
+) -> str | None:
+    """``drawn`` after ``new`` only appended a sample to ``old`` (shifting a full window).
+
+    One new cell on the right instead of the whole line; None when the samples moved otherwise,
+    or when there are more samples than cells (each cell is then a bucket, which moves whole).
+    """
+    width = len(drawn)
+    if not new or len(new) > width:
+        return None
+    if len(new) == len(old) + 1:
+        if new[:-1] != old:
+            return None
+    elif len(new) == len(old) == width:
+        if new[:-1] != old[1:]:
+            return None
+    else:
+        return None
+    return drawn[1:] + fmt.spark((new[-1],), 1, low, high)
+
+
 class Spark(Widget):
     """Samples drawn on a fixed ``low``..``high`` scale, newest at the right.
 
@@ -60,19 +82,12 @@ class Spark(Widget):
 
     def _appended(self, old: tuple[float, ...], new: tuple[float, ...], drawn: str) -> str | None:
         """The line after one sample was appended, from the drawn one; None: draw it whole."""
-        width = len(drawn)
-        if not new or len(new) > width or width != self.size.width:
-            return None  # buckets (more samples than cells) move as a whole
-        if len(new) == len(old) + 1:
-            if new[:-1] != old:
-                return None
-        elif len(new) == len(old) == width:
-            if new[:-1] != old[1:]:
-                return None
-        else:
+        if len(drawn) != self.size.width:
             return None
-        self.appends += 1
-        return drawn[1:] + fmt.spark((new[-1],), 1, self.low, self.high)
+        line = appended_line(old, new, drawn, self.low, self.high)
+        if line is not None:
+            self.appends += 1
+        return line
 
     def set_scale(self, low: float, high: float) -> None:
         """Change the scale (e.g. a GPU's power limit became known)."""
@@ -127,19 +142,10 @@ class SparkLane:
         return self._drawn != drawn
 
     def _appended(self, old: tuple[float, ...], new: tuple[float, ...], drawn: str) -> str | None:
-        width = len(drawn)
-        if not new or len(new) > width:
-            return None  # buckets (more samples than cells) move as a whole
-        if len(new) == len(old) + 1:
-            if new[:-1] != old:
-                return None
-        elif len(new) == len(old) == width:
-            if new[:-1] != old[1:]:
-                return None
-        else:
-            return None
-        self.appends += 1
-        return drawn[1:] + fmt.spark((new[-1],), 1, self.low, self.high)
+        line = appended_line(old, new, drawn, self.low, self.high)
+        if line is not None:
+            self.appends += 1
+        return line
 
     def _line(self, width: int) -> str:
         return fmt.spark(self._data, width, self.low, self.high) if width > 0 else ""
