@@ -18,6 +18,9 @@ from collections.abc import Sequence
 from datetime import datetime, timezone
 from pathlib import Path
 
+from textual.pilot import Pilot
+from textual.widgets import Footer
+
 from gputui import wiring
 from gputui.collect.collector import Collector
 from gputui.collect.docker.logs import LogLine
@@ -176,8 +179,22 @@ async def shoot(
             if keys:
                 await pilot.press(*keys)
             await pilot.pause(0.2)
+            await _footer_drawn(pilot)
             print(app.save_screenshot(filename=f"{name}-{size_name}.svg", path=str(out)))
         collector.close()
+
+
+async def _footer_drawn(pilot: Pilot[None]) -> None:
+    """Wait (5 s at most) until the screen's footer shows its keys.
+
+    A screen opened by a key is imported then, and its footer fills in a refresh after it shows.
+    """
+    for _ in range(250):
+        footers = list(pilot.app.screen.query(Footer))
+        if all(footer.children for footer in footers):
+            break
+        await pilot.pause(0.02)
+    await pilot.pause()
 
 
 async def shoot_fleet(out: Path) -> None:
