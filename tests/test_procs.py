@@ -119,6 +119,28 @@ def test_live_child_facts(sleeper: subprocess.Popen[bytes]) -> None:
     assert not info.access_denied
 
 
+def test_an_empty_command_line_is_read_again_at_the_next_refresh(
+    sleeper: subprocess.Popen[bytes], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Read between fork and exec (or while exiting), a command line is empty: not kept."""
+    real = procs_module.read_capped
+    empty_once = [f"/proc/{sleeper.pid}/cmdline"]
+
+    def read_capped(path: str | os.PathLike[str], limit: int) -> tuple[bytes | None, int]:
+        if str(path) in empty_once:
+            empty_once.remove(str(path))
+            return b"", 0
+        return real(path, limit)
+
+    monkeypatch.setattr(procs_module, "read_capped", read_capped)
+    source = ProcSource()
+    first = source.read([sleeper.pid])[sleeper.pid]
+    assert first.command == first.name  # only the name was there to show
+    again = source.read([sleeper.pid])[sleeper.pid]
+    assert again.command == f"{sys.executable} -c {SLEEP_CODE}"
+    source.close()
+
+
 def test_live_child_container_fields_match_our_own_cgroup(
     sleeper: subprocess.Popen[bytes],
 ) -> None:

@@ -178,6 +178,11 @@ class _Stat(NamedTuple):
         return (self.comm, self.code_start, self.code_end, self.arg_start, self.arg_end)
 
 
+#: The image of a process whose command line could not be read yet (never a real one: a
+#: process always has a name).
+_UNREAD_IMAGE: tuple[str, int, int, int, int] = ("", 0, 0, 0, 0)
+
+
 def clean_text(value: str) -> str:
     """Turn undecodable bytes (lone surrogates from ``surrogateescape``) into U+FFFD.
 
@@ -804,7 +809,9 @@ class ProcSource:
                 name = extended
         tracked.name = name or None
         tracked.command = command or tracked.name
-        tracked.image = stat.image
+        # An empty command line (read while the process was between fork and exec, or exiting)
+        # is not its command: leave the image unknown so the next refresh reads it again.
+        tracked.image = stat.image if args or data is None else _UNREAD_IMAGE
         return True
 
     def _cpu_percent(self, tracked: _Tracked, cpu_ticks: int) -> float | None:
