@@ -809,9 +809,10 @@ class ProcSource:
                 name = extended
         tracked.name = name or None
         tracked.command = command or tracked.name
-        # An empty command line (read while the process was between fork and exec, or exiting)
-        # is not its command: leave the image unknown so the next refresh reads it again.
-        tracked.image = stat.image if args or data is None else _UNREAD_IMAGE
+        # A command line read empty (the process was just exec'ing, or exiting) or not read for
+        # another reason than a denial is not its command: leave the image unknown so that the
+        # next refresh reads it again.
+        tracked.image = stat.image if args or tracked.denied else _UNREAD_IMAGE
         return True
 
     def _cpu_percent(self, tracked: _Tracked, cpu_ticks: int) -> float | None:
