@@ -188,7 +188,9 @@ def test_cpu_sample_waits_for_a_minimum_interval(
     now[0] += 1.0
     first = source.read([busy.pid])[busy.pid].cpu_percent
     assert first is not None
-    assert first > 30.0
+    # Its CPU over the samples (about 0.3 s of real time, at most ~30 % of the injected 1 s;
+    # less on a loaded machine), not the nothing an idle process shows.
+    assert first >= 5.0
     # Too soon again: the previous value is repeated, not a fresh noisy sample.
     assert source.read([busy.pid])[busy.pid].cpu_percent == first
 
