@@ -55,6 +55,16 @@ def _screen(app: GpuTuiApp) -> list[Strip]:
     return app.screen._compositor.render_strips()
 
 
+async def _redrawn_whole(app: GpuTuiApp, pilot: Pilot[None], header: bool = True) -> list[Strip]:
+    """The screen after the GPU lines (and the header) are drawn again from scratch."""
+    for widget in app.query(GpuGauges):
+        widget.refresh()
+    if header:
+        app.query_one(HeaderBar).refresh()
+    await _settle(pilot)
+    return _screen(app)
+
+
 @pytest.mark.parametrize("size", [(160, 50), (80, 24)])
 async def test_an_unchanged_refresh_renders_and_lays_out_nothing(
     make_app: AppFactory, size: tuple[int, int]
@@ -106,11 +116,7 @@ async def test_lines_drawn_one_at_a_time_match_a_full_redraw(make_app: AppFactor
             await push(pilot, snap)
             await _settle(pilot)
         partial = _screen(app)
-        for widget in app.query(GpuGauges):
-            widget.refresh()
-        app.query_one(HeaderBar).refresh()
-        await _settle(pilot)
-        assert _screen(app) == partial
+        assert await _redrawn_whole(app, pilot) == partial
 
 
 async def test_no_gpu_refreshes_do_not_lay_out_again(make_app: AppFactory) -> None:
@@ -164,11 +170,7 @@ async def test_kept_lines_follow_a_style_change(make_app: AppFactory) -> None:
         await _settle(pilot)
         assert card.gauges.lines_rendered > lines
         partial = _screen(app)
-        for widget in app.query(GpuGauges):
-            widget.refresh()
-        app.query_one(HeaderBar).refresh()
-        await _settle(pilot)
-        assert _screen(app) == partial
+        assert await _redrawn_whole(app, pilot) == partial
 
 
 async def test_a_compact_line_that_wraps_renders_once(make_app: AppFactory) -> None:
@@ -187,7 +189,4 @@ async def test_a_compact_line_that_wraps_renders_once(make_app: AppFactory) -> N
         assert after["gpu0"] - before["gpu0"] == 1
         assert after["gpu1"] == before["gpu1"]
         partial = _screen(app)
-        for widget in app.query(GpuGauges):
-            widget.refresh()
-        await _settle(pilot)
-        assert _screen(app) == partial
+        assert await _redrawn_whole(app, pilot, header=False) == partial
