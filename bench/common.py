@@ -122,6 +122,35 @@ def cpu_seconds(pids: Iterable[int]) -> float:
     return total / CLK_TCK
 
 
+def memory_split(pid: int) -> dict[str, int]:
+    """Resident bytes of one process by kind of mapping, from ``/proc/PID/smaps``.
+
+    ``heap`` is the C allocator's main arena (``[heap]``), ``anon`` every other anonymous
+    mapping (Python's object arenas, thread arenas and stacks, large blocks), ``file`` mapped
+    files (code, libraries). A growing RSS splits into these to say which allocator kept it.
+    """
+    out = {"heap": 0, "anon": 0, "file": 0}
+    kind = "anon"
+    try:
+        with open(f"/proc/{pid}/smaps", encoding="ascii", errors="replace") as fh:
+            for line in fh:
+                first = line.split(None, 6)
+                if not first:
+                    continue
+                if first[0].endswith(":") and not first[0][0].isdigit():
+                    if first[0] == "Rss:":
+                        out[kind] += int(first[1]) * 1024
+                    continue
+                name = first[5] if len(first) > 5 else ""
+                if name == "[heap]":
+                    kind = "heap"
+                else:
+                    kind = "anon" if not name or name.startswith("[") else "file"
+    except OSError:
+        pass
+    return out
+
+
 def rss_bytes(pids: Iterable[int]) -> int:
     """Sum of VmRSS (threads share their process's memory, so processes only)."""
     total = 0

@@ -145,6 +145,8 @@ def cmd_soak(args: argparse.Namespace) -> dict[str, Any]:
         if containers is not None and args.churn_every > 0:
             containers.grow_to(args.soak_containers + args.churn_containers)
         t0 = time.monotonic()
+        next_map = 0.0
+        tui_maps: list[tuple[float, dict[str, int]]] = []
         next_churn = args.churn_every
         churns = 0
         common.log(f"soak: {args.minutes:g} min at {args.hz:g} Hz ({', '.join(sorted(what))})")
@@ -160,6 +162,9 @@ def cmd_soak(args: argparse.Namespace) -> dict[str, Any]:
                 coll_samples.append((now, common.self_rss()))
             if tui is not None and tui.alive():
                 tui.sample()
+                if now >= next_map:  # which allocator holds the growth: once a minute
+                    tui_maps.append((now, common.memory_split(tui.pid)))
+                    next_map += 60.0
             time.sleep(1.0)
         stop.set()
         if worker is not None:
@@ -186,8 +191,15 @@ def cmd_soak(args: argparse.Namespace) -> dict[str, Any]:
         pts = [(s.at, s.rss) for s in tui.samples]
         slope, first, last = _slope_mb_per_h(pts, skip)
         result["tui"] = {"slope_mb_h": slope, "first_mb": first, "last_mb": last,
-                         "exit": tui.exit_status, "samples": pts}  # fmt: skip
+                         "exit": tui.exit_status, "samples": pts, "maps": tui_maps}  # fmt: skip
         rows.append(["TUI (pty)", "-", first, last, slope, slope * 24])
+        fitted = [m for t, m in tui_maps if t >= skip] or [m for _, m in tui_maps]
+        if fitted:
+            split = ", ".join(
+                f"{k} {fitted[0][k] / 1e6:.1f} -> {fitted[-1][k] / 1e6:.1f} MB" for k in fitted[0]
+            )
+            text_maps = f"\nTUI resident memory by mapping after {skip:.0f} s: {split}"
+            result["tui"]["maps_text"] = text_maps
     snap = result.pop("last_snapshot", None)
     text = common.table(["process", "cycles", "RSS MB first", "last", "MB/h", "MB/24h"], rows)
     text += f"\n{args.minutes:g} min at {args.hz:g} Hz; slope = least squares after {skip:.0f} s"
@@ -202,6 +214,7 @@ def cmd_soak(args: argparse.Namespace) -> dict[str, Any]:
             f"{per:.0f} B per refresh = {per * args.hz * 3600 / 1e6:.1f} MB/h while filling, "
             f"{fill_h:.1f} MB when full at {args.hz:g} Hz"
         )
+    text += result.get("tui", {}).get("maps_text", "")
     text += "\ntarget: <= 5 MB per 24 h once buffers are full"
     common.emit("Soak: RSS growth", text)
     common.save_json(args.out, "soak", result)
