@@ -61,6 +61,14 @@ READ_ONLY_REASON = "read-only mode: actions are disabled (started with --read-on
 GC_GEN0_THRESHOLD = 50_000
 _gc_tuned = False
 
+#: Seconds between full collections in a long-lived monitor. With the raised young threshold,
+#: older generations are collected rarely, and cyclic garbage promoted into them waited that
+#: long: Textual drops a whole ring of cached lines (each holding its cropped and divided
+#: copies) whenever the container tree changes, about 1,200 objects a refresh. A 50-minute soak
+#: at 1 Hz grew 107 -> 149 MB that way; one full collection a minute found 72,000 garbage
+#: objects. After ``gc.freeze()`` a full collection walks only what refreshes allocated.
+GC_SWEEP_S = 30.0
+
 
 def tune_gc_for_monitor() -> None:
     """Freeze what start-up allocated and raise the young-generation threshold (once).
@@ -105,7 +113,9 @@ class Collector:
             every process (``prime_cpu`` and ``host_stats``, called as early as the program
             could): the window then runs from there, under everything done since.
         tune_gc: After the first collection, tune the garbage collector for a long-lived
-            monitor (:func:`tune_gc_for_monitor`).
+            monitor (:func:`tune_gc_for_monitor`), and then run a full collection every
+            ``gc_sweep_s`` seconds, after a collection (between refreshes).
+        gc_sweep_s: Seconds between those full collections.
     """
 
     def __init__(
@@ -122,6 +132,7 @@ class Collector:
         hostname: str | None = None,
         docker_wait: float = DOCKER_WAIT_S,
         tune_gc: bool = True,
+        gc_sweep_s: float = GC_SWEEP_S,
         cpu_window: float = 0.0,
         cpu_primed_at: float | None = None,
     ) -> None:
@@ -148,6 +159,8 @@ class Collector:
         # Through self.containers at each read: a source swapped in later is the one read.
         self._reads = _ContainerReads(lambda: self.containers.read())
         self._tune_gc = tune_gc
+        self._gc_sweep_s = gc_sweep_s
+        self._next_sweep: float | None = None
         self._cpu_window = cpu_window
         self._cpu_primed_at = cpu_primed_at
 
@@ -252,7 +265,17 @@ class Collector:
         )
         if self._tune_gc:
             tune_gc_for_monitor()
+            self._sweep_garbage()
         return snapshot
+
+    def _sweep_garbage(self) -> None:
+        """A full collection when one is due (see :data:`GC_SWEEP_S`); the first sets the clock."""
+        now = time.monotonic()
+        if self._next_sweep is not None and now >= self._next_sweep:
+            gc.collect()
+            now = time.monotonic()
+        if self._next_sweep is None or now >= self._next_sweep:
+            self._next_sweep = now + self._gc_sweep_s
 
     def exec_in_container(
         self, container_id: str, argv: Sequence[str], timeout_s: float
