@@ -122,6 +122,16 @@ def cpu_seconds(pids: Iterable[int]) -> float:
     return total / CLK_TCK
 
 
+def thread_cpu_seconds(pid: int, tid: int) -> float:
+    """utime+stime of one thread (the main thread's id is the process id); 0 when gone."""
+    try:
+        text = Path(f"/proc/{pid}/task/{tid}/stat").read_text()
+    except OSError:
+        return 0.0
+    fields = text[text.rindex(")") + 2 :].split()
+    return (int(fields[11]) + int(fields[12])) / CLK_TCK
+
+
 def memory_split(pid: int) -> dict[str, int]:
     """Resident bytes of one process by kind of mapping, from ``/proc/PID/smaps``.
 

@@ -84,8 +84,8 @@ def cmd_tui(args: argparse.Namespace) -> dict[str, Any]:
     for name, results in runs.items():
         for i, res in enumerate(results):
             rows.append(
-                [name, i + 1, res["cpu_pct"], res["rss_mb"], res["rss_max_mb"], res["peak_rss_mb"],
-                 res["out_kb_s"], res["seconds"]]
+                [name, i + 1, res["cpu_pct"], res.get("main_cpu_pct"), res["rss_mb"],
+                 res["rss_max_mb"], res["peak_rss_mb"], res["out_kb_s"], res["seconds"]]
             )  # fmt: skip
     summary: dict[str, Any] = {
         "runs": runs,
@@ -99,8 +99,9 @@ def cmd_tui(args: argparse.Namespace) -> dict[str, Any]:
             "rss_mb": common.median([x["rss_mb"] for x in res]),
         } if res else None  # fmt: skip
     text = common.table(
-        ["program", "run", "CPU %", "RSS MB", "RSS max", "peak RSS", "out kB/s", "s"], rows
-    )
+        ["program", "run", "CPU %", "main thread %", "RSS MB", "RSS max", "peak RSS", "out kB/s",
+         "s"], rows,
+    )  # fmt: skip
     text += f"\ncommands: gputui = {' '.join(ours)}; peer = {' '.join(peer) or '-'}"
     if summary["peer"]:
         cpu_r = summary["gputui"]["cpu_pct"] / max(summary["peer"]["cpu_pct"], 1e-9)
