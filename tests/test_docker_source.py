@@ -385,9 +385,11 @@ class SocketProxy:
 def test_engine_goes_away_and_comes_back(
     docker_engine: Any, run_container: Any, tmp_path: Any
 ) -> None:
-    target = "/var/run/docker.sock"
-    if not os.path.exists(target):
-        pytest.skip("the engine does not listen on the default unix socket")
+    # The engine the tests' containers run on (DOCKER_HOST, as docker_engine connects).
+    host = os.environ.get("DOCKER_HOST", "unix:///var/run/docker.sock")
+    target = host.removeprefix("unix://")
+    if not host.startswith("unix://") or not os.path.exists(target):
+        pytest.skip("the engine does not listen on a local unix socket")
     ct = run_container(["sleep", "300"])
     proxy = SocketProxy(str(tmp_path / "docker.sock"), target)
     proxy.start()

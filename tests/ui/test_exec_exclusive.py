@@ -21,7 +21,7 @@ from gputui.settings import Settings
 from gputui.ui.app import GpuTuiApp
 from gputui.ui.messages import SnapshotReady
 from gputui.ui.run import run_tui
-from gputui.ui.screens.exec_modal import PID_NAMESPACE_NOTE, ExecScreen
+from gputui.ui.screens.exec_modal import PID_NAMESPACE_NOTE, ExecRun, ExecScreen
 
 NOTE = PID_NAMESPACE_NOTE.split(":")[0]
 
@@ -216,3 +216,22 @@ def test_quit_while_an_exec_runs_does_not_wait_for_it(monkeypatch: pytest.Monkey
     assert len(collector.exec_calls) == 1  # it was running when q came
     assert code == 0
     assert took < 5, f"quitting waited {took:.1f} s for the exec"
+
+
+async def test_a_run_ending_before_its_reopened_modal_is_composed_shows_its_result(
+    make_app: AppFactory,
+) -> None:
+    # Under load the run can end between ``x`` pushing the modal and the modal composing:
+    # showing the result then queried widgets that did not exist yet and crashed the app.
+    app = make_app(FakeCollector())
+    async with app.run_test(size=(140, 40)) as pilot:
+        await ready(pilot)
+        run = ExecRun(cid(1), "trainer", 15.0)
+        app.push_screen(ExecScreen(run))
+        # Synchronously, before the event loop composes the pushed screen.
+        app.machine.exec_done(run, ExecResult(("nvidia-smi",), 0, stdout="| NVIDIA-SMI 580 |\n"))
+        await pilot.pause()
+        await pilot.pause()
+        assert isinstance(app.screen, ExecScreen)
+        assert "NVIDIA-SMI 580" in str(app.screen.query_one("#exec-output", Static).content)
+        assert not app.screen.query_one("#exec-wait").display

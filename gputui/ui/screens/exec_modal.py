@@ -13,6 +13,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import ScrollableContainer, Vertical
 from textual.content import Content
+from textual.css.query import NoMatches
 from textual.screen import ModalScreen
 from textual.widgets import LoadingIndicator, Static
 
@@ -192,7 +193,13 @@ class ExecScreen(ModalScreen[None]):
 
     def show_result(self, result: ExecResult) -> None:
         """Replace the running state with the output."""
-        self.query_one("#exec-wait").display = False
+        try:
+            wait = self.query_one("#exec-wait")
+        except NoMatches:
+            # Pushed but not composed yet (the run ended as ``x`` re-opened it): on_mount
+            # shows the result, which the run already holds.
+            return
+        wait.display = False
         self.query_one("#exec-state").display = False
         self.query_one("#exec-output", Static).update(result_content(self.container, result))
         self.query_one("#exec-scroll").focus()
