@@ -67,7 +67,9 @@ def test_an_early_sample_of_every_process_gives_the_first_read_a_cpu_percent(
         assert source.read([busy.pid])[busy.pid].cpu_percent is None  # one sample: no rate
         fresh = ProcSource()
         try:
-            assert fresh.prime_cpu() > 1
+            # A generous budget: under load the default 0.25 s ran out before the busy
+            # process's entry (new PIDs come last in /proc); the budget has its own test below.
+            assert fresh.prime_cpu(budget_s=10.0) > 1
             time.sleep(0.3)
             info = fresh.read([busy.pid])[busy.pid]
             assert info.cpu_percent is not None
@@ -171,3 +173,15 @@ def test_a_fresh_early_sample_still_gets_its_whole_window(
     window_end = early.taken_at + ONCE_CPU_WINDOW_S
     assert called_at + seconds >= window_end - 1e-3
     assert seconds == 0.0 or abs(called_at + seconds - window_end) < 1e-3
+
+
+def test_the_early_sample_stops_at_its_time_budget() -> None:
+    from gputui.collect.linux.processes import ProcSource
+
+    source = ProcSource()
+    try:
+        # A spent budget samples (almost) nothing, however many processes the host has.
+        assert source.prime_cpu(budget_s=0.0) <= 1
+        assert source.prime_cpu(budget_s=10.0) > 1
+    finally:
+        source.close()
