@@ -39,10 +39,10 @@ def test_once_measures_process_and_host_cpu(busy: subprocess.Popen[bytes], tmp_p
     assert result.returncode == 0, result.stderr
     doc = json.loads(result.stdout)
     (proc,) = [p for p in doc["processes"] if p["pid"] == busy.pid]
-    # A spinning process: well above zero even on a loaded machine (the window is 0.1 s, so
-    # the figure moves in steps of 10 %).
+    # A spinning process: above zero (the window is 0.1 s, so the figure moves in steps of
+    # about 10 %; a loaded machine gave a spinning loop 7.8 %, so no higher floor holds).
     assert proc["cpu_percent"] is not None
-    assert proc["cpu_percent"] >= 10.0
+    assert proc["cpu_percent"] > 0.0
     assert doc["host_stats"]["cpu_percent"] is not None
     assert doc["host_stats"]["cpu_percent"] > 0.0
 

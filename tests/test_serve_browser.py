@@ -12,6 +12,7 @@ Without Chromium (or textual-serve) the tests skip, except in CI (``CI`` set), w
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import shutil
 import signal
@@ -178,6 +179,7 @@ async def browser_page(chromium: str, url: str) -> AsyncIterator[Page]:
             ],
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
+            start_new_session=True,  # its helpers too can be ended, before the profile goes
         )
         try:
             active = Path(profile) / "DevToolsActivePort"
@@ -199,12 +201,32 @@ async def browser_page(chromium: str, url: str) -> AsyncIterator[Page]:
                     await page.call("Page.navigate", url=url)
                     yield page
         finally:
-            proc.terminate()
-            try:
-                proc.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
+            end_process_group(proc)
+
+
+def end_process_group(proc: subprocess.Popen[bytes]) -> None:
+    """End chromium and its helper processes, which write to the profile until they exit.
+
+    Ending only the browser process let a loaded run's cleanup of the profile race a helper
+    still writing to it (``Directory not empty``).
+    """
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(proc.pid, signal.SIGTERM)
+    try:
+        proc.wait(timeout=15)
+    except subprocess.TimeoutExpired:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+    deadline = time.monotonic() + 15
+    while time.monotonic() < deadline:
+        try:
+            os.killpg(proc.pid, 0)  # a helper is still alive
+        except ProcessLookupError:
+            return
+        time.sleep(0.05)
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(proc.pid, signal.SIGKILL)
 
 
 def on_containers_tab(screen: str) -> bool:
