@@ -525,9 +525,14 @@ class SnapshotMetrics:
         self._last_ok_mono: float | None = None
         self._started_mono = time.monotonic()
         self._lock = threading.Lock()
-        # The body and the host label of its series, swapped together: a scrape's age line
-        # names the host the body names, even while a new snapshot is being rendered.
-        self._rendered = (b"", _escape_label_value(self._host))
+        # The body, the host label of its series and when its collection finished (None:
+        # none yet), swapped together: a scrape's age line describes the body it follows,
+        # even while a newer snapshot is published but not yet rendered.
+        self._rendered: tuple[bytes, str, float | None] = (
+            b"",
+            _escape_label_value(self._host),
+            None,
+        )
         #: Snapshots published so far (a change means the collector made progress).
         self.publications = 0
 
@@ -605,13 +610,14 @@ class SnapshotMetrics:
         registry = CollectorRegistry(auto_describe=False)
         registry.register(self)
         host = _escape_label_value(self._host)  # what collect() labels the body with
-        self._rendered = (generate_latest(registry), host)
+        finished = self._last_ok_mono  # the collection this body shows (same thread as publish)
+        self._rendered = (generate_latest(registry), host, finished)
 
     def exposition(self) -> bytes:
         """The prebuilt body plus ``gputui_collect_age_seconds`` (what a scrape sends)."""
-        since = self._last_ok_mono if self._last_ok_mono is not None else self._started_mono
+        body, host, finished = self._rendered
+        since = finished if finished is not None else self._started_mono
         age = max(0.0, time.monotonic() - since)
-        body, host = self._rendered
         return (
             body
             + (

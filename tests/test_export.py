@@ -343,3 +343,33 @@ def test_only_export_imports_prometheus_client() -> None:
         "assert 'prometheus_client' not in sys.modules"
     )
     assert subprocess.run([sys.executable, "-c", code]).returncode == 0
+
+
+def test_the_age_line_describes_the_body_it_follows() -> None:
+    """Published but not rendered yet: the age is still that of the body a scrape gets.
+
+    A loaded run scraped a body without any GPU series whose age said 0.04 s: the age came from
+    the newest publication while the body was still the one rendered before the first.
+    """
+    from gputui.export import SnapshotMetrics
+
+    def age(body: bytes) -> float:
+        (value,) = [
+            s.value
+            for family in text_string_to_metric_families(body.decode())
+            for s in family.samples
+            if s.name == "gputui_collect_age_seconds"
+        ]
+        return float(value)
+
+    metrics = SnapshotMetrics(interval=1.0)
+    metrics.rebuild()
+    time.sleep(0.3)
+    metrics.publish(machine())
+    between = metrics.exposition()
+    assert "DCGM_FI_DEV_GPU_UTIL" not in between.decode()
+    assert age(between) >= 0.3  # since the start: the body has no collection yet
+    metrics.rebuild()
+    after = metrics.exposition()
+    assert "DCGM_FI_DEV_GPU_UTIL" in after.decode()
+    assert age(after) < 0.3  # the published collection, now in the body
