@@ -86,9 +86,11 @@ def log(message: str) -> None:
 # --- /proc sampling -------------------------------------------------------------------------
 
 
-def _stat_fields(pid: int) -> list[str] | None:
+def _stat_fields(pid: int, tid: int | None = None) -> list[str] | None:
+    """The fields after ``comm`` of a process's (or one of its threads') stat; None when gone."""
+    path = f"/proc/{pid}/stat" if tid is None else f"/proc/{pid}/task/{tid}/stat"
     try:
-        text = Path(f"/proc/{pid}/stat").read_text()
+        text = Path(path).read_text()
     except OSError:
         return None
     # comm may contain spaces and parentheses: split after the last ')'.
@@ -124,12 +126,8 @@ def cpu_seconds(pids: Iterable[int]) -> float:
 
 def thread_cpu_seconds(pid: int, tid: int) -> float:
     """utime+stime of one thread (the main thread's id is the process id); 0 when gone."""
-    try:
-        text = Path(f"/proc/{pid}/task/{tid}/stat").read_text()
-    except OSError:
-        return 0.0
-    fields = text[text.rindex(")") + 2 :].split()
-    return (int(fields[11]) + int(fields[12])) / CLK_TCK
+    fields = _stat_fields(pid, tid)
+    return 0.0 if fields is None else (int(fields[11]) + int(fields[12])) / CLK_TCK
 
 
 def memory_split(pid: int) -> dict[str, int]:

@@ -17,6 +17,7 @@ import time
 from collections.abc import Callable, Iterator
 
 import pytest
+from procfs import cpu_ticks
 
 from gputui.collect.linux.processes import ProcSource
 
@@ -71,12 +72,6 @@ def _source(clock: FakeClock, full_read_max: int, window: float) -> ProcSource:
     return ProcSource(
         clock=clock.monotonic, wall=clock.wall, full_read_max=full_read_max, sample_window=window
     )
-
-
-def _ticks(pid: int) -> int:
-    text = open(f"/proc/{pid}/stat").read()  # noqa: SIM115 - one small read
-    fields = text[text.rindex(")") + 2 :].split()
-    return int(fields[11]) + int(fields[12])
 
 
 def test_at_or_below_the_threshold_every_pid_is_read_and_carries_no_age(
@@ -239,9 +234,9 @@ def test_cpu_percent_over_a_longer_interval_is_the_tick_formula(
     reads: list[tuple[float, int, float, int, float | None, bool]] = []
     for _ in range(14):
         clock.now += 1.0
-        t0, k0 = time.monotonic(), _ticks(busy.pid)
+        t0, k0 = time.monotonic(), cpu_ticks(busy.pid)
         info = source.read(pids)[busy.pid]
-        t1, k1 = time.monotonic(), _ticks(busy.pid)
+        t1, k1 = time.monotonic(), cpu_ticks(busy.pid)
         reads.append((t0, k0, t1, k1, info.cpu_percent, info.sampled_at == clock.wall()))
         time.sleep(0.15)
     sampled = [i for i, r in enumerate(reads) if r[5]]

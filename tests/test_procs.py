@@ -16,6 +16,7 @@ from pathlib import Path
 
 import psutil
 import pytest
+from procfs import cpu_ticks
 
 from gputui.collect.linux import processes as procs_module
 from gputui.collect.linux.processes import ProcSource
@@ -161,26 +162,19 @@ def test_cpu_percent_is_none_first_then_real_for_a_busy_process(
     source = ProcSource()
     # The truth, read independently around the same two samples: on a loaded machine a
     # spinning process gets less than a core, so no fixed figure is right.
-    started, ticks = time.monotonic(), _cpu_ticks(busy.pid)
+    started, ticks = time.monotonic(), cpu_ticks(busy.pid)
     assert source.read([busy.pid])[busy.pid].cpu_percent is None
     time.sleep(0.5)
     cpu = source.read([busy.pid])[busy.pid].cpu_percent
     truth = (
         100.0
-        * (_cpu_ticks(busy.pid) - ticks)
+        * (cpu_ticks(busy.pid) - ticks)
         / os.sysconf("SC_CLK_TCK")
         / (time.monotonic() - started)
     )
     assert cpu is not None
     assert truth > 5.0  # it did spin
     assert abs(cpu - truth) <= 5.0 + 0.15 * truth  # clock ticks are 10 ms of 0.5 s: 2 %
-
-
-def _cpu_ticks(pid: int) -> int:
-    """utime + stime of a process in clock ticks, straight from /proc."""
-    with open(f"/proc/{pid}/stat", encoding="ascii") as fh:
-        fields = fh.read().rsplit(")", 1)[1].split()
-    return int(fields[11]) + int(fields[12])
 
 
 def test_idle_process_cpu_is_near_zero(sleeper: subprocess.Popen[bytes]) -> None:

@@ -270,12 +270,11 @@ class Collector:
 
     def _sweep_garbage(self) -> None:
         """A full collection when one is due (see :data:`GC_SWEEP_S`); the first sets the clock."""
-        now = time.monotonic()
-        if self._next_sweep is not None and now >= self._next_sweep:
+        if self._next_sweep is None:
+            self._next_sweep = time.monotonic() + self._gc_sweep_s
+        elif time.monotonic() >= self._next_sweep:
             gc.collect()
-            now = time.monotonic()
-        if self._next_sweep is None or now >= self._next_sweep:
-            self._next_sweep = now + self._gc_sweep_s
+            self._next_sweep = time.monotonic() + self._gc_sweep_s
 
     def exec_in_container(
         self, container_id: str, argv: Sequence[str], timeout_s: float
