@@ -26,8 +26,9 @@ from bench import common
 BENCH_IMAGE = "gputui-bench:latest"
 BENCH_LABEL = "gputui-bench"
 RUN_ID = f"{os.getpid()}-{uuid.uuid4().hex[:8]}"
-#: Spawned sleeps outlive a crashed benchmark by at most this long.
-SLEEP_SECONDS = "1800"
+#: Spawned sleeps and bench containers outlive a crashed benchmark by at most this long, unless
+#: the run asks for longer (a soak's load must outlive the soak, or its scenario changes midway).
+SLEEP_SECONDS = 1800
 
 _cleanups: list[Callable[[], None]] = []
 
@@ -63,8 +64,9 @@ def install_cleanup_handlers() -> None:
 class Sleepers:
     """``n`` sleeping processes (posix_spawn: no Python fork per child, about 1 ms each)."""
 
-    def __init__(self) -> None:
+    def __init__(self, lifetime_s: int = SLEEP_SECONDS) -> None:
         self.pids: list[int] = []
+        self.lifetime = str(lifetime_s)
         self._sleep = shutil.which("sleep") or "/bin/sleep"
         _cleanups.append(self.kill_all)
 
@@ -84,7 +86,7 @@ class Sleepers:
 
     def grow_to(self, n: int) -> None:
         while len(self.pids) < n:
-            self.pids.append(os.posix_spawn(self._sleep, ["sleep", SLEEP_SECONDS], os.environ))
+            self.pids.append(os.posix_spawn(self._sleep, ["sleep", self.lifetime], os.environ))
 
     def kill_all(self) -> None:
         for pid in self.pids:
@@ -126,9 +128,10 @@ def _run_alive(run_id: str) -> bool:
 class Containers:
     """Busybox containers labelled ``gputui-bench=<run id>``, created and started in parallel."""
 
-    def __init__(self, client: Any, workers: int = 8) -> None:
+    def __init__(self, client: Any, workers: int = 8, lifetime_s: int = SLEEP_SECONDS) -> None:
         self.client = client
         self.workers = workers
+        self.lifetime = str(lifetime_s)
         self.ids: list[str] = []
         self.pids: dict[str, int] = {}
         self._serial = 0  # the next name suffix: churned containers never reuse a name
@@ -161,7 +164,7 @@ class Containers:
     def _one(self, i: int) -> tuple[str, int]:
         c = self.client.containers.create(
             BENCH_IMAGE,
-            ["sleep", "3600"],
+            ["sleep", self.lifetime],
             name=f"gputui-bench-{RUN_ID}-{i}",
             labels={BENCH_LABEL: RUN_ID},
             network_mode="none",  # no veth per container: faster start, nothing to clean up

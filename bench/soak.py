@@ -101,8 +101,13 @@ def cmd_soak(args: argparse.Namespace) -> dict[str, Any]:
     if "both" in what:  # the documented spelling for collector and TUI together
         what = {"collector", "tui"}
     seconds, period = args.minutes * 60, 1.0 / args.hz
-    sleepers = Sleepers()
-    containers = Containers(docker_sdk.from_env(timeout=60)) if args.soak_containers else None
+    lifetime = int(seconds) + 600  # the load outlives the run; a killed run's ends 10 min later
+    sleepers = Sleepers(lifetime)
+    containers = (
+        Containers(docker_sdk.from_env(timeout=60), lifetime_s=lifetime)
+        if args.soak_containers
+        else None
+    )
     result: dict[str, Any] = {"minutes": args.minutes, "hz": args.hz}
     scen_file = None
     try:
