@@ -56,6 +56,12 @@ def build_parser() -> argparse.ArgumentParser:
     q = sub.add_parser("tui", help="steady-state CPU and RSS in a pty, gputui vs a peer")
     tui_opts(q)
     q.add_argument("--peer", default="nvitop --interval 1", help="peer TUI command ('' = none)")
+    q.add_argument(
+        "--floor",
+        default=f"{sys.executable} -m bench.floor_app",
+        help="the floor program, run with --interval ('' = none; default: bench/floor_app.py,"
+        " one Textual line of NVML and psutil figures)",
+    )
     q.add_argument("--interval", type=float, default=1.0)
     q.add_argument("--seconds", type=float, default=60.0, help="measured seconds per run")
     q.add_argument("--warmup", type=float, default=5.0, help="seconds skipped after launch")

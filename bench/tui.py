@@ -59,23 +59,26 @@ def run_tui(argv: list[str], warmup: float, seconds: float, cols: int, rows: int
 
 
 def cmd_tui(args: argparse.Namespace) -> dict[str, Any]:
-    ours = gputui_argv(args, "--interval", f"{args.interval:g}")
-    peer = split(args.peer) if args.peer else []
-    missing = peer_available(peer)
-    if missing:
-        print(f"peer {' '.join(peer) or '-'}: not run ({missing}); gputui alone", flush=True)
-    runs: dict[str, list[dict[str, Any]]] = {"gputui": [], "peer": []}
+    interval = f"{args.interval:g}"
+    programs = {
+        "gputui": gputui_argv(args, "--interval", interval),
+        "peer": split(args.peer) if args.peer else [],
+        "floor": [*split(args.floor), "--interval", interval] if args.floor else [],
+    }
+    missing = {name: peer_available(argv) for name, argv in programs.items() if name != "gputui"}
+    for name, why in missing.items():
+        if why:
+            print(f"{name} {' '.join(programs[name]) or '-'}: not run ({why})", flush=True)
+    runs: dict[str, list[dict[str, Any]]] = {name: [] for name in programs}
     for r in range(args.rounds):
-        order = [("gputui", ours), ("peer", peer)]
-        if r % 2:  # alternate who goes first, so a drifting load favours neither
+        order = [name for name in programs if not missing.get(name)]
+        if r % 2:  # alternate who goes first, so a drifting load favours none
             order.reverse()
-        for name, argv in order:
-            if name == "peer" and missing:
-                continue
+        for name in order:
             common.log(
                 f"tui round {r + 1}/{args.rounds}: {name} for {args.warmup + args.seconds:g} s"
             )
-            res = run_tui(argv, args.warmup, args.seconds, args.cols, args.rows)
+            res = run_tui(programs[name], args.warmup, args.seconds, args.cols, args.rows)
             runs[name].append(res)
             if res["exited_early"]:
                 print(f"WARNING: {name} exited early (status {res['exit_status']}); it printed:\n"
@@ -92,25 +95,50 @@ def cmd_tui(args: argparse.Namespace) -> dict[str, Any]:
         "interval": args.interval,
         "size": [args.cols, args.rows],
     }
-    for name in ("gputui", "peer"):
-        res = runs[name]
+    for name, res in runs.items():
         summary[name] = {
             "cpu_pct": common.median([x["cpu_pct"] for x in res]),
+            "main_cpu_pct": common.median([x.get("main_cpu_pct", 0.0) for x in res]),
             "rss_mb": common.median([x["rss_mb"] for x in res]),
         } if res else None  # fmt: skip
     text = common.table(
         ["program", "run", "CPU %", "main thread %", "RSS MB", "RSS max", "peak RSS", "out kB/s",
          "s"], rows,
     )  # fmt: skip
-    text += f"\ncommands: gputui = {' '.join(ours)}; peer = {' '.join(peer) or '-'}"
-    if summary["peer"]:
-        cpu_r = summary["gputui"]["cpu_pct"] / max(summary["peer"]["cpu_pct"], 1e-9)
-        rss_r = summary["gputui"]["rss_mb"] / max(summary["peer"]["rss_mb"], 1e-9)
+    text += "\ncommands: " + "; ".join(
+        f"{name} = {' '.join(argv) or '-'}" for name, argv in programs.items()
+    )
+    ours, peer, floor = summary["gputui"], summary["peer"], summary["floor"]
+    if peer:
+        cpu_r = ours["cpu_pct"] / max(peer["cpu_pct"], 1e-9)
+        rss_r = ours["rss_mb"] / max(peer["rss_mb"], 1e-9)
         summary["cpu_ratio"], summary["rss_ratio"] = cpu_r, rss_r
         text += (
             f"\nCPU ratio gputui/peer = {cpu_r:.2f} (target <= 0.8: {common.verdict(cpu_r <= 0.8)})"
             f"; RSS ratio = {rss_r:.2f}"
         )
+    if floor:
+        # The floor is one Textual line of the same NVML and psutil figures: gputui above it is
+        # gputui's own cost; the floor above the peer is what any Textual UI costs.
+        summary["floor_ratios"] = {
+            "gputui_cpu": ours["cpu_pct"] / max(floor["cpu_pct"], 1e-9),
+            "gputui_rss": ours["rss_mb"] / max(floor["rss_mb"], 1e-9),
+        }
+        text += (
+            f"\nfloor (one Textual line): CPU {floor['cpu_pct']:.2f} %, "
+            f"RSS {floor['rss_mb']:.1f} MB"
+            f"; gputui/floor CPU {summary['floor_ratios']['gputui_cpu']:.2f}, "
+            f"RSS {summary['floor_ratios']['gputui_rss']:.2f}"
+        )
+        if peer:
+            summary["floor_ratios"].update(
+                peer_cpu=floor["cpu_pct"] / max(peer["cpu_pct"], 1e-9),
+                peer_rss=floor["rss_mb"] / max(peer["rss_mb"], 1e-9),
+            )
+            text += (
+                f"; floor/peer CPU {summary['floor_ratios']['peer_cpu']:.2f}, "
+                f"RSS {summary['floor_ratios']['peer_rss']:.2f}"
+            )
     common.emit(
         f"TUI steady state, {args.cols}x{args.rows} pty, {args.interval:g} s interval", text
     )
