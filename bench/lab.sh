@@ -2,7 +2,8 @@
 # gputui vs nvitop on the H200 lab machine, under two PyTorch loads. Run from anywhere:
 #   source .lab/start.sh && bash bench/lab.sh        (start.sh is sourced here if not yet)
 # Writes at most 8 files to $OUT: env.txt, bench.txt and the JSON of each benchmark.
-# About 6 minutes: loads warm up ~30 s, TUI 4 x 65 s, --once 2 x 8 runs, first frame 5 runs.
+# About 8.5 minutes: loads warm up ~30 s, TUI 6 x 65 s (gputui, the peer and bench/floor_app.py
+# twice each), --once 2 x 8 runs, first frame 5 runs. LAB_BENCHES picks a subset ("tui").
 # nvitop: taken from PATH or python3 -m nvitop; else installed from a wheel found in $NVITOP_WHEEL,
 # .whl/ or .lab/wheels/ (into /tmp/site, no deps: it needs only nvidia-ml-py and psutil).
 set -u
@@ -14,7 +15,7 @@ fi
 OUT=${OUT:-/tmp/gputui-lab-out}
 mkdir -p "$OUT"
 export PYTHONPATH=$PWD${PYTHONPATH:+:$PYTHONPATH}  # this tree's gputui and bench, not a wheel
-LOAD_S=${LOAD_S:-420}
+LOAD_S=${LOAD_S:-600}
 PY=python3
 LOG=$OUT/bench.txt
 : > "$LOG"
@@ -63,10 +64,12 @@ sleep 5  # past CUDA init: both at steady matmul load
 } > "$OUT/env.txt" 2>&1
 
 bench() { timeout -s TERM "$1" $PY -m bench.run --out "$OUT" "${@:2}" 2>&1 | tee -a "$LOG"; }
-bench 60 once --runs 8 --peer-once "${PEER:+$PEER --once}"
-bench 60 first-frame --runs 5
-bench 30 live --cycles 30
-ROUNDS=${TUI_ROUNDS:-2}  # alternated TUI runs of each program, 65 s each
-bench $((ROUNDS * 160 + 10)) tui --rounds "$ROUNDS" --seconds 60 --warmup 5 --peer "${PEER:+$PEER --interval 1}"
+BENCHES=" ${LAB_BENCHES:-once first-frame live tui} "  # a subset: LAB_BENCHES="tui"
+[[ $BENCHES == *" once "* ]] && bench 60 once --runs 8 --peer-once "${PEER:+$PEER --once}"
+[[ $BENCHES == *" first-frame "* ]] && bench 60 first-frame --runs 5
+[[ $BENCHES == *" live "* ]] && bench 30 live --cycles 30
+ROUNDS=${TUI_ROUNDS:-2}  # alternated TUI runs of gputui, the peer and the floor, 65 s each
+[[ $BENCHES == *" tui "* ]] && bench $((ROUNDS * 240 + 10)) tui --rounds "$ROUNDS" --seconds 60 \
+  --warmup 5 --peer "${PEER:+$PEER --interval 1}"
 nvidia-smi --query-compute-apps=pid,used_memory --format=csv >> "$OUT/env.txt" 2>&1
 say "lab: done; files in $OUT: $(ls "$OUT" | tr '\n' ' ')"
