@@ -47,7 +47,9 @@ def cmd_once(args: argparse.Namespace) -> dict[str, Any]:
         order = programs if i % 2 == 0 else programs[::-1]
         for name, argv in order:
             results[name].append(timed_run(argv))
-    rows, summary = [], {"commands": {n: " ".join(a) for n, a in programs}, "runs": results}
+    commands = {n: " ".join(a) for n, a in programs}
+    rows: list[list[Any]] = []
+    summary: dict[str, Any] = {"commands": commands, "runs": results}
     for name, res in results.items():
         walls, rss = [r[0] for r in res], [r[1] / 1e6 for r in res]
         summary[name] = {"wall_s": common.median(walls), "rss_mb": common.median(rss),
@@ -59,7 +61,7 @@ def cmd_once(args: argparse.Namespace) -> dict[str, Any]:
     text = common.table(
         ["program", "runs", "wall s (med)", "min", "max", "peak RSS MB (med)", "max", "exit"], rows
     )
-    text += "".join(f"\n{n}: {c}" for n, c in summary["commands"].items())
+    text += "".join(f"\n{n}: {c}" for n, c in commands.items())
     if "peer" in results:
         wr = summary["gputui"]["wall_s"] / summary["peer"]["wall_s"]
         rr = summary["gputui"]["rss_mb"] / summary["peer"]["rss_mb"]

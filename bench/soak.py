@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
+import signal
+import subprocess
+import sys
 import tempfile
 import threading
 import time
@@ -88,14 +92,50 @@ def _slope_mb_per_h(samples: list[tuple[float, int]], skip: float) -> tuple[floa
     return common.slope(xs, ys) * 3600, ys[0], ys[-1]
 
 
-def cmd_soak(args: argparse.Namespace) -> dict[str, Any]:
-    import docker as docker_sdk
-
+def _collector(data: dict[str, Any]) -> Any:
     from gputui.collect.collector import Collector
     from gputui.collect.docker.source import DockerSource
     from gputui.collect.linux.processes import ProcSource
     from gputui.collect.standins.scenario import ScenarioSource
     from gputui.health import runner as health
+
+    return Collector(ScenarioSource(data), ProcSource(), DockerSource(), mode="scenario",
+                     health=health.run_checks)  # fmt: skip
+
+
+def _one_snapshot(data: dict[str, Any]) -> Any:
+    """A snapshot of the soak's scenario, for the history's bytes per refresh."""
+    coll = _collector(data)
+    try:
+        return coll.collect()
+    finally:
+        coll.close()
+
+
+def collector_child(scenario_file: str, hz: float) -> None:
+    """``python -m bench.soak SCENARIO HZ``: the soak's collector, until SIGTERM.
+
+    Prints ``{"cycles": N}`` when it ends.
+    """
+    with open(scenario_file, encoding="utf-8") as fh:
+        data = json.load(fh)
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    coll, cycles, period = _collector(data), 0, 1.0 / hz
+    try:
+        nxt = time.monotonic()
+        while not stop.is_set():
+            coll.collect()
+            cycles += 1
+            nxt += period
+            stop.wait(max(0.0, nxt - time.monotonic()))
+    finally:
+        coll.close()
+    print(json.dumps({"cycles": cycles}), flush=True)
+
+
+def cmd_soak(args: argparse.Namespace) -> dict[str, Any]:
+    import docker as docker_sdk
 
     what = set(args.what.split(","))
     if "both" in what:  # the documented spelling for collector and TUI together
@@ -110,6 +150,9 @@ def cmd_soak(args: argparse.Namespace) -> dict[str, Any]:
     )
     result: dict[str, Any] = {"minutes": args.minutes, "hz": args.hz}
     scen_file = None
+    collector: subprocess.Popen[str] | None = None
+    tui: PtyRun | None = None
+    cycles, snap = 0, None
     try:
         sleepers.grow_to(args.soak_processes)
         cpids: list[int] = []
@@ -120,33 +163,19 @@ def cmd_soak(args: argparse.Namespace) -> dict[str, Any]:
         fd, scen_file = tempfile.mkstemp(prefix="gputui-bench-", suffix=".json")
         with os.fdopen(fd, "w") as fh:
             json.dump(data, fh)
-        stop = threading.Event()
         coll_samples: list[tuple[float, int]] = []
-        cycles = [0]
-
-        def collector_loop() -> None:
-            coll = Collector(ScenarioSource(data), ProcSource(), DockerSource(), mode="scenario",
-                             health=health.run_checks)  # fmt: skip
-            try:
-                nxt = time.monotonic()
-                while not stop.is_set():
-                    snap = coll.collect()
-                    cycles[0] += 1
-                    nxt += period
-                    stop.wait(max(0.0, nxt - time.monotonic()))
-                result["last_snapshot"] = snap
-            finally:
-                coll.close()
-
-        tui = None
+        if "collector" in what:
+            # In a process of its own, so that its resident memory is the collector's alone
+            # (here it would also hold this benchmark's samples and Docker SDK client).
+            collector = subprocess.Popen(
+                [sys.executable, "-m", "bench.soak", scen_file, f"{args.hz:g}"],
+                stdout=subprocess.PIPE,
+                text=True,
+            )
         if "tui" in what:
             tui = PtyRun(gputui_argv(args, "--scenario", scen_file, "--interval", f"{period:g}"),
                          cols=args.cols, rows=args.rows)  # fmt: skip
             tui.start()
-        worker = None
-        if "collector" in what:
-            worker = threading.Thread(target=collector_loop, name="soak-collector", daemon=True)
-            worker.start()
         if containers is not None and args.churn_every > 0:
             containers.grow_to(args.soak_containers + args.churn_containers)
         t0 = time.monotonic()
@@ -163,20 +192,26 @@ def cmd_soak(args: argparse.Namespace) -> dict[str, Any]:
                 containers.churn(args.soak_containers, args.churn_count)
                 churns += 1
                 next_churn += args.churn_every
-            if worker is not None:
-                coll_samples.append((now, common.self_rss()))
+            if collector is not None and collector.poll() is None:
+                coll_samples.append((now, common.rss_bytes([collector.pid])))
             if tui is not None and tui.alive():
                 tui.sample()
                 if now >= next_map:  # which allocator holds the growth: once a minute
                     tui_maps.append((now, common.memory_split(tui.pid)))
                     next_map += 60.0
             time.sleep(1.0)
-        stop.set()
-        if worker is not None:
-            worker.join(timeout=10)
+        if collector is not None:
+            collector.send_signal(signal.SIGTERM)
+            out, _ = collector.communicate(timeout=30)
+            with contextlib.suppress(ValueError, IndexError, KeyError):
+                cycles = int(json.loads(out.strip().splitlines()[-1])["cycles"])
         if tui is not None:
             tui.stop()
+            snap = _one_snapshot(data)  # while the scenario's processes still run
     finally:
+        if collector is not None and collector.poll() is None:
+            collector.kill()
+            collector.wait()
         sleepers.kill_all()
         if containers is not None:
             containers.remove_all()
@@ -190,8 +225,8 @@ def cmd_soak(args: argparse.Namespace) -> dict[str, Any]:
     if coll_samples:
         slope, first, last = _slope_mb_per_h(coll_samples, skip)
         result["collector"] = {"slope_mb_h": slope, "first_mb": first, "last_mb": last,
-                               "cycles": cycles[0], "samples": coll_samples}  # fmt: skip
-        rows.append(["collector (in-process)", cycles[0], first, last, slope, slope * 24])
+                               "cycles": cycles, "samples": coll_samples}  # fmt: skip
+        rows.append(["collector (own process)", cycles, first, last, slope, slope * 24])
     if tui is not None and tui.samples:
         pts = [(s.at, s.rss) for s in tui.samples]
         slope, first, last = _slope_mb_per_h(pts, skip)
@@ -205,7 +240,6 @@ def cmd_soak(args: argparse.Namespace) -> dict[str, Any]:
             )
             text_maps = f"\nTUI resident memory by mapping after {skip:.0f} s: {split}"
             result["tui"]["maps_text"] = text_maps
-    snap = result.pop("last_snapshot", None)
     text = common.table(["process", "cycles", "RSS MB first", "last", "MB/h", "MB/24h"], rows)
     text += f"\n{args.minutes:g} min at {args.hz:g} Hz; slope = least squares after {skip:.0f} s"
     if churns:
@@ -224,3 +258,7 @@ def cmd_soak(args: argparse.Namespace) -> dict[str, Any]:
     common.emit("Soak: RSS growth", text)
     common.save_json(args.out, "soak", result)
     return result
+
+
+if __name__ == "__main__":
+    collector_child(sys.argv[1], float(sys.argv[2]))

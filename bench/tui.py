@@ -47,7 +47,7 @@ def run_tui(argv: list[str], warmup: float, seconds: float, cols: int, rows: int
     finally:
         alive = run.alive()
         run.stop()
-    result = steady_state(run, warmup)
+    result: dict[str, Any] = dict(steady_state(run, warmup))
     result.update(
         command=" ".join(argv),
         exited_early=not alive,
@@ -95,12 +95,12 @@ def cmd_tui(args: argparse.Namespace) -> dict[str, Any]:
         "interval": args.interval,
         "size": [args.cols, args.rows],
     }
-    for name, res in runs.items():
+    for name, done in runs.items():
         summary[name] = {
-            "cpu_pct": common.median([x["cpu_pct"] for x in res]),
-            "main_cpu_pct": common.median([x.get("main_cpu_pct", 0.0) for x in res]),
-            "rss_mb": common.median([x["rss_mb"] for x in res]),
-        } if res else None  # fmt: skip
+            "cpu_pct": common.median([x["cpu_pct"] for x in done]),
+            "main_cpu_pct": common.median([x.get("main_cpu_pct", 0.0) for x in done]),
+            "rss_mb": common.median([x["rss_mb"] for x in done]),
+        } if done else None  # fmt: skip
     text = common.table(
         ["program", "run", "CPU %", "main thread %", "RSS MB", "RSS max", "peak RSS", "out kB/s",
          "s"], rows,
