@@ -11,8 +11,10 @@ from dataclasses import replace
 import pytest
 from conftest import AppFactory
 from pilot_helpers import push, ready
+from textual.content import Content
 from textual.pilot import Pilot
 from textual.strip import Strip
+from textual.visual import Visual
 from textual.widget import Widget
 from ui_factories import FakeCollector, gpu, snapshot, standard
 
@@ -190,3 +192,37 @@ async def test_a_compact_line_that_wraps_renders_once(make_app: AppFactory) -> N
         assert after["gpu1"] == before["gpu1"]
         partial = _screen(app)
         assert await _redrawn_whole(app, pilot, header=False) == partial
+
+
+@pytest.mark.parametrize("size", [(160, 50), (120, 30), (80, 24), (60, 15)])
+async def test_lines_drawn_alone_are_the_lines_textual_draws(
+    make_app: AppFactory, size: tuple[int, int]
+) -> None:
+    """Each line the header and the cards draw alone equals Textual's render of the whole.
+
+    Styles, colours and the ``offset`` meta that text selection reads included. Lines that fit
+    take the short way (``_fitted_strip``), which all of them do at 160 columns.
+    """
+    app = make_app()
+    async with app.run_test(size=size) as pilot:
+        await ready(pilot)
+        base = standard(1_000_001.0)
+        lost = replace(base, gpus=(base.gpus[0], gpu(1, lost=True, error="GpuIsLost")))
+        for snap in (_moved(base, 73, 455.0), replace(lost, taken_at=1_000_002.0)):
+            await push(pilot, snap)
+            await _settle(pilot)
+            widgets = [app.main.header, *(card.gauges for card in app.main.gpus.cards.values())]
+            for widget in widgets:
+                content = widget.render()
+                assert isinstance(content, Content)
+                width, height = widget.size
+                whole = Visual.to_strips(widget, content, width, height, widget.visual_style)
+                widget._strips.clear()
+                alone = [widget.render_line(y) for y in range(len(whole))]
+                assert [list(s) for s in alone] == [list(s) for s in whole]
+                if size[0] == 160:
+                    lines = content.split("\n", allow_blank=True)
+                    assert all(
+                        widget._fitted_strip(line, y, width) is not None
+                        for y, line in enumerate(lines)
+                    )
