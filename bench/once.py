@@ -39,7 +39,10 @@ def cmd_once(args: argparse.Namespace) -> dict[str, Any]:
     missing = peer_available(peer)
     if missing:
         print(f"peer {' '.join(peer) or '-'}: not run ({missing}); gputui alone", flush=True)
+    floor = split(args.floor_once) if args.floor_once else []
     programs = [("gputui", ours)] + ([] if missing else [("peer", peer)])
+    if floor and not peer_available(floor):
+        programs.append(("floor", floor))
     for _, argv in programs:  # one untimed run each: page cache and .pyc files warm for both
         timed_run(argv)
     results: dict[str, list[tuple[float, int, int]]] = {name: [] for name, _ in programs}
@@ -70,6 +73,15 @@ def cmd_once(args: argparse.Namespace) -> dict[str, Any]:
             f"\nwall ratio gputui/peer = {wr:.2f} (target <= 0.7: {common.verdict(wr <= 0.7)}); "
             f"RSS ratio = {rr:.2f} (target <= 1.0: {common.verdict(rr <= 1.0)})"
         )
+    if "floor" in results:
+        # Python, psutil, nvidia-ml-py and one NVML reading of each GPU: no one-shot is faster.
+        floor_wall = summary["floor"]["wall_s"]
+        summary["floor_ratios"] = {"gputui": summary["gputui"]["wall_s"] / floor_wall}
+        text += f"\nfloor (one NVML reading of each GPU): {floor_wall:.3f} s; gputui/floor = "
+        text += f"{summary['floor_ratios']['gputui']:.2f}"
+        if "peer" in results:
+            summary["floor_ratios"]["peer"] = summary["peer"]["wall_s"] / floor_wall
+            text += f"; floor/peer = {floor_wall / summary['peer']['wall_s']:.2f}"
     if phases:
         text += "\n\ngputui --once timeline (s after launch, median; the program's marks):\n"
         text += common.table(

@@ -75,6 +75,11 @@ def build_parser() -> argparse.ArgumentParser:
 
     q = sub.add_parser("once", help="gputui --once --json vs a peer's --once")
     q.add_argument("--peer-once", default="nvitop --once", help="peer command ('' = none)")
+    q.add_argument(
+        "--floor-once",
+        default=f"{sys.executable} -m bench.floor_once",
+        help="the floor program ('' = none; default: bench/floor_once.py, one NVML reading)",
+    )
     q.add_argument("--runs", type=int, default=7)
 
     def scale_opts(q: argparse.ArgumentParser) -> None:
