@@ -7,6 +7,10 @@ no containers, no history, no tables, no worker threads. ``bench tui`` runs it n
 the peer, so the ratios have a floor measured in the same run: what gputui costs above it is
 gputui's own; what the floor costs above the peer is the price of a Textual UI.
 
+``--lines N`` adds N - 1 more lines, each a ``Static`` of its own, every one of which changes
+at every refresh (a coloured bar and a figure): the floor for a screen that changes as many
+lines a second as gputui's does, with no collection behind it.
+
 ``q`` quits. Without NVML the line says so, and the program still measures Textual's floor.
 """
 
@@ -26,14 +30,20 @@ class FloorApp(App[None]):
 
     BINDINGS = [("q", "quit", "Quit")]
 
-    def __init__(self, interval: float) -> None:
+    CSS = "Static { height: 1; }"
+
+    def __init__(self, interval: float, lines: int = 1) -> None:
         super().__init__()
         self.interval = interval
+        self.lines = max(1, lines)
+        self.ticks = 0
         self.handles: list[Any] = []
         self.nvml_error = ""
 
     def compose(self) -> ComposeResult:
         yield Static("starting", id="line")
+        for i in range(1, self.lines):
+            yield Static("", id=f"more{i}")
 
     def on_mount(self) -> None:
         try:
@@ -59,6 +69,15 @@ class FloorApp(App[None]):
         if self.nvml_error:
             parts.append(self.nvml_error)
         self.query_one("#line", Static).update("  ".join(parts))
+        self.ticks += 1
+        for i in range(1, self.lines):
+            # A bar and a figure that move at every refresh, in the styles a gauge line uses.
+            value = (self.ticks * 7 + i * 13) % 100
+            bar = "█" * (value * 60 // 100)
+            self.query_one(f"#more{i}", Static).update(
+                f"[b]line {i:2d}[/b] [green]{bar:<60}[/green] [$accent]{value:3d}%[/] "
+                f"{self.ticks * i % 1000:5d} MiB"
+            )
 
     def on_unmount(self) -> None:
         if self.handles:
@@ -69,7 +88,9 @@ def main() -> None:
     """Parse ``--interval`` and run the floor app until ``q``."""
     parser = argparse.ArgumentParser(prog="python -m bench.floor_app", description=__doc__)
     parser.add_argument("--interval", type=float, default=1.0)
-    FloorApp(parser.parse_args().interval).run()
+    parser.add_argument("--lines", type=int, default=1, help="lines changing at each refresh")
+    args = parser.parse_args()
+    FloorApp(args.interval, args.lines).run()
 
 
 if __name__ == "__main__":

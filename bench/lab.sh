@@ -69,7 +69,9 @@ BENCHES=" ${LAB_BENCHES:-once first-frame live tui} "  # a subset: LAB_BENCHES="
 [[ $BENCHES == *" first-frame "* ]] && bench 60 first-frame --runs 5
 [[ $BENCHES == *" live "* ]] && bench 30 live --cycles 30
 ROUNDS=${TUI_ROUNDS:-2}  # alternated TUI runs of gputui, the peer and the floor, 65 s each
-[[ $BENCHES == *" tui "* ]] && bench $((ROUNDS * 240 + 10)) tui --rounds "$ROUNDS" --seconds 60 \
-  --warmup 5 --peer "${PEER:+$PEER --interval 1}"
+# TUI_FLOOR_LINES=10,15 adds the floor program with that many lines changing each second.
+PROGRAMS=$((3 + $(echo "${TUI_FLOOR_LINES:-}" | tr ',' '\n' | grep -c .)))
+[[ $BENCHES == *" tui "* ]] && bench $((ROUNDS * PROGRAMS * 80 + 10)) tui --rounds "$ROUNDS" \
+  --seconds 60 --warmup 5 --peer "${PEER:+$PEER --interval 1}" --floor-lines "${TUI_FLOOR_LINES:-}"
 nvidia-smi --query-compute-apps=pid,used_memory --format=csv >> "$OUT/env.txt" 2>&1
 say "lab: done; files in $OUT: $(ls "$OUT" | tr '\n' ' ')"

@@ -30,6 +30,8 @@ _ESCAPES = re.compile(
     rb"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1bP[^\x1b]*\x1b\\"
     rb"|\x1b[()][0-9A-Za-z]|\x1b[=>78DEHMNOZc]"
 )
+#: Cursor positioning (CUP): Textual moves to each changed span of a frame with one.
+_CURSOR_ROW = re.compile(rb"\x1b\[(\d+);\d+H")
 
 
 @dataclass
@@ -53,6 +55,7 @@ class PtyRun:
     started: float = 0.0
     marker_at: float | None = None
     out_bytes: int = 0
+    rows_written: int = 0  # screen rows moved to, counted once per row in each read
     samples: list[Sample] = field(default_factory=list)
     exit_status: int | None = None
     max_rss: int = 0  # ru_maxrss of the program (bytes), from wait4
@@ -90,6 +93,7 @@ class PtyRun:
             if not chunk:
                 return
             self.out_bytes += len(chunk)
+            self.rows_written += len(set(_CURSOR_ROW.findall(chunk)))
             # A short tail: a marker split across two reads is still found, and a program that
             # dies early leaves its last words for the report.
             text = self._tail + _ESCAPES.sub(b"", chunk)
@@ -189,6 +193,7 @@ def steady_state(run: PtyRun, warmup: float) -> dict[str, float]:
         "rss_last_mb": rss[-1],
         "seconds": span,
         "out_kb_s": run.out_bytes / 1e3 / max(last.at, 1e-9),
+        "rows_s": run.rows_written / max(last.at, 1e-9),
     }
 
 

@@ -62,6 +62,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="the floor program, run with --interval ('' = none; default: bench/floor_app.py,"
         " one Textual line of NVML and psutil figures)",
     )
+    q.add_argument(
+        "--floor-lines",
+        default="",
+        help="also the floor program with this many lines changing at each refresh, as"
+        " 'floor-N' (comma-separated counts, e.g. 10,15; '' = none)",
+    )
     q.add_argument("--interval", type=float, default=1.0)
     q.add_argument("--seconds", type=float, default=60.0, help="measured seconds per run")
     q.add_argument("--warmup", type=float, default=5.0, help="seconds skipped after launch")

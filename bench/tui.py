@@ -65,6 +65,9 @@ def cmd_tui(args: argparse.Namespace) -> dict[str, Any]:
         "peer": split(args.peer) if args.peer else [],
         "floor": [*split(args.floor), "--interval", interval] if args.floor else [],
     }
+    for count in filter(None, (c.strip() for c in args.floor_lines.split(","))):
+        if args.floor:
+            programs[f"floor-{int(count)}"] = [*programs["floor"], "--lines", str(int(count))]
     missing = {name: peer_available(argv) for name, argv in programs.items() if name != "gputui"}
     for name, why in missing.items():
         if why:
@@ -88,7 +91,8 @@ def cmd_tui(args: argparse.Namespace) -> dict[str, Any]:
         for i, res in enumerate(results):
             rows.append(
                 [name, i + 1, res["cpu_pct"], res.get("main_cpu_pct"), res["rss_mb"],
-                 res["rss_max_mb"], res["peak_rss_mb"], res["out_kb_s"], res["seconds"]]
+                 res["rss_max_mb"], res["peak_rss_mb"], res["out_kb_s"], res.get("rows_s"),
+                 res["seconds"]]
             )  # fmt: skip
     summary: dict[str, Any] = {
         "runs": runs,
@@ -103,10 +107,14 @@ def cmd_tui(args: argparse.Namespace) -> dict[str, Any]:
         } if done else None  # fmt: skip
     text = common.table(
         ["program", "run", "CPU %", "main thread %", "RSS MB", "RSS max", "peak RSS", "out kB/s",
-         "s"], rows,
+         "rows/s", "s"], rows,
     )  # fmt: skip
     text += "\ncommands: " + "; ".join(
         f"{name} = {' '.join(argv) or '-'}" for name, argv in programs.items()
+    )
+    text += (
+        "\nrows/s: screen rows a second addressed by cursor-position sequences, as Textual moves"
+        " to each changed span (curses moves otherwise: not comparable for the peer)"
     )
     ours, peer, floor = summary["gputui"], summary["peer"], summary["floor"]
     if peer:
