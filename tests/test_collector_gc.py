@@ -43,10 +43,22 @@ def test_gc_is_tuned_after_the_first_collect_and_only_once() -> None:
 
 SWEEP = """
 import gc, json, time, weakref
-from gputui.collect.collector import Collector
+import gputui.collect.collector as collector_module
+from gputui.collect.collector import Collector, GC_SWEEP_S
 from gputui.collect.docker.source import DockerSource
 from gputui.collect.linux.processes import ProcSource
 from gputui.collect.standins.scenario import ScenarioSource
+
+class Clock:
+    # The collector module's clock, moved forward by hand: a loaded machine's slow collect
+    # cannot make the sweep due early, and the test need not wait 30 s for it.
+    ahead = 0.0
+    def __getattr__(self, name):
+        return getattr(time, name)
+    def monotonic(self):
+        return time.monotonic() + self.ahead
+
+clock = collector_module.time = Clock()
 
 class Ring:
     pass
@@ -56,13 +68,13 @@ def garbage_ring():
     a.other, b.other = b, a  # a cycle: only the garbage collector frees it
     return weakref.ref(a)
 
-collector = Collector(ScenarioSource({"gpus": []}), ProcSource(), DockerSource(), gc_sweep_s=0.3)
+collector = Collector(ScenarioSource({"gpus": []}), ProcSource(), DockerSource())
 collector.collect()  # tunes the collector and starts the sweep clock
 ring = garbage_ring()
 fulls = gc.get_stats()[2]["collections"]
 collector.collect()  # not due yet
 early = (ring() is not None, gc.get_stats()[2]["collections"] - fulls)
-time.sleep(0.4)
+clock.ahead = GC_SWEEP_S + 1
 collector.collect()  # due: one full collection
 late = (ring() is not None, gc.get_stats()[2]["collections"] - fulls)
 collector.close()
