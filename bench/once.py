@@ -76,12 +76,13 @@ def cmd_once(args: argparse.Namespace) -> dict[str, Any]:
     if "floor" in results:
         # Python, psutil, nvidia-ml-py and one NVML reading of each GPU: no one-shot is faster.
         floor_wall = summary["floor"]["wall_s"]
-        summary["floor_ratios"] = {"gputui": summary["gputui"]["wall_s"] / floor_wall}
+        ratios = {"gputui/floor": summary["gputui"]["wall_s"] / floor_wall}
         text += f"\nfloor (one NVML reading of each GPU): {floor_wall:.3f} s; gputui/floor = "
-        text += f"{summary['floor_ratios']['gputui']:.2f}"
+        text += f"{ratios['gputui/floor']:.2f}"
         if "peer" in results:
-            summary["floor_ratios"]["peer"] = summary["peer"]["wall_s"] / floor_wall
-            text += f"; floor/peer = {floor_wall / summary['peer']['wall_s']:.2f}"
+            ratios["floor/peer"] = floor_wall / summary["peer"]["wall_s"]
+            text += f"; floor/peer = {ratios['floor/peer']:.2f}"
+        summary["floor_ratios"] = ratios
     if phases:
         text += "\n\ngputui --once timeline (s after launch, median; the program's marks):\n"
         text += common.table(

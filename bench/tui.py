@@ -58,6 +58,11 @@ def run_tui(argv: list[str], warmup: float, seconds: float, cols: int, rows: int
     return result
 
 
+def _over(a: float, b: float) -> float:
+    """``a / b``, a zero ``b`` (an idle program) counted as a nanopercent."""
+    return a / max(b, 1e-9)
+
+
 def cmd_tui(args: argparse.Namespace) -> dict[str, Any]:
     interval = f"{args.interval:g}"
     programs = {
@@ -118,8 +123,8 @@ def cmd_tui(args: argparse.Namespace) -> dict[str, Any]:
     )
     ours, peer, floor = summary["gputui"], summary["peer"], summary["floor"]
     if peer:
-        cpu_r = ours["cpu_pct"] / max(peer["cpu_pct"], 1e-9)
-        rss_r = ours["rss_mb"] / max(peer["rss_mb"], 1e-9)
+        cpu_r = _over(ours["cpu_pct"], peer["cpu_pct"])
+        rss_r = _over(ours["rss_mb"], peer["rss_mb"])
         summary["cpu_ratio"], summary["rss_ratio"] = cpu_r, rss_r
         text += (
             f"\nCPU ratio gputui/peer = {cpu_r:.2f} (target <= 0.8: {common.verdict(cpu_r <= 0.8)})"
@@ -127,26 +132,20 @@ def cmd_tui(args: argparse.Namespace) -> dict[str, Any]:
         )
     if floor:
         # The floor is one Textual line of the same NVML and psutil figures: gputui above it is
-        # gputui's own cost; the floor above the peer is what any Textual UI costs.
-        summary["floor_ratios"] = {
-            "gputui_cpu": ours["cpu_pct"] / max(floor["cpu_pct"], 1e-9),
-            "gputui_rss": ours["rss_mb"] / max(floor["rss_mb"], 1e-9),
-        }
+        # gputui's own cost; a floor above the peer is what a Textual UI costs by itself.
+        cpu_r = _over(ours["cpu_pct"], floor["cpu_pct"])
+        rss_r = _over(ours["rss_mb"], floor["rss_mb"])
+        ratios = {"gputui/floor_cpu": cpu_r, "gputui/floor_rss": rss_r}
         text += (
-            f"\nfloor (one Textual line): CPU {floor['cpu_pct']:.2f} %, "
-            f"RSS {floor['rss_mb']:.1f} MB"
-            f"; gputui/floor CPU {summary['floor_ratios']['gputui_cpu']:.2f}, "
-            f"RSS {summary['floor_ratios']['gputui_rss']:.2f}"
+            f"\nfloor (one Textual line): CPU {floor['cpu_pct']:.2f} %, RSS {floor['rss_mb']:.1f}"
+            f" MB; gputui/floor CPU {cpu_r:.2f}, RSS {rss_r:.2f}"
         )
-        if peer:
-            summary["floor_ratios"].update(
-                peer_cpu=floor["cpu_pct"] / max(peer["cpu_pct"], 1e-9),
-                peer_rss=floor["rss_mb"] / max(peer["rss_mb"], 1e-9),
-            )
-            text += (
-                f"; floor/peer CPU {summary['floor_ratios']['peer_cpu']:.2f}, "
-                f"RSS {summary['floor_ratios']['peer_rss']:.2f}"
-            )
+        for name in (n for n in runs if n.startswith("floor") and summary[n] and peer):
+            cpu_r = _over(summary[name]["cpu_pct"], peer["cpu_pct"])
+            rss_r = _over(summary[name]["rss_mb"], peer["rss_mb"])
+            ratios[f"{name}/peer_cpu"], ratios[f"{name}/peer_rss"] = cpu_r, rss_r
+            text += f"\n{name}/peer: CPU {cpu_r:.2f}, RSS {rss_r:.2f}"
+        summary["floor_ratios"] = ratios
     common.emit(
         f"TUI steady state, {args.cols}x{args.rows} pty, {args.interval:g} s interval", text
     )
