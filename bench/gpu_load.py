@@ -1,0 +1,73 @@
+"""GPU loads of a known shape for the lab checks: tensor-bound, memory-bound or a duty cycle.
+
+Run on a machine with PyTorch and a GPU (the H200 lab's containers have both)::
+
+    python3 bench/gpu_load.py tensor 4 300     # bf16 matmuls back to back: tensor pipes busy
+    python3 bench/gpu_load.py copy 4 300       # device-to-device copies: DRAM bandwidth busy
+    python3 bench/gpu_load.py duty:0.25 4 300  # matmuls 25 % of each second, idle the rest
+
+The arguments are the mode, the GiB of GPU memory to hold and the seconds to run. The figures a
+monitor shows for each mode are then known in direction: ``tensor`` has high tensor activity
+and low DRAM bandwidth, ``copy`` the reverse, and ``duty:F`` is busy about F of the time.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+
+
+def main(argv: list[str]) -> int:
+    """Run the load named by ``argv`` (mode, GiB held, seconds) until its time is up.
+
+    Args:
+        argv: ``[mode, gib, seconds]``; mode is ``tensor``, ``copy`` or ``duty:F`` (0 < F ≤ 1).
+
+    Returns:
+        The exit status: 0, or 2 for bad arguments.
+    """
+    if len(argv) != 3:
+        print("usage: gpu_load.py tensor|copy|duty:F GIB SECONDS", file=sys.stderr)
+        return 2
+    mode, gib, seconds = argv[0], float(argv[1]), float(argv[2])
+    duty = 1.0
+    if mode.startswith("duty:"):
+        duty = float(mode.split(":", 1)[1])
+        if not 0.0 < duty <= 1.0:
+            print("gpu_load.py: the duty cycle must be in (0, 1]", file=sys.stderr)
+            return 2
+    elif mode not in ("tensor", "copy"):
+        print(f"gpu_load.py: unknown mode {mode!r}", file=sys.stderr)
+        return 2
+
+    # Imported here: only the GPU machine has it, and only after the arguments are checked.
+    import torch  # type: ignore[import-not-found]
+
+    hold = torch.empty(max(int(gib * 2**30) // 2, 1), dtype=torch.bfloat16, device="cuda")
+    end = time.monotonic() + seconds
+    if mode == "copy":
+        # Two 2 GiB buffers copied back and forth: the copies stream through DRAM and use no
+        # tensor or FP pipe, so bandwidth is high and tensor activity zero.
+        src = torch.empty(2**30, dtype=torch.float16, device="cuda")
+        dst = torch.empty_like(src)
+        while time.monotonic() < end:
+            for _ in range(20):
+                dst.copy_(src)
+                src.copy_(dst)
+            torch.cuda.synchronize()
+    else:
+        x = torch.randn(8192, 8192, device="cuda", dtype=torch.bfloat16)
+        while time.monotonic() < end:
+            started = time.monotonic()
+            while time.monotonic() - started < duty:
+                for _ in range(8):
+                    _ = x @ x
+                torch.cuda.synchronize()
+            if duty < 1.0:
+                time.sleep(max(0.0, 1.0 - (time.monotonic() - started)))
+    del hold
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))
