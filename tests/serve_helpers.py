@@ -32,6 +32,7 @@ record = open(sys.argv[1], "a", buffering=1)
 stubborn = len(sys.argv) > 2 and sys.argv[2] == "stubborn"
 if stubborn:
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    signal.alarm(120)  # a server that fails to kill it does not leave it forever
 record.write(json.dumps({"type": "start", "pid": os.getpid(),
                          "width": os.environ["COLUMNS"], "height": os.environ["ROWS"]}) + "\n")
 out = sys.stdout.buffer
