@@ -152,6 +152,11 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="no exec or shell, no signals, no container stop/start/restart (logs stay)",
     )
+    parser.add_argument(
+        "--no-logs",
+        action="store_true",
+        help="no container logs (they can hold secrets)",
+    )
     _add_config(parser)
     parser.add_argument(
         "--bell", action="store_true", help="ring the terminal bell when an alert starts firing"
@@ -190,6 +195,7 @@ def _settings(args: argparse.Namespace) -> Settings:
     return Settings(
         interval=args.interval if args.interval is not None else 1.0,
         read_only=args.read_only,
+        hide_sensitive=args.no_logs,
         demo=args.demo,
         scenario=scenario,
         config=args.config,
@@ -977,7 +983,12 @@ def serve_command(argv: Sequence[str]) -> int:
     parser.add_argument(
         "--allow-actions",
         action="store_true",
-        help="let browser tabs signal processes and run nvidia-smi in containers",
+        help="let browser tabs signal processes, run nvidia-smi in containers and show logs",
+    )
+    parser.add_argument(
+        "--allow-logs",
+        action="store_true",
+        help="let read-only browser tabs show container logs (they can hold secrets)",
     )
     parser.add_argument("--demo", action="store_true", help="the built-in simulated machine")
     parser.add_argument("--scenario", metavar="FILE", type=Path, help="replace NVML with FILE")
@@ -1001,6 +1012,7 @@ def serve_command(argv: Sequence[str]) -> int:
         host=args.host,
         port=args.port,
         allow_actions=args.allow_actions,
+        allow_logs=args.allow_logs,
         demo=args.demo,
         scenario=args.scenario,
         interval=args.interval,

@@ -20,6 +20,8 @@ class Settings:
         interval: Seconds between refreshes.
         read_only: No exec or shell, no signals, no container stop/start/restart anywhere
             (logs, which only read, stay).
+        hide_sensitive: No action that shows what can hold secrets: container logs
+            (``--no-logs``; ``gputui serve``'s read-only monitors run so).
         demo: Use the built-in simulated machine instead of NVML, Docker and /proc.
         scenario: A scenario file replacing NVML (Docker and /proc stay real).
         history_seconds: How far back the sparkline histories reach.
@@ -33,6 +35,7 @@ class Settings:
 
     interval: float = 1.0
     read_only: bool = False
+    hide_sensitive: bool = False
     demo: bool = False
     scenario: Path | None = None
     history_seconds: float = 1800.0

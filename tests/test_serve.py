@@ -10,20 +10,28 @@ import shlex
 import socket
 import subprocess
 import sys
-import time
 import urllib.error
 import urllib.request
 from pathlib import Path
 
 import pytest
+from serve_helpers import serving
 
 from gputui.serve import (
+    MAX_COLUMNS,
+    MAX_ROWS,
+    MIN_COLUMNS,
+    MIN_ROWS,
     ServeOptions,
     app_argv,
+    clamp_size,
+    cookie_name,
     exposure_warning,
     is_loopback,
     request_refusal,
     shell_command,
+    token_matches,
+    token_refusal,
 )
 
 HOSTILE = [
@@ -50,8 +58,11 @@ def needs_textual_serve() -> None:
         pytest.skip("no textual-serve (pip install 'gputui[serve]')")
 
 
-def test_app_is_read_only_unless_actions_are_allowed() -> None:
-    assert app_argv(ServeOptions(), python="py") == ["py", "-m", "gputui", "--read-only"]
+def test_app_is_read_only_and_without_logs_unless_allowed() -> None:
+    default = app_argv(ServeOptions(), python="py")
+    assert default == ["py", "-m", "gputui", "--read-only", "--no-logs"]
+    logs = app_argv(ServeOptions(allow_logs=True), python="py")
+    assert logs == ["py", "-m", "gputui", "--read-only"]
     allowed = app_argv(ServeOptions(allow_actions=True), python="py")
     assert allowed == ["py", "-m", "gputui"]
 
@@ -62,7 +73,7 @@ def test_app_options_pass_through(tmp_path: Path) -> None:
     )
     argv = app_argv(options, python="py")
     assert argv == [
-        "py", "-m", "gputui", "--read-only", "--demo",
+        "py", "-m", "gputui", "--read-only", "--no-logs", "--demo",
         "--scenario", str(Path("s.json").resolve()),
         "--interval", "0.5",
         "--config", str(tmp_path / "c.toml"),
@@ -93,33 +104,89 @@ def test_loopback_and_exposure_warning() -> None:
     assert exposure_warning(ServeOptions()) is None
     warning = exposure_warning(ServeOptions(host="0.0.0.0", port=8000))
     assert warning is not None and "warning" in warning and "(read-only)" in warning
+    assert "token" in warning and "SSH tunnel" in warning
     acting = exposure_warning(ServeOptions(host="0.0.0.0", allow_actions=True))
     assert acting is not None and "signal" in acting
     assert "\n" not in warning
 
 
 @pytest.mark.parametrize(
-    ("host", "header", "origin", "refused"),
+    ("host", "header", "origin", "local", "refused"),
     [
-        ("127.0.0.1", "127.0.0.1:8000", None, None),
-        ("127.0.0.1", "localhost:9000", "http://localhost:9000", None),  # a tunnel's own port
-        ("127.0.0.1", "[::1]:8000", "http://[::1]:8000", None),
-        ("127.0.0.1", "127.0.0.1:8000", "http://127.0.0.1:8000", None),
-        ("127.0.0.1", "rebound.example:8000", None, "not a loopback name"),
-        ("127.0.0.1", "127.0.0.1:8000", "http://evil.example", "cross-origin"),
-        ("127.0.0.1", "127.0.0.1:8000", "", "cross-origin"),  # no Origin: not a browser's page
-        ("127.0.0.1", "127.0.0.1:8000", "null", "cross-origin"),
-        ("127.0.0.1", 'x" onload="alert(1)', None, "malformed"),
-        ("0.0.0.0", "gpu-host:8000", "http://gpu-host:8000", None),
-        ("0.0.0.0", "gpu-host:8000", "http://evil.example:8000", "cross-origin"),
+        ("127.0.0.1", "127.0.0.1:8000", None, "127.0.0.1", None),
+        ("127.0.0.1", "localhost:9000", "http://localhost:9000", None, None),  # a tunnel's port
+        ("127.0.0.1", "[::1]:8000", "http://[::1]:8000", None, None),
+        ("127.0.0.1", "127.0.0.1:8000", "http://127.0.0.1:8000", None, None),
+        ("127.0.0.2", "127.0.0.2:8000", None, "127.0.0.2", None),
+        ("127.0.0.1", "rebound.example:8000", None, "127.0.0.1", "not a name of this server"),
+        ("127.0.0.1", "127.0.0.1:8000", "http://evil.example", None, "cross-origin"),
+        ("127.0.0.1", "127.0.0.1:8000", "", None, "cross-origin"),  # no Origin: not a page's
+        ("127.0.0.1", "127.0.0.1:8000", "null", None, "cross-origin"),
+        ("127.0.0.1", 'x" onload="alert(1)', None, None, "malformed"),
+        ("127.0.0.1", "", None, None, "malformed"),
+        # Every interface: the machine's names, the address reached, loopback over loopback.
+        ("0.0.0.0", "gpu-host:8000", "http://gpu-host:8000", "10.0.0.5", None),
+        ("0.0.0.0", "GPU-HOST.lab:8000", None, "10.0.0.5", None),
+        ("0.0.0.0", "10.0.0.5:8000", None, "10.0.0.5", None),
+        ("0.0.0.0", "127.0.0.1:8000", None, "127.0.0.1", None),
+        ("::", "10.0.0.5:8000", None, "::ffff:10.0.0.5", None),
+        ("::", "[fe80::1]:8000", None, "fe80::1", None),
+        ("0.0.0.0", "localhost:8000", None, "10.0.0.5", "not a name of this server"),
+        ("0.0.0.0", "10.0.0.6:8000", None, "10.0.0.5", "not a name of this server"),
+        ("0.0.0.0", "rebound.example:8000", None, "10.0.0.5", "not a name of this server"),
+        ("0.0.0.0", "rebound.example:8000", None, "127.0.0.1", "not a name of this server"),
+        ("0.0.0.0", "gpu-host:8000", "http://evil.example:8000", "10.0.0.5", "cross-origin"),
+        # A named --host: that name (and the address reached).
+        ("gpu-host.lab", "gpu-host.lab:8000", None, "10.0.0.5", None),
+        ("10.0.0.5", "10.0.0.5:8000", None, "10.0.0.5", None),
+        ("10.0.0.5", "rebound.example:8000", None, "10.0.0.5", "not a name of this server"),
     ],
 )
-def test_request_refusal(host: str, header: str, origin: str | None, refused: str | None) -> None:
-    why = request_refusal(ServeOptions(host=host), header, origin)
+def test_request_refusal(
+    host: str, header: str, origin: str | None, local: str | None, refused: str | None
+) -> None:
+    names = ("gpu-host", "gpu-host.lab")
+    why = request_refusal(ServeOptions(host=host), header, origin, local, names)
     if refused is None:
         assert why is None
     else:
         assert why is not None and refused in why
+
+
+def test_token_checks() -> None:
+    token = "t0k3n-abc_DEF"
+    assert token_matches(token, token)
+    assert not token_matches(None, token) and not token_matches("", token)
+    assert not token_matches(token + "x", token) and not token_matches("t\u00f6k3n", token)
+    assert token_refusal(None, token, token) is None  # the cookie
+    assert token_refusal(token, None, token) is None  # the printed URL
+    assert token_refusal(None, None, token) == "no token"
+    assert token_refusal("wrong", token, token) == "wrong token"  # a wrong URL is not helped
+    assert token_refusal(None, "wrong", token) == "wrong token"
+    assert cookie_name(8000) != cookie_name(8001)
+
+
+@pytest.mark.parametrize(
+    ("width", "height", "size"),
+    [
+        (80, 24, (80, 24)),
+        ("132", "43", (132, 43)),
+        (10_000, 10_000, (MAX_COLUMNS, MAX_ROWS)),
+        (10**40, 10**40, (MAX_COLUMNS, MAX_ROWS)),
+        (0, -3, (MIN_COLUMNS, MIN_ROWS)),
+        (99.9, 30.2, (99, 30)),
+        ("1e9", 24, None),
+        ("-5", 24, None),
+        (float("nan"), 24, None),
+        (float("inf"), 24, None),
+        (True, 24, None),
+        (None, 24, None),
+        ([80], 24, None),
+        (80, "9" * 20, None),
+    ],
+)
+def test_clamp_size(width: object, height: object, size: tuple[int, int] | None) -> None:
+    assert clamp_size(width, height) == size
 
 
 def gputui(*args: str, code: str | None = None) -> subprocess.CompletedProcess[str]:
@@ -185,52 +252,37 @@ def test_without_textual_serve_one_line_says_how_to_install() -> None:
 
 def test_serves_the_page_and_refuses_foreign_hosts_and_origins(tmp_path: Path) -> None:
     """The real server: the page names its websocket by the request's host; a rebound host
-    name and a cross-origin websocket get 403; SIGTERM ends it with status 0."""
+    name and a cross-origin websocket get 403 even with the token; SIGTERM ends it with 0."""
     needs_textual_serve()
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "gputui", "serve", "--demo", "--port", str(port)],
-        stdout=subprocess.DEVNULL,
-        stderr=(tmp_path / "serve.log").open("wb"),
-        env={**os.environ, "XDG_CONFIG_HOME": str(tmp_path)},
-    )
-    base = f"http://127.0.0.1:{port}"
+    with serving(tmp_path) as served:
+        port = served.port
+        cookie = f"gputui-serve-{port}={served.token}"
 
-    def get(path: str, **headers: str) -> tuple[int, str]:
-        request = urllib.request.Request(base + path, headers=headers)
-        try:
-            with urllib.request.urlopen(request, timeout=5) as response:
-                return response.status, response.read().decode()
-        except urllib.error.HTTPError as exc:
-            return exc.code, exc.read().decode()
-
-    try:
-        deadline = time.monotonic() + 30
-        while True:
-            assert proc.poll() is None, (tmp_path / "serve.log").read_text()
+        def get(path: str, **headers: str) -> tuple[int, str]:
+            request = urllib.request.Request(served.base + path, headers=headers)
             try:
-                status, page = get("/", Host=f"localhost:{port}")
-                break
-            except OSError:
-                assert time.monotonic() < deadline, "gputui serve never answered"
-                time.sleep(0.1)
+                with urllib.request.urlopen(request, timeout=5) as response:
+                    return response.status, response.read().decode()
+            except urllib.error.HTTPError as exc:
+                return exc.code, exc.read().decode()
+
+        status, page = get("/", Host=f"localhost:{port}", Cookie=cookie)
         assert status == 200
         assert f'data-session-websocket-url="ws://localhost:{port}/ws"' in page
         assert "<div>gputui</div>" in page
         # Nothing from other sites: scripts, styles and fonts all come from the server.
         assert re.findall(r'(?:src|href)="(https?:[^"]*)"', page) == []
-        assert get("/", Host=f"rebound.example:{port}")[0] == 403
+        assert get("/", Host=f"rebound.example:{port}", Cookie=cookie)[0] == 403
         upgrade = {"Connection": "Upgrade", "Upgrade": "websocket", "Sec-WebSocket-Version": "13"}
         upgrade["Sec-WebSocket-Key"] = "dGhlIHNhbXBsZSBub25jZQ=="
-        assert get("/ws", Origin="http://evil.example", **upgrade)[0] == 403
-        assert get("/ws", **upgrade)[0] == 403  # no Origin: not the page
-    finally:
-        proc.send_signal(15)
-        assert proc.wait(timeout=15) == 0
-    log = (tmp_path / "serve.log").read_text()
-    assert f"gputui serve: http://127.0.0.1:{port}/ (read-only)" in log
+        assert get("/ws", Origin="http://evil.example", Cookie=cookie, **upgrade)[0] == 403
+        assert get("/ws", Cookie=cookie, **upgrade)[0] == 403  # no Origin: not the page
+        served.proc.send_signal(15)
+        assert served.proc.wait(timeout=15) == 0
+    log = served.log_text()
+    assert (
+        f"gputui serve: http://127.0.0.1:{port}/?token={served.token} (read-only, no logs)" in log
+    )
     assert "refused: cross-origin websocket from 'http://evil.example'" in log
 
 
@@ -239,33 +291,10 @@ async def test_monitors_at_once_are_bounded(tmp_path: Path) -> None:
     needs_textual_serve()
     import aiohttp
 
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
-    code = (
-        "import sys\n"
-        "from gputui.serve import ServeOptions, run\n"
-        f"run(ServeOptions(port={port}, demo=True, max_sessions=1), print)\n"
-    )
-    proc = subprocess.Popen(
-        [sys.executable, "-c", code],
-        stdout=(tmp_path / "serve.log").open("wb"),
-        stderr=subprocess.STDOUT,
-        env={**os.environ, "XDG_CONFIG_HOME": str(tmp_path)},
-    )
-    url, origin = f"http://127.0.0.1:{port}", f"http://127.0.0.1:{port}"
-    try:
-        async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=20)) as session:
-            deadline = time.monotonic() + 30
-            while True:
-                assert proc.poll() is None, (tmp_path / "serve.log").read_text()
-                try:
-                    async with session.get(url + "/") as response:
-                        assert response.status == 200
-                        break
-                except aiohttp.ClientConnectionError:
-                    assert time.monotonic() < deadline, "gputui serve never answered"
-                    await asyncio.sleep(0.1)
+    with serving(tmp_path, max_sessions=1) as served:
+        timeout = aiohttp.ClientTimeout(total=20)
+        async with aiohttp.ClientSession(timeout=timeout, cookies=served.cookie) as session:
+            url = origin = served.base
             async with session.ws_connect(url + "/ws", origin=origin) as first:
                 # The first tab's monitor speaks (Textual's web driver sends its frames).
                 message = await asyncio.wait_for(first.receive(), 60)
@@ -274,13 +303,6 @@ async def test_monitors_at_once_are_bounded(tmp_path: Path) -> None:
                     async with session.ws_connect(url + "/ws", origin=origin):
                         pass
                 assert refused.value.status == 503
-    finally:
-        proc.send_signal(15)
-        try:
-            proc.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
 
 
 def test_only_serve_imports_textual_serve_and_aiohttp() -> None:

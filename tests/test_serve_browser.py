@@ -17,17 +17,15 @@ import os
 import shutil
 import signal
 import subprocess
-import sys
 import tempfile
 import time
-import urllib.request
 from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
 from typing import Any
 
 import pytest
-from loopback import free_port
+from serve_helpers import serving
 
 #: Catches the xterm.js Terminal when an add-on stores it (FitAddon.activate does
 #: ``this._terminal = terminal``), then gets out of the way for that object.
@@ -58,6 +56,11 @@ KEYS: dict[str, dict[str, Any]] = {
     "2": {"key": "2", "code": "Digit2", "text": "2", "windowsVirtualKeyCode": 50},
     "T": {"key": "T", "code": "KeyT", "text": "T", "windowsVirtualKeyCode": 84, "modifiers": 8},
     "escape": {"key": "Escape", "code": "Escape", "windowsVirtualKeyCode": 27},
+    "ctrl+p": {"key": "p", "code": "KeyP", "windowsVirtualKeyCode": 80, "modifiers": 2},
+    **{
+        c: {"key": c, "code": f"Key{c.upper()}", "text": c, "windowsVirtualKeyCode": ord(c.upper())}
+        for c in "abcdefghijklmnopqrstuvwxyz"
+    },
 }
 READ_ONLY_REFUSAL = "Read-only mode"
 
@@ -83,35 +86,10 @@ def chromium() -> str:
 
 @contextmanager
 def gputui_serve(tmp_path: Path, *args: str) -> Iterator[str]:
-    """``gputui serve --demo`` on a free loopback port until the block ends; yields its URL."""
-    port = free_port()
-    log = tmp_path / f"serve-{port}.log"
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "gputui", "serve", "--demo", "--port", str(port), *args],
-        stdout=log.open("wb"),
-        stderr=subprocess.STDOUT,
-        env={**os.environ, "XDG_CONFIG_HOME": str(tmp_path / "xdg")},
-    )
-    url = f"http://127.0.0.1:{port}/"
-    try:
-        deadline = time.monotonic() + 30
-        while True:
-            assert proc.poll() is None, log.read_text(errors="replace")
-            try:
-                with urllib.request.urlopen(url, timeout=2) as response:
-                    assert response.status == 200
-                    break
-            except OSError:
-                assert time.monotonic() < deadline, "gputui serve never answered"
-                time.sleep(0.1)
-        yield url
-    finally:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+    """``gputui serve --demo`` on a free loopback port until the block ends; yields the URL it
+    printed (with its token)."""
+    with serving(tmp_path, *args) as served:
+        yield served.url
 
 
 class Page:
@@ -267,3 +245,48 @@ async def test_browser_with_allow_actions_offers_signals(chromium: str, tmp_path
             assert READ_ONLY_REFUSAL not in asked.replace("\n", " ")
             await page.press("escape")
             await page.wait_for("the dialog closed", lambda s: "SIGTERM" not in s)
+
+
+async def _palette_offers_logs(page: Page) -> bool:
+    """Whether the command palette, searched for "contain", offers the container logs.
+
+    "Show Containers tab" matches too, whatever the mode: once it shows, the search is done.
+    """
+    await page.wait_for("the monitor's container tree", on_containers_tab)
+    await page.evaluate("document.querySelector('.xterm-helper-textarea').focus()")
+    await page.press("ctrl+p")
+    await page.wait_for("the command palette", lambda s: "Search for commands" in s)
+    for key in "contain":
+        await page.press(key)
+    shown = await page.wait_for("the search's answer", lambda s: "Show Containers tab" in s)
+    return "Container logs" in shown
+
+
+async def test_browser_read_only_offers_no_container_logs(chromium: str, tmp_path: Path) -> None:
+    """A read-only tab has no logs action (container logs can hold secrets); --allow-logs
+    brings it back, still read-only."""
+    with gputui_serve(tmp_path) as url:
+        async with browser_page(chromium, url) as page:
+            assert not await _palette_offers_logs(page)
+    with gputui_serve(tmp_path, "--allow-logs") as url:
+        async with browser_page(chromium, url) as page:
+            assert await _palette_offers_logs(page)
+
+
+async def test_browser_follows_the_printed_url_from_another_site(
+    chromium: str, tmp_path: Path
+) -> None:
+    """The printed URL clicked on another site's page (a web mail): the token is swapped for
+    the cookie and the monitor opens; the address bar no longer holds the token."""
+    with gputui_serve(tmp_path) as url:
+        async with browser_page(chromium, "about:blank") as page:
+            link = f"data:text/html,<a id=go href='{url}'>gputui</a>"
+            await page.call("Page.navigate", url=link)
+            deadline = time.monotonic() + 20
+            while await page.evaluate("document.getElementById('go') !== null") is not True:
+                assert time.monotonic() < deadline, "the linking page never loaded"
+                await asyncio.sleep(0.1)
+            await page.evaluate("document.getElementById('go').click()")
+            await page.wait_for("the monitor's container tree", on_containers_tab)
+            address = await page.evaluate("location.href")
+            assert address == url.split("?", 1)[0], address

@@ -57,6 +57,9 @@ class ActionRow:
         key_display: How the footer shows the key, when not its name.
         write: Changes the machine: refused, and gone from keys, footer, palette and help, with
             ``--read-only``.
+        sensitive: Shows what can hold secrets (container logs): gone the same way with
+            ``--no-logs`` (``Settings.hide_sensitive``), as in ``gputui serve``'s monitors
+            unless ``--allow-actions`` or ``--allow-logs``.
         replay: Only offered while a recording is replayed.
         main_only: Acts on the monitor's tabs: gone while another full screen covers them.
         needs: What the selection must be for the action to apply (dimmed until then).
@@ -76,6 +79,7 @@ class ActionRow:
     help: str
     key_display: str | None = None
     write: bool = False
+    sensitive: bool = False
     replay: bool = False
     main_only: bool = False
     needs: Needs = Needs.NOTHING
@@ -119,6 +123,7 @@ class Policy:
     main_only: bool
     needs: Needs
     detail: bool = False
+    sensitive: bool = False
 
 
 _TAB_ROWS = tuple(
@@ -235,6 +240,7 @@ ACTIONS: tuple[ActionRow, ...] = (
         "Logs",
         "Container logs",
         "Logs of the selected container: the last lines, then new ones (/ search, t times)",
+        sensitive=True,  # a container's output can hold its secrets
         main_only=True,
         needs=Needs.CONTAINER,
         # Off the footer: at 80 columns it would push Pause out of it; help and palette list it.
@@ -475,7 +481,7 @@ def policies(rows: Iterable[ActionRow]) -> dict[str, Policy]:
         if row.name in names:
             raise ValueError(f"binding id {row.binding_id} is used twice")
         names.add(row.name)
-        policy = Policy(row.write, row.replay, row.main_only, row.needs, row.detail)
+        policy = Policy(row.write, row.replay, row.main_only, row.needs, row.detail, row.sensitive)
         if found.setdefault(row.action_name, policy) != policy:
             raise ValueError(f"the rows of action {row.action_name} disagree on when it applies")
     return found

@@ -344,6 +344,8 @@ class GpuTuiApp(App[None]):
             return True  # Textual's own actions
         if policy.write and self.settings.read_only:
             return False
+        if policy.sensitive and self.settings.hide_sensitive:
+            return False
         if policy.replay and self.collector.player is None:
             return False
         # Main-screen actions act on the monitor's tabs: gone while another screen (the evidence

@@ -315,6 +315,8 @@ class MachineActions:
 
     def logs(self) -> None:
         """The selected container's logs on their own screen (read-only mode too: it reads)."""
+        if self.settings.hide_sensitive:  # the action table hides it; this holds regardless
+            return
         container = self._selected()
         if container is None:
             return
