@@ -52,7 +52,6 @@ _BRACKET_DELTA = [0] * 256
 for _open, _close in (b"[]", b"{}"):
     _BRACKET_DELTA[_open], _BRACKET_DELTA[_close] = 1, -1
 _NOT_BRACKETS = bytes(b for b in range(256) if not _BRACKET_DELTA[b])
-_OPENERS = frozenset(b"[{")
 
 
 class HttpError(Exception):
@@ -87,51 +86,40 @@ class Cancel:
     """A cancellation shared by any number of requests; :meth:`cancel` is final.
 
     Requests given this object register their socket while they run; :meth:`cancel`, from any
-    thread, shuts those sockets down (a blocked read wakes with end of stream) and wakes
-    connects and name lookups in progress. Every later request given it fails at once.
+    thread, shuts those sockets down (a blocked read wakes with end of stream, a connect in
+    progress is aborted) and wakes name lookups in progress. Every later request given it fails
+    at once. It holds no file descriptor of its own.
     """
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._sockets: set[socket.socket] = set()
         self._events: set[threading.Event] = set()
-        self._wake_r, self._wake_w = socket.socketpair()
         self.cancelled = False
 
     def cancel(self) -> None:
         """Stop every request using this object, now and later (idempotent, any thread)."""
         with self._lock:
-            if self.cancelled:
-                return
             self.cancelled = True
             sockets, events = list(self._sockets), list(self._events)
-            # Never read: the read end stays readable, so every select() on it returns at once.
-            with contextlib.suppress(OSError):
-                self._wake_w.send(b"x")
         for sock in sockets:
             with contextlib.suppress(OSError):
                 sock.shutdown(socket.SHUT_RDWR)
         for event in events:
             event.set()
 
-    def close(self) -> None:
-        """Cancel, and release the wake-up pair."""
-        self.cancel()
-        self._wake_r.close()
-        self._wake_w.close()
-
     def check(self) -> None:
         """Raise :class:`HttpCancelled` if cancelled."""
         if self.cancelled:
             raise HttpCancelled("request cancelled")
 
-    def fileno(self) -> int:
-        """A descriptor that becomes readable when cancelled (for ``select``)."""
-        return self._wake_r.fileno()
-
     @contextlib.contextmanager
     def watching(self, item: socket.socket | threading.Event) -> Iterator[None]:
-        """Shut ``item`` down (a socket) or set it (an event) if cancelled meanwhile."""
+        """Shut ``item`` down (a socket) or set it (an event) if cancelled meanwhile.
+
+        Raises:
+            HttpCancelled: already cancelled.
+        """
         store: set[Any] = self._sockets if isinstance(item, socket.socket) else self._events
         with self._lock:
             self.check()
@@ -174,12 +162,12 @@ def _remaining(deadline: float | None, cancel: Cancel | None) -> float | None:
 
 
 def _wait(sock: socket.socket, write: bool, deadline: float | None, cancel: Cancel | None) -> None:
-    """Wait until ``sock`` is readable (or writable), the deadline or a cancel."""
+    """Wait until ``sock`` is readable (or writable), the deadline or a cancel.
+
+    A cancel shuts the socket down, which ends the wait (Linux aborts a connect in progress).
+    """
     left = _remaining(deadline, cancel)
-    extra = [cancel] if cancel is not None else []
-    readers: list[Any] = extra if write else [sock, *extra]
-    writers: list[Any] = [sock] if write else []
-    ready = select.select(readers, writers, [], left)
+    ready = select.select([] if write else [sock], [sock] if write else [], [], left)
     _remaining(deadline, cancel)
     if not any(ready):
         raise HttpTimeout("deadline passed")
@@ -238,19 +226,10 @@ def connect(target: Target, deadline: float | None, cancel: Cancel | None = None
     for family, kind, proto, _, address in addresses:
         sock = socket.socket(family, kind, proto)
         try:
-            sock.setblocking(False)
-            code = sock.connect_ex(address)
-            if code not in (0, errno.EINPROGRESS):
-                raise OSError(code, os.strerror(code))
-            if code:
-                _wait(sock, True, deadline, cancel)
-                code = sock.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR)
-                if code:
-                    raise OSError(code, os.strerror(code))
-            if target.tls is not None:
-                sock = _handshake(target, sock, deadline, cancel)
-            sock.setblocking(True)
-            return sock
+            with contextlib.ExitStack() as stack:
+                if cancel is not None:
+                    stack.enter_context(cancel.watching(sock))
+                return _connect_one(target, sock, address, deadline, cancel)
         except (HttpTimeout, HttpCancelled):
             sock.close()
             raise
@@ -260,6 +239,29 @@ def connect(target: Target, deadline: float | None, cancel: Cancel | None = None
     raise error or OSError("no address to connect to")
 
 
+def _connect_one(
+    target: Target,
+    sock: socket.socket,
+    address: Any,
+    deadline: float | None,
+    cancel: Cancel | None,
+) -> socket.socket:
+    """Connect ``sock`` to ``address`` (and shake hands), each wait given only the time left."""
+    sock.setblocking(False)
+    code = sock.connect_ex(address)
+    if code not in (0, errno.EINPROGRESS):
+        raise OSError(code, os.strerror(code))
+    if code:
+        _wait(sock, True, deadline, cancel)
+        code = sock.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR)
+        if code:
+            raise OSError(code, os.strerror(code))
+    if target.tls is not None:
+        sock = _handshake(target, sock, deadline, cancel)
+    sock.setblocking(True)
+    return sock
+
+
 def _handshake(
     target: Target, sock: socket.socket, deadline: float | None, cancel: Cancel | None
 ) -> socket.socket:
@@ -267,14 +269,18 @@ def _handshake(
     assert target.tls is not None
     server_name = target.host if target.tls.check_hostname else None
     tls = target.tls.wrap_socket(sock, server_hostname=server_name, do_handshake_on_connect=False)
-    while True:
-        try:
-            tls.do_handshake()
-            return tls
-        except ssl.SSLWantReadError:
-            _wait(tls, False, deadline, cancel)
-        except ssl.SSLWantWriteError:
-            _wait(tls, True, deadline, cancel)
+    try:
+        while True:
+            try:
+                tls.do_handshake()
+                return tls
+            except ssl.SSLWantReadError:
+                _wait(tls, False, deadline, cancel)
+            except ssl.SSLWantWriteError:
+                _wait(tls, True, deadline, cancel)
+    except BaseException:
+        tls.close()
+        raise
 
 
 class _DeadlineReader(io.RawIOBase):
@@ -370,22 +376,25 @@ class Exchange:
         self.deadline = deadline
         self.cancel = cancel
         self.head_budget: int | None = None
-        self.sock: socket.socket = socket.socket()  # replaced by the connected one
-        self.sock.close()
+        self._sock: socket.socket | None = None
         self.response: http.client.HTTPResponse | None = None
         self._conn = _Connection(self)
         self._closed = False
         self._watch: contextlib.ExitStack = contextlib.ExitStack()
 
+    @property
+    def sock(self) -> socket.socket:
+        """The connected socket."""
+        if self._sock is None:
+            raise OSError("not connected")
+        return self._sock
+
     def open_socket(self) -> None:
         """Connect (called by ``http.client``)."""
-        self.sock = connect(self.target, self.deadline, self.cancel)
+        sock = connect(self.target, self.deadline, self.cancel)
+        self._sock = sock
         if self.cancel is not None:
-            try:
-                self._watch.enter_context(self.cancel.watching(self.sock))
-            except HttpCancelled:
-                self.sock.close()
-                raise
+            self._watch.enter_context(self.cancel.watching(sock))
 
     def send(
         self, method: str, path: str, headers: dict[str, str], body: bytes | None = None
@@ -438,8 +447,9 @@ class Exchange:
 
     def shutdown(self) -> None:
         """Wake a reader blocked on this exchange (from another thread): it sees end of stream."""
-        with contextlib.suppress(OSError):
-            self.sock.shutdown(socket.SHUT_RDWR)
+        if self._sock is not None:
+            with contextlib.suppress(OSError):
+                self._sock.shutdown(socket.SHUT_RDWR)
 
     def close(self) -> None:
         """Close the connection and its socket for good (idempotent)."""
@@ -449,35 +459,49 @@ class Exchange:
         self._watch.close()
         with contextlib.suppress(Exception):
             self._conn.close()
-        self.sock.close()
+        if self._sock is not None:
+            self._sock.close()
 
 
 # -- JSON bodies ---------------------------------------------------------------------------------
 
 
-def json_shape(body: bytes, count_depth: int = 0) -> tuple[int, int]:
+def json_shape(body: bytes, count_depth: int) -> tuple[int, int]:
     """How deeply a JSON text's arrays and objects nest, and how many open at ``count_depth``.
 
-    Linear in the size of ``body`` and without building any object: strings are removed by one
-    regex pass, the brackets left are summed in C (``itertools.accumulate``). The count lets a
-    caller refuse an answer with too many results before decoding it (the items of a list at
-    depth ``count_depth - 1`` open at ``count_depth``).
+    Linear in the size of ``body``, in C, and without building any object: strings are removed
+    by one regex pass, the running depth after each bracket left is one byte of a ``bytes``
+    (``itertools.accumulate``). The count lets a caller refuse an answer with too many results
+    before decoding it: the items of a list at depth ``count_depth - 1`` open at
+    ``count_depth``, i.e. where the depth steps from ``count_depth - 1`` to ``count_depth``.
+
+    Args:
+        body: The JSON text.
+        count_depth: The depth (1 or more) whose arrays and objects are counted.
     """
     brackets = _STRING_RE.sub(b"", body).translate(None, _NOT_BRACKETS)
     if not brackets:
         return 0, 0
-    depths = list(itertools.accumulate(map(_BRACKET_DELTA.__getitem__, brackets)))
-    opened = 0
-    if count_depth:
-        opened = sum(
-            1 for d, b in zip(depths, brackets, strict=True) if d == count_depth and b in _OPENERS
-        )
+    try:
+        depths = bytes(itertools.accumulate(map(_BRACKET_DELTA.__getitem__, brackets)))
+    except ValueError:  # deeper than 255, or more closed than opened (not JSON): no count
+        return json_depth(body), 0
+    # Steps from k-1 to k cannot overlap each other, so bytes.count finds every one.
+    opened = depths.count(bytes((count_depth - 1, count_depth)))
+    if count_depth == 1 and depths[0] == 1:
+        opened += 1
     return max(depths), opened
 
 
 def json_depth(body: bytes) -> int:
-    """How deeply the arrays and objects of a JSON text nest (strings are skipped)."""
-    return json_shape(body)[0]
+    """How deeply the arrays and objects of a JSON text nest (strings are skipped).
+
+    Linear in the size of ``body`` and flat in memory (the running depth is never stored).
+    """
+    brackets = _STRING_RE.sub(b"", body).translate(None, _NOT_BRACKETS)
+    if not brackets:
+        return 0
+    return max(itertools.accumulate(map(_BRACKET_DELTA.__getitem__, brackets)))
 
 
 def _no_constant(name: str) -> None:
