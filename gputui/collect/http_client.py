@@ -29,6 +29,7 @@ import io
 import ipaddress
 import itertools
 import json
+import math
 import os
 import re
 import select
@@ -445,6 +446,30 @@ class Exchange:
             raise HttpReplyError(f"malformed HTTP reply ({type(exc).__name__})") from exc
         return b"".join(parts)
 
+    def read1(self, size: int = READ_SIZE) -> bytes:
+        """The next bytes of the body (at most ``size``), ``b""`` at its end.
+
+        Raises:
+            HttpTimeout / HttpCancelled / HttpReplyError / OSError: as :meth:`send`.
+        """
+        assert self.response is not None
+        try:
+            return self.response.read1(size)
+        except http.client.HTTPException as exc:
+            raise HttpReplyError(f"malformed HTTP reply ({type(exc).__name__})") from exc
+
+    def readline(self, limit: int) -> bytes:
+        """The next line of the body (at most ``limit`` bytes), ``b""`` at its end.
+
+        Raises:
+            HttpTimeout / HttpCancelled / HttpReplyError / OSError: as :meth:`send`.
+        """
+        assert self.response is not None
+        try:
+            return self.response.readline(limit)
+        except http.client.HTTPException as exc:
+            raise HttpReplyError(f"malformed HTTP reply ({type(exc).__name__})") from exc
+
     def shutdown(self) -> None:
         """Wake a reader blocked on this exchange (from another thread): it sees end of stream."""
         if self._sock is not None:
@@ -509,11 +534,20 @@ def _no_constant(name: str) -> None:
     return None
 
 
+def _finite_float(text: str) -> float | None:
+    """A JSON number with a fraction or exponent; null when beyond a float's range.
+
+    ``float`` makes ``1e999`` infinite; the caller gets an absent value instead.
+    """
+    value = float(text)
+    return value if math.isfinite(value) else None
+
+
 def decode_json(body: bytes, max_depth: int) -> Any:
     """Parse a JSON body, refusing one nested deeper than ``max_depth`` before parsing it.
 
-    ``NaN`` and infinities (which ``json`` would accept) become ``None``, so a non-finite number
-    can only reach a caller as an absent value.
+    ``NaN`` and infinities (which ``json`` would accept) and numbers beyond a float's range
+    become ``None``, so a non-finite number can only reach a caller as an absent value.
 
     Raises:
         HttpReplyError: not JSON (or not UTF-8), or nested too deep; the message says which.
@@ -530,7 +564,7 @@ def decode_json_unchecked(body: bytes) -> Any:
         HttpReplyError: not JSON.
     """
     try:
-        return json.loads(body, parse_constant=_no_constant)
+        return json.loads(body, parse_constant=_no_constant, parse_float=_finite_float)
     except (ValueError, RecursionError) as exc:  # ValueError covers UnicodeDecodeError too
         raise HttpReplyError(f"is not valid JSON ({type(exc).__name__})") from exc
 

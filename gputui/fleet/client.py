@@ -320,7 +320,7 @@ def _data(status: int, raw: bytes, where: str) -> Any:
         if opened > MAX_RESULTS + _NOT_RESULTS:
             # Counted before decoding: an answer of 300,000 series near the size cap cost
             # about 850 MB decoded, only to be refused afterwards.
-            raise FleetError(_too_many(opened))
+            raise FleetError(_too_many(opened, about=True))
         try:
             doc = decode_json_unchecked(raw)
         except HttpReplyError:
@@ -352,10 +352,11 @@ def _data(status: int, raw: bytes, where: str) -> Any:
     return data
 
 
-def _too_many(count: int) -> str:
+def _too_many(count: int, about: bool = False) -> str:
+    # Counted before decoding, the number includes the few objects of ``stats``: "about".
     return (
-        f"Prometheus returned {count} series (more than {MAX_RESULTS}): "
-        "scope the fleet with --match"
+        f"Prometheus returned {'about ' if about else ''}{count} series (more than "
+        f"{MAX_RESULTS}): scope the fleet with --match"
     )
 
 

@@ -13,7 +13,6 @@ Covers ``unix://`` and ``tcp://`` engines, with TLS from the docker CLI's certif
 
 from __future__ import annotations
 
-import http.client
 import json
 import re
 import ssl
@@ -114,9 +113,7 @@ class RawStream:
     """
 
     def __init__(self, exchange: Exchange, content_type: str) -> None:
-        assert exchange.response is not None
         self._exchange = exchange
-        self._response = exchange.response
         self.content_type = content_type[:100]
         self._closed = False
 
@@ -130,10 +127,10 @@ class RawStream:
         if self._closed:
             return b""
         try:
-            return self._response.read1(_READ_SIZE)
+            return self._exchange.read1(_READ_SIZE)
         except HttpTimeout as exc:
             raise EngineSlow("deadline passed") from exc
-        except (OSError, ValueError, http.client.HTTPException, HttpError) as exc:
+        except (OSError, ValueError, HttpError) as exc:
             if self._closed:
                 return b""
             raise EngineError(f"the logs stream broke: {type(exc).__name__}") from exc
@@ -149,16 +146,14 @@ class EventStream:
     """The ``/events`` stream: iterate for event dicts; :meth:`close` ends it from any thread."""
 
     def __init__(self, exchange: Exchange) -> None:
-        assert exchange.response is not None
         self._exchange = exchange
-        self._response = exchange.response
         self._closed = False
 
     def __iter__(self) -> Iterator[dict[str, Any]]:
         while not self._closed:
             try:
-                line = self._response.readline(MAX_EVENT_BYTES + 1)
-            except (OSError, ValueError, http.client.HTTPException, HttpError) as exc:
+                line = self._exchange.readline(MAX_EVENT_BYTES + 1)
+            except (OSError, ValueError, HttpError) as exc:
                 raise EngineError(f"events stream ended: {type(exc).__name__}") from exc
             if not line:
                 return
@@ -450,11 +445,11 @@ class EngineApi:
             if response.status >= 400:
                 raw = _read_body(exchange, MAX_SMALL_BYTES, what)
                 raise EngineStatusError(response.status, f"{what}: {_error_message(raw)}")
-            return read_multiplexed(response.read1, max_output)
-        except http.client.HTTPException as exc:
-            raise EngineReplyError(
-                f"malformed HTTP reply to {what} ({type(exc).__name__})"
-            ) from exc
+            return read_multiplexed(exchange.read1, max_output)
+        except HttpTimeout as exc:  # the error body did not come in time
+            raise EngineSlow(f"the Docker engine did not answer {what} in time") from exc
+        except HttpError as exc:
+            raise EngineReplyError(f"{exc} to {what}") from exc
         finally:
             exchange.close()
 
