@@ -3,8 +3,8 @@
 Run from the repository root: ``python tests/measure_fleet_answer_rss.py``. Each case runs in a
 fresh child process, which asks two queries at once (as a refresh does) of a loopback server
 whose answer is just under the size cap, then parses it as the host table does; the child's
-peak RSS (``ru_maxrss``) is printed. Cases: ``over-count`` (330,000 tiny series: more than
-``MAX_RESULTS``, so refused) and ``at-count`` (100,000 series with fat label sets: accepted).
+peak RSS (``ru_maxrss``) is printed. Cases: ``over-count`` (650,000 tiny series: more than
+``MAX_RESULTS``, so refused) and ``at-count`` (100,000 series of 26 labels: accepted).
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import os
 import resource
+import socket
 import subprocess
 import sys
 import threading
@@ -19,7 +20,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from hostile_http import HostileServer, json_reply
+from hostile_http import Behaviour, HostileServer, json_reply
 
 CAP = 32 * 1024 * 1024
 
@@ -34,6 +35,13 @@ def _answer(series: int, labels: int) -> bytes:
         + ",".join(items).encode()
         + b"]}}"
     )
+
+
+def _answering(body: bytes) -> Behaviour:
+    def behave(server: HostileServer, sock: socket.socket, request: bytes) -> None:
+        json_reply(sock, body)
+
+    return behave
 
 
 def _child(url: str) -> None:
@@ -62,11 +70,11 @@ def main() -> None:
     if len(sys.argv) == 3 and sys.argv[1] == "--child":
         _child(sys.argv[2])
         return
-    for name, series, labels in (("over-count", 330_000, 0), ("at-count", 100_000, 9)):
+    for name, series, labels in (("over-count", 650_000, 0), ("at-count", 100_000, 25)):
         body = _answer(series, labels)
         assert len(body) < CAP, len(body)
         print(f"{name}: {series} series, {len(body) / 2**20:.1f} MiB")
-        with HostileServer(lambda server, sock, _, b=body: json_reply(sock, b)) as server:
+        with HostileServer(_answering(body)) as server:
             subprocess.run(
                 [sys.executable, __file__, "--child", server.url], check=True, env=dict(os.environ)
             )

@@ -26,7 +26,7 @@ from typing import Any
 import pytest
 from hostile_http import Behaviour, HostileServer, json_reply, silent, slow_headers
 
-from gputui.fleet import client as client_module
+from gputui.collect import http_client
 from gputui.fleet.client import MAX_RESULTS, FleetError, PrometheusClient, parse_url
 from gputui.fleet.queries import FIELD
 
@@ -137,7 +137,7 @@ def _fake_prometheus(
         form = urllib.parse.parse_qs(body.decode())
         query = form.get("query", [""])[0]
         stats = {"timings": {"evalTotalTime": eval_time}}
-        base = {"instance": INSTANCE, "job": "gpu"}
+        base: dict[str, Any] = {"instance": INSTANCE, "job": "gpu"}
         if "start" in form:  # the drill-down's range query
             result: list[Any] = [
                 {
@@ -157,20 +157,12 @@ def _fake_prometheus(
                 {
                     "metric": {**gpu, "__name__": "DCGM_FI_DEV_GPU_UTIL"},
                     "value": [detail_stamp, "5"],
-                },
-                *(
-                    {
-                        "metric": {
-                            **base,
-                            "__name__": "gputui_container_gpu_memory_bytes",
-                            "container": "big",
-                            "gpu": str(i),
-                        },
-                        "value": [1, memory],
-                    }
-                    for i in range(2)
-                ),
+                }
             ]
+            for i in range(2):
+                name = "gputui_container_gpu_memory_bytes"
+                labels = {**base, "__name__": name, "container": "big", "gpu": str(i)}
+                result.append({"metric": labels, "value": [1, memory]})
             data = {"resultType": "vector", "result": result, "stats": stats}
         raw = json.dumps({"status": "success", "data": data}).encode()
         # json.dumps writes a huge int in full and NaN as NaN: what a hostile server sends.
@@ -183,7 +175,7 @@ def _no_constants(name: str) -> None:
     raise ValueError(f"{name} is not JSON")
 
 
-HOSTILE = {
+HOSTILE: dict[str, dict[str, Any]] = {
     "eval-time-too-large-for-a-float": {"eval_time": 10**400},
     "eval-time-nan": {"eval_time": float("nan")},
     "eval-time-infinite": {"eval_time": float("inf")},
@@ -243,13 +235,13 @@ def test_an_answer_with_too_many_series_is_refused_before_it_is_decoded(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     decoded: list[int] = []
-    real = client_module.decode_json_unchecked
+    real = http_client.decode_json_unchecked
 
     def counting(body: bytes) -> Any:
         decoded.append(len(body))
         return real(body)
 
-    monkeypatch.setattr(client_module, "decode_json_unchecked", counting)
+    monkeypatch.setattr("gputui.fleet.client.decode_json_unchecked", counting)
     item = b'{"metric":{"instance":"a"},"value":[1,"1"]}'
     count = MAX_RESULTS + 100
     body = (
