@@ -3,7 +3,7 @@
 Run from the repository root: ``python tests/measure_fleet_answer_rss.py``. Each case runs in a
 fresh child process, which asks two queries at once (as a refresh does) of a loopback server
 whose answer is just under the size cap, then parses it as the host table does; the child's
-peak RSS (``ru_maxrss``) is printed. Cases: ``over-count`` (650,000 tiny series: more than
+peak RSS (``VmHWM``) is printed. Cases: ``over-count`` (650,000 tiny series: more than
 ``MAX_RESULTS``, so refused) and ``at-count`` (100,000 series of 26 labels: accepted).
 """
 
@@ -11,16 +11,17 @@ from __future__ import annotations
 
 import json
 import os
-import resource
 import socket
 import subprocess
 import sys
 import threading
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+HERE = Path(__file__).resolve().parent
+# The checkout this file is in, not whichever gputui the interpreter has installed.
+sys.path[:0] = [str(HERE.parent), str(HERE)]
 
-from hostile_http import Behaviour, HostileServer, json_reply
+from hostile_http import Behaviour, HostileServer, json_reply  # noqa: E402
 
 CAP = 32 * 1024 * 1024
 
@@ -45,7 +46,10 @@ def _answering(body: bytes) -> Behaviour:
 
 
 def _child(url: str) -> None:
+    import gputui
     from gputui.fleet.client import FleetError, PrometheusClient, instant_vector, parse_url
+
+    assert Path(gputui.__file__).resolve().parent.parent == HERE.parent, gputui.__file__
 
     client = PrometheusClient(parse_url(url), timeout=120)
     outcomes: list[str] = []
@@ -62,8 +66,11 @@ def _child(url: str) -> None:
         thread.start()
     for thread in threads:
         thread.join()
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    print(f"  peak RSS {peak:.0f} MB; {outcomes[0]}")
+    # VmHWM, not ru_maxrss: the latter keeps the peak of the parent this process was
+    # spawned from (it survives exec), and the parent built the 30 MiB answer.
+    status = Path("/proc/self/status").read_text()
+    peak = int(status.split("VmHWM:", 1)[1].split()[0]) / 1024
+    print(f"  peak RSS {peak:.0f} MB; {outcomes[0]}", flush=True)
 
 
 def main() -> None:
@@ -73,10 +80,12 @@ def main() -> None:
     for name, series, labels in (("over-count", 650_000, 0), ("at-count", 100_000, 25)):
         body = _answer(series, labels)
         assert len(body) < CAP, len(body)
-        print(f"{name}: {series} series, {len(body) / 2**20:.1f} MiB")
+        print(f"{name}: {series} series, {len(body) / 2**20:.1f} MiB", flush=True)
         with HostileServer(_answering(body)) as server:
             subprocess.run(
-                [sys.executable, __file__, "--child", server.url], check=True, env=dict(os.environ)
+                [sys.executable, __file__, "--child", server.url],
+                check=True,
+                env={**os.environ, "PYTHONPATH": str(HERE.parent)},
             )
 
 

@@ -268,8 +268,7 @@ def _handshake(
 ) -> socket.socket:
     """The TLS handshake on a non-blocking socket, each wait given only the time left."""
     assert target.tls is not None
-    server_name = target.host if target.tls.check_hostname else None
-    tls = target.tls.wrap_socket(sock, server_hostname=server_name, do_handshake_on_connect=False)
+    tls = target.tls.wrap_socket(sock, server_hostname=target.host, do_handshake_on_connect=False)
     try:
         while True:
             try:
