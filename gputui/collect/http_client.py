@@ -31,7 +31,6 @@ import itertools
 import json
 import math
 import os
-import re
 import select
 import socket
 import ssl
@@ -48,7 +47,7 @@ MAX_HEADERS = 100
 #: Bytes asked of the socket per read.
 READ_SIZE = 64 << 10
 
-_STRING_RE = re.compile(rb'"(?:[^"\\]|\\.)*+"', re.S)
+_NOT_QUOTES_OR_BRACKETS = bytes(b for b in range(256) if b not in b'"[]{}')
 _BRACKET_DELTA = [0] * 256
 for _open, _close in (b"[]", b"{}"):
     _BRACKET_DELTA[_open], _BRACKET_DELTA[_close] = 1, -1
@@ -490,11 +489,24 @@ class Exchange:
 # -- JSON bodies ---------------------------------------------------------------------------------
 
 
+def _brackets(body: bytes) -> bytes:
+    """The brackets of a JSON text that are outside its strings, in order.
+
+    Escaped backslashes, then escaped quotes are dropped (left to right, as JSON pairs them),
+    so the quotes left alternate open and close; everything but quotes and brackets is dropped,
+    and the pieces between quote pairs are the strings' brackets. The pieces are mostly empty
+    or one byte (shared objects): a regex removing 2.6 million strings of a 30 MiB answer built
+    590 MB of pieces, this about 40 MB.
+    """
+    marks = body.replace(b"\\\\", b"").replace(b'\\"', b"").translate(None, _NOT_QUOTES_OR_BRACKETS)
+    return b"".join(marks.split(b'"')[::2])
+
+
 def json_shape(body: bytes, count_depth: int) -> tuple[int, int]:
     """How deeply a JSON text's arrays and objects nest, and how many open at ``count_depth``.
 
-    Linear in the size of ``body``, in C, and without building any object: strings are removed
-    by one regex pass, the running depth after each bracket left is one byte of a ``bytes``
+    Linear in the size of ``body``, in C, and without building any object: strings are dropped
+    (:func:`_brackets`), the running depth after each bracket left is one byte of a ``bytes``
     (``itertools.accumulate``). The count lets a caller refuse an answer with too many results
     before decoding it: the items of a list at depth ``count_depth - 1`` open at
     ``count_depth``, i.e. where the depth steps from ``count_depth - 1`` to ``count_depth``.
@@ -503,7 +515,7 @@ def json_shape(body: bytes, count_depth: int) -> tuple[int, int]:
         body: The JSON text.
         count_depth: The depth (1 or more) whose arrays and objects are counted.
     """
-    brackets = _STRING_RE.sub(b"", body).translate(None, _NOT_BRACKETS)
+    brackets = _brackets(body)
     if not brackets:
         return 0, 0
     try:
@@ -522,7 +534,7 @@ def json_depth(body: bytes) -> int:
 
     Linear in the size of ``body`` and flat in memory (the running depth is never stored).
     """
-    brackets = _STRING_RE.sub(b"", body).translate(None, _NOT_BRACKETS)
+    brackets = _brackets(body)
     if not brackets:
         return 0
     return max(itertools.accumulate(map(_BRACKET_DELTA.__getitem__, brackets)))
