@@ -162,10 +162,10 @@ def malformed_status(server: HostileServer, sock: socket.socket, body: bytes) ->
     sock.sendall(b"HTTX/1.1 two hundred OK\r\nContent-Length: 2\r\n\r\n{}")
 
 
-def json_answer(body: Any) -> Behaviour:
-    """A behaviour answering ``body`` (JSON, or raw bytes) with 200."""
+def json_answer(answer: Any) -> Behaviour:
+    """A behaviour answering ``answer`` (JSON, or raw bytes) with 200, whatever was asked."""
 
     def behave(server: HostileServer, sock: socket.socket, body: bytes) -> None:
-        json_reply(sock, body)
+        json_reply(sock, answer)
 
     return behave
