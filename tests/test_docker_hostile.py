@@ -33,8 +33,9 @@ from fake_engine import (
 from gputui.collect.collector import Collector
 from gputui.collect.docker import parse as dp
 from gputui.collect.docker.endpoint import resolve_endpoint
-from gputui.collect.docker.engine_api import MAX_EXEC_OUTPUT, EngineApi, json_depth
+from gputui.collect.docker.engine_api import MAX_EXEC_OUTPUT, EngineApi
 from gputui.collect.docker.source import DockerSource
+from gputui.collect.http_client import json_depth
 from gputui.collect.linux.processes import ProcSource
 from gputui.collect.standins.scenario import ScenarioSource
 

@@ -1,17 +1,19 @@
-"""A small, bounded client of Prometheus's HTTP query API (stdlib ``http.client`` only).
+"""A small, bounded client of Prometheus's HTTP query API, over gputui's one HTTP client.
 
-Every request has a deadline (connect and the whole answer), the answer's size, JSON nesting
-and number of results are capped, and every failure becomes :class:`FleetError`: one sentence
-saying what went wrong and how to fix it. Credentials (a bearer token or a user and password)
-come from the environment or the config file, are sent only as an ``Authorization`` header and
-appear in no message and no ``repr``.
+Requests go through :mod:`gputui.collect.http_client`: one deadline over connect, status line,
+headers and body (a server trickling its headers hits it too), caps on the head and on the
+answer's size, and cancellation from another thread (:class:`~gputui.collect.http_client.Cancel`).
+The answer's JSON nesting and number of results are measured before it is decoded, every
+number in it is range-checked where it is parsed (a value out of range is dropped), and every
+failure becomes :class:`FleetError`: one sentence saying what went wrong and how to fix it.
+Credentials (a bearer token or a user and password) come from the environment or the config
+file, are sent only as an ``Authorization`` header and appear in no message and no ``repr``.
 """
 
 from __future__ import annotations
 
 import base64
-import http.client
-import json
+import math
 import socket
 import ssl
 import time
@@ -20,7 +22,18 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from gputui.collect.docker.engine_api import json_depth
+from gputui.collect.http_client import (
+    Cancel,
+    Exchange,
+    HttpCancelled,
+    HttpReplyError,
+    HttpTimeout,
+    HttpTooLarge,
+    Target,
+    decode_json_unchecked,
+    json_shape,
+    safe_header_value,
+)
 from gputui.derive.fmt import safe_text
 
 #: Seconds to wait for one answer, connect included.
@@ -33,6 +46,18 @@ MAX_JSON_DEPTH = 32
 MAX_RESULTS = 100_000
 #: Most points taken from one range series.
 MAX_POINTS = 11_000
+#: Depth at which the items of an answer's ``data.result`` list open (counted before decoding).
+RESULT_DEPTH = 4
+#: Arrays and objects at that depth that are not results (``stats.timings``, ``stats.samples``).
+_NOT_RESULTS = 8
+#: Largest magnitude of a sample value kept (sums of 100,000 of them stay finite).
+MAX_VALUE = 1e300
+#: Sample timestamps kept: from the epoch to the year 5138 (epoch seconds).
+MAX_TIMESTAMP = 1e11
+#: Longest label name or value kept; a series with a longer one is dropped.
+MAX_LABEL_CHARS = 4096
+#: Most labels on one series.
+MAX_LABELS = 64
 
 ENV_TOKEN = "GPUTUI_PROMETHEUS_TOKEN"
 ENV_USER = "GPUTUI_PROMETHEUS_USER"
@@ -149,12 +174,14 @@ def parse_url(text: str) -> Endpoint:
 class QueryApi(Protocol):
     """What the fleet needs of a query API: an instant and a range query, raw ``data``."""
 
-    def query(self, promql: str, at: float) -> Any:
-        """The ``data`` member of ``/api/v1/query``'s answer."""
+    def query(self, promql: str, at: float, cancel: Cancel | None = None) -> Any:
+        """The ``data`` member of ``/api/v1/query``'s answer (``cancel`` stops it)."""
         ...
 
-    def query_range(self, promql: str, start: float, end: float, step: float) -> Any:
-        """The ``data`` member of ``/api/v1/query_range``'s answer."""
+    def query_range(
+        self, promql: str, start: float, end: float, step: float, cancel: Cancel | None = None
+    ) -> Any:
+        """The ``data`` member of ``/api/v1/query_range``'s answer (``cancel`` stops it)."""
         ...
 
 
@@ -162,7 +189,8 @@ class PrometheusClient:
     """The query API of one Prometheus-compatible server over HTTP(S).
 
     Each call opens its own connection (the fleet asks a handful of times per refresh), so a
-    server that hangs costs one deadline, never a stuck connection.
+    server that hangs costs one deadline, never a stuck connection; a :class:`Cancel` given to
+    a call ends it at once from another thread.
     """
 
     def __init__(
@@ -176,46 +204,68 @@ class PrometheusClient:
         self._auth = auth or Auth()
         self.timeout = timeout
         self.max_bytes = max_bytes
+        host = f"[{endpoint.host}]" if ":" in endpoint.host else endpoint.host
+        self._target = Target(
+            host=endpoint.host,
+            port=endpoint.port,
+            tls=ssl.create_default_context() if endpoint.scheme == "https" else None,
+            host_header=f"{host}:{endpoint.port}",
+        )
         #: Seconds Prometheus reported spending on the last answer (``stats``), when known.
         self.last_server_s: float | None = None
         #: Bytes of the last answer's body.
         self.last_bytes = 0
 
-    def query(self, promql: str, at: float) -> Any:
+    def query(self, promql: str, at: float, cancel: Cancel | None = None) -> Any:
         """One instant query at ``at`` (epoch seconds); returns the answer's ``data``."""
-        return self._ask("/api/v1/query", {"query": promql, "time": f"{at:.3f}"})
+        return self._ask("/api/v1/query", {"query": promql, "time": f"{at:.3f}"}, cancel)
 
-    def query_range(self, promql: str, start: float, end: float, step: float) -> Any:
+    def query_range(
+        self, promql: str, start: float, end: float, step: float, cancel: Cancel | None = None
+    ) -> Any:
         """One range query; returns the answer's ``data``."""
         return self._ask(
             "/api/v1/query_range",
             {"query": promql, "start": f"{start:.3f}", "end": f"{end:.3f}", "step": f"{step:g}"},
+            cancel,
         )
 
-    def _ask(self, path: str, form: dict[str, str]) -> Any:
+    def _ask(self, path: str, form: dict[str, str], cancel: Cancel | None) -> Any:
         form = {**form, "stats": "all"}
         body = urllib.parse.urlencode(form).encode()
         headers = {
+            "Host": self._target.host_header,
             "Content-Type": "application/x-www-form-urlencoded",
             "Accept": "application/json",
             "User-Agent": "gputui-fleet",
+            "Connection": "close",
         }
-        header = self._auth.header()
-        if header is not None:
-            headers["Authorization"] = header
+        credentials = self._auth.header()
+        if credentials is not None:
+            if not safe_header_value(credentials):
+                raise FleetError(
+                    "the Prometheus credentials hold a control or non-Latin-1 character: "
+                    + _CREDENTIALS_FIX
+                )
+            headers["Authorization"] = credentials
         where = self.endpoint.shown
-        deadline = time.monotonic() + self.timeout
-        conn = self._connection()
+        exchange = Exchange(self._target, time.monotonic() + self.timeout, cancel)
         try:
-            conn.request("POST", self.endpoint.prefix + path, body=body, headers=headers)
-            response = conn.getresponse()
-            raw = _read_bounded(conn, response, deadline, self.max_bytes, where)
-        except FleetError:
-            raise
-        except TimeoutError:
+            response = exchange.send("POST", self.endpoint.prefix + path, headers, body)
+            raw = exchange.read_body(self.max_bytes)
+        except HttpTooLarge:
+            raise FleetError(_too_large(where, self.max_bytes)) from None
+        except HttpTimeout:
             raise FleetError(
                 f"Prometheus at {where} did not answer within {self.timeout:g} s: "
                 "check that it is up, or scope the fleet with --match"
+            ) from None
+        except HttpCancelled:
+            raise FleetError(f"the query to Prometheus at {where} was cancelled") from None
+        except HttpReplyError as exc:
+            raise FleetError(
+                f"{where} did not answer like an HTTP server ({safe_text(str(exc), 80)}): "
+                "is the URL right?"
             ) from None
         except ssl.SSLError as exc:
             raise FleetError(
@@ -231,54 +281,18 @@ class PrometheusClient:
             raise FleetError(
                 f"cannot resolve the host of {where}: check the URL's host name"
             ) from None
-        except (OSError, http.client.HTTPException) as exc:
+        except OSError as exc:
             reason = safe_text(getattr(exc, "strerror", None) or type(exc).__name__, 80)
             raise FleetError(
                 f"cannot reach Prometheus at {where} ({reason}): "
                 "is it running, and is the URL right?"
             ) from None
         finally:
-            conn.close()
+            exchange.close()
         self.last_bytes = len(raw)
         data = _data(response.status, raw, where)
         self.last_server_s = server_seconds(data)
         return data
-
-    def _connection(self) -> http.client.HTTPConnection:
-        e = self.endpoint
-        if e.scheme == "https":
-            return http.client.HTTPSConnection(
-                e.host, e.port, timeout=self.timeout, context=ssl.create_default_context()
-            )
-        return http.client.HTTPConnection(e.host, e.port, timeout=self.timeout)
-
-
-def _read_bounded(
-    conn: http.client.HTTPConnection,
-    response: http.client.HTTPResponse,
-    deadline: float,
-    max_bytes: int,
-    where: str,
-) -> bytes:
-    """The body, read in slices each waiting only until ``deadline``, at most ``max_bytes``."""
-    length = response.getheader("Content-Length")
-    if length is not None and length.isdigit() and int(length) > max_bytes:
-        raise FleetError(_too_large(where, max_bytes))
-    chunks: list[bytes] = []
-    total = 0
-    while True:
-        left = deadline - time.monotonic()
-        if left <= 0:
-            raise TimeoutError
-        if conn.sock is not None:
-            conn.sock.settimeout(left)
-        chunk = response.read1(65536)
-        if not chunk:
-            return b"".join(chunks)
-        total += len(chunk)
-        if total > max_bytes:
-            raise FleetError(_too_large(where, max_bytes))
-        chunks.append(chunk)
 
 
 def _too_large(where: str, max_bytes: int) -> str:
@@ -301,10 +315,15 @@ def _data(status: int, raw: bytes, where: str) -> Any:
             "like http://prometheus:9090"
         )
     doc: Any = None
-    if json_depth(raw) <= MAX_JSON_DEPTH:
+    depth, opened = json_shape(raw, RESULT_DEPTH)
+    if depth <= MAX_JSON_DEPTH:
+        if opened > MAX_RESULTS + _NOT_RESULTS:
+            # Counted before decoding: an answer of 300,000 series near the size cap cost
+            # about 850 MB decoded, only to be refused afterwards.
+            raise FleetError(_too_many(opened, about=True))
         try:
-            doc = json.loads(raw)
-        except (ValueError, RecursionError):
+            doc = decode_json_unchecked(raw)
+        except HttpReplyError:
             doc = None
     if not isinstance(doc, dict):
         if status >= 400:
@@ -333,12 +352,33 @@ def _data(status: int, raw: bytes, where: str) -> Any:
     return data
 
 
+def _too_many(count: int, about: bool = False) -> str:
+    # Counted before decoding, the number includes the few objects of ``stats``: "about".
+    return (
+        f"Prometheus returned {'about ' if about else ''}{count} series (more than "
+        f"{MAX_RESULTS}): scope the fleet with --match"
+    )
+
+
+def number(value: object, low: float, high: float) -> float | None:
+    """``value`` as a float when it is a JSON number (not a bool) within ``[low, high]``.
+
+    Integers are compared before conversion, so one too large for a float is dropped, never an
+    ``OverflowError``; NaN fails every comparison and is dropped too.
+    """
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    if not low <= value <= high:
+        return None
+    return float(value)
+
+
 def server_seconds(data: Any) -> float | None:
     """Prometheus's own time for the query (``stats.timings.evalTotalTime``), when given."""
     stats = data.get("stats") if isinstance(data, dict) else None
     timings = stats.get("timings") if isinstance(stats, dict) else None
     value = timings.get("evalTotalTime") if isinstance(timings, dict) else None
-    return float(value) if isinstance(value, (int, float)) else None
+    return number(value, 0.0, 86_400.0)
 
 
 def server_samples(data: Any) -> tuple[int, int] | None:
@@ -350,9 +390,10 @@ def server_samples(data: Any) -> tuple[int, int] | None:
     samples = stats.get("samples") if isinstance(stats, dict) else None
     if not isinstance(samples, dict):
         return None
-    total, peak = samples.get("totalQueryableSamples"), samples.get("peakSamples")
-    if isinstance(total, int) and isinstance(peak, int):
-        return total, peak
+    total = number(samples.get("totalQueryableSamples"), 0, 2**53)
+    peak = number(samples.get("peakSamples"), 0, 2**53)
+    if total is not None and peak is not None:
+        return int(total), int(peak)
     return None
 
 
@@ -387,7 +428,7 @@ def range_matrix(data: Any) -> list[tuple[dict[str, str], list[tuple[float, floa
         points: list[tuple[float, float]] = []
         for pair in values[-MAX_POINTS:]:
             value = _value(pair)
-            if value is not None and isinstance(pair, list):
+            if value is not None:
                 points.append((float(pair[0]), value))
         out.append((labels, points))
     return out
@@ -405,35 +446,40 @@ def _results(data: Any, kind: str) -> list[Any]:
     if not isinstance(result, list):
         return []
     if len(result) > MAX_RESULTS:
-        raise FleetError(
-            f"Prometheus returned {len(result)} series (more than {MAX_RESULTS}): "
-            "scope the fleet with --match"
-        )
+        raise FleetError(_too_many(len(result)))
     return result
 
 
 def _labels(item: object) -> dict[str, str] | None:
+    """The series' label set, itself (not a copy: the answer is decoded once); None if bad."""
     if not isinstance(item, dict):
         return None
     metric = item.get("metric")
-    if not isinstance(metric, dict) or len(metric) > 64:
+    if not isinstance(metric, dict) or len(metric) > MAX_LABELS:
         return None
-    if not all(isinstance(k, str) and isinstance(v, str) for k, v in metric.items()):
-        return None
-    return {str(k): str(v) for k, v in metric.items()}
+    for key, value in metric.items():
+        if not isinstance(value, str) or len(key) > MAX_LABEL_CHARS:
+            return None
+        if len(value) > MAX_LABEL_CHARS:
+            return None
+    return metric
 
 
 def _value(pair: object) -> float | None:
-    """The float of a ``[time, "value"]`` pair; None when malformed or not finite."""
+    """The float of a ``[time, "value"]`` pair; None when malformed or out of range.
+
+    The time must be a number within the epoch and :data:`MAX_TIMESTAMP`; the value a finite
+    number of at most :data:`MAX_VALUE` in magnitude (Prometheus writes values as strings).
+    """
     if not isinstance(pair, list) or len(pair) != 2:
         return None
     stamp, text = pair
-    if not isinstance(stamp, (int, float)) or not isinstance(text, str) or len(text) > 40:
+    if number(stamp, 0.0, MAX_TIMESTAMP) is None or not isinstance(text, str) or len(text) > 40:
         return None
     try:
         value = float(text)
     except ValueError:
         return None
-    if value != value or value in (float("inf"), float("-inf")):
+    if not math.isfinite(value) or abs(value) > MAX_VALUE:
         return None
     return value

@@ -191,7 +191,7 @@ def _row(
         job=_label(jobs.get(instance, "")),
         kind=kind,
         up=up,
-        scrape_age_s=None if scrape is None else max(now - scrape, 0.0),
+        scrape_age_s=None if scrape is None else _finite(now - scrape),
         collect_age_s=_finite(f.get("age")),
         gpus=gpus,
         util_pct=_finite(f.get("util"), high=100.0),

@@ -8,15 +8,16 @@ screen and ``--once`` then run without any Prometheus, for screenshots and rende
 
 from __future__ import annotations
 
+import functools
 import json
+import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
-from concurrent.futures import TimeoutError as FuturesTimeout
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
-from gputui.collect.docker.engine_api import json_depth
+from gputui.collect.http_client import Cancel, json_depth
 from gputui.derive.fmt import safe_text
 from gputui.fleet import queries
 from gputui.fleet.client import MAX_ANSWER_BYTES, FleetError, QueryApi, server_seconds
@@ -75,9 +76,19 @@ class FleetSource(Protocol):
         """
         ...
 
+    def close(self) -> None:
+        """Stop the queries in flight at once (from any thread) and refuse later ones."""
+        ...
+
 
 class LiveFleet:
-    """The fleet from a Prometheus-compatible query API."""
+    """The fleet from a Prometheus-compatible query API.
+
+    The queries of a refresh run on daemon threads of its own (not a ``ThreadPoolExecutor``,
+    whose workers are joined at interpreter exit), under a :class:`Cancel` of that refresh: a
+    refresh that passes its deadline stops its stragglers, and :meth:`close` stops everything
+    in flight, so quitting never waits for a query.
+    """
 
     def __init__(
         self,
@@ -91,8 +102,11 @@ class LiveFleet:
         self._api = api
         self._match = match
         self._shown = shown
-        self._pool = ThreadPoolExecutor(max(1, threads), thread_name_prefix="fleet-query")
+        self._threads = max(1, threads)
         self._timeout = timeout
+        self._lock = threading.Lock()
+        self._in_flight: set[Cancel] = set()
+        self._closed = False
         #: Answers kept for ``--save-answers`` (None: not kept).
         self.saved = save
 
@@ -101,29 +115,80 @@ class LiveFleet:
         """The URL, as shown."""
         return self._shown
 
+    def close(self) -> None:
+        """Cancel every query in flight (their threads return at once); refuse later refreshes."""
+        with self._lock:
+            self._closed = True
+            cancels = list(self._in_flight)
+        for cancel in cancels:
+            cancel.cancel()
+
+    def _run(self, calls: list[Callable[[Cancel], Any]], what: str) -> list[Any]:
+        """Run ``calls`` a few at a time on daemon threads, within the refresh's deadline.
+
+        Returns:
+            Their results, in order.
+
+        Raises:
+            FleetError: the first failure, the deadline, or :meth:`close`.
+        """
+        deadline = time.monotonic() + self._timeout
+        cancel = Cancel()
+        with self._lock:
+            if self._closed:
+                raise FleetError("the fleet view is closing")
+            self._in_flight.add(cancel)
+        results: list[Any] = [None] * len(calls)
+        errors: list[FleetError] = []
+        done = threading.Semaphore(0)
+        pending = iter(range(len(calls)))
+        pending_lock = threading.Lock()
+
+        def worker() -> None:
+            while not cancel.cancelled:
+                with pending_lock:
+                    index = next(pending, None)
+                if index is None:
+                    return
+                try:
+                    results[index] = calls[index](cancel)
+                except FleetError as exc:
+                    errors.append(exc)
+                    cancel.cancel()  # the first failure is the refresh's: stop the others
+                finally:
+                    done.release()
+
+        for n in range(min(self._threads, len(calls))):
+            threading.Thread(target=worker, name=f"fleet-query-{n}", daemon=True).start()
+        try:
+            for _ in calls:
+                if not done.acquire(timeout=max(0.0, deadline - time.monotonic())):
+                    raise FleetError(
+                        f"Prometheus at {self._shown} did not answer {what} within "
+                        f"{self._timeout:g} s: check that it is up, or scope the fleet with --match"
+                    )
+                if errors:
+                    break
+        finally:
+            cancel.cancel()  # stragglers of a refresh that failed or ran out of time end now
+            with self._lock:
+                self._in_flight.discard(cancel)
+        if self._closed:
+            raise FleetError("the fleet view is closing")
+        if errors:
+            raise errors[0]
+        return results
+
     def snapshot(self) -> FleetSnapshot:
         """The host table's queries, a few at a time (:func:`queries.host_queries`)."""
         now = time.time()
         started = time.monotonic()
         asked = list(queries.host_queries(self._match).values())
         # Each on its own connection, QUERY_THREADS at a time, so Prometheus evaluates them
-        # side by side; each has the client's deadline, and the first failure is the
-        # refresh's error.
-        futures = [self._pool.submit(self._api.query, promql, now) for promql in asked]
-        data: list[Any] = []
-        try:
-            for future in futures:
-                data.append(
-                    future.result(timeout=max(0.0, started + self._timeout - time.monotonic()))
-                )
-        except FuturesTimeout:
-            raise FleetError(
-                f"Prometheus at {self._shown} did not answer the host table within "
-                f"{self._timeout:g} s: check that it is up, or scope the fleet with --match"
-            ) from None
-        finally:
-            for future in futures:
-                future.cancel()  # the ones not started yet; a running one ends at its deadline
+        # side by side; the whole refresh has one deadline, and the first failure is its error.
+        data = self._run(
+            [functools.partial(self._api.query, q, now) for q in asked], "the host table"
+        )
         hosts = hosts_from(data, now)
         elapsed = time.monotonic() - started
         times = [server_seconds(d) for d in data]
@@ -136,26 +201,40 @@ class LiveFleet:
     def detail(self, host: HostRow) -> HostDetail:
         """One instant and one range query, scoped to the host's ``instance``."""
         now = time.time()
-        data = self._api.query(queries.host_detail(self._match, host.key), now)
         step = queries.SPARK_SECONDS / queries.SPARK_POINTS
-        history: Any = None
-        try:
-            history = self._api.query_range(
-                queries.host_history(self._match, host.key),
-                now - queries.SPARK_SECONDS,
-                now,
-                step,
-            )
-        except FleetError:
-            history = None  # the figures still show; only the sparklines are missing
+
+        def history(cancel: Cancel) -> Any:
+            try:
+                return self._api.query_range(
+                    queries.host_history(self._match, host.key),
+                    now - queries.SPARK_SECONDS,
+                    now,
+                    step,
+                    cancel,
+                )
+            except FleetError:
+                if cancel.cancelled:
+                    raise
+                return None  # the figures still show; only the sparklines are missing
+
+        data, hist = self._run(
+            [
+                lambda c: self._api.query(queries.host_detail(self._match, host.key), now, c),
+                history,
+            ],
+            "the host's figures",
+        )
         if self.saved is not None:
             self.saved.setdefault("detail", {})[host.key] = data
-            self.saved.setdefault("history", {})[host.key] = history
-        return detail_from(data, history)
+            self.saved.setdefault("history", {})[host.key] = hist
+        return detail_from(data, hist)
 
 
 class RecordedFleet:
     """The fleet from an answers file (``--answers FILE``): no Prometheus needed."""
+
+    def close(self) -> None:
+        """Nothing in flight: answers are read from the file."""
 
     def __init__(self, path: Path) -> None:
         self._path = path

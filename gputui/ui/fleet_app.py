@@ -432,9 +432,12 @@ class FleetApp(App[None]):
         self._refresh_loop()
 
     def on_unmount(self) -> None:
-        """Stop the refresh loop."""
+        """Stop the refresh loop, and the queries in flight: quitting never waits for one."""
         self._stop.set()
         self._wake.set()
+        # The loop's thread is joined when the event loop closes; cancelling its queries is
+        # what lets it return now, whatever the server does.
+        self.source.close()
 
     def wake(self) -> None:
         """Refresh now (``r``), instead of at the next interval."""

@@ -146,6 +146,9 @@ class _Failing:
     def detail(self, host: HostRow) -> HostDetail:
         return self.inner.detail(host)
 
+    def close(self) -> None:
+        self.inner.close()
+
 
 async def test_an_error_is_one_sentence_and_the_last_table_stays() -> None:
     source = _Failing()

@@ -1,10 +1,11 @@
-"""A lean Docker Engine API client on the standard library, with a deadline on every read.
+"""A lean Docker Engine API client, over gputui's one bounded HTTP client.
 
 The Docker SDK (over ``requests``) only has a per-``recv`` timeout: an engine that trickles one
 byte every few seconds keeps a call alive for ever, and a reply that never ends (an endless
-chunked body) is read into memory until it runs out. Here every request has an overall deadline
-(checked before each ``recv``, so a trickle hits it too), every body a size bound (chunked
-decoding included), every JSON document a nesting bound, and exec output a cap.
+chunked body) is read into memory until it runs out. Here every request goes through
+:mod:`gputui.collect.http_client`: an overall deadline (connect, headers and body; checked before
+each ``recv``, so a trickle hits it too), a size bound on the head and on every body (chunked
+decoding included), a nesting bound on every JSON document, and a cap on exec output.
 
 Covers ``unix://`` and ``tcp://`` engines, with TLS from the docker CLI's certificate files.
 ``ssh://`` engines are left to the Docker SDK (see :mod:`gputui.collect.docker.source`).
@@ -12,13 +13,8 @@ Covers ``unix://`` and ``tcp://`` engines, with TLS from the docker CLI's certif
 
 from __future__ import annotations
 
-import contextlib
-import http.client
-import io
-import itertools
 import json
 import re
-import socket
 import ssl
 import time
 import urllib.parse
@@ -26,7 +22,9 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from gputui.collect import http_client
 from gputui.collect.docker.endpoint import Endpoint, TlsFiles, unix_socket_path
+from gputui.collect.http_client import Exchange, HttpError, HttpTimeout, HttpTooLarge, Target
 
 #: Reply size bounds: a list of a few thousand containers, one inspect, the small endpoints.
 MAX_LIST_BYTES = 16 << 20
@@ -44,12 +42,7 @@ LIFECYCLE_ACTIONS = ("stop", "start", "restart")
 STOP_GRACE_S = 10
 
 _API_VERSION_RE = re.compile(r"^1\.\d{1,3}$")
-_READ_SIZE = 64 << 10
-_STRING_RE = re.compile(rb'"(?:[^"\\]|\\.)*+"', re.S)
-_BRACKET_DELTA = [0] * 256
-for _open, _close in (b"[]", b"{}"):
-    _BRACKET_DELTA[_open], _BRACKET_DELTA[_close] = 1, -1
-_NOT_BRACKETS = bytes(b for b in range(256) if not _BRACKET_DELTA[b])
+_READ_SIZE = http_client.READ_SIZE
 
 
 class EngineError(Exception):
@@ -80,115 +73,16 @@ class NotFound(EngineStatusError):
     """404: no such container (or exec)."""
 
 
-def json_depth(body: bytes) -> int:
-    """How deeply the arrays and objects of a JSON text nest (strings are skipped).
-
-    Linear in the size of ``body``: strings are removed by one regex pass, the brackets left
-    are summed in C (``itertools.accumulate``).
-    """
-    brackets = _STRING_RE.sub(b"", body).translate(None, _NOT_BRACKETS)
-    if not brackets:
-        return 0
-    return max(itertools.accumulate(map(_BRACKET_DELTA.__getitem__, brackets)))
-
-
 def decode_json(body: bytes, what: str) -> Any:
     """Parse a reply body, refusing one nested deeper than :data:`MAX_JSON_DEPTH`.
 
     Raises:
         EngineReplyError: not JSON, or nested too deep.
     """
-    if json_depth(body) > MAX_JSON_DEPTH:
-        raise EngineReplyError(f"reply to {what} nests deeper than {MAX_JSON_DEPTH} levels")
     try:
-        return json.loads(body)
-    except (ValueError, RecursionError) as exc:  # ValueError covers UnicodeDecodeError too
-        raise EngineReplyError(f"reply to {what} is not valid JSON ({type(exc).__name__})") from exc
-
-
-class _DeadlineReader(io.RawIOBase):
-    """A socket read side on which every ``recv`` waits only until the deadline."""
-
-    def __init__(self, sock: socket.socket, deadline: Callable[[], float | None]) -> None:
-        self._sock = sock
-        self._deadline = deadline
-
-    def readable(self) -> bool:
-        return True
-
-    def readinto(self, buffer: Any) -> int:
-        deadline = self._deadline()
-        if deadline is None:
-            self._sock.settimeout(None)
-        else:
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                raise EngineSlow("deadline passed")
-            self._sock.settimeout(remaining)
-        try:
-            return self._sock.recv_into(buffer)
-        except TimeoutError as exc:
-            raise EngineSlow("deadline passed") from exc
-
-
-class _DeadlineSocket:
-    """What :mod:`http.client` needs of a socket, with the request's deadline on every wait."""
-
-    def __init__(self, sock: socket.socket, deadline: float | None) -> None:
-        self.sock = sock
-        self.deadline = deadline
-
-    def _remaining(self) -> float | None:
-        if self.deadline is None:
-            return None
-        remaining = self.deadline - time.monotonic()
-        if remaining <= 0:
-            raise EngineSlow("deadline passed")
-        return remaining
-
-    def sendall(self, data: bytes) -> None:
-        self.sock.settimeout(self._remaining())
-        try:
-            self.sock.sendall(data)
-        except TimeoutError as exc:
-            raise EngineSlow("deadline passed") from exc
-
-    def makefile(self, mode: str, *args: Any, **kwargs: Any) -> io.BufferedReader:
-        return io.BufferedReader(_DeadlineReader(self.sock, lambda: self.deadline), _READ_SIZE)
-
-    def shutdown(self) -> None:
-        """Wake a reader blocked on this socket (from another thread): it sees end of stream."""
-        with contextlib.suppress(OSError):
-            self.sock.shutdown(socket.SHUT_RDWR)
-
-    def close(self) -> None:
-        # http.client "closes" the connection as soon as a Connection: close reply's headers
-        # are read, while the body is still to come: the socket is closed by close_now().
-        pass
-
-    def close_now(self) -> None:
-        """Close the socket for good (idempotent)."""
-        self.sock.close()
-
-
-class _Connection(http.client.HTTPConnection):
-    """One request on a fresh connection to the engine (no keep-alive state to go stale)."""
-
-    def __init__(self, api: EngineApi, deadline: float | None) -> None:
-        super().__init__("localhost")
-        self._api = api
-        self._deadline = deadline
-        self.dsock: _DeadlineSocket | None = None
-
-    def connect(self) -> None:
-        self.dsock = _DeadlineSocket(self._api.open_socket(self._deadline), self._deadline)
-        self.sock = self.dsock
-
-    def close_now(self) -> None:
-        """Close the connection and its socket for good (idempotent)."""
-        self.close()
-        if self.dsock is not None:
-            self.dsock.close_now()
+        return http_client.decode_json(body, MAX_JSON_DEPTH)
+    except HttpError as exc:
+        raise EngineReplyError(f"reply to {what} {exc}") from exc
 
 
 @dataclass(frozen=True)
@@ -218,11 +112,8 @@ class RawStream:
             streams there from API 1.42; older engines leave it to the caller to know).
     """
 
-    def __init__(
-        self, conn: _Connection, response: http.client.HTTPResponse, content_type: str
-    ) -> None:
-        self._conn = conn
-        self._response = response
+    def __init__(self, exchange: Exchange, content_type: str) -> None:
+        self._exchange = exchange
         self.content_type = content_type[:100]
         self._closed = False
 
@@ -236,10 +127,10 @@ class RawStream:
         if self._closed:
             return b""
         try:
-            return self._response.read1(_READ_SIZE)
-        except EngineSlow:
-            raise
-        except (OSError, ValueError, http.client.HTTPException) as exc:
+            return self._exchange.read1(_READ_SIZE)
+        except HttpTimeout as exc:
+            raise EngineSlow("deadline passed") from exc
+        except (OSError, ValueError, HttpError) as exc:
             if self._closed:
                 return b""
             raise EngineError(f"the logs stream broke: {type(exc).__name__}") from exc
@@ -247,25 +138,22 @@ class RawStream:
     def close(self) -> None:
         """End the stream; a thread blocked reading it returns (idempotent)."""
         self._closed = True
-        if self._conn.dsock is not None:
-            self._conn.dsock.shutdown()
-        with contextlib.suppress(Exception):  # already closed: nothing to do
-            self._conn.close_now()
+        self._exchange.shutdown()
+        self._exchange.close()
 
 
 class EventStream:
     """The ``/events`` stream: iterate for event dicts; :meth:`close` ends it from any thread."""
 
-    def __init__(self, conn: _Connection, response: http.client.HTTPResponse) -> None:
-        self._conn = conn
-        self._response = response
+    def __init__(self, exchange: Exchange) -> None:
+        self._exchange = exchange
         self._closed = False
 
     def __iter__(self) -> Iterator[dict[str, Any]]:
         while not self._closed:
             try:
-                line = self._response.readline(MAX_EVENT_BYTES + 1)
-            except (OSError, ValueError, http.client.HTTPException) as exc:
+                line = self._exchange.readline(MAX_EVENT_BYTES + 1)
+            except (OSError, ValueError, HttpError) as exc:
                 raise EngineError(f"events stream ended: {type(exc).__name__}") from exc
             if not line:
                 return
@@ -280,10 +168,8 @@ class EventStream:
     def close(self) -> None:
         """End the stream; a thread blocked reading it returns (idempotent)."""
         self._closed = True
-        if self._conn.dsock is not None:
-            self._conn.dsock.shutdown()
-        with contextlib.suppress(Exception):  # already closed by the reader: nothing to do
-            self._conn.close_now()
+        self._exchange.shutdown()
+        self._exchange.close()
 
 
 class EngineApi:
@@ -300,10 +186,9 @@ class EngineApi:
     def __init__(self, endpoint: Endpoint, timeout: float) -> None:
         self.timeout = timeout
         self.api_version: str | None = None
-        self._unix = unix_socket_path(endpoint.base_url)
-        self._tls: ssl.SSLContext | None = None
-        self._address: tuple[str, int] | None = None
-        if self._unix is None:
+        unix = unix_socket_path(endpoint.base_url)
+        self._target = Target(unix_path=unix, host_header="docker")
+        if unix is None:
             url = endpoint.base_url
             scheme, _, rest = url.partition("://")
             tls_files = endpoint.tls if isinstance(endpoint.tls, TlsFiles) else None
@@ -313,12 +198,12 @@ class EngineApi:
                 tls_files = TlsFiles(None, None, None, verify=True)
             parsed = urllib.parse.urlsplit(f"//{rest}")
             secure = tls_files is not None
-            self._address = (
-                parsed.hostname or "localhost",
-                parsed.port or (2376 if secure else 2375),
+            self._target = Target(
+                host=parsed.hostname or "localhost",
+                port=parsed.port or (2376 if secure else 2375),
+                tls=_ssl_context(tls_files) if tls_files is not None else None,
+                host_header="docker",
             )
-            if tls_files is not None:
-                self._tls = _ssl_context(tls_files)
 
     @staticmethod
     def supports(url: str) -> bool:
@@ -327,31 +212,6 @@ class EngineApi:
             ("tcp://", "http://", "https://")
         )
 
-    def open_socket(self, deadline: float | None) -> socket.socket:
-        """A connected socket to the engine; the connect itself waits until the deadline."""
-        timeout = self.timeout if deadline is None else max(0.001, deadline - time.monotonic())
-        try:
-            if self._unix is not None:
-                sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-                try:
-                    sock.settimeout(timeout)
-                    sock.connect(self._unix)
-                except BaseException:
-                    sock.close()
-                    raise
-                return sock
-            assert self._address is not None
-            sock = socket.create_connection(self._address, timeout=timeout)
-            if self._tls is not None:
-                try:
-                    sock = self._tls.wrap_socket(sock, server_hostname=self._address[0])
-                except BaseException:
-                    sock.close()
-                    raise
-            return sock
-        except TimeoutError as exc:
-            raise EngineSlow("the Docker engine did not accept the connection in time") from exc
-
     # --- requests ---------------------------------------------------------------------------
 
     def _path(self, path: str, query: Mapping[str, str] | None = None) -> str:
@@ -359,21 +219,28 @@ class EngineApi:
         suffix = f"?{urllib.parse.urlencode(dict(query))}" if query else ""
         return f"{prefix}{path}{suffix}"
 
-    def _send(
-        self, method: str, path: str, body: Any, deadline: float | None
-    ) -> tuple[_Connection, http.client.HTTPResponse]:
-        conn = _Connection(self, deadline)
+    def _send(self, method: str, path: str, body: Any, deadline: float | None) -> Exchange:
+        """Send one request on a fresh connection and read its head, within ``deadline``.
+
+        Raises:
+            EngineSlow: the deadline passed (the caller names the request).
+            EngineReplyError: a malformed or oversized status line or headers.
+            OSError: the engine's socket could not be reached.
+        """
+        exchange = Exchange(self._target, deadline)
         headers = {"Host": "docker", "User-Agent": "gputui", "Connection": "close"}
         data = None
         if body is not None:
             data = json.dumps(body).encode()
             headers["Content-Type"] = "application/json"
+        what = f"{method} {path.partition('?')[0]}"
         try:
-            conn.request(method, path, body=data, headers=headers)
-            return conn, conn.getresponse()
-        except BaseException:
-            conn.close_now()
-            raise
+            exchange.send(method, path, headers, data)
+        except HttpTimeout as exc:
+            raise EngineSlow("deadline passed") from exc
+        except HttpError as exc:
+            raise EngineReplyError(f"{exc} to {what}") from exc
+        return exchange
 
     def request(
         self,
@@ -405,17 +272,15 @@ class EngineApi:
         limit = self.timeout if timeout is None else timeout
         deadline = time.monotonic() + limit
         try:
-            conn, response = self._send(method, self._path(path, query), body, deadline)
+            exchange = self._send(method, self._path(path, query), body, deadline)
             try:
-                raw = _read_body(response, max_bytes, what)
+                raw = _read_body(exchange, max_bytes, what)
             finally:
-                conn.close_now()
+                exchange.close()
         except EngineSlow as exc:
             raise EngineSlow(f"the Docker engine did not answer {what} within {limit:g} s") from exc
-        except http.client.HTTPException as exc:
-            raise EngineReplyError(
-                f"malformed HTTP reply to {what} ({type(exc).__name__})"
-            ) from exc
+        response = exchange.response
+        assert response is not None
         if response.status >= 400:
             message = _error_message(raw) or response.reason or "error"
             cls = NotFound if response.status == 404 else EngineStatusError
@@ -469,21 +334,18 @@ class EngineApi:
         query = {"filters": json.dumps({k: list(v) for k, v in filters.items()})}
         deadline = time.monotonic() + self.timeout
         try:
-            conn, response = self._send("GET", self._path("/events", query), None, deadline)
-        except http.client.HTTPException as exc:
-            raise EngineReplyError(
-                f"malformed HTTP reply to GET /events ({type(exc).__name__})"
-            ) from exc
+            exchange = self._send("GET", self._path("/events", query), None, deadline)
         except EngineSlow as exc:
             raise EngineSlow(
                 f"the Docker engine did not answer GET /events within {self.timeout:g} s"
             ) from exc
-        if response.status != 200:
-            conn.close_now()
-            raise EngineStatusError(response.status, f"GET /events: {response.status}")
-        assert conn.dsock is not None
-        conn.dsock.deadline = None  # subscribed: from now on wait for events as long as it takes
-        return EventStream(conn, response)
+        assert exchange.response is not None
+        status = exchange.response.status
+        if status != 200:
+            exchange.close()
+            raise EngineStatusError(status, f"GET /events: {status}")
+        exchange.deadline = None  # subscribed: from now on wait for events as long as it takes
+        return EventStream(exchange)
 
     # --- logs and lifecycle -----------------------------------------------------------------
 
@@ -514,29 +376,26 @@ class EngineApi:
         limit = self.timeout if timeout is None else timeout
         deadline = time.monotonic() + limit
         try:
-            conn, response = self._send(
+            exchange = self._send(
                 "GET", self._path(f"/containers/{container_id}/logs", query), None, deadline
             )
-        except http.client.HTTPException as exc:
-            raise EngineReplyError(
-                f"malformed HTTP reply to {what} ({type(exc).__name__})"
-            ) from exc
         except EngineSlow as exc:
             raise EngineSlow(f"the Docker engine did not answer {what} within {limit:g} s") from exc
+        response = exchange.response
+        assert response is not None
         if response.status >= 400:
             try:
-                raw = _read_body(response, MAX_SMALL_BYTES, what)
-            except (EngineError, OSError, http.client.HTTPException):
+                raw = _read_body(exchange, MAX_SMALL_BYTES, what)
+            except (EngineError, OSError):
                 raw = b""
             finally:
-                conn.close_now()
+                exchange.close()
             message = _error_message(raw) or response.reason or "error"
             cls = NotFound if response.status == 404 else EngineStatusError
             raise cls(response.status, f"{what}: {response.status} {message}")
-        assert conn.dsock is not None
         # Following: wait for lines as long as it takes; close() is the way out.
-        conn.dsock.deadline = None if follow else time.monotonic() + limit
-        return RawStream(conn, response, response.getheader("Content-Type") or "")
+        exchange.deadline = None if follow else time.monotonic() + limit
+        return RawStream(exchange, response.getheader("Content-Type") or "")
 
     def container_action(self, container_id: str, action: str, timeout: float) -> None:
         """``POST /containers/{id}/{stop|start|restart}``; stop and restart give it 10 s.
@@ -574,28 +433,25 @@ class EngineApi:
         The connection is closed on return whatever happened, so nothing keeps reading.
         """
         what = "POST /exec/{id}/start"
-        try:
-            conn, response = self._send(
-                "POST",
-                self._path(f"/exec/{exec_id}/start"),
-                {"Detach": False, "Tty": False},
-                deadline,
-            )
-        except http.client.HTTPException as exc:
-            raise EngineReplyError(
-                f"malformed HTTP reply to {what} ({type(exc).__name__})"
-            ) from exc
+        exchange = self._send(
+            "POST",
+            self._path(f"/exec/{exec_id}/start"),
+            {"Detach": False, "Tty": False},
+            deadline,
+        )
+        response = exchange.response
+        assert response is not None
         try:
             if response.status >= 400:
-                raw = _read_body(response, MAX_SMALL_BYTES, what)
+                raw = _read_body(exchange, MAX_SMALL_BYTES, what)
                 raise EngineStatusError(response.status, f"{what}: {_error_message(raw)}")
-            return read_multiplexed(response.read1, max_output)
-        except http.client.HTTPException as exc:
-            raise EngineReplyError(
-                f"malformed HTTP reply to {what} ({type(exc).__name__})"
-            ) from exc
+            return read_multiplexed(exchange.read1, max_output)
+        except HttpTimeout as exc:  # the error body did not come in time
+            raise EngineSlow(f"the Docker engine did not answer {what} in time") from exc
+        except HttpError as exc:
+            raise EngineReplyError(f"{exc} to {what}") from exc
         finally:
-            conn.close_now()
+            exchange.close()
 
     def exec_exit_code(self, exec_id: str, timeout: float) -> int | None:
         """``GET /exec/{id}/json``: the exit code, None while it still runs."""
@@ -646,23 +502,26 @@ def read_multiplexed(recv: Callable[[int], bytes], max_output: int) -> ExecOutpu
                     return ExecOutput(bytes(out[1]), bytes(out[2]), None, False, cut=True)
                 if take < size:
                     break
-    except EngineSlow:
+    except (EngineSlow, HttpTimeout):
         return ExecOutput(bytes(out[1]), bytes(out[2]), None, timed_out=True, cut=False)
     return ExecOutput(bytes(out[1]), bytes(out[2]), None, timed_out=False, cut=False)
 
 
-def _read_body(response: http.client.HTTPResponse, max_bytes: int, what: str) -> bytes:
-    """The whole body, refusing one larger than ``max_bytes`` (chunked or not)."""
-    if response.length is not None and response.length > max_bytes:
-        raise EngineReplyError(f"reply to {what} is larger than {max_bytes >> 10} KiB")
-    parts: list[bytes] = []
-    size = 0
-    while chunk := response.read(_READ_SIZE):
-        size += len(chunk)
-        if size > max_bytes:
-            raise EngineReplyError(f"reply to {what} is larger than {max_bytes >> 10} KiB")
-        parts.append(chunk)
-    return b"".join(parts)
+def _read_body(exchange: Exchange, max_bytes: int, what: str) -> bytes:
+    """The whole body, refusing one larger than ``max_bytes`` (chunked or not).
+
+    Raises:
+        EngineSlow: the deadline passed.
+        EngineReplyError: too large, or malformed.
+    """
+    try:
+        return exchange.read_body(max_bytes)
+    except HttpTooLarge as exc:
+        raise EngineReplyError(f"reply to {what} is larger than {max_bytes >> 10} KiB") from exc
+    except HttpTimeout as exc:
+        raise EngineSlow("deadline passed") from exc
+    except HttpError as exc:
+        raise EngineReplyError(f"{exc} to {what}") from exc
 
 
 def _error_message(raw: bytes) -> str:
