@@ -19,8 +19,9 @@ Writing (:func:`open_user_append`, :func:`replace_user_file`):
 
 * a symlink as the last component is never followed, whoever owns it (``O_NOFOLLOW``); only a
   regular file is written, never a FIFO, device or directory; the open is non-blocking;
-* appending refuses a file of another user and a file with other hard links (either could be
-  someone else's file reached through a path the attacker controls);
+* a file of another user is never written (its owner could read what gputui writes), and
+  appending refuses a file with other hard links (it may be someone else's file reached
+  through a directory an attacker can write); a rewrite replaces the name, never the inode;
 * a new file is created ``0600`` (the umask can only narrow it); an existing file keeps its
   mode: nothing gputui writes is ever made more readable than it was;
 * a whole-file rewrite is atomic: a temporary file created with ``O_EXCL`` in the same
@@ -208,6 +209,7 @@ def read_user_text(path: Path, what: str, limit: int) -> str:
 
 
 _NOT_FOLLOWED = "is a symbolic link (not followed: name the file itself)"
+_OTHER_USER = "belongs to another user (uid {uid}): remove it or choose another file"
 
 
 def _write_refusal(path: Path, exc: OSError) -> str:
@@ -259,12 +261,7 @@ def open_user_append(path: Path, what: str, *, readable: bool = False) -> int:
         if kind is not None:
             raise _fail("write", what, path, kind)
         if info.st_uid != os.geteuid():
-            raise _fail(
-                "write",
-                what,
-                path,
-                f"belongs to another user (uid {info.st_uid}): remove it or choose another file",
-            )
+            raise _fail("write", what, path, _OTHER_USER.format(uid=info.st_uid))
         if info.st_nlink != 1:
             # A hard link in a directory others can write may be someone else's file.
             raise _fail("write", what, path, f"has {info.st_nlink} hard links, not appended to")
@@ -304,6 +301,9 @@ def replace_user_file(path: Path, what: str, data: bytes, *, durable: bool = Tru
             raise _fail("write", what, path, _NOT_FOLLOWED)
         if kind is not None:
             raise _fail("write", what, path, kind)
+        if current.st_uid != os.geteuid():
+            # Its owner chose its mode and can change it at any time: do not fill it for them.
+            raise _fail("write", what, path, _OTHER_USER.format(uid=current.st_uid))
         mode = stat.S_IMODE(current.st_mode) & 0o777  # as it was: never widened
     directory = path.parent
     fd = -1
