@@ -724,3 +724,20 @@ def test_saved_answers_are_strict_json_and_replay(tmp_path: Path, prometheus: st
     replayed = gputui("fleet", "--answers", str(target), "--json")
     assert replayed.status == 0, replayed.stderr
     json.loads(replayed.stdout, parse_constant=lambda c: pytest.fail(f"{c} in --json"))
+
+
+def test_the_docker_context_lookup_does_not_block_on_a_fifo(tmp_path: Path) -> None:
+    # The CLI exits anyway (the Docker read runs on a daemon thread), so the lookup itself is
+    # checked: it blocked forever in open() on a FIFO named config.json.
+    (tmp_path / "config.json").unlink(missing_ok=True)
+    os.mkfifo(tmp_path / "config.json")
+    code = "from gputui.collect.docker.endpoint import current_context_name as c; print(c())"
+    result = subprocess.run(
+        [sys.executable, "-c", code],
+        text=True,
+        capture_output=True,
+        timeout=DEADLINE_S,
+        env={**ENV, "DOCKER_CONFIG": str(tmp_path)},
+        cwd=REPO,
+    )
+    assert (result.returncode, result.stdout) == (0, "default\n"), result.stderr
