@@ -761,6 +761,7 @@ def fleet(argv: Sequence[str]) -> int:
     from gputui.config import ConfigError, load_config
     from gputui.fleet.client import FleetError
     from gputui.fleet.command import FleetOptions, open_source, print_once
+    from gputui.fleet.source import AnswersFileError
 
     try:
         config = load_config(args.config)
@@ -786,6 +787,8 @@ def fleet(argv: Sequence[str]) -> int:
     if args.once or args.json:
         try:
             text = print_once(source, options, as_json=args.json)
+        except AnswersFileError as exc:  # --save-answers names a file that cannot be written
+            return _fail(str(exc))
         except FleetError as exc:
             from gputui.derive.fmt import safe_text
 

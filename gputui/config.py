@@ -13,21 +13,19 @@ wins over both.
 
 from __future__ import annotations
 
-import contextlib
 import math
 import os
 import re
 import sys
-import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from gputui.collect.files import CONFIG_LIMIT, UserFileError, read_user_text
 from gputui.derive.alerts import DEFAULT_RULES, METRICS, AlertRule
 from gputui.settings import MAX_INTERVAL_S, MIN_INTERVAL_S
+from gputui.userfiles import CONFIG_LIMIT, UserFileError, read_user_text, replace_user_file
 
 
 def _toml() -> ModuleType:
@@ -302,23 +300,17 @@ def ui_state_text(prefs: UiPrefs) -> str:
 
 
 def save_ui_state(prefs: UiPrefs, path: Path) -> None:
-    """Write ``prefs`` to the state file atomically (a temporary file renamed over it).
+    """Write ``prefs`` to the state file atomically, through the one user-file writer.
+
+    A temporary file is renamed over it (a new file ``0600``; never through a symlink, never
+    into a FIFO or directory: :func:`gputui.userfiles.replace_user_file`).
 
     Raises:
-        OSError: the directory or the file cannot be written.
+        OSError: the directory cannot be created.
+        UserFileError: the file cannot be written safely.
     """
     path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-    fd, temp = tempfile.mkstemp(prefix=".ui-state.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as out:
-            out.write(ui_state_text(prefs))
-            out.flush()
-            os.fsync(out.fileno())
-        os.replace(temp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(temp)
-        raise
+    replace_user_file(path, "ui state file", ui_state_text(prefs).encode("utf-8"))
 
 
 def parse_config(text: str, path: Path) -> Config:

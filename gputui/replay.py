@@ -28,7 +28,6 @@ from pathlib import Path
 from typing import Any
 
 from gputui import timestamps
-from gputui.collect.files import REPORT_LIMIT, UserFileError, open_user_file, read_user_text
 from gputui.collect.loop import CollectLoop
 from gputui.collect.sources import CollectorProtocol
 from gputui.model import ExecResult, Snapshot
@@ -39,6 +38,13 @@ from gputui.serialize import (
     snapshot_from_record,
     snapshot_from_report,
     snapshot_to_record,
+)
+from gputui.userfiles import (
+    REPORT_LIMIT,
+    UserFileError,
+    open_user_append,
+    open_user_file,
+    read_user_text,
 )
 
 #: Why actions are refused while replaying (shown by the UI like the read-only reason).
@@ -67,7 +73,10 @@ class RecordWriter:
     The file is opened on the first write (or :meth:`open`) and held, with an exclusive
     ``flock``, until :meth:`close`: a second recorder on the same file is refused instead of
     interleaving lines whose ``same`` references would then point at the other's snapshots.
-    Only a regular file is written (a FIFO or device would block or ignore rotation). A file
+    Only a regular file of the user's is written, never through a symlink (a FIFO or device
+    would block or ignore rotation; a planted symlink would append to its target); a new
+    recording is created ``0600`` (it holds every user's command lines), an existing one keeps
+    its mode, and so does the file a rotation starts (see :mod:`gputui.userfiles`). A file
     whose last line was cut (a recorder killed mid-write, a full disk) gets a newline first, so
     the cut line stays one unreadable line and the new lines stay readable.
 
@@ -86,6 +95,7 @@ class RecordWriter:
         self._fd: int | None = None
         self._previous: Snapshot | None = None  # None: the next line must be a full snapshot
         self._check_tail = True  # the file's last byte may not be a newline
+        self._mode: int | None = None  # the mode a file created by a rotation gets
 
     def __enter__(self) -> RecordWriter:
         self.open()
@@ -99,23 +109,27 @@ class RecordWriter:
 
         Raises:
             RecorderBusyError: another recorder is writing it.
-            RecordingError: not a regular file.
-            OSError: it cannot be opened.
+            RecordingError: a symlink, not a regular file, another user's file, or it cannot
+                be opened.
         """
         if self._fd is not None:
             return
         for _ in range(10):
-            # O_RDWR (not O_WRONLY) so the last byte can be checked; O_NONBLOCK so a FIFO or
-            # device opens at once, to be refused by the check below.
-            fd = os.open(
-                self.path,
-                os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC,
-                0o644,
-            )
+            # Read-write so the last byte can be checked; a new file is 0600 (command lines of
+            # every user are in it), a planted symlink is refused (see gputui.userfiles).
+            try:
+                fd = open_user_append(self.path, "recording", readable=True)
+            except UserFileError as exc:
+                raise RecordingError(str(exc)) from None
             try:
                 opened = os.fstat(fd)
-                if not stat.S_ISREG(opened.st_mode):
-                    raise RecordingError(f"cannot record to {self.path}: not a regular file")
+                if (
+                    self._mode is not None
+                    and opened.st_size == 0
+                    and stat.S_IMODE(opened.st_mode) != self._mode
+                ):
+                    # Created by a rotation: the recording keeps the mode its file had.
+                    os.fchmod(fd, self._mode)
                 try:
                     fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
                 except BlockingIOError:
@@ -123,14 +137,13 @@ class RecordWriter:
                         f"cannot record to {self.path}: another gputui record is writing it"
                     ) from None
                 try:
-                    now = os.stat(self.path)
+                    now = os.lstat(self.path)
                 except FileNotFoundError:
                     now = None
             except BaseException:
                 os.close(fd)
                 raise
             if now is not None and (now.st_dev, now.st_ino) == (opened.st_dev, opened.st_ino):
-                os.set_blocking(fd, True)
                 self._fd = fd
                 self._previous = None
                 self._check_tail = True
@@ -188,15 +201,19 @@ class RecordWriter:
 
     def _rotate(self) -> None:
         # Renamed while still locked: a second recorder opening the path meanwhile is refused.
+        # Renames and unlinks act on the names themselves: a symlink planted as a rotated file
+        # is renamed or removed, its target never touched.
+        assert self._fd is not None
+        self._mode = stat.S_IMODE(os.fstat(self._fd).st_mode)
         if self.keep <= 0:
             self.path.unlink()
         else:
             oldest = rotated_path(self.path, self.keep)
-            if oldest.exists():
+            if os.path.lexists(oldest):
                 oldest.unlink()
             for n in range(self.keep - 1, 0, -1):
                 src = rotated_path(self.path, n)
-                if src.exists():
+                if os.path.lexists(src):
                     os.replace(src, rotated_path(self.path, n + 1))
             os.replace(self.path, rotated_path(self.path, 1))
         self.close()
@@ -325,7 +342,7 @@ class Recording(Sequence[Snapshot]):
         """
         files = []
         n = 1
-        while n <= MAX_FILES and rotated_path(path, n).exists():
+        while n <= MAX_FILES and os.path.lexists(rotated_path(path, n)):
             files.append(rotated_path(path, n))
             n += 1
         files.reverse()

@@ -31,12 +31,17 @@ def mark(phase: str) -> None:
     if _PATH is None or phase in _seen:
         return
     _seen.add(phase)
+    from pathlib import Path
+
+    from gputui.userfiles import UserFileError, open_user_append
+
     try:
         # O_APPEND: marks from the collector's and the UI's threads never overwrite each other.
-        fd = os.open(_PATH, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+        # Through the one writer: never a symlink followed, a FIFO opened or a file widened.
+        fd = open_user_append(Path(_PATH), "startup trace")
         try:
             os.write(fd, f"{time.time():.6f} {phase}\n".encode())
         finally:
             os.close(fd)
-    except OSError:  # a trace that cannot be written must never disturb the program
+    except (OSError, UserFileError):  # a trace that cannot be written must never disturb us
         pass

@@ -109,16 +109,26 @@ def print_once(source: FleetSource, options: FleetOptions, as_json: bool) -> str
         row = find_host(snapshot, options.host)
         detail = source.detail(row)
         doc = {"host": to_json(snapshot)["hosts"][hosts.index(row)], **detail_json(detail)}
-        text = json.dumps(doc, indent=2, ensure_ascii=True) + "\n"
-        if not as_json:
-            text = _detail_text(doc)
+        text = _json(doc) if as_json else _detail_text(doc)
     elif as_json:
-        text = json.dumps(to_json(snapshot), indent=2, ensure_ascii=True) + "\n"
+        text = _json(to_json(snapshot))
     else:
         text = to_text(snapshot)
     if isinstance(source, LiveFleet) and source.saved is not None and options.save_answers:
         save_answers(options.save_answers, source.saved)
     return text
+
+
+def _json(doc: dict[str, Any]) -> str:
+    """Strict JSON: a non-finite number is an error, never ``NaN`` printed as JSON.
+
+    Raises:
+        FleetError: the report holds a number JSON cannot carry.
+    """
+    try:
+        return json.dumps(doc, indent=2, ensure_ascii=True, allow_nan=False) + "\n"
+    except ValueError:
+        raise FleetError("the fleet's answer holds a non-finite number: no JSON written") from None
 
 
 def _detail_text(doc: dict[str, Any]) -> str:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 import json
+import math
 import threading
 import time
 from collections.abc import Callable
@@ -22,6 +23,8 @@ from gputui.derive.fmt import safe_text
 from gputui.fleet import queries
 from gputui.fleet.client import MAX_ANSWER_BYTES, FleetError, QueryApi, server_seconds
 from gputui.fleet.model import HostDetail, HostRow, detail_from, hosts_from
+from gputui.serialize import MAX_TIME
+from gputui.userfiles import UserFileError, read_user_file, replace_user_file
 
 #: Queries of one refresh in flight at once. Two, not more: on a busy 2-core machine one at a
 #: time refreshed 100 hosts in 0.44 s and four at a time in 1.07 s (docs/performance.md).
@@ -260,36 +263,82 @@ class RecordedFleet:
         return detail_from(data, hist)
 
 
+class AnswersFileError(FleetError):
+    """An answers file that cannot be read or written: bad user input (exit status 2)."""
+
+
+#: Largest magnitude of a number in an answers file: the times (epoch seconds) and counts a
+#: query API answers are far below it, and every integer up to it is exact as a float.
+MAX_ANSWER_NUMBER = 2.0**53
+
+
+class _BadNumber(ValueError):
+    """A number an answers file must not hold (raised from the JSON decoder's hooks)."""
+
+
+def _number(text: str, value: float) -> float:
+    if not math.isfinite(value) or abs(value) > MAX_ANSWER_NUMBER:
+        raise _BadNumber(text)
+    return value
+
+
+def _integer(text: str) -> int:
+    value = int(text) if len(text) < 20 else None  # longer: beyond 2^53 (and cheap to refuse)
+    if value is None or abs(value) > MAX_ANSWER_NUMBER:
+        raise _BadNumber(text)
+    return value
+
+
+def _constant(text: str) -> float:
+    raise _BadNumber(text)  # NaN, Infinity, -Infinity: Python's extensions, not JSON
+
+
 def load_answers(path: Path) -> dict[str, Any]:
     """Read an answers file: ``{"format", "taken_at", "hosts", "detail", "history"}``.
 
+    Read through the one user-file reader (regular files only, no FIFO hang, no symlink of
+    another user followed, at most :data:`~gputui.fleet.client.MAX_ANSWER_BYTES`). Every number
+    in it must be finite and at most :data:`MAX_ANSWER_NUMBER` in magnitude, and ``taken_at`` a
+    time between 1970 and 9999.
+
     Raises:
-        FleetError: unreadable, too large, not JSON, or not an answers file.
+        AnswersFileError: unreadable, too large, not JSON, a number out of range, or not an
+            answers file.
     """
     shown = safe_text(str(path), 120)
     try:
-        with path.open("rb") as handle:
-            raw = handle.read(MAX_ANSWER_BYTES + 1)
-    except OSError as exc:
-        raise FleetError(
-            f"cannot read {shown}: {safe_text(exc.strerror or str(exc), 80)}"
-        ) from None
-    if len(raw) > MAX_ANSWER_BYTES:
-        raise FleetError(f"{shown} is larger than {MAX_ANSWER_BYTES // (1024 * 1024)} MiB")
+        raw = read_user_file(path, "fleet answers file", MAX_ANSWER_BYTES)
+    except UserFileError as exc:
+        raise AnswersFileError(str(exc)) from None
     doc: Any = None
     if json_depth(raw) <= 32:
         try:
-            doc = json.loads(raw)
+            doc = json.loads(
+                raw,
+                parse_float=lambda t: _number(t, float(t)),
+                parse_int=_integer,
+                parse_constant=_constant,
+            )
+        except _BadNumber as exc:
+            raise AnswersFileError(
+                f"{shown} holds the number {safe_text(str(exc), 40)}: numbers in an answers "
+                f"file must be finite and at most 2^53"
+            ) from None
         except (ValueError, RecursionError):
             doc = None
     if (
         not isinstance(doc, dict)
         or doc.get("format") != ANSWERS_FORMAT
         or not isinstance(doc.get("taken_at"), (int, float))
+        or isinstance(doc.get("taken_at"), bool)
     ):
-        raise FleetError(
+        raise AnswersFileError(
             f"{shown} is not a fleet answers file (format {ANSWERS_FORMAT!r}): write one "
             "with gputui fleet --prometheus URL --once --save-answers FILE"
+        )
+    if not 0 <= doc["taken_at"] <= MAX_TIME:
+        raise AnswersFileError(
+            f"{shown}: taken_at {doc['taken_at']!r} is not a time between 1970 and 9999"
         )
     return doc
 
@@ -297,13 +346,22 @@ def load_answers(path: Path) -> dict[str, Any]:
 def save_answers(path: Path, saved: dict[str, Any]) -> None:
     """Write the answers kept by a :class:`LiveFleet` (``--save-answers``).
 
+    Written through the one user-file writer: atomically (a temporary file renamed over
+    ``path``), never through a symlink nor into a FIFO, device or directory, a new file
+    ``0600``. Only strict JSON is written (no ``NaN``).
+
     Raises:
-        FleetError: the file cannot be written.
+        AnswersFileError: the answers hold a number JSON cannot carry, or the file cannot be
+            written.
     """
     doc = {"format": ANSWERS_FORMAT, **saved}
     try:
-        path.write_text(json.dumps(doc, indent=1, sort_keys=True) + "\n")
-    except OSError as exc:
-        raise FleetError(
-            f"cannot write {safe_text(str(path), 120)}: {safe_text(exc.strerror or str(exc), 80)}"
+        text = json.dumps(doc, indent=1, sort_keys=True, allow_nan=False) + "\n"
+    except ValueError:
+        raise AnswersFileError(
+            f"cannot write {safe_text(str(path), 120)}: the answers hold a non-finite number"
         ) from None
+    try:
+        replace_user_file(path, "fleet answers file", text.encode("utf-8"))
+    except UserFileError as exc:
+        raise AnswersFileError(str(exc)) from None

@@ -49,6 +49,7 @@ from gputui.ui.messages import ExecFinished, SelectionChanged, SnapshotReady
 from gputui.ui.screens.main import MainScreen
 from gputui.ui.state import UiState, interval_label, step_interval
 from gputui.ui.textual_compat import end_app_after_crash
+from gputui.userfiles import UserFileError
 
 if TYPE_CHECKING:
     from gputui.ui.machine_actions import MachineActions
@@ -490,10 +491,14 @@ class GpuTuiApp(App[None]):
             return
         try:
             save_ui_state(updated, self._prefs_path)
-        except OSError as exc:
+        except (OSError, UserFileError) as exc:
             if not self._save_failed:
                 self._save_failed = True
-                reason = exc.strerror or type(exc).__name__
+                reason = (
+                    exc.reason
+                    if isinstance(exc, UserFileError)
+                    else exc.strerror or type(exc).__name__
+                )
                 self.notify(
                     f"Preferences are not saved: cannot write {self._prefs_path}: {reason}",
                     severity="warning",

@@ -29,7 +29,6 @@ from hypothesis import strategies as st
 from rel_helpers import NoDocker, run_gputui
 
 from gputui.collect.collector import Collector
-from gputui.collect.files import SCENARIO_LIMIT, UserFileError, read_user_file
 from gputui.collect.linux.membership import has_relative_path, parse_cgroup, parse_nspid
 from gputui.collect.linux.processes import ProcSource, parse_stat
 from gputui.collect.standins.scenario import ScenarioError, ScenarioSource, validate_scenario
@@ -56,6 +55,7 @@ from gputui.model import (
 from gputui.replay import Recording, RecordingError, ReplayCollector
 from gputui.report import snapshot_to_json, snapshot_to_text
 from gputui.serialize import snapshot_to_record
+from gputui.userfiles import SCENARIO_LIMIT, UserFileError, read_user_file
 
 EXAMPLES = int(os.environ.get("GPUTUI_FUZZ_EXAMPLES", "2000"))
 FUZZ = settings(

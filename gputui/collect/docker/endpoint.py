@@ -16,7 +16,10 @@ import shutil
 import socket
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
+
+from gputui.userfiles import UserFileError, read_user_file
 
 DEFAULT_UNIX_SOCKET = "unix:///var/run/docker.sock"
 #: The docker CLI's configuration and context files are small; anything larger is not one.
@@ -73,11 +76,9 @@ def docker_config_dir(env: Mapping[str, str] | None = None) -> str:
 def _load_json_file(path: str) -> Any:
     """A small JSON file, or None when it is missing, too large or not JSON."""
     try:
-        with open(path, "rb") as fh:
-            data = fh.read(_MAX_CONFIG_BYTES + 1)
-    except OSError:
-        return None
-    if len(data) > _MAX_CONFIG_BYTES:
+        # The one user-file reader: a FIFO or device here must not hang or flood gputui.
+        data = read_user_file(Path(path), "docker CLI file", _MAX_CONFIG_BYTES)
+    except UserFileError:
         return None
     try:
         return json.loads(data)

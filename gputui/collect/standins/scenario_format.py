@@ -14,8 +14,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from gputui.collect.files import SCENARIO_LIMIT, UserFileError, read_user_text
 from gputui.model import GPU_GAUGES, GpuGauge
+from gputui.userfiles import SCENARIO_LIMIT, UserFileError, read_user_text
 
 _CUDA_VERSION_RE = re.compile(r"[0-9]{1,4}(\.[0-9]{1,2})?")
 
