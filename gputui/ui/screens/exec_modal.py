@@ -152,8 +152,8 @@ class ExecScreen(ModalScreen[None]):
     """Shows one :class:`ExecRun`: a running state until its result arrives, then the result.
 
     The command runs in the app's worker, not here: closing the modal leaves it to finish (the
-    collector gives up at its timeout), and ``x`` while it runs re-opens this view of it instead
-    of starting another.
+    collector stops it at its timeout, or when gputui quits), and ``x`` while it runs re-opens
+    this view of it instead of starting another.
     """
 
     DEFAULT_CSS = """
