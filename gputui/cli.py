@@ -802,7 +802,8 @@ def fleet(argv: Sequence[str]) -> int:
         )
     from gputui.ui.fleet_app import run_fleet
 
-    return run_fleet(source, options, interval=args.interval)
+    secrets = (config.fleet.token, config.fleet.password)
+    return run_fleet(source, options, interval=args.interval, secrets=secrets)
 
 
 # -- free ---------------------------------------------------------------------------------------

@@ -134,6 +134,20 @@ def test_pending_lines_keep_the_newest_and_count_the_rest() -> None:
     assert pending.drain() == ([], 0)
 
 
+def test_pending_lines_are_bounded_in_bytes_and_drained_within_a_budget() -> None:
+    pending = PendingLines(limit=1000, byte_limit=10_000)
+    pending.extend([parse_line("stdout", b"x" * 4000) for _ in range(5)])
+    assert pending.bytes == 8000 and len(pending) == 2  # the 3 oldest dropped, by bytes
+    pending.extend([parse_line("stdout", b"y" * 100) for _ in range(10)])
+    lines, dropped = pending.drain(max_bytes=4500)
+    assert dropped == 3
+    assert [len(x.text) for x in lines] == [4000]  # the next 4,000 would pass the budget
+    lines, dropped = pending.drain(max_bytes=1)  # at least one line, whatever the budget
+    assert [len(x.text) for x in lines] == [4000] and dropped == 0
+    lines, _ = pending.drain(max_bytes=350)
+    assert len(lines) == 3 and pending.bytes == 700
+
+
 # ------------------------------------------------------------------------ real engine
 
 

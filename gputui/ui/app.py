@@ -11,16 +11,15 @@ from dataclasses import replace
 from functools import partial
 from typing import TYPE_CHECKING, Any, TypeGuard
 
-from rich.segment import Segments
 from textual import events, work
 from textual.actions import parse as parse_action
-from textual.app import App, ScreenStackError, SystemCommand
+from textual.app import ScreenStackError, SystemCommand
 from textual.command import CommandPalette
 from textual.css.query import NoMatches
 from textual.notifications import SeverityLevel
 from textual.screen import ModalScreen, Screen
 from textual.widgets import Input
-from textual.worker import WorkerFailed, get_current_worker
+from textual.worker import get_current_worker
 
 from gputui import startup_trace
 from gputui.collect.loop import CollectLoop
@@ -44,11 +43,10 @@ from gputui.derive.process_history import ProcessHistory, ProcessKey
 from gputui.model import Snapshot
 from gputui.settings import Settings
 from gputui.ui import action_table
-from gputui.ui.crash import crash_report
+from gputui.ui.crash import CrashSafeApp
 from gputui.ui.messages import ExecFinished, SelectionChanged, SnapshotReady
 from gputui.ui.screens.main import MainScreen
 from gputui.ui.state import UiState, interval_label, step_interval
-from gputui.ui.textual_compat import end_app_after_crash
 from gputui.userfiles import UserFileError
 
 if TYPE_CHECKING:
@@ -81,7 +79,7 @@ def _is_detail(screen: object) -> TypeGuard[ProcessDetailScreen]:
     return isinstance(screen, ProcessDetailScreen)
 
 
-class GpuTuiApp(App[None]):
+class GpuTuiApp(CrashSafeApp):
     """Who is using the GPUs, in which container, and is the GPU runtime healthy."""
 
     CSS_PATH = "gputui.tcss"
@@ -107,6 +105,7 @@ class GpuTuiApp(App[None]):
             config = load_config(settings.config)
         except ConfigError as exc:
             config, self._config_error = Config(), str(exc)
+        self.keep_secret(config.fleet.token, config.fleet.password)
         rules = config.alert_rules
         #: The preferences in force ([ui] of the config file, overridden by the state file).
         self.prefs: UiPrefs = config.ui
@@ -172,19 +171,7 @@ class GpuTuiApp(App[None]):
             keys[resume] = keys[pause]
         super().set_keymap(keys)
 
-    # ------------------------------------------------------------- crashes, notifications
-
-    def _handle_exception(self, error: Exception) -> None:
-        """Every unhandled exception ends the app with status 1 and a traceback without locals.
-
-        Textual's own rendering (``rich.traceback.Traceback(show_locals=True)``, or the error's
-        ``__rich__``) prints every frame's variables: a container's inspect data while parsing,
-        the environment values in it. Textual calls this for errors in handlers, workers, layout
-        and rendering alike, so replacing it covers them all.
-        """
-        cause = error.error if isinstance(error, WorkerFailed) else error
-        rendered = self.console.render(crash_report(cause), self.console.options)
-        end_app_after_crash(self, error, Segments(rendered))
+    # ----------------------------------------------------------------------- notifications
 
     def notify(
         self,

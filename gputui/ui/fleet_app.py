@@ -14,11 +14,12 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from rich.text import Text
 from textual import on, work
-from textual.app import App, ComposeResult
+from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
 from textual.screen import ModalScreen, Screen
@@ -37,6 +38,7 @@ from gputui.fleet.model import (
 )
 from gputui.fleet.report import COLUMNS, cells, memory
 from gputui.fleet.source import FleetSnapshot, FleetSource
+from gputui.ui.crash import CrashSafeApp, run_app
 
 #: Cells of a drill-down sparkline.
 SPARK_WIDTH = 20
@@ -406,7 +408,7 @@ class HostScreen(Screen[None]):
             app.wake()
 
 
-class FleetApp(App[None]):
+class FleetApp(CrashSafeApp):
     """The fleet view: a host table refreshed every ``interval`` seconds, a drill-down per host."""
 
     TITLE = "gputui fleet"
@@ -503,7 +505,31 @@ class FleetApp(App[None]):
         self.refreshes += 1
 
 
-def run_fleet(source: FleetSource, options: FleetOptions, interval: float) -> int:
-    """Run the fleet view until the user quits; the exit status."""
-    FleetApp(source, options, interval).run()
-    return 0
+def run_fleet(
+    source: FleetSource,
+    options: FleetOptions,
+    interval: float,
+    *,
+    secrets: Sequence[str | None] = (),
+    headless: bool = False,
+) -> int:
+    """Run the fleet view until the user quits.
+
+    Args:
+        source: Where the answers come from.
+        options: The command line.
+        interval: Seconds between refreshes.
+        secrets: The config file's credentials: never printed, not even by a crash report.
+        headless: Run without a terminal (the tests).
+
+    Returns:
+        The exit status: 0 after ``q``, 1 after a crash (its report on stderr, without locals
+        or secrets).
+    """
+
+    def build() -> FleetApp:
+        app = FleetApp(source, options, interval)
+        app.keep_secret(*secrets)
+        return app
+
+    return run_app(build, headless=headless)

@@ -36,20 +36,12 @@ def run_tui(
     # imported and paints, not after: the first frame with data comes sooner.
     chosen = collector if collector is not None else Prefetched(build_collector(settings))
 
-    from rich.console import Console
-
     from gputui.ui.app import GpuTuiApp
-    from gputui.ui.crash import crash_report
+    from gputui.ui.crash import run_app
 
     mark("textual-imported")
 
     try:
-        app = GpuTuiApp(chosen, settings)
-        app.run(headless=headless)
-    except Exception as error:  # escaped Textual's own handler: the same report, status 1
-        Console(stderr=True).print(crash_report(error))
-        return 1
+        return run_app(lambda: GpuTuiApp(chosen, settings), headless=headless)
     finally:
         chosen.close()
-    # Textual sets 1 when an exception ended the app; None or 0 after a normal quit.
-    return app.return_code or 0

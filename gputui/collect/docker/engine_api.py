@@ -465,6 +465,46 @@ class EngineApi:
             else None
         )
 
+    def exec_inspect(self, exec_id: str, timeout: float) -> ExecState:
+        """``GET /exec/{id}/json``: whether it runs, its PID and its container."""
+        return exec_state(self.request("GET", f"/exec/{exec_id}/json", timeout=timeout))
+
+
+@dataclass(frozen=True, slots=True)
+class ExecState:
+    """What ``GET /exec/{id}/json`` says of an exec, every field checked.
+
+    Attributes:
+        running: The exec's process still runs.
+        pid: Its PID as the engine sees it (the host's for a local engine); None when absent
+            or out of range.
+        container_id: The container it runs in (64 hex digits), None when malformed.
+    """
+
+    running: bool
+    pid: int | None
+    container_id: str | None
+
+
+#: The kernel never hands out a larger PID (PID_MAX_LIMIT on 64-bit).
+_MAX_PID = 1 << 22
+
+
+def exec_state(reply: Any) -> ExecState:
+    """An exec-inspect reply as an :class:`ExecState` (wrong types are absent values)."""
+    doc = reply if isinstance(reply, dict) else {}
+    pid = doc.get("Pid")
+    container = doc.get("ContainerID")
+    return ExecState(
+        running=doc.get("Running") is True,
+        pid=pid if type(pid) is int and 0 < pid <= _MAX_PID else None,
+        container_id=(
+            container
+            if isinstance(container, str) and re.fullmatch(r"[0-9a-f]{64}", container)
+            else None
+        ),
+    )
+
 
 def read_multiplexed(recv: Callable[[int], bytes], max_output: int) -> ExecOutput:
     """Demultiplex the engine's attach stream (8-byte frame headers) into stdout and stderr.

@@ -7,7 +7,9 @@ timestamp the engine added (gputui always asks for them, the screen shows or hid
 
 Everything here is bounded: a frame header claiming more than :data:`MAX_FRAME_BYTES` ends the
 stream as malformed, a line longer than :data:`MAX_LINE_BYTES` is cut (the rest of it up to its
-newline is skipped), and a reader keeps at most :data:`MAX_PENDING_LINES` undelivered lines.
+newline is skipped), and undelivered lines are kept up to :data:`MAX_PENDING_LINES` lines and
+:data:`MAX_PENDING_BYTES` bytes (the oldest go first, counted), so a flood costs bounded memory
+however far behind the screen is.
 The bytes are decoded, never interpreted: the screen passes every line through the one
 sanitiser before showing it.
 """
@@ -16,7 +18,7 @@ from __future__ import annotations
 
 import re
 from collections import deque
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Literal, Protocol
 
 #: The largest frame a non-TTY stream may announce; the engine writes at most 16 KiB per line
@@ -26,6 +28,8 @@ MAX_FRAME_BYTES = 1 << 20
 MAX_LINE_BYTES = 8 << 10
 #: Lines kept at most between two deliveries, and by a screen showing them.
 MAX_PENDING_LINES = 10_000
+#: Bytes of undelivered lines kept at most (as received): 128 lines of the longest kind.
+MAX_PENDING_BYTES = 1 << 20
 #: Lines asked for when a logs screen opens (``docker logs --tail``).
 DEFAULT_TAIL = 500
 
@@ -49,12 +53,14 @@ class LogLine:
             sanitised: the front-end passes it through ``safe_text`` before showing it.
         timestamp: The engine's RFC 3339 time of the line, None when it had none.
         cut: The line was longer than :data:`MAX_LINE_BYTES`; its rest was dropped.
+        size: Bytes of the line as received (what the pending buffer is bounded by).
     """
 
     stream: Stream
     text: str
     timestamp: str | None = None
     cut: bool = False
+    size: int = field(default=0, compare=False)
 
 
 class LogReader(Protocol):
@@ -169,7 +175,7 @@ def parse_line(stream: Stream, raw: bytes, cut: bool = False) -> LogLine:
         raw = raw[match.end() :]
     if raw.endswith(b"\r"):  # a TTY ends lines with CR LF
         raw = raw[:-1]
-    return LogLine(stream, raw.decode("utf-8", errors="replace"), timestamp, cut)
+    return LogLine(stream, raw.decode("utf-8", errors="replace"), timestamp, cut, len(raw))
 
 
 class _Chunks(Protocol):
@@ -227,30 +233,71 @@ class EngineLogReader:
         self._chunks.close()
 
 
+def line_weight(line: LogLine) -> int:
+    """What a line costs to hold and show: its bytes as received or its characters (at least 1)."""
+    return max(1, line.size, len(line.text))
+
+
 class PendingLines:
-    """Lines read but not yet shown, bounded: the oldest go first and are counted.
+    """Lines read but not yet shown, bounded in lines and bytes: the oldest go first, counted.
 
     Not locked: the screen guards it (one reader thread appends, the UI thread drains).
+
+    Args:
+        limit: Lines kept at most.
+        byte_limit: Bytes kept at most (each line weighs :func:`line_weight`).
     """
 
-    def __init__(self, limit: int = MAX_PENDING_LINES) -> None:
-        self._lines: deque[LogLine] = deque(maxlen=limit)
+    def __init__(self, limit: int = MAX_PENDING_LINES, byte_limit: int = MAX_PENDING_BYTES) -> None:
+        self._lines: deque[LogLine] = deque()
+        self.limit = max(1, limit)
+        self.byte_limit = max(1, byte_limit)
+        #: Bytes of the lines held now.
+        self.bytes = 0
+        #: Lines dropped since the last drain.
         self.dropped = 0
+
+    def __len__(self) -> int:
+        return len(self._lines)
 
     def extend(self, lines: list[LogLine]) -> None:
-        """Add lines, dropping the oldest beyond the bound."""
-        maxlen = self._lines.maxlen or 0
-        overflow = len(self._lines) + len(lines) - maxlen
-        if overflow > 0:
-            self.dropped += overflow
-        self._lines.extend(lines)
+        """Add lines, dropping the oldest beyond either bound."""
+        for line in lines:
+            self._lines.append(line)
+            self.bytes += line_weight(line)
+        while len(self._lines) > self.limit or self.bytes > self.byte_limit:
+            self.bytes -= line_weight(self._lines.popleft())
+            self.dropped += 1
 
-    def drain(self) -> tuple[list[LogLine], int]:
-        """Every pending line and how many were dropped since the last drain."""
-        lines, dropped = list(self._lines), self.dropped
-        self._lines.clear()
-        self.dropped = 0
-        return lines, dropped
+    def drain(
+        self, max_bytes: int | None = None, max_lines: int | None = None
+    ) -> tuple[list[LogLine], int]:
+        """The oldest pending lines, within a budget, and how many were dropped since the last.
+
+        Args:
+            max_bytes: Bytes to take at most (at least one line is taken); None for all.
+            max_lines: Lines to take at most; None for all.
+
+        Returns:
+            The lines taken (the rest stay pending) and the count of lines dropped.
+        """
+        dropped, self.dropped = self.dropped, 0
+        if max_bytes is None and max_lines is None:
+            lines = list(self._lines)
+            self._lines.clear()
+            self.bytes = 0
+            return lines, dropped
+        taken: list[LogLine] = []
+        budget = max_bytes if max_bytes is not None else self.byte_limit + 1
+        count = max_lines if max_lines is not None else len(self._lines)
+        while self._lines and len(taken) < count:
+            size = line_weight(self._lines[0])
+            if taken and size > budget:
+                break
+            taken.append(self._lines.popleft())
+            self.bytes -= size
+            budget -= size
+        return taken, dropped
 
 
 def _one_line(exc: BaseException) -> str:

@@ -23,6 +23,7 @@ import contextlib
 import dataclasses
 import math
 import os
+import signal
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -50,7 +51,9 @@ from gputui.collect.docker.engine_api import (
     EngineSlow,
     EngineStatusError,
     ExecOutput,
+    ExecState,
     NotFound,
+    exec_state,
     read_multiplexed,
 )
 from gputui.collect.docker.logs import EngineLogReader, LogStreamError
@@ -58,6 +61,12 @@ from gputui.collect.linux.cgroup_usage import CgroupSampler
 from gputui.model import ContainerInfo, ContainerReading, EngineInfo, ExecResult, SourceStatus
 
 _T = TypeVar("_T")
+
+#: Seconds an exec's process that gputui stops gets between SIGTERM and SIGKILL, and again
+#: after SIGKILL, before gputui says it may keep running.
+EXEC_STOP_GRACE_S = 1.0
+#: Seconds each engine call of stopping an exec may take (the exec's own deadline may be over).
+_EXEC_STOP_CALL_S = 1.0
 
 #: Events that change what inspect says about a container. ``exec_*`` events are left out on
 #: purpose: every ``nvidia-smi`` exec would otherwise trigger a re-inspect.
@@ -109,6 +118,8 @@ class _Api(Protocol):
     def exec_run(self, exec_id: str, deadline: float, max_output: int) -> ExecOutput: ...
 
     def exec_exit_code(self, exec_id: str, timeout: float) -> int | None: ...
+
+    def exec_inspect(self, exec_id: str, timeout: float) -> ExecState: ...
 
     def close(self) -> None: ...
 
@@ -257,6 +268,12 @@ class _SdkApi:
             return None
         return dp.as_int(reply.get("ExitCode"), -1, dp.MAX_INT32)
 
+    def exec_inspect(self, exec_id: str, timeout: float) -> ExecState:
+        def call() -> Any:
+            return self._client.exec_inspect(exec_id)
+
+        return exec_state(self._bounded(call, timeout, "GET /exec/{id}/json"))
+
     def close(self) -> None:
         with contextlib.suppress(Exception):
             self._client.close()
@@ -345,6 +362,8 @@ class DockerSource:
         self._stop_events = threading.Event()
         self._events_stream: Any = None
         self._events_thread: threading.Thread | None = None
+        #: Execs started and not yet over: exec id -> container id (guarded by _lock).
+        self._live_execs: dict[str, str] = {}
 
     # --- connection ------------------------------------------------------------------------
 
@@ -405,7 +424,24 @@ class DockerSource:
             self._api = None
 
     def close(self) -> None:
-        """Stop the events thread and close the client (idempotent)."""
+        """Stop the execs still running, the events thread, and close the client (idempotent).
+
+        A command gputui started in a container must not outlive gputui: each running exec is
+        stopped (bounded: see :meth:`_stop_exec`) before the client goes.
+        """
+        with self._lock:
+            live = dict(self._live_execs)
+        endpoint = self._endpoint
+        if live and endpoint is None:
+            with contextlib.suppress(Exception):  # a broken context: nothing could have run
+                endpoint = self._resolve()
+        if live and endpoint is not None:
+            api = _make_api(endpoint, self._timeout)
+            try:
+                for exec_id, container_id in live.items():
+                    self._stop_exec(api, exec_id, container_id)
+            finally:
+                api.close()
         self._teardown()
 
     def _fail(self, status: SourceStatus) -> ContainerReading:
@@ -663,10 +699,13 @@ class DockerSource:
     def exec(self, container_id: str, argv: Sequence[str], timeout_s: float) -> ExecResult:
         """Run ``argv`` (no shell) in a running container, bounded by ``timeout_s``.
 
-        Runs on the calling thread and returns by the deadline, its connection closed: nothing
-        keeps reading after it. At most :data:`~gputui.collect.docker.engine_api.MAX_EXEC_OUTPUT`
-        bytes of output are kept; reading stops there. The exec'd process is not killed on
-        timeout: Docker cannot stop an exec'd process, so only bounded commands should be run.
+        Runs on the calling thread and returns by the deadline (plus the bounded stop below), its
+        connection closed: nothing keeps reading after it. At most
+        :data:`~gputui.collect.docker.engine_api.MAX_EXEC_OUTPUT` bytes of output are kept;
+        reading stops there. When the output is cut or the deadline passes while the command
+        still runs, its process is stopped (the engine has no call for it: gputui signals the
+        host PID the engine names, see :meth:`_stop_exec`); so is any exec still running when
+        the source is closed.
 
         Args:
             container_id: The container's full id (64 lowercase hex digits).
@@ -706,13 +745,16 @@ class DockerSource:
         timeout_s: float,
     ) -> ExecResult:
         name = argv[0] if argv else "command"
-        timed_out = ExecResult(
-            argv,
-            None,
-            timed_out=True,
-            error=f"{name} did not finish within {timeout_s:g} s; it may keep running inside "
-            "the container (Docker cannot stop exec'd processes)",
-        )
+        exec_id: str | None = None
+
+        def timed_out(stopped: str | None) -> ExecResult:
+            return ExecResult(
+                argv,
+                None,
+                timed_out=True,
+                error=f"{name} did not finish within {timeout_s:g} s; {_fate(stopped)}",
+            )
+
         try:
             try:
                 self._count()
@@ -726,6 +768,8 @@ class DockerSource:
                 state = dp.as_dict(api.inspect(container_id, _remaining(deadline)).get("State"))
                 status = dp.as_text(state.get("Status"), 32) or "unknown"
                 return ExecResult(argv, None, error=f"container {label} is not running ({status})")
+            with self._lock:
+                self._live_execs[exec_id] = container_id
             self._count()
             output = api.exec_run(exec_id, deadline, MAX_EXEC_OUTPUT)
             code = None
@@ -734,7 +778,8 @@ class DockerSource:
                 # A command whose output was cut may still run: its exit code is then None.
                 code = api.exec_exit_code(exec_id, max(0.5, min(2.0, _remaining(deadline))))
         except EngineSlow:
-            return _with_duration(timed_out, started)
+            fate = None if exec_id is None else self._stop_exec(api, exec_id, container_id)
+            return _with_duration(timed_out(fate), started)
         except EngineError as exc:
             return _with_duration(
                 ExecResult(argv, None, error=f"exec failed: {_one_line(exc)}"), started
@@ -744,18 +789,27 @@ class DockerSource:
                 ExecResult(argv, None, error=f"Docker engine unreachable: {_one_line(exc)}"),
                 started,
             )
+        finally:
+            # From here this thread stops what still runs; close() no longer needs to.
+            with self._lock:
+                self._live_execs.pop(exec_id or "", None)
         stdout = output.stdout.decode("utf-8", errors="replace")
         stderr = output.stderr.decode("utf-8", errors="replace")
+        stopped: str | None = None
+        if output.timed_out or (output.cut and code is None):
+            stopped = self._stop_exec(api, exec_id, container_id)
         if output.timed_out:
-            result = ExecResult(argv, None, stdout, stderr, error=timed_out.error, timed_out=True)
+            result = timed_out(stopped)
+            result = ExecResult(argv, None, stdout, stderr, error=result.error, timed_out=True)
         elif output.cut:
+            fate = _fate(stopped) if code is None else f"it ended (exit {code})"
             result = ExecResult(
                 argv,
                 code,
                 stdout,
                 stderr,
                 error=f"{name} printed more than {MAX_EXEC_OUTPUT >> 20} MiB: the output was cut "
-                "there (the command may keep running inside the container)",
+                f"there; {fate}",
                 output_cut_bytes=MAX_EXEC_OUTPUT,
             )
         else:
@@ -763,6 +817,68 @@ class DockerSource:
                 argv, code, stdout, stderr, error=dp.exec_error(argv, code, stdout + stderr)
             )
         return _with_duration(result, started)
+
+    def _stop_exec(self, api: _Api, exec_id: str, container_id: str) -> str | None:
+        """Stop the process of an exec that still runs: SIGTERM, then SIGKILL after a grace.
+
+        Docker has no call to stop an exec, but names its process's PID. That PID is signalled
+        through the project's signal path (``ProcSource.send_signal``: argv-free ``pidfd``
+        signals, refused outside the host PID namespace, for PID 1, gputui itself, kernel
+        threads), and only while it is still the exec's process: the engine says the exec runs
+        with that PID, the process's cgroup names the exec's container, and its start time
+        (read once, before the first signal) is checked again at each signal.
+
+        Returns:
+            None when it no longer runs (stopped, or it had ended); else why it may keep
+            running (a remote engine, a refusal, still alive after SIGKILL).
+        """
+        with self._lock:
+            self._live_execs.pop(exec_id, None)
+        try:
+            url = (self._endpoint or self._resolve()).base_url
+        except Exception:  # a broken context: the exec could not have run either
+            url = ""
+        if not url.startswith(("unix://", "http+unix://")):
+            return "the engine is not on this machine, so its PIDs are not gputui's to signal"
+        try:
+            state = api.exec_inspect(exec_id, _EXEC_STOP_CALL_S)
+        except (EngineError, OSError) as exc:
+            return f"cannot ask the engine about it: {_one_line(exc)}"
+        if not state.running:
+            return None
+        pid = state.pid
+        if pid is None or state.container_id not in (None, container_id):
+            return "the engine names no PID of it in this container"
+        from gputui.collect.linux.processes import ProcSource  # only when an exec must stop
+
+        procs = ProcSource()
+        try:
+            info = procs.read([pid]).get(pid)
+            if info is None or not info.exists:
+                return None
+            if info.container_id != container_id or info.start_time is None:
+                return f"PID {pid} is no longer a process of this container"
+            for signum in (signal.SIGTERM, signal.SIGKILL):
+                refusal = procs.send_signal(pid, signum, info.start_time)
+                if refusal is not None:
+                    return None if "already exited" in refusal else refusal
+                if self._exec_gone(api, exec_id, time.monotonic() + EXEC_STOP_GRACE_S):
+                    return None
+            return f"PID {pid} still runs after SIGKILL"
+        finally:
+            procs.close()
+
+    def _exec_gone(self, api: _Api, exec_id: str, deadline: float) -> bool:
+        """Wait until the engine says the exec no longer runs, at most until ``deadline``."""
+        while True:
+            try:
+                if not api.exec_inspect(exec_id, _EXEC_STOP_CALL_S).running:
+                    return True
+            except (EngineError, OSError):
+                return False
+            if time.monotonic() >= deadline:
+                return False
+            time.sleep(0.05)  # the engine learns of the exit from containerd, soon after it
 
     def interactive_exec_argv(self, container_id: str, argv: Sequence[str]) -> list[str] | None:
         """The docker CLI command for an interactive ``exec -it``; None for a malformed id."""
@@ -854,6 +970,13 @@ class DockerSource:
 def _remaining(deadline: float) -> float:
     """Seconds left until ``deadline`` (a small positive floor: a request needs some time)."""
     return max(0.05, deadline - time.monotonic())
+
+
+def _fate(stopped: str | None) -> str:
+    """What became of a command gputui gave up on (``stopped`` from ``_stop_exec``)."""
+    if stopped is None:
+        return "gputui stopped it in the container"
+    return f"it may keep running inside the container ({stopped})"
 
 
 def _with_duration(result: ExecResult, started: float) -> ExecResult:

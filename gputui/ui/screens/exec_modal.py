@@ -35,6 +35,11 @@ PROSE_WIDTH = 70
 
 #: Lines of each stream shown; nvidia-smi prints a few dozen, a hostile binary may print millions.
 MAX_OUTPUT_LINES = 2000
+#: Characters of each shown line (the view scrolls sideways; nvidia-smi's lines are 91).
+MAX_LINE_CHARS = 400
+#: Characters of one stream sanitised for the modal, at most: the result is drawn in one UI
+#: handler, and 1 MiB of binary output took ~0.4 s there. The rest is counted, not shown.
+MAX_OUTPUT_CHARS = 256 << 10
 
 #: How the collector says it cut a command's output (``... more than 1 MiB: the output was cut``).
 
@@ -70,10 +75,18 @@ def output_cut_mib(result: ExecResult) -> str | None:
 def _stream_lines(name: str, stream: str) -> list[str | tuple[str, str]]:
     parts: list[str | tuple[str, str]] = ["\n", (f"── {name} ──", "$text-muted"), "\n"]
     lines = stream.splitlines()
+    budget = MAX_OUTPUT_CHARS
+    shown = 0
     for line in lines[:MAX_OUTPUT_LINES]:
-        parts += [fmt.safe_text(line, 400, na=""), "\n"]
-    if len(lines) > MAX_OUTPUT_LINES:
-        more = len(lines) - MAX_OUTPUT_LINES
+        if budget <= 0:
+            break
+        # Cut before sanitising: a single 1 MiB line costs its whole length in safe_text.
+        piece = line[: min(budget, 4 * MAX_LINE_CHARS)]
+        budget -= len(piece)
+        parts += [fmt.safe_text(piece, MAX_LINE_CHARS, na=""), "\n"]
+        shown += 1
+    if len(lines) > shown:
+        more = len(lines) - shown
         parts += [(f"… {more:,} more lines not shown", "italic $text-warning"), "\n"]
     return parts
 
@@ -139,8 +152,8 @@ class ExecScreen(ModalScreen[None]):
     """Shows one :class:`ExecRun`: a running state until its result arrives, then the result.
 
     The command runs in the app's worker, not here: closing the modal leaves it to finish (the
-    collector gives up at its timeout), and ``x`` while it runs re-opens this view of it instead
-    of starting another.
+    collector stops it at its timeout, or when gputui quits), and ``x`` while it runs re-opens
+    this view of it instead of starting another.
     """
 
     DEFAULT_CSS = """
@@ -183,7 +196,10 @@ class ExecScreen(ModalScreen[None]):
             yield Static(Content.styled("Esc closes · ↑↓ ←→ scroll", "$text-muted"))
 
     def _running_text(self) -> Content:
-        wait = f"gives up after {self.exec_run.timeout_s:g} s; closing this keeps it running"
+        wait = (
+            f"stopped after {self.exec_run.timeout_s:g} s; closing this keeps it running (x shows "
+            "it again; quitting gputui stops it)"
+        )
         return Content.assemble(("Running… ", "bold $text-warning"), (wait, "$text-muted"))
 
     def on_mount(self) -> None:

@@ -2,10 +2,16 @@
 
 The stream is read on a daemon thread (a Textual thread worker would hold the app's exit until
 the engine closes the stream, and a quiet container's stream stays open for hours); it hands
-lines over through a bounded buffer and one pending message at a time, so a container printing
-millions of lines cannot flood the UI. Closing the screen closes the stream's socket, which
+lines over through a buffer bounded in lines and bytes and one pending message at a time.
+
+The work per UI frame is bounded too: one handler call sanitises and measures at most
+:data:`FRAME_BYTES` of lines, and what is left waits for the next frame (:data:`FRAME_S`
+later), so keys are answered between them. A container printing faster than that (8 KiB lines
+in a loop, ``cat`` of a binary) fills the buffer, whose oldest lines are then dropped and
+counted ("N lines skipped" on the status line): the screen shows the newest output, late by at
+most the buffer, never minutes behind. Closing the screen closes the stream's socket, which
 ends the thread. Every line passes through :func:`~gputui.derive.fmt.safe_text` once, when it
-arrives: escape sequences, control, bidi and zero-width characters never reach the terminal.
+is shown: escape sequences, control, bidi and zero-width characters never reach the terminal.
 """
 
 from __future__ import annotations
@@ -30,6 +36,7 @@ from textual.widgets import Footer, Input, Static
 
 from gputui.collect.docker.logs import (
     MAX_LINE_BYTES,
+    MAX_PENDING_BYTES,
     MAX_PENDING_LINES,
     LogLine,
     LogReader,
@@ -40,6 +47,14 @@ from gputui.derive import fmt
 
 #: Characters of one line shown (a cut line says so after them).
 MAX_SHOWN_CHARS = MAX_LINE_BYTES
+#: Characters the view keeps in all (besides its line bound): 512 lines of the longest kind,
+#: at most 16 MiB of text even when every character needs two bytes.
+MAX_VIEW_CHARS = 8 << 20
+#: Bytes of lines one handler call sanitises and measures: the worst case (8 KiB lines of
+#: binary noise, ~0.4 µs a byte through safe_text and cell_len) is ~12 ms of one core.
+FRAME_BYTES = 32 << 10
+#: Seconds between two handler calls while lines wait: the input and the repaint run between.
+FRAME_S = 1 / 30
 _STDERR_MARK = Style(color="red", bold=True)
 _TIME_STYLE = Style(dim=True)
 _CUT_STYLE = Style(italic=True, dim=True)
@@ -106,9 +121,18 @@ class LogView(ScrollView, can_focus=True):
         Binding("k", "scroll_up", "Up", show=False),
     ]
 
-    def __init__(self, max_lines: int = MAX_PENDING_LINES, *, id: str | None = None) -> None:
+    def __init__(
+        self,
+        max_lines: int = MAX_PENDING_LINES,
+        *,
+        max_chars: int = MAX_VIEW_CHARS,
+        id: str | None = None,
+    ) -> None:
         super().__init__(id=id)
-        self.lines: deque[ShownLine] = deque(maxlen=max_lines)
+        self.lines: deque[ShownLine] = deque()
+        self.max_lines = max(1, max_lines)
+        self.max_chars = max(1, max_chars)
+        self._chars = 0
         self.follow = True
         self.timestamps = True
         self.pattern = ""
@@ -122,9 +146,14 @@ class LogView(ScrollView, can_focus=True):
         """Append lines (the oldest beyond the bound go), keeping the view where it was."""
         if not lines:
             return
-        before = len(self.lines)
         self.lines.extend(lines)
-        dropped = before + len(lines) - len(self.lines)
+        self._chars += sum(len(line.text) for line in lines)
+        dropped = 0
+        while len(self.lines) > self.max_lines or (
+            self._chars > self.max_chars and len(self.lines) > 1
+        ):
+            self._chars -= len(self.lines.popleft().text)
+            dropped += 1
         self.dropped += dropped
         self._width = max(self._width, *(self._cells(line) for line in lines))
         self._resize()
@@ -224,16 +253,23 @@ class LogView(ScrollView, can_focus=True):
 
     # -------------------------------------------------------------------- rendering
 
-    def line_text(self, index: int) -> Text:
-        """One line as shown: the stderr mark, the time, the text, search matches marked."""
+    def line_text(self, index: int, chars: int | None = None) -> Text:
+        """One line as shown: the stderr mark, the time, the text, search matches marked.
+
+        Args:
+            index: The line's index in :attr:`lines`.
+            chars: Characters of the line's text to include, None for all of it (a row on
+                screen needs only those up to its right edge).
+        """
         line = self.lines[index]
         text = Text(no_wrap=True, end="")
         text.append("▌ " if line.stderr else "  ", _STDERR_MARK if line.stderr else None)
         if self.timestamps and line.timestamp:
             text.append(line.timestamp + " ", _TIME_STYLE)
         start = len(text)
-        text.append(line.text)
-        if line.cut:
+        whole = chars is None or chars >= len(line.text)
+        text.append(line.text if whole else line.text[:chars])
+        if line.cut and whole:
             text.append(" (cut)", _CUT_STYLE)
         if self.pattern:
             style = _CURRENT_STYLE if index == self.current else _MATCH_STYLE
@@ -254,7 +290,10 @@ class LogView(ScrollView, can_focus=True):
         style = self.rich_style
         if index >= len(self.lines):
             return Strip.blank(width, style)
-        text = self.line_text(index)
+        # Only the characters up to the right edge are rendered: an 8 KiB line of wide or
+        # combining characters costs ~5 ms to render whole, for the 100 cells shown. Every
+        # character takes one or two cells but combining marks none, hence the margin.
+        text = self.line_text(index, 2 * (scroll_x + width) + 64)
         strip = Strip(text.render(self.app.console), text.cell_len)
         return strip.crop_extend(scroll_x, scroll_x + width, style).apply_style(style)
 
@@ -325,8 +364,11 @@ class LogsScreen(Screen[None]):
         self.error: str | None = None
         self.tty = False
         self._lock = threading.Lock()
-        self._pending = PendingLines(max_lines)
+        self._pending = PendingLines(max_lines, MAX_PENDING_BYTES)
         self._posted = False
+        self._timer_due = False  # a drain is scheduled for the next frame
+        #: Lines dropped before they were shown (they came faster than the screen shows).
+        self.skipped = 0
         self._closing = False
         self._reader: LogReader | None = None
         self._thread: threading.Thread | None = None
@@ -350,8 +392,11 @@ class LogsScreen(Screen[None]):
     def _status(self) -> Content:
         view = self.view
         count = f"{len(view.lines):,} lines"
-        if view.dropped:
-            count += f" (the oldest {view.dropped:,} dropped)"
+        notes = [f"the oldest {view.dropped:,} dropped"] if view.dropped else []
+        if self.skipped:
+            notes.append(f"{self.skipped:,} skipped: too fast to show")
+        if notes:
+            count += f" ({'; '.join(notes)})"
         if self.error is not None:
             state: tuple[str, str] = (f"stream failed: {self.error}", "$text-error")
         elif self.ended:
@@ -438,14 +483,33 @@ class LogsScreen(Screen[None]):
             # After the last Arrived: messages to one screen are handled in order.
             self.post_message(self.Ended(error))
 
-    def on_logs_screen_arrived(self, message: Arrived) -> None:
-        """Show the lines waiting in the buffer."""
+    @property
+    def pending_bytes(self) -> int:
+        """Bytes of lines read and not yet shown (at most the buffer's bound)."""
         with self._lock:
-            lines, dropped = self._pending.drain()
-            self._posted = False
-        self.view.dropped += dropped
+            return self._pending.bytes
+
+    def on_logs_screen_arrived(self, message: Arrived) -> None:
+        """Show the lines waiting in the buffer, at most :data:`FRAME_BYTES` of them now."""
+        if not self._timer_due:
+            self._drain()
+
+    def _drain_due(self) -> None:
+        self._timer_due = False
+        self._drain()
+
+    def _drain(self) -> None:
+        with self._lock:
+            lines, skipped = self._pending.drain(FRAME_BYTES)
+            more = len(self._pending) > 0
+            # While lines wait, the reader posts nothing: the timer below comes back for them.
+            self._posted = more
+        self.skipped += skipped
         self.view.add([shown_line(line) for line in lines])
         self.update_status()
+        if more and not self._timer_due:
+            self._timer_due = True
+            self.set_timer(FRAME_S, self._drain_due)
 
     def on_log_view_unfollowed(self, message: LogView.Unfollowed) -> None:
         """The status line says the view holds still."""
@@ -453,7 +517,7 @@ class LogsScreen(Screen[None]):
 
     def on_logs_screen_ended(self, message: Ended) -> None:
         """Say that (and why) the stream ended."""
-        self.on_logs_screen_arrived(self.Arrived())  # lines still in the buffer come first
+        self.on_logs_screen_arrived(self.Arrived())  # lines still in the buffer keep coming
         self.ended = True
         self.error = fmt.safe_text(message.error, 200) if message.error else None
         self.update_status()
