@@ -801,6 +801,10 @@ class ContainerInfo:
         stats_sampled_at: When the CPU, memory and throttling figures were read from the cgroup
             files (seconds since the epoch), set only when they are read on their own cadence
             (many running containers); None means this refresh read them.
+        inspect_problem: Why the engine's full description is missing (its inspect reply was
+            over the size cap): the container is a stub made from the list reply (name, image,
+            state, compose/k8s labels), and what only inspect tells (GPU request, runtime,
+            environment, PID) is unknown. None for a fully inspected container.
     """
 
     id: str
@@ -835,6 +839,7 @@ class ContainerInfo:
     mps_pipe_source: str | None = None
     ipc_mode: str | None = None
     stats_sampled_at: float | None = None
+    inspect_problem: str | None = None
 
     @property
     def short_id(self) -> str:

@@ -193,6 +193,9 @@ def _container(u: ContainerUsage) -> dict[str, Any]:
         "exit_code": c.exit_code,
         "mps_pipe_directory": c.mps_pipe_directory,
         "mps_thread_percentage": c.mps_thread_percentage,
+        # Set when the engine's description was over the size cap: the container is shown from
+        # the list reply, and what only inspect tells (GPU request, runtime) is unknown.
+        "inspect_problem": c.inspect_problem,
     }
 
 
@@ -432,7 +435,8 @@ def _source_line(name: str, s: SourceStatus | None) -> str:
     if s is None:
         return f"{name}: n/a"
     if s.ok:
-        return f"{name}: ok"
+        # ok with a note: the source answered, but not everything it holds could be read.
+        return f"{name}: ok; {fmt.safe_text(s.error, 200)}" if s.error else f"{name}: ok"
     return f"{name}: {fmt.safe_text(s.error, 160)}"
 
 
@@ -652,6 +656,8 @@ def snapshot_to_text(
         status = c.status + (" (idle GPU reservation)" if u.idle_reserved else "")
         if not u.known_to_engine:
             status = f"not in Docker ({c.name.split('-')[0]})"
+        elif c.inspect_problem:
+            status = f"{c.status} (inspect over cap)"
         group = (
             f"{c.compose_project}/{c.compose_service}"
             if c.compose_service
@@ -663,7 +669,7 @@ def snapshot_to_text(
                 fmt.safe_text(c.image, 40, na="-") or "-",
                 fmt.safe_text(status, 40),
                 # NVIDIA_VISIBLE_DEVICES is an env value an image sets: untrusted text.
-                fmt.safe_text(fmt.gpu_request(c.gpu_request), 40),
+                "?" if c.inspect_problem else fmt.safe_text(fmt.gpu_request(c.gpu_request), 40),
                 fmt.mib(u.gpu_memory_bytes) if u.pids else "-",
                 ",".join(str(p) for p in u.pids) or "-",
                 fmt.safe_text(group, 40),

@@ -64,6 +64,10 @@ class EngineReplyError(EngineError):
     """The reply was malformed: bad HTTP, too large, not JSON, nested too deep, wrong type."""
 
 
+class EngineReplyTooLarge(EngineReplyError):
+    """The reply was larger than its size bound (a legal but huge payload, such as labels)."""
+
+
 class EngineStatusError(EngineError):
     """The engine answered with an HTTP error status.
 
@@ -654,13 +658,13 @@ def read_multiplexed(recv: Callable[[int], bytes], max_output: int) -> ExecOutpu
 def _read_body(response: http.client.HTTPResponse, max_bytes: int, what: str) -> bytes:
     """The whole body, refusing one larger than ``max_bytes`` (chunked or not)."""
     if response.length is not None and response.length > max_bytes:
-        raise EngineReplyError(f"reply to {what} is larger than {max_bytes >> 10} KiB")
+        raise EngineReplyTooLarge(f"reply to {what} is larger than {max_bytes >> 10} KiB")
     parts: list[bytes] = []
     size = 0
     while chunk := response.read(_READ_SIZE):
         size += len(chunk)
         if size > max_bytes:
-            raise EngineReplyError(f"reply to {what} is larger than {max_bytes >> 10} KiB")
+            raise EngineReplyTooLarge(f"reply to {what} is larger than {max_bytes >> 10} KiB")
         parts.append(chunk)
     return b"".join(parts)
 
