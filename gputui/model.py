@@ -948,7 +948,8 @@ class GpuProcess:
     Attributes:
         sample: What NVML said.
         info: What /proc and psutil said (``info.exists`` False: nobody can find the PID).
-        container_id: The container owning the process, None for a host process. It may name a
+        container_id: The container owning the process, None for a host process and for one
+            whose ``/proc`` entry could not be read (see :attr:`on_host`). It may name a
             container the Docker engine does not know (another runtime such as containerd).
     """
 
@@ -960,6 +961,17 @@ class GpuProcess:
     def pid(self) -> int:
         """Host PID."""
         return self.sample.pid
+
+    @property
+    def on_host(self) -> bool:
+        """True only for a process ``/proc`` showed to be in no container.
+
+        No container id does not mean "the host": a PID nobody can find, or one ``hidepid``
+        hides, may well run in a container, and gputui cannot tell. Every front-end (text
+        report, tree, Users tab, exporter, ``free --explain``) places a process through this
+        one rule, so none calls an unknown process a host one.
+        """
+        return self.container_id is None and self.info.exists and not self.info.proc_hidden
 
 
 @dataclass(frozen=True, slots=True)

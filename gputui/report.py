@@ -14,7 +14,15 @@ from typing import TYPE_CHECKING, Any
 from gputui import __version__, timestamps
 from gputui.derive import fmt
 from gputui.derive.alerts import Alert, AlertState
-from gputui.derive.users import ProjectUsage, UserUsage, gpu_list, project_usage, user_usage
+from gputui.derive.users import (
+    ProjectUsage,
+    UserUsage,
+    gpu_list,
+    place_of,
+    project_usage,
+    user_label,
+    user_usage,
+)
 from gputui.model import (
     FINDING_RANK,
     GPU_GAUGES,
@@ -625,8 +633,10 @@ def snapshot_to_text(
     for p in sorted(
         snapshot.processes, key=lambda p: (p.sample.gpu_index, -(p.sample.used_memory_bytes or 0))
     ):
-        usage = snapshot.container(p.container_id) if p.container_id else None
-        where = usage.info.name if usage else ("?" if not p.info.exists else "(host)")
+        # One rule for where a process runs: "(host)" only when /proc showed it in no
+        # container; gone or hidden by /proc is "unknown".
+        where = place_of(snapshot, p)
+        where = "(host)" if p.on_host else where
         rows.append(
             [
                 str(p.pid),
@@ -636,7 +646,7 @@ def snapshot_to_text(
                 fmt.pct(p.sample.sm_util),
                 fmt.pct(p.info.cpu_percent),
                 fmt.size(p.info.rss_bytes),
-                fmt.safe_text(p.info.user, 16),
+                fmt.safe_text(user_label(snapshot, p), 32),
                 fmt.safe_text(where, 32),
                 fmt.safe_text(p.info.command, 60)
                 if p.info.exists
