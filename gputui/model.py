@@ -7,6 +7,7 @@ No third-party imports: this module is imported by the data layer and the UI ali
 
 from __future__ import annotations
 
+import re
 import threading
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -17,6 +18,7 @@ __all__ = [
     "GPU_GAUGES",
     "GPU_SAMPLE_FACTS",
     "MIG_UTILIZATION_NA",
+    "NVML_UUID_RE",
     "STATUS_RANK",
     "THROTTLE_REASONS",
     "AlertSeverity",
@@ -46,6 +48,7 @@ __all__ = [
     "Visibility",
     "XidEvent",
     "is_mig_token",
+    "is_nvml_uuid",
     "mig_device_name",
     "mig_instance_of",
     "mig_request",
@@ -53,6 +56,20 @@ __all__ = [
 ]
 
 # --- GPUs, as NVML reports them ------------------------------------------------------------
+
+_HEX_UUID = r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}"
+#: The UUID forms NVML gives: ``GPU-<uuid>``, ``MIG-<uuid>`` (driver R470 and later) and the
+#: older ``MIG-GPU-<uuid>/<gi>/<ci>``. None holds a comma, a space or a control character, so
+#: each is safe in a comma list such as ``CUDA_VISIBLE_DEVICES``.
+NVML_UUID_RE = re.compile(
+    rf"GPU-{_HEX_UUID}|MIG-{_HEX_UUID}|MIG-GPU-{_HEX_UUID}/\d{{1,2}}/\d{{1,2}}"
+)
+
+
+def is_nvml_uuid(value: object) -> bool:
+    """True for a GPU or MIG UUID in a form NVML gives (see :data:`NVML_UUID_RE`)."""
+    return isinstance(value, str) and NVML_UUID_RE.fullmatch(value) is not None
+
 
 #: NVML clock-event (throttle) reason bits and their short names, most severe first.
 THROTTLE_REASONS: tuple[tuple[int, str], ...] = (
