@@ -518,3 +518,18 @@ def test_a_hostile_uuid_from_nvml_is_inert_and_never_printed_for_cuda() -> None:
     assert devices == "0" and len(notes) == 1 and "\x1b" not in notes[0]
     for text in (snapshot_to_text(snapshot), export.render_once(snapshot).decode()):
         assert "\x1b" not in text and "\x07" not in text
+
+
+def test_a_container_whose_gpu_request_is_unknown_is_a_caveat() -> None:
+    stub = ContainerInfo(
+        id="ab" * 32,
+        name="annotated",
+        image="img",
+        status="running",
+        inspect_problem="inspect reply over 2 MiB: labels/GPU request unknown",
+    )
+    snapshot = Snapshot(
+        NOW, "scenario", HostInfo("node"), gpus=(_gpu(0),), containers=(ContainerUsage(stub),)
+    )
+    answer = free_gpus(snapshot)
+    assert any("container annotated is unknown" in c for c in answer.caveats), answer.caveats

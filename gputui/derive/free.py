@@ -339,6 +339,20 @@ def _caveats(snapshot: Snapshot) -> tuple[str, ...]:
             f"Docker did not answer ({fmt.safe_text(docker.error, 160)}): "
             "containers' GPU reservations are not known"
         )
+    unknown = sorted(
+        u.info.name
+        for u in snapshot.containers
+        if u.info.inspect_problem and u.info.status in RESERVING_STATES
+    )
+    if unknown:
+        # A stub from the list reply (inspect over the size cap): its GPU request is unknown,
+        # so a GPU it holds may be judged free. Said, never silently assumed "no request".
+        named = ", ".join(fmt.safe_text(n, 40) for n in unknown[:3])
+        more = f" and {len(unknown) - 3} more" if len(unknown) > 3 else ""
+        out.append(
+            f"the GPU request of container {named}{more} is unknown (its engine description "
+            "is over the size cap): a GPU it reserves may be listed as free"
+        )
     if snapshot.visibility.host_pid_namespace is False:
         out.append(
             "gputui is not in the host PID namespace: every GPU process looks like a PID "
