@@ -29,7 +29,7 @@ def scenario(n_gpus: int, pids: Sequence[int]) -> dict[str, Any]:
     gpus: list[dict[str, Any]] = []
     for i in range(n_gpus):
         gpus.append({
-            "index": i, "uuid": f"GPU-bench-{i:04d}", "name": "NVIDIA H200",
+            "index": i, "uuid": f"GPU-0000{i:04d}-0000-0000-0000-{0:012d}", "name": "NVIDIA H200",
             "memory_total_mib": 143771, "memory_used_mib": [20000 + i, 21000 + i, 22000],
             "utilization_gpu": [10, 55, 98], "utilization_memory": [5, 30, 60],
             "temperature_c": [40, 45, 50], "power_w": [120.5, 400.0, 690.0], "power_limit_w": 700,

@@ -907,7 +907,7 @@ def free_command(argv: Sequence[str]) -> int:
         return _fail("--demo and --scenario cannot be combined")
     from gputui.collect.standins.scenario import ScenarioError
     from gputui.derive.analysis import Analyzer
-    from gputui.derive.free import FreeRules, free_gpus
+    from gputui.derive.free import FreeRules, device_list, free_gpus
     from gputui.wiring import build_collector
 
     try:
@@ -930,7 +930,8 @@ def free_command(argv: Sequence[str]) -> int:
     wanted = args.n if args.n is not None else max(1, len(usable))
     enough = len(usable) >= wanted
     chosen = usable[:wanted] if enough else ()
-    devices = ",".join((g.uuid or str(g.index)) if args.uuid else str(g.index) for g in chosen)
+    # Only values safe in a comma list: a UUID NVML mangled is printed as its index, said below.
+    devices, device_notes = device_list(chosen, answer.gpus, args.uuid)
     if args.json:
         from gputui.report import free_to_json
 
@@ -941,7 +942,7 @@ def free_command(argv: Sequence[str]) -> int:
         _write(devices + "\n")
     from gputui.report import free_explanation
 
-    for caveat in answer.caveats:
+    for caveat in (*answer.caveats, *device_notes):
         print(f"gputui free: warning: {caveat}", file=sys.stderr)
     if args.explain or not enough:
         for line in free_explanation(answer, wanted, enough):

@@ -37,7 +37,7 @@ from gputui.collect.sources import CollectorProtocol
 from gputui.derive.alerts import AlertRule
 from gputui.derive.analysis import Analysis, Analyzer
 from gputui.derive.fmt import safe_text
-from gputui.derive.users import user_usage
+from gputui.derive.users import user_label, user_usage
 from gputui.metrics_server import HttpLimits as HttpLimits  # part of serve()'s signature
 from gputui.metrics_server import MetricsServer
 from gputui.model import (
@@ -250,7 +250,8 @@ def container_families(snapshot: Snapshot, *, pid_labels: bool = False) -> list[
             orphan[gpu] = orphan.get(gpu, 0.0) + used
             continue
         key = (*_container_values(snapshot, p.container_id), gpu)
-        pkey = (*key, _label(p.info.name), _label(p.info.user))
+        # The user as the user series (and every other surface) name it: one value per user.
+        pkey = (*key, _label(p.info.name), _label(user_label(snapshot, p)))
         pkey += (str(p.pid),) if pid_labels else ()
         pmem[pkey] = pmem.get(pkey, 0.0) + used
         if p.sample.sm_util is not None:

@@ -7,6 +7,7 @@ No third-party imports: this module is imported by the data layer and the UI ali
 
 from __future__ import annotations
 
+import re
 import threading
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -17,6 +18,7 @@ __all__ = [
     "GPU_GAUGES",
     "GPU_SAMPLE_FACTS",
     "MIG_UTILIZATION_NA",
+    "NVML_UUID_RE",
     "STATUS_RANK",
     "THROTTLE_REASONS",
     "AlertSeverity",
@@ -46,6 +48,7 @@ __all__ = [
     "Visibility",
     "XidEvent",
     "is_mig_token",
+    "is_nvml_uuid",
     "mig_device_name",
     "mig_instance_of",
     "mig_request",
@@ -53,6 +56,20 @@ __all__ = [
 ]
 
 # --- GPUs, as NVML reports them ------------------------------------------------------------
+
+_HEX_UUID = r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}"
+#: The UUID forms NVML gives: ``GPU-<uuid>``, ``MIG-<uuid>`` (driver R470 and later) and the
+#: older ``MIG-GPU-<uuid>/<gi>/<ci>``. None holds a comma, a space or a control character, so
+#: each is safe in a comma list such as ``CUDA_VISIBLE_DEVICES``.
+NVML_UUID_RE = re.compile(
+    rf"GPU-{_HEX_UUID}|MIG-{_HEX_UUID}|MIG-GPU-{_HEX_UUID}/\d{{1,2}}/\d{{1,2}}"
+)
+
+
+def is_nvml_uuid(value: object) -> bool:
+    """True for a GPU or MIG UUID in a form NVML gives (see :data:`NVML_UUID_RE`)."""
+    return isinstance(value, str) and NVML_UUID_RE.fullmatch(value) is not None
+
 
 #: NVML clock-event (throttle) reason bits and their short names, most severe first.
 THROTTLE_REASONS: tuple[tuple[int, str], ...] = (
@@ -801,6 +818,10 @@ class ContainerInfo:
         stats_sampled_at: When the CPU, memory and throttling figures were read from the cgroup
             files (seconds since the epoch), set only when they are read on their own cadence
             (many running containers); None means this refresh read them.
+        inspect_problem: Why the engine's full description is missing (its inspect reply was
+            over the size cap): the container is a stub made from the list reply (name, image,
+            state, compose/k8s labels), and what only inspect tells (GPU request, runtime,
+            environment, PID) is unknown. None for a fully inspected container.
     """
 
     id: str
@@ -835,6 +856,7 @@ class ContainerInfo:
     mps_pipe_source: str | None = None
     ipc_mode: str | None = None
     stats_sampled_at: float | None = None
+    inspect_problem: str | None = None
 
     @property
     def short_id(self) -> str:
@@ -943,7 +965,8 @@ class GpuProcess:
     Attributes:
         sample: What NVML said.
         info: What /proc and psutil said (``info.exists`` False: nobody can find the PID).
-        container_id: The container owning the process, None for a host process. It may name a
+        container_id: The container owning the process, None for a host process and for one
+            whose ``/proc`` entry could not be read (see :attr:`on_host`). It may name a
             container the Docker engine does not know (another runtime such as containerd).
     """
 
@@ -955,6 +978,17 @@ class GpuProcess:
     def pid(self) -> int:
         """Host PID."""
         return self.sample.pid
+
+    @property
+    def on_host(self) -> bool:
+        """True only for a process ``/proc`` showed to be in no container.
+
+        No container id does not mean "the host": a PID nobody can find, or one ``hidepid``
+        hides, may well run in a container, and gputui cannot tell. Every front-end (text
+        report, tree, Users tab, exporter, ``free --explain``) places a process through this
+        one rule, so none calls an unknown process a host one.
+        """
+        return self.container_id is None and self.info.exists and not self.info.proc_hidden
 
 
 @dataclass(frozen=True, slots=True)

@@ -14,7 +14,15 @@ from typing import TYPE_CHECKING, Any
 from gputui import __version__, timestamps
 from gputui.derive import fmt
 from gputui.derive.alerts import Alert, AlertState
-from gputui.derive.users import ProjectUsage, UserUsage, gpu_list, project_usage, user_usage
+from gputui.derive.users import (
+    ProjectUsage,
+    UserUsage,
+    gpu_list,
+    place_of,
+    project_usage,
+    user_label,
+    user_usage,
+)
 from gputui.model import (
     FINDING_RANK,
     GPU_GAUGES,
@@ -193,6 +201,9 @@ def _container(u: ContainerUsage) -> dict[str, Any]:
         "exit_code": c.exit_code,
         "mps_pipe_directory": c.mps_pipe_directory,
         "mps_thread_percentage": c.mps_thread_percentage,
+        # Set when the engine's description was over the size cap: the container is shown from
+        # the list reply, and what only inspect tells (GPU request, runtime) is unknown.
+        "inspect_problem": c.inspect_problem,
     }
 
 
@@ -432,7 +443,8 @@ def _source_line(name: str, s: SourceStatus | None) -> str:
     if s is None:
         return f"{name}: n/a"
     if s.ok:
-        return f"{name}: ok"
+        # ok with a note: the source answered, but not everything it holds could be read.
+        return f"{name}: ok; {fmt.safe_text(s.error, 200)}" if s.error else f"{name}: ok"
     return f"{name}: {fmt.safe_text(s.error, 160)}"
 
 
@@ -621,8 +633,10 @@ def snapshot_to_text(
     for p in sorted(
         snapshot.processes, key=lambda p: (p.sample.gpu_index, -(p.sample.used_memory_bytes or 0))
     ):
-        usage = snapshot.container(p.container_id) if p.container_id else None
-        where = usage.info.name if usage else ("?" if not p.info.exists else "(host)")
+        # One rule for where a process runs: "(host)" only when /proc showed it in no
+        # container; gone or hidden by /proc is "unknown".
+        where = place_of(snapshot, p)
+        where = "(host)" if p.on_host else where
         rows.append(
             [
                 str(p.pid),
@@ -632,7 +646,7 @@ def snapshot_to_text(
                 fmt.pct(p.sample.sm_util),
                 fmt.pct(p.info.cpu_percent),
                 fmt.size(p.info.rss_bytes),
-                fmt.safe_text(p.info.user, 16),
+                fmt.safe_text(user_label(snapshot, p), 32),
                 fmt.safe_text(where, 32),
                 fmt.safe_text(p.info.command, 60)
                 if p.info.exists
@@ -652,6 +666,8 @@ def snapshot_to_text(
         status = c.status + (" (idle GPU reservation)" if u.idle_reserved else "")
         if not u.known_to_engine:
             status = f"not in Docker ({c.name.split('-')[0]})"
+        elif c.inspect_problem:
+            status = f"{c.status} (inspect over cap)"
         group = (
             f"{c.compose_project}/{c.compose_service}"
             if c.compose_service
@@ -663,7 +679,7 @@ def snapshot_to_text(
                 fmt.safe_text(c.image, 40, na="-") or "-",
                 fmt.safe_text(status, 40),
                 # NVIDIA_VISIBLE_DEVICES is an env value an image sets: untrusted text.
-                fmt.safe_text(fmt.gpu_request(c.gpu_request), 40),
+                "?" if c.inspect_problem else fmt.safe_text(fmt.gpu_request(c.gpu_request), 40),
                 fmt.mib(u.gpu_memory_bytes) if u.pids else "-",
                 ",".join(str(p) for p in u.pids) or "-",
                 fmt.safe_text(group, 40),

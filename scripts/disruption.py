@@ -67,7 +67,7 @@ def _exit_on_signals() -> None:
 def _scenario(pids: list[int], n_gpus: int = 1) -> dict[str, Any]:
     gpus = [
         {
-            "index": i, "uuid": f"GPU-disrupt-{i:04d}", "name": "NVIDIA H200",
+            "index": i, "uuid": f"GPU-0000{i:04d}-0000-0000-0000-{0:012d}", "name": "NVIDIA H200",
             "memory_total_mib": 143771, "memory_used_mib": [20000, 21000],
             "utilization_gpu": [10, 90], "temperature_c": 50, "power_w": 300.0,
             "power_limit_w": 700, "clock_sm_mhz": 1980, "processes": [],

@@ -407,7 +407,7 @@ def test_hostile_labels_and_process_names_from_real_containers(
         "gpus": [
             {
                 "index": 0,
-                "uuid": "GPU-\x1b]8;;http://x\x07",
+                "uuid": "GPU-57d57e22-be4b-9496-673e-11cc7638ed19",  # scenarios hold NVML forms
                 "name": "NVIDIA\u202e H200\x00",
                 "memory_total_mib": 1000,
                 "memory_used_mib": 100,

@@ -213,7 +213,12 @@ def test_same_named_containers_of_two_hosts_stay_apart(
     ports, hosts = [free_port(), free_port()], [f"gpu-a-{free_run_id}", f"gpu-b-{free_run_id}"]
     for host, port, used in zip(hosts, ports, (1000, 3000), strict=True):
         scenario = tmp_path / f"{host}.json"
-        gpu = {"index": 0, "uuid": "GPU-1", "name": "NVIDIA H200", "memory_total_mib": 143771}
+        gpu = {
+            "index": 0,
+            "uuid": "GPU-00000001-0000-0000-0000-000000000000",
+            "name": "NVIDIA H200",
+        }
+        gpu["memory_total_mib"] = 143771
         gpu["processes"] = [{"pid": pid, "used_memory_mib": used, "sm_util": 10}]
         scenario.write_text(json.dumps({"gpus": [gpu]}))
         processes.append(exporter_on_host(host, scenario, port, tmp_path / f"{host}.log"))

@@ -439,3 +439,97 @@ def test_slow_docker_reads_are_read_again_and_said(monkeypatch: pytest.MonkeyPat
     snap, settled = cli._collect_settled(reads)  # type: ignore[arg-type]
     assert (reads.calls, settled) == (3, False)
     assert "reservations may be missing" in cli.FREE_UNSETTLED
+
+
+GOOD_UUID = "GPU-57d57e22-be4b-9496-673e-11cc7638ed19"
+
+
+@pytest.mark.parametrize(
+    ("uuids", "said"),
+    [
+        (["GPU-0,1"], "expected GPU-<uuid> or MIG-<uuid>"),
+        ([GOOD_UUID + ",GPU-x"], "expected GPU-<uuid> or MIG-<uuid>"),
+        (["GPU-\x1b]0;owned\x07"], "expected GPU-<uuid> or MIG-<uuid>"),
+        ([GOOD_UUID + " "], "expected GPU-<uuid> or MIG-<uuid>"),
+        ([GOOD_UUID, GOOD_UUID.upper().replace("GPU-", "GPU-")], "is also gpus[0]'s UUID"),
+    ],
+)
+def test_scenario_uuids_are_nvml_forms_and_unique(
+    uuids: list[str], said: str, tmp_path: Path
+) -> None:
+    path = tmp_path / "uuids.json"
+    gpus = [{"index": i, "uuid": u} for i, u in enumerate(uuids)]
+    path.write_text(json.dumps({"gpus": gpus}))
+    result = _free("--scenario", str(path), "--uuid")
+    assert result.returncode == 2, result
+    assert result.stdout == ""  # nothing for CUDA_VISIBLE_DEVICES
+    assert len(result.stderr.splitlines()) == 1 and said in result.stderr, result.stderr
+    assert "\x1b" not in result.stderr and "Traceback" not in result.stderr
+
+
+def test_a_mig_uuid_twice_is_refused(tmp_path: Path) -> None:
+    mig = "MIG-5c1e0a77-3b1d-5c2e-9f4a-0d8b7e6c5a41"
+    instances = [{"gi_id": 1, "ci_id": 0, "uuid": mig}, {"gi_id": 2, "ci_id": 0, "uuid": mig}]
+    path = tmp_path / "mig.json"
+    path.write_text(json.dumps({"gpus": [{"index": 0, "mig_instances": instances}]}))
+    result = _free("--scenario", str(path))
+    assert result.returncode == 2
+    assert "gpus[0].mig_instances[1].uuid" in result.stderr and "is also" in result.stderr
+
+
+def test_a_uuid_nvml_mangles_is_printed_as_its_index() -> None:
+    from gputui.derive.free import GpuChoice, device_list
+
+    def choice(index: int, uuid: str | None) -> GpuChoice:
+        return GpuChoice(index, uuid, "NVIDIA H200", GIB, GIB, 0)
+
+    shared = "GPU-aaaaaaaa-bbbb-cccc-dddd-eeeeeeeeeeee"
+    every = (
+        choice(0, GOOD_UUID),
+        choice(1, "GPU-1,2\x1b[31m"),
+        choice(2, None),
+        choice(3, shared),
+        choice(4, shared.upper().replace("GPU-", "GPU-")),
+        choice(5, "MIG-GPU-57d57e22-be4b-9496-673e-11cc7638ed19/1/0"),
+    )
+    devices, notes = device_list(every, every, uuids=True)
+    assert devices == f"{GOOD_UUID},1,2,3,4,MIG-GPU-57d57e22-be4b-9496-673e-11cc7638ed19/1/0"
+    assert all(c.isprintable() and not c.isspace() for c in devices)
+    assert len(notes) == 4 and all(n.endswith("printed its index instead") for n in notes)
+    assert notes[0].startswith("GPU 1: its UUID GPU-1,2") and "\x1b" not in notes[0]
+    assert "no UUID" in notes[1] and "also another GPU's" in notes[2]
+    assert device_list(every, every, uuids=False) == ("0,1,2,3,4,5", ())
+
+
+def test_a_hostile_uuid_from_nvml_is_inert_and_never_printed_for_cuda() -> None:
+    # The NVML path: the pynvml-shaped stand-in, unvalidated, plays the UUID a broken driver
+    # could return through the real NVML adapter.
+    from gputui import export
+    from gputui.collect.standins.scenario import ScenarioSource
+    from gputui.derive.free import device_list
+    from gputui.report import snapshot_to_text
+
+    hostile = "GPU-1,2 \x1b]0;owned\x07"
+    reading = ScenarioSource({"gpus": [{"index": 0, "uuid": hostile}]}).read()
+    assert reading.gpus[0].uuid == hostile  # the adapter passes it on; the front-ends must not
+    snapshot = Snapshot(NOW, "scenario", HostInfo("node"), gpus=reading.gpus)
+    answer = free_gpus(snapshot, FreeRules(), ())
+    devices, notes = device_list(answer.usable, answer.gpus, uuids=True)
+    assert devices == "0" and len(notes) == 1 and "\x1b" not in notes[0]
+    for text in (snapshot_to_text(snapshot), export.render_once(snapshot).decode()):
+        assert "\x1b" not in text and "\x07" not in text
+
+
+def test_a_container_whose_gpu_request_is_unknown_is_a_caveat() -> None:
+    stub = ContainerInfo(
+        id="ab" * 32,
+        name="annotated",
+        image="img",
+        status="running",
+        inspect_problem="inspect reply over 2 MiB: labels/GPU request unknown",
+    )
+    snapshot = Snapshot(
+        NOW, "scenario", HostInfo("node"), gpus=(_gpu(0),), containers=(ContainerUsage(stub),)
+    )
+    answer = free_gpus(snapshot)
+    assert any("container annotated is unknown" in c for c in answer.caveats), answer.caveats

@@ -59,8 +59,12 @@ def _scenario() -> dict[str, Any]:
     procs.append({"pid": 2001, "used_memory_mib": [1, 2, 3, 4, 5], "type": "C+G", "mem_util": 9})
     return {
         "gpus": [
-            {"index": 0, "uuid": "GPU-a", "processes": procs},
-            {"index": 1, "uuid": "GPU-b", "processes": [{"pid": 3000, "sm_util": [0, 0]}]},
+            {"index": 0, "uuid": "GPU-0000000a-0000-0000-0000-000000000000", "processes": procs},
+            {
+                "index": 1,
+                "uuid": "GPU-0000000b-0000-0000-0000-000000000000",
+                "processes": [{"pid": 3000, "sm_util": [0, 0]}],
+            },
         ]
     }
 

@@ -116,8 +116,10 @@ def test_unknown_hidden_and_unreadable_owners_have_rows_so_totals_add_up() -> No
     snapshot = _demo()
     rows = {u.key: u for u in user_usage(snapshot)}
     assert rows["unknown"].label == "PIDs nobody can find"
-    assert rows["unknown"].containers == ()
+    assert rows["unknown"].containers == ("unknown",)
     assert rows["hidden"].label == "another user (hidden by /proc)"
+    # hidepid hides the process and its cgroup: where it runs is unknown, not the host.
+    assert rows["hidden"].containers == ("unknown",)
     assert rows["unreadable"].kind == "unreadable"
     total = sum(p.sample.used_memory_bytes or 0 for p in snapshot.processes)
     assert sum(u.gpu_memory_bytes for u in rows.values()) == total
@@ -316,3 +318,49 @@ def test_export_once_user_series_flag() -> None:
     assert 'gputui_user_gpu_memory_used_bytes{Hostname="demo-gpu-node",user="alice"}' in (
         result.stdout
     )
+
+
+def test_a_hidden_process_is_unknown_not_host_in_every_front_end() -> None:
+    from gputui import export
+    from gputui.derive.analysis import Analyzer
+    from gputui.derive.tree import ORPHANS_KEY, build_groups
+
+    hidden = _proc(40, 1, 50, None, hidden=True)
+    host = _proc(11, 0, 1000, "root")
+    snapshot = _snap((hidden, host), ())
+    text = snapshot_to_text(snapshot)
+    line = next(line for line in text.splitlines() if line.lstrip().startswith("40 "))
+    assert "(host)" not in line and "unknown" in line, line
+    assert "(host)" in next(ln for ln in text.splitlines() if ln.lstrip().startswith("11 "))
+    groups = {g.key: g for g in build_groups(snapshot)}
+    assert [p.pid for p in groups[ORPHANS_KEY].processes] == [40]  # not in the host group
+    assert [p.pid for p in groups["host"].processes] == [11]
+    shares = Analyzer([]).analyse(snapshot).shares
+    assert {s.party for s in shares.get(1, ())} == {"unknown"}
+    body = export.render_once(snapshot).decode()
+    sample = next(
+        ln
+        for ln in body.splitlines()
+        if ln.startswith("gputui_process_gpu_memory_bytes{") and 'gpu="1"' in ln
+    )
+    assert 'user="another user (hidden by /proc)"' in sample, sample
+    assert not hidden.on_host and host.on_host  # the one rule every front-end follows
+
+
+def test_one_user_is_one_label_in_process_and_user_series() -> None:
+    from gputui import export
+
+    snapshot = _demo()
+    body = export.render_once(snapshot, user_series=True)
+    users = set(_series(body, "gputui_user_gpu_memory_used_bytes"))
+    text = body.decode()
+    process_users = {
+        ln.split('user="', 1)[1].split('"', 1)[0]
+        for ln in text.splitlines()
+        if ln.startswith("gputui_process_gpu_memory_bytes{")
+    }
+    assert "uid 1000 (notebook)" in process_users and "1000" not in process_users
+    # The same user, the same value, in both families (unfindable PIDs have their own family).
+    assert process_users == users - {"PIDs nobody can find"}
+    report = snapshot_to_text(snapshot)
+    assert "uid 1000 (notebook)" in report.split("GPU processes", 1)[1].split("Containers", 1)[0]

@@ -196,7 +196,7 @@ def party_of(snapshot: Snapshot, proc: GpuProcess) -> tuple[str, str]:
     if proc.container_id is not None:
         usage = snapshot.container(proc.container_id)
         return proc.container_id, usage.info.name if usage else proc.container_id[:12]
-    if not proc.info.exists:
+    if not proc.on_host:  # gone or hidden by /proc: it may run in a container
         return "unknown", "unknown PIDs"
     return HOST, HOST
 

@@ -19,11 +19,13 @@ Qualifying GPUs come first, most free memory first, then by index. Pure: no I/O.
 
 from __future__ import annotations
 
+from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from gputui.derive import fmt
 from gputui.derive.findings import party_of
-from gputui.model import ContainerUsage, Finding, GpuSample, Snapshot
+from gputui.model import ContainerUsage, Finding, GpuSample, Snapshot, is_nvml_uuid
 
 __all__ = [
     "RESERVING_STATES",
@@ -33,6 +35,7 @@ __all__ = [
     "FreeAnswer",
     "FreeRules",
     "GpuChoice",
+    "device_list",
     "free_gpus",
     "reserves",
 ]
@@ -128,6 +131,44 @@ class FreeAnswer:
     def excluded(self) -> tuple[GpuChoice, ...]:
         """The other GPUs, by index."""
         return tuple(g for g in self.gpus if not g.usable)
+
+
+def device_list(
+    chosen: Sequence[GpuChoice], every: Sequence[GpuChoice], uuids: bool
+) -> tuple[str, tuple[str, ...]]:
+    """The value for ``CUDA_VISIBLE_DEVICES``, and a line for each GPU printed by index instead.
+
+    Only values safe in a comma list are printed: an index, or a UUID in a form NVML gives
+    (:func:`~gputui.model.is_nvml_uuid`: no comma, space or control character) that no other
+    GPU shares. A UUID that is neither (a broken driver, a stand-in) is never printed: the
+    GPU's index takes its place and the line says why, the UUID shown through ``safe_text``.
+
+    Args:
+        chosen: The GPUs to print, in order.
+        every: Every GPU of the answer (a UUID two GPUs share names neither).
+        uuids: UUIDs asked for (``--uuid``); indexes otherwise.
+
+    Returns:
+        ``"0,3"`` or ``"GPU-…,GPU-…"``, and the lines for stderr.
+    """
+    if not uuids:
+        return ",".join(str(g.index) for g in chosen), ()
+    counts = Counter((g.uuid or "").lower() for g in every if g.uuid)
+    values: list[str] = []
+    notes: list[str] = []
+    for g in chosen:
+        if g.uuid is not None and is_nvml_uuid(g.uuid) and counts[g.uuid.lower()] == 1:
+            values.append(g.uuid)
+            continue
+        values.append(str(g.index))
+        if g.uuid is None:
+            why = "NVML gave no UUID"
+        elif not is_nvml_uuid(g.uuid):
+            why = f"its UUID {fmt.safe_text(g.uuid, 60)} is not in NVML's GPU-<uuid> form"
+        else:
+            why = f"its UUID {g.uuid} is also another GPU's"
+        notes.append(f"GPU {g.index}: {why}: printed its index instead")
+    return ",".join(values), tuple(notes)
 
 
 def reserves(usage: ContainerUsage, gpu: GpuSample) -> bool:
@@ -297,6 +338,20 @@ def _caveats(snapshot: Snapshot) -> tuple[str, ...]:
         out.append(
             f"Docker did not answer ({fmt.safe_text(docker.error, 160)}): "
             "containers' GPU reservations are not known"
+        )
+    unknown = sorted(
+        u.info.name
+        for u in snapshot.containers
+        if u.info.inspect_problem and u.info.status in RESERVING_STATES
+    )
+    if unknown:
+        # A stub from the list reply (inspect over the size cap): its GPU request is unknown,
+        # so a GPU it holds may be judged free. Said, never silently assumed "no request".
+        named = ", ".join(fmt.safe_text(n, 40) for n in unknown[:3])
+        more = f" and {len(unknown) - 3} more" if len(unknown) > 3 else ""
+        out.append(
+            f"the GPU request of container {named}{more} is unknown (its engine description "
+            "is over the size cap): a GPU it reserves may be listed as free"
         )
     if snapshot.visibility.host_pid_namespace is False:
         out.append(

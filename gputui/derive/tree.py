@@ -144,12 +144,12 @@ def build_groups(snapshot: Snapshot) -> tuple[Group, ...]:
     host: list[GpuProcess] = []
     orphans: list[GpuProcess] = []
     for process in snapshot.processes:
-        if not process.info.exists:
-            orphans.append(process)
-        elif process.container_id is None:
-            host.append(process)
-        else:
+        if process.container_id is not None:
             by_container.setdefault(process.container_id, []).append(process)
+        elif process.on_host:
+            host.append(process)
+        else:  # gone, or hidden by /proc: where it runs is unknown, so not the host group
+            orphans.append(process)
 
     usages = {usage.info.id: usage for usage in snapshot.containers}
     for container_id in by_container:

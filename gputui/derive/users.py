@@ -30,17 +30,22 @@ from gputui.model import GpuProcess, Snapshot
 __all__ = [
     "HOST",
     "SORTS",
+    "UNKNOWN_PLACE",
     "ProjectUsage",
     "UserUsage",
     "gpu_list",
+    "place_of",
     "project_usage",
     "sort_rows",
+    "user_label",
     "user_of",
     "user_usage",
 ]
 
-#: Where a process runs when it is in no container.
+#: Where a process runs when /proc shows it in no container.
 HOST = "host"
+#: Where a process runs when /proc cannot tell (a PID nobody can find, one hidepid hides).
+UNKNOWN_PLACE = "unknown"
 
 #: Sort columns of the users view (``s`` cycles them), first the default.
 SORTS: tuple[str, ...] = ("memory", "sm", "processes", "gpus", "name")
@@ -127,6 +132,18 @@ def user_of(snapshot: Snapshot, proc: GpuProcess) -> tuple[str, str, str]:
     return f"user:{user}", user, "user"
 
 
+def user_label(snapshot: Snapshot, proc: GpuProcess) -> str:
+    """The user of a GPU process as every surface shows it (the one formatting of a user).
+
+    The Users tab's rows, the exporter's ``user`` label on process and user series alike, and
+    the text report's USER column all use this text, so one user is one value everywhere:
+    ``alice``, ``uid 123456`` (host), ``uid 1000 (notebook)`` (a uid without a host name, in a
+    container), ``another user (hidden by /proc)``, ``user unknown (no permission)``. JSON
+    keeps the raw ``user`` field (data, not a display value).
+    """
+    return user_of(snapshot, proc)[1]
+
+
 class _Sum:
     """Running totals of one row."""
 
@@ -148,10 +165,15 @@ class _Sum:
         self.places.add(place)
 
 
-def _place(snapshot: Snapshot, proc: GpuProcess) -> str:
+def place_of(snapshot: Snapshot, proc: GpuProcess) -> str:
+    """Where a GPU process runs, for people: its container's name, ``host`` or ``unknown``.
+
+    ``host`` only when ``/proc`` showed it in no container (:attr:`GpuProcess.on_host`); a
+    process ``/proc`` hides or nobody can find is ``unknown``.
+    """
     if proc.container_id is not None:
         return _container_name(snapshot, proc.container_id)
-    return HOST if proc.info.exists else "?"
+    return HOST if proc.on_host else UNKNOWN_PLACE
 
 
 def user_usage(snapshot: Snapshot) -> tuple[UserUsage, ...]:
@@ -168,7 +190,7 @@ def user_usage(snapshot: Snapshot) -> tuple[UserUsage, ...]:
     for proc in snapshot.processes:
         key, label, kind = user_of(snapshot, proc)
         meta[key] = (label, kind)
-        sums.setdefault(key, _Sum()).add(proc, _place(snapshot, proc))
+        sums.setdefault(key, _Sum()).add(proc, place_of(snapshot, proc))
     rows = [
         UserUsage(
             key=key,
@@ -178,7 +200,7 @@ def user_usage(snapshot: Snapshot) -> tuple[UserUsage, ...]:
             sm_util=s.sm,
             processes=len(s.pids),
             gpu_indexes=tuple(sorted(s.gpus)),
-            containers=tuple(sorted(s.places - {"?"})),
+            containers=tuple(sorted(s.places)),
         )
         for key, s in sums.items()
     ]
@@ -208,7 +230,7 @@ def project_usage(snapshot: Snapshot) -> tuple[ProjectUsage, ...]:
         project = owner.info.compose_project if owner is not None else None
         if not project:
             continue
-        sums.setdefault(project, _Sum()).add(proc, _place(snapshot, proc))
+        sums.setdefault(project, _Sum()).add(proc, place_of(snapshot, proc))
         users.setdefault(project, set()).add(user_of(snapshot, proc)[1])
     rows = [
         ProjectUsage(

@@ -56,7 +56,7 @@ def gpu(index: int = 0, pids: list[int] | tuple[int, ...] = (), **fields: Any) -
     """A scenario GPU with every core gauge set, running ``pids`` (100 MiB each)."""
     base: dict[str, Any] = {
         "index": index,
-        "uuid": f"GPU-rel-{index:04d}",
+        "uuid": f"GPU-0000{index:04d}-0000-0000-0000-000000000000",  # NVML form
         "name": "NVIDIA H200",
         "memory_total_mib": 143771,
         "memory_used_mib": 1000,

@@ -88,7 +88,8 @@ def test_fault_series_through_collector() -> None:
         assert g0.clock_sm_mhz == 1980  # the rest of the GPU still reads
         assert [p.pid for p in faulty.processes] == [pid]
         assert g1.lost and g1.error and "lost" in g1.error
-        assert g1.uuid == "GPU-rel-0001"  # identity kept from before it was lost
+        # Identity kept from before it was lost.
+        assert g1.uuid == "GPU-00000001-0000-0000-0000-000000000000"
         lost = next(c for c in faulty.health if c.id == "gpu.lost:1")
         assert lost.status is HealthStatus.FAIL and lost.fix
         _healthy(snaps[cycle + 2], pid)

@@ -33,6 +33,9 @@ async def test_hidden_process_is_named_hidden_in_tree_and_table(make_app: AppFac
         label = node_label(tree.nodes_by_key["p:700:0"]).plain
         assert HIDDEN_TEXT in label, label
         assert "?" not in label and "2.0GiB" in label  # the tree's GPU MEM column is in GiB
+        # Not under "host": hidepid hides its cgroup too, so where it runs is unknown.
+        parent = tree.nodes_by_key["p:700:0"].parent
+        assert parent is tree.nodes_by_key["g:orphans"], parent
         assert any(HIDDEN_TEXT in line for line in screen_lines(app))
         await pilot.press("2")
         await pilot.pause()

@@ -57,6 +57,10 @@ class EngineReplyError(EngineError):
     """The reply was malformed: bad HTTP, too large, not JSON, nested too deep, wrong type."""
 
 
+class EngineReplyTooLarge(EngineReplyError):
+    """The reply was larger than its size bound (a legal but huge payload, such as labels)."""
+
+
 class EngineStatusError(EngineError):
     """The engine answered with an HTTP error status.
 
@@ -557,7 +561,7 @@ def _read_body(exchange: Exchange, max_bytes: int, what: str) -> bytes:
     try:
         return exchange.read_body(max_bytes)
     except HttpTooLarge as exc:
-        raise EngineReplyError(f"reply to {what} is larger than {max_bytes >> 10} KiB") from exc
+        raise EngineReplyTooLarge(f"reply to {what} is larger than {max_bytes >> 10} KiB") from exc
     except HttpTimeout as exc:
         raise EngineSlow("deadline passed") from exc
     except HttpError as exc:

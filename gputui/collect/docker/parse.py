@@ -346,6 +346,36 @@ def parse_list_entry(entry: object) -> tuple[str, tuple[str | None, str]] | None
     return cid, (as_text(item.get("State"), MAX_NAME_CHARS), name)
 
 
+def parse_list_stub(entry: object, problem: str) -> ContainerInfo | None:
+    """A stub :class:`ContainerInfo` from one ``GET /containers/json`` entry; None if its id is bad.
+
+    For a container whose inspect reply cannot be used (over the size cap): the list entry
+    still names it, its image, state and compose/Kubernetes labels, so it stays on screen with
+    ``problem`` saying what is unknown, instead of vanishing.
+
+    Args:
+        entry: One list entry.
+        problem: The one-line reason, kept in :attr:`ContainerInfo.inspect_problem`.
+    """
+    parsed = parse_list_entry(entry)
+    if parsed is None:
+        return None
+    cid, (state, name) = parsed
+    item = as_dict(entry)
+    labels = as_dict(item.get("Labels"))
+    return ContainerInfo(
+        id=cid,
+        name=name or cid[:12],
+        image=as_text(item.get("Image"), MAX_TEXT_CHARS) or "",
+        status=state or "unknown",
+        compose_project=as_text(labels.get("com.docker.compose.project"), MAX_NAME_CHARS),
+        compose_service=as_text(labels.get("com.docker.compose.service"), MAX_NAME_CHARS),
+        k8s_pod=as_text(labels.get("io.kubernetes.pod.name"), MAX_NAME_CHARS),
+        k8s_namespace=as_text(labels.get("io.kubernetes.pod.namespace"), MAX_NAME_CHARS),
+        inspect_problem=problem[:MAX_TEXT_CHARS],
+    )
+
+
 def cpu_quota(host: Mapping[str, Any]) -> float | None:
     """The container's CPU limit in CPUs (``--cpus``, or ``--cpu-quota``/``--cpu-period``)."""
     host = as_dict(host)

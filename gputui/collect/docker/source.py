@@ -44,10 +44,12 @@ from gputui.collect.docker.endpoint import one_line as _one_line
 from gputui.collect.docker.engine_api import (
     LIFECYCLE_ACTIONS,
     MAX_EXEC_OUTPUT,
+    MAX_INSPECT_BYTES,
     STOP_GRACE_S,
     EngineApi,
     EngineError,
     EngineReplyError,
+    EngineReplyTooLarge,
     EngineSlow,
     EngineStatusError,
     ExecOutput,
@@ -78,6 +80,17 @@ _MIN_BACKOFF_S = 2.0
 _MAX_BACKOFF_S = 10.0
 #: More containers than one engine runs; a longer list is cut (the reply is bounded anyway).
 MAX_CONTAINERS = 20_000
+#: A container whose inspect reply is over the size cap is a stub from the list reply; the
+#: inspect is tried again after this back-off (doubling up to the maximum), or on its events.
+OVERSIZED_MIN_BACKOFF_S = 30.0
+OVERSIZED_MAX_BACKOFF_S = 600.0
+#: What a stub says about itself, in the tree, the Evidence view and the JSON report.
+OVERSIZED_INSPECT = f"inspect reply over {MAX_INSPECT_BYTES >> 20} MiB: labels/GPU request unknown"
+_OVERSIZED_FIX = (
+    "The engine's description of these containers is larger than gputui reads (huge label "
+    "sets or annotations): they are shown from the container list, without GPU request, "
+    "runtime or environment. `docker inspect NAME | wc -c` shows the size."
+)
 #: Failure kinds after which a local socket that accepts again means "try at once".
 _RECONNECT_AT_ONCE = ("not_found", "unreachable", "permission")
 _SLOW_FIX = (
@@ -354,6 +367,8 @@ class DockerSource:
         self._next_retry = 0.0
         self._backoff = _MIN_BACKOFF_S
         self._cache: dict[str, ContainerInfo] = {}
+        #: Stubbed containers (inspect reply over the cap): when to inspect again, the back-off.
+        self._oversized: dict[str, tuple[float, float]] = {}
         self._dirty: set[str] = set()
         self._gone: set[str] = set()
         self._need_resync = True
@@ -399,6 +414,7 @@ class DockerSource:
             info, version, endpoint.base_url, endpoint.context, self._api_version
         )
         self._cache.clear()
+        self._oversized.clear()
         self._sampler.clear()
         self._start_events(api, deadline)
         return None
@@ -579,7 +595,17 @@ class DockerSource:
         self._failure = None
         self._backoff = _MIN_BACKOFF_S
         containers = self._with_usage(sorted(self._cache.values(), key=lambda c: c.name))
-        return ContainerReading(SourceStatus("docker", ok=True), tuple(containers), self._engine)
+        return ContainerReading(self._ok_status(), tuple(containers), self._engine)
+
+    def _ok_status(self) -> SourceStatus:
+        """``ok``, or ``ok`` with a note naming the containers shown as stubs (never silent)."""
+        stubs = sorted(c.name for c in self._cache.values() if c.inspect_problem)
+        if not stubs:
+            return SourceStatus("docker", ok=True)
+        named = ", ".join(stubs[:3]) + (f" and {len(stubs) - 3} more" if len(stubs) > 3 else "")
+        noun = "container" if len(stubs) == 1 else "containers"
+        error = f"{len(stubs)} {noun} shown from the list only ({named}): {OVERSIZED_INSPECT}"
+        return SourceStatus("docker", True, error, "partial", _OVERSIZED_FIX)
 
     def _sync(self, deadline: float) -> None:
         """Apply events since the last read; list everything only when the stream was down."""
@@ -616,6 +642,8 @@ class DockerSource:
                 if cid not in self._cache
                 or seen != (self._cache[cid].status, self._cache[cid].name)
             }
+        now = self._clock()
+        dirty |= {cid for cid, (due, _) in self._oversized.items() if now >= due}
         self._inspect_all(api, dirty, deadline)
 
     def _inspect_all(self, api: _Api, dirty: set[str], deadline: float) -> None:
@@ -632,6 +660,12 @@ class DockerSource:
                 data = api.inspect(cid, timeout=_remaining(deadline))
             except NotFound:
                 self._forget(cid)
+                continue
+            except EngineReplyTooLarge:
+                # Legal but huge (label sets, annotations): a stub keeps it visible, and its
+                # processes keep their container; retried on a back-off, not every read.
+                done += 1
+                self._stub(api, cid, deadline)
                 continue
             except EngineSlow:
                 if not done:  # not one inspect fits: the engine is too slow to use
@@ -654,13 +688,46 @@ class DockerSource:
                 retry.add(cid)
                 continue
             self._cache[cid] = info
+            self._oversized.pop(cid, None)
             self._sampler.inspected(cid, parent)
         if retry:
             with self._lock:
                 self._dirty |= retry
 
+    def _stub(self, api: _Api, cid: str, deadline: float) -> None:
+        """Cache a stub for a container whose inspect reply is over the cap (from a list call).
+
+        The list entry of one container (filtered by id) gives its name, image, state and
+        labels; if even that cannot be read, the stub is named by its short id.
+        """
+        entry: object = None
+        try:
+            self._count()
+            entries = api.containers(
+                {**self._label_filter, "id": [cid]}, timeout=_remaining(deadline)
+            )
+        except (EngineError, OSError):
+            entries = None
+        if entries is not None:
+            entry = next((e for e in entries[:16] if dp.as_dict(e).get("Id") == cid), None)
+            if entry is None:  # no longer listed: gone between its event and now
+                self._forget(cid)
+                return
+        stub = dp.parse_list_stub(entry, OVERSIZED_INSPECT) if entry is not None else None
+        if stub is None:
+            known = self._cache.get(cid)
+            stub = dataclasses.replace(known, inspect_problem=OVERSIZED_INSPECT) if known else None
+        if stub is None:
+            stub = ContainerInfo(cid, cid[:12], "", "unknown", inspect_problem=OVERSIZED_INSPECT)
+        self._cache[cid] = stub
+        self._sampler.inspected(cid, None)
+        _, backoff = self._oversized.get(cid, (0.0, OVERSIZED_MIN_BACKOFF_S / 2))
+        backoff = min(backoff * 2, OVERSIZED_MAX_BACKOFF_S)
+        self._oversized[cid] = (self._clock() + backoff, backoff)
+
     def _forget(self, cid: str) -> None:
         self._cache.pop(cid, None)
+        self._oversized.pop(cid, None)
         self._sampler.forget(cid)
 
     # --- CPU and memory --------------------------------------------------------------------
@@ -680,6 +747,7 @@ class DockerSource:
             dirty, gone = frozenset(self._dirty), frozenset(self._gone)
         return {
             "inspect": frozenset(self._cache),
+            "oversized": frozenset(self._oversized),
             "cgroup_parent": frozenset(self._sampler.parent),
             "cgroup_dirs": frozenset(self._sampler.dirs),
             "cpu_prev": frozenset(self._sampler.cpu_prev),

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from gputui.model import GPU_GAUGES, GpuGauge
+from gputui.model import GPU_GAUGES, GpuGauge, is_nvml_uuid
 from gputui.userfiles import SCENARIO_LIMIT, UserFileError, read_user_text
 
 _CUDA_VERSION_RE = re.compile(r"[0-9]{1,4}(\.[0-9]{1,2})?")
@@ -152,6 +152,14 @@ def _shown(value: Any) -> str:
 MAX_PID = 2**22
 MAX_GPU_INDEX = 1023
 MAX_EVENT_INT = 2**31 - 1
+#: At most this many GPUs in one scenario: NVML reports the GPUs of one host, and the largest
+#: hosts have 8 to 16 (a few dozen at most behind PCIe switches); the TUI, the tree and the
+#: history are sized for that, not for a thousand (see docs/scenario-format.md).
+MAX_GPUS = 64
+#: At most this many GPU processes in one scenario, over every GPU and MIG device: NVML lists
+#: the processes holding a context, a few per GPU on a busy host; 10,000 is the size the
+#: collector was measured at (docs/reliability.md, item 10) and the TUI stays usable at.
+MAX_PROCESSES = 10_000
 
 
 def _is_number(v: Any) -> bool:
@@ -197,11 +205,26 @@ def validate_scenario(
     gpus = data.get("gpus", [])
     if not isinstance(gpus, list):
         raise ScenarioError(f"{origin}: gpus must be a list")
+    if len(gpus) > MAX_GPUS:
+        raise ScenarioError(
+            f"{origin}: at most {MAX_GPUS} GPUs (no host reports more through NVML), "
+            f"got {len(gpus)}"
+        )
     for i, gpu in enumerate(gpus):
         _validate_gpu(gpu, f"{origin}: gpus[{i}]", gpu_keys(gauges))
     indexes = [g.get("index", i) for i, g in enumerate(gpus)]
     if len(set(indexes)) != len(indexes):
         raise ScenarioError(f"{origin}: GPU indexes must be unique")
+    processes = sum(
+        len(g.get("processes", []))
+        + sum(len(m.get("processes", [])) for m in g.get("mig_instances", []))
+        for g in gpus
+    )
+    if processes > MAX_PROCESSES:
+        raise ScenarioError(
+            f"{origin}: at most {MAX_PROCESSES} GPU processes in all, got {processes}"
+        )
+    _check_uuids(gpus, origin)
     events = data.get("xid_events", [])
     if not isinstance(events, list):
         raise ScenarioError(f"{origin}: xid_events must be a list")
@@ -218,6 +241,29 @@ def validate_scenario(
             raise ScenarioError(
                 f"{where}: gpu, xid and at_refresh must be integers in [0, {MAX_EVENT_INT}]"
             )
+
+
+def _check_uuids(gpus: list[Any], origin: str) -> None:
+    """Every GPU and MIG UUID in a form NVML gives, and none twice (validated GPUs)."""
+    seen: dict[str, str] = {}
+    named = [(f"gpus[{i}]", g.get("uuid")) for i, g in enumerate(gpus)]
+    named += [
+        (f"gpus[{i}].mig_instances[{k}]", m.get("uuid"))
+        for i, g in enumerate(gpus)
+        for k, m in enumerate(g.get("mig_instances", []))
+    ]
+    for where, uuid in named:
+        if uuid is None:
+            continue  # the stand-in makes one up, in NVML's form and unique
+        if not is_nvml_uuid(uuid):
+            raise ScenarioError(
+                f"{origin}: {where}.uuid: expected GPU-<uuid> or MIG-<uuid> as NVML gives "
+                f"(GPU-57d57e22-be4b-9496-673e-11cc7638ed19), got {_shown(uuid)}"
+            )
+        key = uuid.lower()
+        if key in seen:
+            raise ScenarioError(f"{origin}: {where}.uuid: {uuid} is also {seen[key]}'s UUID")
+        seen[key] = where
 
 
 def _validate_gpu(gpu: Any, where: str, keys: GpuKeys) -> None:

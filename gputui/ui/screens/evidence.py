@@ -216,7 +216,13 @@ def evidence_content(usage: ContainerUsage, analysis: Analysis) -> Content:
         Findings, GPU processes, GPUs, CPU and memory sections.
     """
     snapshot = analysis.snapshot
+    problem: list[Part] = []
+    if usage.info.inspect_problem:
+        # A stub from the list reply: say what is missing before anything built on it.
+        text = "  Docker: " + fmt.safe_text(usage.info.inspect_problem, 200)
+        problem = [*_section("Engine description"), (text, "bold $text-warning"), "\n"]
     return Content.assemble(
+        *problem,
         *_findings(usage, analysis),
         *_processes(usage, snapshot),
         *_gpus(usage, analysis),

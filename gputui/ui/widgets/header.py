@@ -38,7 +38,8 @@ SEP: Part = ("  │  ", "$text-muted")
 def source_text(status: SourceStatus) -> str:
     """``ok`` or a short reason (``unreachable``, ``permission denied``...) for one source."""
     if status.ok:
-        return "ok"
+        # ok with a kind: answered, but some of what it holds could not be read (a stub).
+        return "ok" if status.kind is None else "ok (partial)"
     if status.kind is None:
         return "error"
     return _KIND_TEXT.get(status.kind, safe_text(status.kind, 24))

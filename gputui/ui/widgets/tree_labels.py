@@ -362,6 +362,7 @@ def container_inputs(
         info.compose_service,
         info.k8s_pod,
         info.k8s_namespace,
+        info.inspect_problem,
     )
 
 
@@ -406,6 +407,8 @@ def _gpus_text(usage: ContainerUsage) -> str:
     """The GPUs a container asked for; the MIG devices it runs on by name (``0:1``)."""
     if usage.mig_devices:
         return safe(",".join(usage.mig_devices), 24)
+    if usage.info.inspect_problem and usage.info.gpu_request is None:
+        return "?"  # not "none": the request is in the inspect reply gputui could not read
     return safe(fmt.gpu_request(usage.info.gpu_request, na=NONE), 24)
 
 
@@ -444,6 +447,8 @@ def container_label(
         flags += _flag(STALE_TEXT, MUTED)
     if not group_usage.known_to_engine:
         flags += _flag("[cgroup only: not known to Docker]", WARN)
+    if info.inspect_problem:
+        flags += _flag(f"[{safe(info.inspect_problem, 80)}]", WARN)
     if group_usage.idle_reserved and not any(m.kind == "idle_reservation" for m in markers):
         flags += _flag("[idle: reserved GPU, no GPU process]", WARN)
     flags += marker_parts(markers)
