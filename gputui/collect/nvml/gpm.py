@@ -262,7 +262,8 @@ class GpmLane:
             return
         prev = self._prev.get(key)
         now = self._clock()
-        if prev is not None and now - prev[1] < self._min_gap:
+        # A millisecond of slack: a wait of exactly the gap must complete the pair.
+        if prev is not None and now - prev[1] < self._min_gap - 1e-3:
             return  # too soon for a pair: keep the older sample and the last figures
         sample = self._take(key, handle)
         if sample is None:
