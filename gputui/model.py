@@ -1253,7 +1253,8 @@ class Finding:
 
     Attributes:
         kind: ``gpu_shared``, ``memory_growth``, ``idle_reservation``, ``cpu_throttled``,
-            ``memory_pressure``, ``oom_killed``, ``restarting``.
+            ``memory_pressure``, ``oom_killed``, ``restarting``, and from GPM figures
+            ``gpu_idle_between_kernels``, ``memory_bandwidth_bound``, ``tensor_cores_unused``.
         subject: What it is about: ``gpu:0``, ``container:<id>``, ``pid:<pid>``.
         severity: info, warn or fail (its text, e.g. ``"warn"``, is taken as the enum).
         summary: One line for people.
