@@ -86,11 +86,11 @@ def activity_estimates(snapshot: Snapshot) -> tuple[Activity, ...]:
                 name = mig_device_name(gpu.index, inst.index)
                 figures[name] = (inst.gpm_sm_active, inst.gpm_tensor_active)
     for proc in snapshot.processes:
-        gpu = gpus.get(proc.sample.gpu_index)
-        if gpu is None:
+        owner = gpus.get(proc.sample.gpu_index)
+        if owner is None:
             continue
-        inst = mig_instance_of(gpu, proc.sample)
-        device = str(gpu.index) if inst is None else mig_device_name(gpu.index, inst.index)
+        on = mig_instance_of(owner, proc.sample)
+        device = str(owner.index) if on is None else mig_device_name(owner.index, on.index)
         if device not in figures:
             continue
         key, label = party_of(snapshot, proc)

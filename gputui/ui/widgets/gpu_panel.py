@@ -140,12 +140,19 @@ def compact_line(gpu: GpuSample, width: int, shared: bool = False) -> Content:
     tail = f" {fmt.temp(gpu.temperature_c):>5} {_power_value(gpu):>9}"
     rest = max(20, width - len(head) - len(tail))
     util_w = rest * 2 // 5
-    mem_w = rest - util_w - 1
     util = gpu.utilization_gpu
     temp = None if gpu.temperature_c is None else float(gpu.temperature_c)
     mem_pct = fmt.ratio(gpu.memory_used_bytes, gpu.memory_total_bytes)
     throttled = fmt.throttle(gpu.throttle_reasons) not in ("none", fmt.NA)
-    util_parts = _gauge("util", util, fmt.pct(util), util_w)
+    act: list[Part] = []
+    if gpu.gpm_sm_active is not None:
+        # SM activity beside util, never in its place: util is "a kernel was running".
+        act = [(" SM act", "$text-muted"), (f"{fmt.pct(gpu.gpm_sm_active):>5}", "bold")]
+        # Its cells come out of util's bar first: memory keeps room for its whole value.
+        mem_need = len("mem") + len(_mem_value(gpu)) + 2 + 3
+        util_w = max(12, min(util_w, rest - 1 - _plain_width(act) - mem_need))
+    mem_w = rest - util_w - 1 - _plain_width(act)
+    util_parts = [*_gauge("util", util, fmt.pct(util), util_w), *act]
     if util is None and gpu.mig_mode_current and gpu.mig_instances:
         # No utilization on a MIG GPU: its devices' memory use takes the gauge's cells.
         devices = _fit_text([("MIG ", "bold $text-accent"), *mig_parts(gpu)], util_w)
@@ -218,7 +225,9 @@ def _util_value(gpu: GpuSample) -> str:
 def mig_parts(gpu: GpuSample) -> list[Part]:
     """``0:0 3g.71gb 28% · 0:1 1g.18gb 0%``: each MIG device, its profile and memory in use.
 
-    A GPU instance without a compute instance shows as ``GI 5 no CI``: nothing can run there.
+    Where GPM measures the device's GPU instance, its utilization follows, each figure named
+    (``0:0 3g.71gb mem 28% util 44%``). A GPU instance without a compute instance shows as
+    ``GI 5 no CI``: nothing can run there.
     """
     parts: list[Part] = []
     for inst in gpu.mig_instances:
@@ -231,8 +240,14 @@ def mig_parts(gpu: GpuSample) -> list[Part]:
         parts += [
             (mig_device_name(gpu.index, inst.index), "bold"),
             (f" {fmt.safe_text(inst.profile, 12, na='?')} ", "$text-muted"),
-            (fmt.pct(pct), _level_style(pct)),
         ]
+        if inst.gpm_graphics_active is not None:
+            # NVML has no utilization per MIG device; GPM measures its GPU instance.
+            util = inst.gpm_graphics_active
+            parts += [("mem ", "$text-muted"), (fmt.pct(pct), _level_style(pct))]
+            parts += [(" util ", "$text-muted"), (fmt.pct(util), _level_style(util))]
+        else:
+            parts.append((fmt.pct(pct), _level_style(pct)))
     return parts
 
 
@@ -314,6 +329,42 @@ def card_lines(gpu: GpuSample, width: int, shares: tuple[Share, ...] = ()) -> Co
     if gpu.fan_percent is not None:
         clocks += [("  fan ", "$text-muted"), fmt.pct(gpu.fan_percent)]
     clocks += [("  throttle ", "$text-muted"), (reasons, reason_style)]
+    if gpu.gpm_sm_active is not None:
+        # GPM on this GPU: SM activity gets the second gauge of util's line, so the two are
+        # read side by side; memory and power share the next line, temperature leads the clocks.
+        clocks = [(f"{fmt.temp(gpu.temperature_c)}  ", _level_style(temp, 80, 88)), *clocks]
+        gpm: list[Part] = [
+            ("tensor ", "$text-muted"),
+            fmt.pct(gpu.gpm_tensor_active),
+            ("  DRAM bw ", "$text-muted"),
+            fmt.pct(gpu.gpm_dram_active),
+            ("  occup ", "$text-muted"),
+            fmt.pct(gpu.gpm_sm_occupancy),
+            "  ",
+        ]
+        return Content("\n").join(
+            [
+                _fitted(title, width),
+                _fitted(
+                    [
+                        *_gauge("util", gpu.utilization_gpu, _util_value(gpu), half),
+                        "  ",
+                        *_gauge("SM act", gpu.gpm_sm_active, fmt.pct(gpu.gpm_sm_active), half),
+                    ],
+                    width,
+                ),
+                _fitted(
+                    [
+                        *_gauge("mem ", mem_pct, _mem_value(gpu), half),
+                        "  ",
+                        *_gauge("pwr ", power_pct, _power_value(gpu), half),
+                    ],
+                    width,
+                ),
+                _fitted(clocks, width),
+                _fitted([*gpm, *detail_parts(gpu)], width),
+            ]
+        )
     lines = [
         _fitted(title, width),
         _fitted(
