@@ -152,22 +152,29 @@ class GpmLane:
 
     # -- running ---------------------------------------------------------------------------
 
+    @property
+    def sampled(self) -> bool:
+        """True once any target has a sample."""
+        return bool(self._prev)
+
     def tick_if_due(self) -> None:
         """Inline mode: sample when due; a first pair gets its second sample after the gap."""
-        if self._clock() < self._due:
-            return
-        self.tick()
-        with self._lock:
-            waiting = any(key not in self._figures for key in self._prev)
-        if waiting:
-            # A one-shot has no later refresh: complete the first pair now (≈0.1 s, less what
-            # the core read took since the first sample).
-            oldest = min(t for _, t in self._prev.values())
-            self._sleep(max(0.0, oldest + self._min_gap - self._clock()))
+        if self._clock() >= self._due:
             self.tick()
+        with self._lock:
+            pending = [t for key, (_, t) in self._prev.items() if key not in self._figures]
+        if pending:
+            # A one-shot has no later refresh: complete the first pairs now (≈0.1 s, less what
+            # the core read took since the first samples). The energy counter was read.
+            self._sleep(max(0.0, max(pending) + self._min_gap - self._clock()))
+            self.tick(energy=False)
 
-    def tick(self) -> None:
-        """Take a sample of every target; compute figures where a pair is complete."""
+    def tick(self, *, energy: bool = True) -> None:
+        """Take a sample of every target; compute figures where a pair is complete.
+
+        Args:
+            energy: Read the energy counters too (≈3.3 ms a GPU on H200).
+        """
         if self._reset_requested.is_set():
             self._reset_requested.clear()
             self.reset()
@@ -179,7 +186,8 @@ class GpmLane:
             wanted.add((index, None))
             wanted.update((index, gi) for gi in gis)
             try:
-                self._read_energy(index, handle)
+                if energy:
+                    self._read_energy(index, handle)
                 if not self._is_supported(index, handle):
                     self._publish((index, None), None, GPM_UNSUPPORTED)
                     for gi in gis:
@@ -197,6 +205,12 @@ class GpmLane:
                     self._energy.pop(index, None)
                 # A GPU back after a reset is asked about GPM again.
                 self._supported.pop(index, None)
+        with self._lock:
+            first = any(key not in self._figures for key in self._prev)
+        if first:
+            # A first sample waits for its pair only NVML's gap, not a whole period: the first
+            # figures show within ~0.1 s of the start.
+            self._due = min(self._due, self._clock() + self._min_gap)
         # GPUs and GPU instances gone since the last tick: free their samples.
         for key in [k for k in self._prev if k not in wanted]:
             self._free(self._prev.pop(key)[0])

@@ -247,6 +247,12 @@ class NvmlSource:
         assert slow is not None  # created by a successful init
         if not self._background:
             slow.tick_if_due()
+            lane = self._gpm
+            if lane is not None and not lane.sampled:
+                # A one-shot's first GPM samples before the core read, so that most of NVML's
+                # 100 ms between a pair's samples passes while the GPUs are read.
+                lane.set_targets(self._gpm_targets(None))
+                lane.tick()
         gpus: list[GpuSample] = []
         try:
             for index, handle in enumerate(self._handles):
@@ -281,13 +287,7 @@ class NvmlSource:
         """The samples with the GPM lane's last figures and the integrated energy."""
         lane = self._gpm
         if lane is not None:
-            lane.set_targets(
-                tuple(
-                    (index, handle, self._gpu_instance_ids(index))
-                    for index, handle in enumerate(self._handles)
-                    if index < len(gpus) and not gpus[index].lost
-                )
-            )
+            lane.set_targets(self._gpm_targets(gpus))
             if not self._background:
                 lane.tick_if_due()
         now = self._clock()
@@ -316,6 +316,16 @@ class NvmlSource:
                 changes["total_energy_mj"] = lane.energy_mj(gpu.index)
             out.append(replace(gpu, **changes))
         return out
+
+    def _gpm_targets(
+        self, gpus: list[GpuSample] | None
+    ) -> tuple[tuple[int, Any, tuple[int, ...]], ...]:
+        """What the GPM lane samples: each GPU not lost in ``gpus``, with its GPU instances."""
+        return tuple(
+            (index, handle, self._gpu_instance_ids(index))
+            for index, handle in enumerate(self._handles)
+            if gpus is None or (index < len(gpus) and not gpus[index].lost)
+        )
 
     def _gpu_instance_ids(self, index: int) -> tuple[int, ...]:
         """The GPU instance ids of a MIG-enabled GPU's devices (from the cached layout)."""
