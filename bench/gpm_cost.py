@@ -38,13 +38,14 @@ class CostedNvml(ScenarioNvml):
     def __init__(self, data: dict[str, Any], costs: dict[str, float]) -> None:
         super().__init__(data)
         self._costs = costs
-        energy = self.nvmlDeviceGetTotalEnergyConsumption  # type: ignore[attr-defined]
+        energy: Any = getattr(self, "nvmlDeviceGetTotalEnergyConsumption")  # noqa: B009
 
         def costed_energy(handle: Any) -> Any:
             self._wait("nvmlDeviceGetTotalEnergyConsumption")
             return energy(handle)
 
-        self.nvmlDeviceGetTotalEnergyConsumption = costed_energy
+        # The getter is made from the field table at run time: replace it the same way.
+        setattr(self, "nvmlDeviceGetTotalEnergyConsumption", costed_energy)  # noqa: B010
 
     def _wait(self, name: str) -> None:
         cost = self._costs.get(name, 0.0)
