@@ -411,6 +411,11 @@ def summary_line(gpus: tuple[GpuSample, ...], width: int, collapsed: bool) -> Co
     parts += [("  util ", "$text-muted"), (fmt.pct(mean), _level_style(mean))]
     if utils:
         parts += [("  max ", "$text-muted"), fmt.pct(max(utils))]
+    active = [g.gpm_sm_active for g in alive if g.gpm_sm_active is not None]
+    if active:
+        # Beside util, never instead of it: how much of the GPUs worked (NVML GPM).
+        mean_act = sum(active) / len(active)
+        parts += [("  SM act ", "$text-muted"), (fmt.pct(mean_act), _level_style(mean_act))]
     mem = f"{fmt.size(sum(used))}/{fmt.size(sum(total))}" if used and total else fmt.NA
     parts += [("  mem ", "$text-muted"), mem]
     hottest = max(temps) if temps else None
