@@ -155,7 +155,11 @@ def compact_line(gpu: GpuSample, width: int, shared: bool = False) -> Content:
     util_parts = [*_gauge("util", util, fmt.pct(util), util_w), *act]
     if util is None and gpu.mig_mode_current and gpu.mig_instances:
         # No utilization on a MIG GPU: its devices' memory use takes the gauge's cells.
-        devices = _fit_text([("MIG ", "bold $text-accent"), *mig_parts(gpu)], util_w)
+        listed = [("MIG ", "bold $text-accent"), *mig_parts(gpu)]
+        if _plain_width(listed) > util_w:
+            # Every device's memory before any device's GPM util: drop util when all do not fit.
+            listed = [("MIG ", "bold $text-accent"), *mig_parts(gpu, util=False)]
+        devices = _fit_text(listed, util_w)
         util_parts = [*devices, " " * max(0, util_w - _plain_width(devices))]
     return Content.assemble(
         (head, "bold $text-warning" if throttled else "bold"),
@@ -222,11 +226,11 @@ def _util_value(gpu: GpuSample) -> str:
     return fmt.pct(gpu.utilization_gpu)
 
 
-def mig_parts(gpu: GpuSample) -> list[Part]:
+def mig_parts(gpu: GpuSample, util: bool = True) -> list[Part]:
     """``0:0 3g.71gb 28% · 0:1 1g.18gb 0%``: each MIG device, its profile and memory in use.
 
-    Where GPM measures the device's GPU instance, its utilization follows, each figure named
-    (``0:0 3g.71gb mem 28% util 44%``). A GPU instance without a compute instance shows as
+    Where GPM measures the device's GPU instance, its utilization follows, named
+    (``0:0 3g.71gb 28% util 44%``). A GPU instance without a compute instance shows as
     ``GI 5 no CI``: nothing can run there.
     """
     parts: list[Part] = []
@@ -241,13 +245,11 @@ def mig_parts(gpu: GpuSample) -> list[Part]:
             (mig_device_name(gpu.index, inst.index), "bold"),
             (f" {fmt.safe_text(inst.profile, 12, na='?')} ", "$text-muted"),
         ]
-        if inst.gpm_graphics_active is not None:
+        parts.append((fmt.pct(pct), _level_style(pct)))
+        if util and inst.gpm_graphics_active is not None:
             # NVML has no utilization per MIG device; GPM measures its GPU instance.
-            util = inst.gpm_graphics_active
-            parts += [("mem ", "$text-muted"), (fmt.pct(pct), _level_style(pct))]
-            parts += [(" util ", "$text-muted"), (fmt.pct(util), _level_style(util))]
-        else:
-            parts.append((fmt.pct(pct), _level_style(pct)))
+            active = inst.gpm_graphics_active
+            parts += [(" util ", "$text-muted"), (fmt.pct(active), _level_style(active))]
     return parts
 
 
