@@ -43,12 +43,14 @@ from gputui.metrics_server import MetricsServer
 from gputui.model import (
     FINDING_RANK,
     GPU_GAUGES,
+    MIG_GPM_FIELDS,
     ExportedGauge,
     Finding,
     GpuGauge,
     GpuSample,
     HealthCheck,
     HealthStatus,
+    MigInstance,
     Snapshot,
     mig_device_name,
 )
@@ -134,6 +136,38 @@ def _gauge(name: str, doc: str, labels: Sequence[str]) -> GaugeMetricFamily:
     return GaugeMetricFamily(name, doc, labels=list(labels))
 
 
+#: Counters of dcgm-exporter among the per-GPU series (served untyped: prometheus_client
+#: would rename a counter family ``…_total``, and DCGM dashboards query the bare name).
+_UNTYPED = frozenset(e.name for g in GPU_GAUGES for e in g.exported if e.counter)
+#: The GPM ratios also exported per MIG device (dcgm-exporter's names, MIG labels), by field.
+_MIG_PROF = {e.name: g.field for g in GPU_GAUGES if g.field in MIG_GPM_FIELDS for e in g.exported}
+
+
+def _mig_labels(snapshot: Snapshot, gpu: GpuSample, inst: MigInstance) -> list[str]:
+    return [
+        *_gpu_labels(snapshot, gpu),
+        str(inst.gpu_instance_id if inst.gpu_instance_id is not None else ""),
+        _label(inst.profile),
+        mig_device_name(gpu.index, inst.index),
+        _label(inst.uuid),
+    ]
+
+
+def _add_mig_prof(family: Metric, name: str, snapshot: Snapshot) -> None:
+    """GPM ratios of each MIG GPU instance, in the GPU family as dcgm-exporter serves them."""
+    field_name = _MIG_PROF.get(name)
+    if field_name is None:
+        return
+    for gpu in snapshot.gpus:
+        if gpu.lost:
+            continue
+        for inst in gpu.mig_instances:
+            value = getattr(inst, field_name)
+            if inst.index >= 0 and value is not None:
+                labels = dict(zip(MIG_LABELS, _mig_labels(snapshot, gpu, inst), strict=True))
+                family.add_sample(name, labels, value / 100.0)
+
+
 def gpu_families(
     snapshot: Snapshot,
     gauges: Sequence[tuple[str, str, Callable[[GpuSample], float | None]]] = GPU_SAMPLE_GAUGES,
@@ -147,11 +181,21 @@ def gpu_families(
     """
     families: list[Metric] = []
     for name, doc, read in gauges:
+        if name in _UNTYPED:
+            counter = Metric(name, doc, "unknown")
+            for gpu in snapshot.gpus:
+                value = None if gpu.lost else read(gpu)
+                if value is not None:
+                    labels = dict(zip(GPU_LABELS, _gpu_labels(snapshot, gpu), strict=True))
+                    counter.add_sample(name, labels, float(value))
+            families.append(counter)
+            continue
         family = _gauge(name, doc, GPU_LABELS)
         for gpu in snapshot.gpus:
             value = None if gpu.lost else read(gpu)
             if value is not None:
                 family.add_metric(_gpu_labels(snapshot, gpu), float(value))
+        _add_mig_prof(family, name, snapshot)
         families.append(family)
     # dcgm-exporter's XID gauge is the value of the last XID seen (0: none since we started).
     xid = _gauge("DCGM_FI_DEV_XID_ERRORS", "Value of the last XID error encountered.", GPU_LABELS)
@@ -172,7 +216,8 @@ MIG_LABELS = (*GPU_LABELS, "GPU_I_ID", "GPU_I_PROFILE", "mig_device", "mig_uuid"
 def mig_families(snapshot: Snapshot) -> list[Metric]:
     """Per-MIG-device memory, SMs and processes (families present, empty, without MIG).
 
-    NVML measures no utilization per MIG device, so none is exported (never a 0).
+    NVML's utilization says nothing per MIG device, so none is exported (never a 0); GPM's
+    figures per GPU instance are in the ``DCGM_FI_PROF_*`` families (:func:`gpu_families`).
     """
     used = _gauge("gputui_mig_memory_used_bytes", "Memory in use in a MIG device.", MIG_LABELS)
     total = _gauge("gputui_mig_memory_total_bytes", "Memory of a MIG device.", MIG_LABELS)
@@ -189,13 +234,7 @@ def mig_families(snapshot: Snapshot) -> list[Metric]:
         for inst in gpu.mig_instances:
             if inst.index < 0:  # a GPU instance without a compute instance: no device
                 continue
-            labels = [
-                *_gpu_labels(snapshot, gpu),
-                str(inst.gpu_instance_id if inst.gpu_instance_id is not None else ""),
-                _label(inst.profile),
-                mig_device_name(gpu.index, inst.index),
-                _label(inst.uuid),
-            ]
+            labels = _mig_labels(snapshot, gpu, inst)
             for family, value in (
                 (used, inst.memory_used_bytes),
                 (total, inst.memory_total_bytes),

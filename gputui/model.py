@@ -15,8 +15,14 @@ from enum import Enum
 
 __all__ = [
     "FINDING_RANK",
+    "GPM_DROPPED",
+    "GPM_LOST",
+    "GPM_MIG",
+    "GPM_PENDING",
+    "GPM_UNSUPPORTED",
     "GPU_GAUGES",
     "GPU_SAMPLE_FACTS",
+    "MIG_GPM_FIELDS",
     "MIG_UTILIZATION_NA",
     "NVML_UUID_RE",
     "STATUS_RANK",
@@ -47,6 +53,7 @@ __all__ = [
     "SourceStatus",
     "Visibility",
     "XidEvent",
+    "gpm_known",
     "is_mig_token",
     "is_nvml_uuid",
     "mig_device_name",
@@ -140,6 +147,13 @@ class MigInstance:
         profile: Profile name such as ``1g.18gb`` (``1c.2g.35gb`` for a CI smaller than its GI).
         sm_count: Streaming multiprocessors of the instance.
         slices: GPU slices of its GPU instance (the ``1`` of ``1g``).
+        gpm_graphics_active: Percent of time any kernel ran in its GPU instance (NVML GPM,
+            ``nvmlGpmMigSampleGet``: the MIG device's "utilization"); None where GPM is not
+            available (before Hopper, or before the first sample pair).
+        gpm_sm_active: Percent of the instance's SMs busy (GPM), likewise.
+        gpm_sm_occupancy: Percent of resident warps against the maximum (GPM), likewise.
+        gpm_tensor_active: Percent of time the tensor pipes were busy (GPM), likewise.
+        gpm_dram_active: Percent of DRAM bandwidth used (GPM), likewise.
     """
 
     index: int
@@ -151,6 +165,21 @@ class MigInstance:
     profile: str | None = None
     sm_count: int | None = None
     slices: int | None = None
+    gpm_graphics_active: float | None = None
+    gpm_sm_active: float | None = None
+    gpm_sm_occupancy: float | None = None
+    gpm_tensor_active: float | None = None
+    gpm_dram_active: float | None = None
+
+
+#: The GPM figures a :class:`MigInstance` carries (fields of the same names on GpuSample).
+MIG_GPM_FIELDS: tuple[str, ...] = (
+    "gpm_graphics_active",
+    "gpm_sm_active",
+    "gpm_sm_occupancy",
+    "gpm_tensor_active",
+    "gpm_dram_active",
+)
 
 
 def mig_device_name(gpu_index: int, mig_index: int) -> str:
@@ -260,8 +289,39 @@ class GpuSample:
     persistence_mode: bool | None = None
     mig_mode_current: bool | None = None
     mig_mode_pending: bool | None = None
+    gpm_graphics_active: float | None = None
+    gpm_sm_active: float | None = None
+    gpm_sm_occupancy: float | None = None
+    gpm_tensor_active: float | None = None
+    gpm_tensor_hmma_active: float | None = None
+    gpm_tensor_imma_active: float | None = None
+    gpm_tensor_dfma_active: float | None = None
+    gpm_fp64_active: float | None = None
+    gpm_fp32_active: float | None = None
+    gpm_fp16_active: float | None = None
+    gpm_dram_active: float | None = None
+    gpm_pcie_tx_bytes_per_s: float | None = None
+    gpm_pcie_rx_bytes_per_s: float | None = None
+    gpm_nvlink_tx_bytes_per_s: float | None = None
+    gpm_nvlink_rx_bytes_per_s: float | None = None
+    gpm_note: str | None = None
+    total_energy_mj: int | None = None
+    energy_integrated_j: float | None = None
     mig_instances: tuple[MigInstance, ...] = ()
     processes: tuple[GpuProcessSample, ...] = ()
+
+
+#: Why a GPU has no GPM figures (``GpuSample.gpm_note``).
+GPM_UNSUPPORTED = "not available on this GPU (NVML GPM: Hopper or later)"
+GPM_PENDING = "waiting for the second GPM sample"
+GPM_LOST = "GPU lost between GPM samples"
+GPM_DROPPED = "GPM sample pair dropped (counters reset)"
+GPM_MIG = "per GPU instance (MIG enabled)"
+
+
+def gpm_known(gpu: GpuSample) -> bool:
+    """True when the GPU has GPM figures this refresh (SM activity read from a sample pair)."""
+    return gpu.gpm_sm_active is not None
 
 
 # --- The GPU gauges and every name they go by ------------------------------------------------
@@ -285,12 +345,15 @@ class ExportedGauge:
         divisor: The exported value is the field floor-divided by this (MiB of a byte count).
         compute: Computes the value from the whole sample instead of the field (a derived gauge
             such as the free framebuffer); None returns "no sample".
+        counter: A counter in dcgm-exporter (energy since boot), not a gauge: served untyped,
+            as prometheus_client would rename a counter family to ``…_total``.
     """
 
     name: str
     help: str
     divisor: int = 1
     compute: Callable[[GpuSample], float | None] | None = None
+    counter: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -367,6 +430,48 @@ class GpuGauge:
     def __post_init__(self) -> None:
         if not self.json_key:
             object.__setattr__(self, "json_key", self.field)
+
+
+def _ratio(field_name: str) -> Callable[[GpuSample], float | None]:
+    """A percent field as dcgm-exporter's 0-1 ratio (``DCGM_FI_PROF_*``)."""
+
+    def ratio(g: GpuSample) -> float | None:
+        value: float | None = getattr(g, field_name)
+        return None if value is None else value / 100.0
+
+    return ratio
+
+
+def _gpm(
+    field_name: str,
+    name: str,
+    metric: str,
+    dcgm: str,
+    help_text: str,
+    *,
+    demo: float | None = 0,
+) -> GpuGauge:
+    """A GPM percent gauge: read from a sample pair, exported as DCGM's 0-1 ratio."""
+    return GpuGauge(
+        field_name,
+        name,
+        "%",
+        ScenarioKey(field_name, (0, 100), demo=demo),
+        NvmlAnswer("nvmlGpmMetricsGet", args=(metric,), group="gpm"),
+        (ExportedGauge(dcgm, help_text, compute=_ratio(field_name)),),
+    )
+
+
+def _gpm_bytes(field_name: str, key: str, name: str, metric: str, dcgm: str) -> GpuGauge:
+    """A GPM throughput gauge: NVML's MiB/s (a scenario's unit), bytes/s in the sample."""
+    return GpuGauge(
+        field_name,
+        name,
+        "B/s",
+        ScenarioKey(key, (0, 1e9), demo=0),
+        NvmlAnswer("nvmlGpmMetricsGet", args=(metric,), group="gpm"),
+        (ExportedGauge(dcgm, f"{name[0].upper()}{name[1:]} (in B/s)."),),
+    )
 
 
 def _fb_free_mib(g: GpuSample) -> float | None:
@@ -529,6 +634,125 @@ GPU_GAUGES: tuple[GpuGauge, ...] = (
         (ExportedGauge("gputui_gpu_pstate", "Performance state (0 = P0)."),),
     ),
     GpuGauge(
+        "total_energy_mj",
+        "energy used since the driver loaded",
+        "mJ",
+        ScenarioKey("total_energy_mj", (0, 2**63)),
+        NvmlAnswer("nvmlDeviceGetTotalEnergyConsumption"),
+        (
+            ExportedGauge(
+                "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION",
+                "Total energy consumption since boot (in mJ).",
+                counter=True,
+            ),
+        ),
+    ),
+    _gpm(
+        "gpm_graphics_active",
+        "graphics engine active (any kernel running)",
+        "NVML_GPM_METRIC_GRAPHICS_UTIL",
+        "DCGM_FI_PROF_GR_ENGINE_ACTIVE",
+        "Ratio of time the graphics engine is active.",
+    ),
+    _gpm(
+        "gpm_sm_active",
+        "SM activity",
+        "NVML_GPM_METRIC_SM_UTIL",
+        "DCGM_FI_PROF_SM_ACTIVE",
+        "The ratio of cycles an SM has at least 1 warp assigned.",
+    ),
+    _gpm(
+        "gpm_sm_occupancy",
+        "SM occupancy",
+        "NVML_GPM_METRIC_SM_OCCUPANCY",
+        "DCGM_FI_PROF_SM_OCCUPANCY",
+        "The ratio of number of warps resident on an SM.",
+    ),
+    _gpm(
+        "gpm_tensor_active",
+        "tensor pipes active (any precision)",
+        "NVML_GPM_METRIC_ANY_TENSOR_UTIL",
+        "DCGM_FI_PROF_PIPE_TENSOR_ACTIVE",
+        "Ratio of cycles the tensor (HMMA) pipe is active.",
+    ),
+    _gpm(
+        "gpm_tensor_hmma_active",
+        "half-precision tensor pipe active (HMMA: FP16/BF16)",
+        "NVML_GPM_METRIC_HMMA_TENSOR_UTIL",
+        "DCGM_FI_PROF_PIPE_TENSOR_HMMA_ACTIVE",
+        "Ratio of cycles the HMMA (FP16/BF16) tensor pipe is active.",
+    ),
+    _gpm(
+        "gpm_tensor_imma_active",
+        "integer tensor pipe active (IMMA)",
+        "NVML_GPM_METRIC_IMMA_TENSOR_UTIL",
+        "DCGM_FI_PROF_PIPE_TENSOR_IMMA_ACTIVE",
+        "Ratio of cycles the IMMA (integer) tensor pipe is active.",
+    ),
+    _gpm(
+        "gpm_tensor_dfma_active",
+        "FP64 tensor pipe active (DFMA)",
+        "NVML_GPM_METRIC_DFMA_TENSOR_UTIL",
+        "DCGM_FI_PROF_PIPE_TENSOR_DFMA_ACTIVE",
+        "Ratio of cycles the FP64 (DFMA) tensor pipe is active.",
+    ),
+    _gpm(
+        "gpm_fp64_active",
+        "FP64 pipe active (non-tensor)",
+        "NVML_GPM_METRIC_FP64_UTIL",
+        "DCGM_FI_PROF_PIPE_FP64_ACTIVE",
+        "Ratio of cycles the fp64 pipes are active.",
+    ),
+    _gpm(
+        "gpm_fp32_active",
+        "FP32 pipe active (non-tensor)",
+        "NVML_GPM_METRIC_FP32_UTIL",
+        "DCGM_FI_PROF_PIPE_FP32_ACTIVE",
+        "Ratio of cycles the fp32 pipes are active.",
+    ),
+    _gpm(
+        "gpm_fp16_active",
+        "FP16 pipe active (non-tensor)",
+        "NVML_GPM_METRIC_FP16_UTIL",
+        "DCGM_FI_PROF_PIPE_FP16_ACTIVE",
+        "Ratio of cycles the fp16 pipes are active.",
+    ),
+    _gpm(
+        "gpm_dram_active",
+        "DRAM bandwidth used",
+        "NVML_GPM_METRIC_DRAM_BW_UTIL",
+        "DCGM_FI_PROF_DRAM_ACTIVE",
+        "Ratio of cycles the device memory interface is active sending or receiving data.",
+    ),
+    _gpm_bytes(
+        "gpm_pcie_tx_bytes_per_s",
+        "gpm_pcie_tx_mib_s",
+        "PCIe bytes sent by the GPU",
+        "NVML_GPM_METRIC_PCIE_TX_PER_SEC",
+        "DCGM_FI_PROF_PCIE_TX_BYTES",
+    ),
+    _gpm_bytes(
+        "gpm_pcie_rx_bytes_per_s",
+        "gpm_pcie_rx_mib_s",
+        "PCIe bytes received by the GPU",
+        "NVML_GPM_METRIC_PCIE_RX_PER_SEC",
+        "DCGM_FI_PROF_PCIE_RX_BYTES",
+    ),
+    _gpm_bytes(
+        "gpm_nvlink_tx_bytes_per_s",
+        "gpm_nvlink_tx_mib_s",
+        "NVLink bytes sent by the GPU (all links)",
+        "NVML_GPM_METRIC_NVLINK_TOTAL_TX_PER_SEC",
+        "DCGM_FI_PROF_NVLINK_TX_BYTES",
+    ),
+    _gpm_bytes(
+        "gpm_nvlink_rx_bytes_per_s",
+        "gpm_nvlink_rx_mib_s",
+        "NVLink bytes received by the GPU (all links)",
+        "NVML_GPM_METRIC_NVLINK_TOTAL_RX_PER_SEC",
+        "DCGM_FI_PROF_NVLINK_RX_BYTES",
+    ),
+    GpuGauge(
         "clock_sm_max_mhz",
         "maximum SM clock",
         "MHz",
@@ -601,6 +825,8 @@ GPU_SAMPLE_FACTS: tuple[str, ...] = (
     "name",
     "lost",
     "error",
+    "gpm_note",
+    "energy_integrated_j",
     "mig_instances",
     "processes",
 )
@@ -1061,7 +1287,8 @@ class Finding:
 
     Attributes:
         kind: ``gpu_shared``, ``memory_growth``, ``idle_reservation``, ``cpu_throttled``,
-            ``memory_pressure``, ``oom_killed``, ``restarting``.
+            ``memory_pressure``, ``oom_killed``, ``restarting``, and from GPM figures
+            ``gpu_idle_between_kernels``, ``memory_bandwidth_bound``, ``tensor_cores_unused``.
         subject: What it is about: ``gpu:0``, ``container:<id>``, ``pid:<pid>``.
         severity: info, warn or fail (its text, e.g. ``"warn"``, is taken as the enum).
         summary: One line for people.

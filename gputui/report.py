@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from gputui import __version__, timestamps
 from gputui.derive import fmt
+from gputui.derive.activity import Activity, activity_estimates
 from gputui.derive.alerts import Alert, AlertState
 from gputui.derive.users import (
     ProjectUsage,
@@ -26,6 +27,7 @@ from gputui.derive.users import (
 from gputui.model import (
     FINDING_RANK,
     GPU_GAUGES,
+    MIG_GPM_FIELDS,
     MIG_UTILIZATION_NA,
     STATUS_RANK,
     ContainerInfo,
@@ -74,11 +76,31 @@ def _mig_instances(g: GpuSample) -> list[dict[str, Any]]:
             "slices": m.slices,
             "memory_used_bytes": m.memory_used_bytes,
             "memory_total_bytes": m.memory_total_bytes,
-            "utilization_gpu": None,
-            "utilization_na_reason": MIG_UTILIZATION_NA,
+            # NVML's utilization has no per-MIG-device figure; GPM's graphics activity of the
+            # GPU instance is the same measure ("a kernel was running"), where GPM works.
+            "utilization_gpu": _mig_util(m),
+            "utilization_na_reason": MIG_UTILIZATION_NA if _mig_util(m) is None else None,
+            **{key: getattr(m, key) for key in MIG_GPM_FIELDS},
         }
         for m in g.mig_instances
     ]
+
+
+def _mig_util(m: MigInstance) -> int | None:
+    return None if m.gpm_graphics_active is None else round(m.gpm_graphics_active)
+
+
+def activity_to_json(a: Activity) -> dict[str, Any]:
+    """One party's part of a device's GPM activity (the JSON schema's ``gpu_activity``)."""
+    return {
+        "device": a.device,
+        "party": a.party,
+        "label": a.label,
+        "sm_share": round(a.share, 4),
+        "sm_active": round(a.sm_active, 2),
+        "tensor_active": None if a.tensor_active is None else round(a.tensor_active, 2),
+        "estimate": not a.exact,
+    }
 
 
 def _mig_of(snapshot: Snapshot, p: GpuProcess) -> MigInstance | None:
@@ -414,6 +436,7 @@ def snapshot_to_json(
         "host_stats": _host_stats(snapshot.host_stats),
         "users": [user_to_json(u) for u in user_usage(snapshot)],
         "compose_projects": [project_to_json(p) for p in project_usage(snapshot)],
+        "gpu_activity": [activity_to_json(a) for a in activity_estimates(snapshot)],
         "xid_events": [
             {"gpu_index": e.gpu_index, "xid": e.xid, "at": iso(e.at)} for e in snapshot.xid_events
         ],
@@ -535,7 +558,7 @@ def _mig_rows(g: GpuSample) -> list[list[str]]:
             [
                 f" {mig_device_name(g.index, m.index)}",
                 fmt.safe_text(f"MIG {m.profile or '?'} GI {m.gpu_instance_id}", 24),
-                "n/a",
+                fmt.pct(_mig_util(m), na="n/a"),
                 f"{used}/{fmt.mib(m.memory_total_bytes)}",
                 fmt.pct(fmt.ratio(m.memory_used_bytes, m.memory_total_bytes)),
                 "",
@@ -545,6 +568,77 @@ def _mig_rows(g: GpuSample) -> list[list[str]]:
             ]
         )
     return rows
+
+
+def _mbps(value: float | None) -> str:
+    return fmt.NA if value is None else f"{value / 2**20:.0f}"
+
+
+def _gpm_text(snapshot: Snapshot) -> list[str]:
+    """The ``GPU activity`` section: NVML GPM figures next to util, and energy."""
+    gpus = [g for g in snapshot.gpus if not g.lost]
+    if not any(g.gpm_note is not None or g.gpm_sm_active is not None for g in gpus):
+        return []  # a recording or source without GPM at all: nothing to add
+    lines = [
+        "",
+        "GPU activity (util = a kernel was running; SM act = share of SMs working; NVML GPM)",
+    ]
+    header = ["#", "UTIL", "SM ACT", "OCCUP", "TENSOR", "FP32", "DRAM BW", "PCIe RX/TX MiB/s"]
+    rows = [[*header, "ENERGY", ""]]
+    for g in gpus:
+        energy = "" if g.total_energy_mj is None else f"{g.total_energy_mj / 3.6e9:.1f}kWh"
+        if g.gpm_sm_active is None:
+            note = fmt.safe_text(g.gpm_note, 60)
+            rows.append([str(g.index), fmt.pct(g.utilization_gpu), "-", "", "", "", "", ""])
+            rows[-1] += [energy, note]
+        else:
+            rows.append(
+                [
+                    str(g.index),
+                    fmt.pct(g.utilization_gpu),
+                    fmt.pct(g.gpm_sm_active),
+                    fmt.pct(g.gpm_sm_occupancy),
+                    fmt.pct(g.gpm_tensor_active),
+                    fmt.pct(g.gpm_fp32_active),
+                    fmt.pct(g.gpm_dram_active),
+                    f"{_mbps(g.gpm_pcie_rx_bytes_per_s)}/{_mbps(g.gpm_pcie_tx_bytes_per_s)}",
+                    energy,
+                    "",
+                ]
+            )
+        for m in g.mig_instances:
+            if m.index >= 0 and m.gpm_sm_active is not None:
+                rows.append(
+                    [
+                        f" {mig_device_name(g.index, m.index)}",
+                        fmt.pct(m.gpm_graphics_active),
+                        fmt.pct(m.gpm_sm_active),
+                        fmt.pct(m.gpm_sm_occupancy),
+                        fmt.pct(m.gpm_tensor_active),
+                        "",
+                        fmt.pct(m.gpm_dram_active),
+                        "",
+                        "",
+                        "",
+                    ]
+                )
+    lines += ["  " + r for r in _table(rows, right=(1, 2, 3, 4, 5, 6, 7, 8))]
+    estimates = activity_estimates(snapshot)
+    if estimates:
+        lines += ["", "GPU activity by party (SM act: the party's part of its device's)"]
+        rows = [["DEVICE", "PARTY", "SM ACT", "TENSOR", "HOW"]]
+        for a in estimates:
+            rows.append(
+                [
+                    a.device,
+                    fmt.safe_text(a.label, 40),
+                    f"{a.sm_active:.1f}%",
+                    "" if a.tensor_active is None else f"{a.tensor_active:.1f}%",
+                    "exact (alone on it)" if a.exact else f"estimate ({a.share:.0%} of SM time)",
+                ]
+            )
+        lines += ["  " + r for r in _table(rows, right=(2, 3))]
+    return lines
 
 
 def _process_gpu(snapshot: Snapshot, p: GpuProcess) -> str:
@@ -627,6 +721,7 @@ def snapshot_to_text(
         if snapshot.gpus
         else ["  (no GPUs)"]
     )
+    lines += _gpm_text(snapshot)
     lines.append("")
     lines.append("GPU processes")
     rows = [["PID", "CPID", "GPU", "GPU-MEM", "SM", "CPU", "RSS", "USER", "CONTAINER", "COMMAND"]]

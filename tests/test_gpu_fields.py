@@ -183,8 +183,9 @@ def test_every_gauge_answered_by_the_stand_in_reaches_the_sample_through_the_ada
     source = ScenarioSource({"gpus": [gpu]}, wall=lambda: 0.0)
     sample = source.read().gpus[0]
     for gauge in GPU_GAUGES:
-        # Scenarios give memory in MiB (NvmlAnswer.scale), the sample holds bytes.
-        want = gpu[gauge.scenario.key] * (MIB if gauge.unit == "B" else 1)
+        # Scenarios give memory in MiB (NvmlAnswer.scale), the sample holds bytes; GPM gives
+        # throughput in MiB/s (a scenario's unit too), the sample holds bytes per second.
+        want = gpu[gauge.scenario.key] * (MIB if gauge.unit in ("B", "B/s") else 1)
         assert getattr(sample, gauge.field) == want, gauge.field
 
 
@@ -234,67 +235,75 @@ def test_docs_name_every_key_of_the_table() -> None:
 
 
 @dataclass(frozen=True, slots=True)
-class _SampleWithEnergy(GpuSample):
+class _SampleWithDefaultLimit(GpuSample):
     """A GpuSample with one more gauge, as a future model field would add it."""
 
-    energy_j: float | None = None
+    default_limit_w: float | None = None
 
 
-ENERGY = GpuGauge(
-    "energy_j",
-    "energy used since the driver loaded",
-    "J",
-    ScenarioKey("energy_j", (0, 1e15)),
-    NvmlAnswer("nvmlDeviceGetTotalEnergyConsumption", scale=1000),
-    (ExportedGauge("gputui_gpu_energy_joules", "Energy used since the driver loaded."),),
+DEFAULT_LIMIT = GpuGauge(
+    "default_limit_w",
+    "default power limit",
+    "W",
+    ScenarioKey("default_limit_w", (0, 1e15)),
+    NvmlAnswer("nvmlDeviceGetPowerManagementDefaultLimit", scale=1000),
+    (ExportedGauge("gputui_gpu_default_power_limit_watts", "Default power limit."),),
 )
-WITH_ENERGY = (*GPU_GAUGES, ENERGY)
+WITH_DEFAULT_LIMIT = (*GPU_GAUGES, DEFAULT_LIMIT)
 
 
-def _read_with_energy(nvml: ScenarioNvml) -> _SampleWithEnergy:
+def _read_with_default_limit(nvml: ScenarioNvml) -> _SampleWithDefaultLimit:
     """The adapter's real read plus the one line a new gauge adds to it."""
     sample = NvmlSource(nvml, background=False, slow_interval=0.0).read().gpus[0]
     try:
-        energy: float | None = nvml.nvmlDeviceGetTotalEnergyConsumption(  # type: ignore[attr-defined]
+        limit: float | None = nvml.nvmlDeviceGetPowerManagementDefaultLimit(  # type: ignore[attr-defined]
             nvml.nvmlDeviceGetHandleByIndex(0)
         )
     except pynvml.NVMLError:
-        energy = None
+        limit = None
     facts = {f.name: getattr(sample, f.name) for f in dataclasses.fields(sample)}
-    return _SampleWithEnergy(**facts, energy_j=None if energy is None else energy / 1000)
+    return _SampleWithDefaultLimit(**facts, default_limit_w=None if limit is None else limit / 1000)
 
 
 def test_a_new_gauge_is_one_field_and_one_row() -> None:
-    data = {"gpus": [{"index": 0, "utilization_gpu": 40, "energy_j": [1500.25, 1600.5]}]}
+    data = {"gpus": [{"index": 0, "utilization_gpu": 40, "default_limit_w": [1500.25, 1600.5]}]}
     # The shipped table does not know the key; the table with the row does.
-    with pytest.raises(ScenarioError, match="unknown key 'energy_j'"):
+    with pytest.raises(ScenarioError, match="unknown key 'default_limit_w'"):
         validate_scenario(data)
-    validate_scenario(data, gauges=WITH_ENERGY)
-    assert "energy_j" in gpu_keys(WITH_ENERGY).numbers
-    with pytest.raises(ScenarioError, match=r"energy_j: expected a number in \[0, 1e\+15\]"):
-        validate_scenario({"gpus": [{"energy_j": -1}]}, gauges=WITH_ENERGY)
+    validate_scenario(data, gauges=WITH_DEFAULT_LIMIT)
+    assert "default_limit_w" in gpu_keys(WITH_DEFAULT_LIMIT).numbers
+    with pytest.raises(ScenarioError, match=r"default_limit_w: expected a number in \[0, 1e\+15\]"):
+        validate_scenario({"gpus": [{"default_limit_w": -1}]}, gauges=WITH_DEFAULT_LIMIT)
 
-    # The stand-in answers the new getter in NVML's unit (mJ), with the scenario's errors.
-    nvml = ScenarioNvml(data, gauges=WITH_ENERGY)
-    sample = _read_with_energy(nvml)
-    assert sample.energy_j == 1500.25 and sample.utilization_gpu == 40
-    failing = {"gpus": [{"energy_j": 5, "errors": {"energy_j": "NoPermission"}}]}
-    validate_scenario(failing, gauges=WITH_ENERGY)
-    assert _read_with_energy(ScenarioNvml(failing, gauges=WITH_ENERGY)).energy_j is None
-    assert _read_with_energy(ScenarioNvml({"gpus": [{}]}, gauges=WITH_ENERGY)).energy_j is None
+    # The stand-in answers the new getter in NVML's unit (mW), with the scenario's errors.
+    nvml = ScenarioNvml(data, gauges=WITH_DEFAULT_LIMIT)
+    sample = _read_with_default_limit(nvml)
+    assert sample.default_limit_w == 1500.25 and sample.utilization_gpu == 40
+    failing = {"gpus": [{"default_limit_w": 5, "errors": {"default_limit_w": "NoPermission"}}]}
+    validate_scenario(failing, gauges=WITH_DEFAULT_LIMIT)
+    assert (
+        _read_with_default_limit(ScenarioNvml(failing, gauges=WITH_DEFAULT_LIMIT)).default_limit_w
+        is None
+    )
+    assert (
+        _read_with_default_limit(
+            ScenarioNvml({"gpus": [{}]}, gauges=WITH_DEFAULT_LIMIT)
+        ).default_limit_w
+        is None
+    )
 
     # The JSON report and the exporter carry it from the row alone.
-    doc = gpu_to_json(sample, WITH_ENERGY)
-    assert doc["energy_j"] == 1500.25
-    assert list(doc)[-1] == "energy_j"  # a subclass field comes after the others
+    doc = gpu_to_json(sample, WITH_DEFAULT_LIMIT)
+    assert doc["default_limit_w"] == 1500.25
+    assert list(doc)[-1] == "default_limit_w"  # a subclass field comes after the others
     snapshot = Snapshot(taken_at=0.0, mode="scenario", host=HostInfo("h"), gpus=(sample,))
     registry = CollectorRegistry(auto_describe=False)
 
     class _Families:
         def collect(self) -> Any:
-            return gpu_families(snapshot, plain_gpu_gauges(WITH_ENERGY))
+            return gpu_families(snapshot, plain_gpu_gauges(WITH_DEFAULT_LIMIT))
 
     registry.register(_Families())  # type: ignore[arg-type,unused-ignore]
     text = generate_latest(registry).decode()
-    assert "# HELP gputui_gpu_energy_joules Energy used since the driver loaded." in text
-    assert re.search(r'^gputui_gpu_energy_joules\{.*gpu="0".*\} 1500\.25$', text, re.M)
+    assert "# HELP gputui_gpu_default_power_limit_watts Default power limit." in text
+    assert re.search(r'^gputui_gpu_default_power_limit_watts\{.*gpu="0".*\} 1500\.25$', text, re.M)

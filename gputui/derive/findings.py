@@ -6,6 +6,9 @@
   or an ever-growing cache), with the rate and the time until the GPU is full at that rate.
 * **Idle reservations**: containers that asked for GPUs and run nothing on them, with how long.
 * **CPU-side evidence**: CFS throttling, memory near the limit, OOM kills, restarts.
+* **What the GPU really does** (NVML GPM, Hopper+): busy but idle between kernels (util high,
+  SM activity low), FP32 math without tensor cores, a memory-bandwidth-bound job. Never raised
+  without GPM figures: ``utilization.gpu`` alone cannot tell these apart.
 
 CFS throttling is one smoothed figure per container (:class:`Throttling`): throttled periods over
 all periods in the last :data:`THROTTLE_WINDOW_S` seconds of the cgroup's counters. The finding,
@@ -68,6 +71,12 @@ class FindingRules:
         throttle_ratio: Share of CFS periods throttled (over ``throttle_window_s``) above which a
             container is flagged.
         memory_pressure_ratio: Memory use against the limit above which it is flagged.
+        gpm_busy_util: ``utilization.gpu`` (or a MIG instance's GPM graphics activity) at or
+            above which a GPU counts as "busy" for the idle-between-kernels finding.
+        gpm_idle_sm_active: GPM SM activity at or under which such a busy GPU is mostly idle.
+        gpm_fp32_active: FP32 pipe activity at or above which math is done in FP32.
+        gpm_tensor_idle: Tensor activity under which the tensor cores count as unused.
+        gpm_dram_bound: DRAM bandwidth use at or above which a job is memory-bandwidth-bound.
     """
 
     growth_window_s: float = 600.0
@@ -80,6 +89,11 @@ class FindingRules:
     low_util_min_s: float = 600.0
     throttle_ratio: float = 0.2
     memory_pressure_ratio: float = 0.9
+    gpm_busy_util: float = 80.0
+    gpm_idle_sm_active: float = 20.0
+    gpm_fp32_active: float = 10.0
+    gpm_tensor_idle: float = 1.0
+    gpm_dram_bound: float = 80.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -298,6 +312,98 @@ def sharing_findings(snapshot: Snapshot) -> list[Finding]:
     return out
 
 
+def gpm_findings(snapshot: Snapshot, rules: FindingRules | None = None) -> list[Finding]:
+    """What GPM says the GPUs (and MIG devices) do: only where GPM figures were read."""
+    rules = rules or FindingRules()
+    out: list[Finding] = []
+    for gpu in snapshot.gpus:
+        if gpu.lost:
+            continue
+        devices: list[tuple[str, str, float | None, float | None, float | None, float | None]]
+        devices = [
+            (
+                f"gpu:{gpu.index}",
+                f"GPU {gpu.index}",
+                None if gpu.utilization_gpu is None else float(gpu.utilization_gpu),
+                gpu.gpm_sm_active,
+                gpu.gpm_tensor_active,
+                gpu.gpm_dram_active,
+            )
+        ]
+        for inst in gpu.mig_instances:
+            if inst.index >= 0:
+                name = mig_device_name(gpu.index, inst.index)
+                devices.append(
+                    (
+                        f"mig:{name}",
+                        f"MIG device {name}",
+                        inst.gpm_graphics_active,  # a MIG device's "util", from GPM too
+                        inst.gpm_sm_active,
+                        inst.gpm_tensor_active,
+                        inst.gpm_dram_active,
+                    )
+                )
+        for subject, what, util, sm, tensor, dram in devices:
+            if sm is None:
+                continue  # no GPM figures: nothing to say beyond util
+            if util is not None and util >= rules.gpm_busy_util and sm <= rules.gpm_idle_sm_active:
+                out.append(
+                    Finding(
+                        "gpu_idle_between_kernels",
+                        subject,
+                        FindingSeverity.WARN,
+                        f"{what}: util {util:.0f}% but SM activity {sm:.0f}%: the GPU is mostly "
+                        "idle between kernels (input pipeline, synchronisation, small batches); "
+                        "try larger batches, more data-loader workers, CUDA graphs",
+                        (("utilization_gpu", round(util, 1)), ("sm_active", round(sm, 1))),
+                    )
+                )
+            if (
+                dram is not None
+                and dram >= rules.gpm_dram_bound
+                and (tensor is None or tensor < dram / 2)
+            ):
+                out.append(
+                    Finding(
+                        "memory_bandwidth_bound",
+                        subject,
+                        FindingSeverity.INFO,
+                        f"{what}: DRAM bandwidth {dram:.0f}% used, SM activity {sm:.0f}%"
+                        + ("" if tensor is None else f", tensor {tensor:.0f}%")
+                        + ": memory-bandwidth-bound (LLM decoding, element-wise kernels); "
+                        "more compute will not help: try larger batches, fused kernels, "
+                        "lower-precision weights",
+                        (
+                            ("dram_active", round(dram, 1)),
+                            ("sm_active", round(sm, 1)),
+                            *((("tensor_active", round(tensor, 1)),) if tensor is not None else ()),
+                        ),
+                    )
+                )
+        fp32 = gpu.gpm_fp32_active
+        tensor = gpu.gpm_tensor_active
+        if (
+            gpu.gpm_sm_active is not None
+            and fp32 is not None
+            and tensor is not None
+            and fp32 >= rules.gpm_fp32_active
+            and tensor < rules.gpm_tensor_idle
+        ):
+            out.append(
+                Finding(
+                    "tensor_cores_unused",
+                    f"gpu:{gpu.index}",
+                    FindingSeverity.INFO,
+                    f"GPU {gpu.index}: tensor activity {tensor:.0f}% while the FP32 pipes are "
+                    f"{fp32:.0f}% busy: matmuls in plain FP32 (a training job without mixed "
+                    "precision?); enable TF32 (torch.backends.cuda.matmul.allow_tf32) or "
+                    "bf16/fp16 autocast",
+                    (("tensor_active", round(tensor, 1)), ("fp32_active", round(fp32, 1))),
+                )
+            )
+    return out
+
+
 def slope_per_s(points: list[tuple[float, float]]) -> float:
     """Least-squares slope of (t, value) points, per second (0 for fewer than two)."""
     n = len(points)
@@ -336,6 +442,7 @@ class FindingsEngine:
     def update(self, snapshot: Snapshot) -> tuple[Finding, ...]:
         """Findings for ``snapshot`` given the ones seen before it."""
         findings = sharing_findings(snapshot)
+        findings += gpm_findings(snapshot, self.rules)
         findings += self._growth(snapshot)
         self.throttling = {}
         for usage in snapshot.containers:

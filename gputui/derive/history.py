@@ -18,6 +18,9 @@ WINDOWS: tuple[float, ...] = (60.0, 300.0, 1800.0)
 
 #: The GPU metrics kept per GPU, in display order.
 GPU_METRICS: tuple[str, ...] = ("util", "mem", "power", "temp")
+#: The GPM metrics kept per GPU that has GPM (Hopper+), shown under util: SM activity, tensor
+#: activity and DRAM bandwidth, percent each.
+GPM_METRICS: tuple[str, ...] = ("sm_act", "tensor", "dram")
 
 
 #: The unit of each series, by (kind, metric): ``%``, ``W``, ``°C`` or ``B`` (bytes). A GPU's
@@ -27,6 +30,9 @@ UNITS: dict[tuple[str, str], str] = {
     ("gpu", "mem"): "%",
     ("gpu", "power"): "W",
     ("gpu", "temp"): "°C",
+    ("gpu", "sm_act"): "%",
+    ("gpu", "tensor"): "%",
+    ("gpu", "dram"): "%",
     ("container", "gpu_mem"): "B",
     ("container", "cpu"): "%",
     ("container", "mem"): "B",
@@ -151,12 +157,19 @@ def container_values(usage: ContainerUsage) -> dict[str, float | None]:
 
 
 def gpu_values(gpu: GpuSample) -> dict[str, float | None]:
-    """The metric values of one sample: util %, memory %, power W, temperature °C (None: N/A)."""
+    """One sample's metric values (None: N/A).
+
+    Util %, memory %, power W, temperature °C, and GPM's SM activity, tensor activity and DRAM
+    bandwidth %.
+    """
     return {
         "util": None if gpu.utilization_gpu is None else float(gpu.utilization_gpu),
         "mem": ratio(gpu.memory_used_bytes, gpu.memory_total_bytes),
         "power": gpu.power_w,
         "temp": None if gpu.temperature_c is None else float(gpu.temperature_c),
+        "sm_act": gpu.gpm_sm_active,
+        "tensor": gpu.gpm_tensor_active,
+        "dram": gpu.gpm_dram_active,
     }
 
 

@@ -30,7 +30,7 @@ async def test_mig_devices_show_under_their_gpu_and_on_container_rows(
         lines = screen_lines(app)
         gpu3 = _line(lines, " 3 H200")
         assert "MIG 3:0 3g.71gb 9%" in gpu3
-        assert "util" not in gpu3  # no utilization gauge where NVML measures none
+        assert "util ░" not in gpu3 and "util N/A" not in gpu3  # no NVML utilization gauge
         assert "util" in _line(lines, " 0 H200")
         assert "3:0" in _line(lines, "containerd-")
         notebook = _line(lines, "notebook-gpu3")
@@ -45,7 +45,9 @@ async def test_mig_devices_show_under_their_gpu_and_on_container_rows(
 def test_a_mig_gpu_card_lists_its_devices_and_says_why_util_is_missing() -> None:
     gpu = demo_snapshots(1)[0].gpus[3]
     card = card_lines(gpu, 100).plain.splitlines()
-    assert card[0].startswith("GPU 3 H200  MIG  3:0 3g.71gb 9% · 3:1 2g.35gb 0% · 3:2 1g.18gb 0%")
+    # Each device's memory in use, then its utilization from GPM (NVML has none per device).
+    assert card[0].startswith("GPU 3 H200  MIG  3:0 3g.71gb 9% util ")
+    assert "· 3:1 2g.35gb 0% util 0%" in card_lines(gpu, 160).plain.splitlines()[0]
     assert "N/A MIG" in card[1]
     narrow = card_lines(gpu, 40).plain.splitlines()[0]
     assert len(narrow) <= 40 and narrow.endswith("…")

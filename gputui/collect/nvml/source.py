@@ -10,7 +10,12 @@ Costs measured on an H200 decide the structure (see docs/performance.md):
   once it answered ``NotSupported``), while MIG memory and process lists are read every refresh;
 * PCIe throughput (≈21 ms per direction) and per-process utilization (≈2 ms) run on a *slow lane*:
   a background thread with its own cadence, so a refresh never waits for them. The same thread
-  waits for XID events between slow ticks.
+  waits for XID events between slow ticks;
+* GPM figures (SM activity, tensor and DRAM use; Hopper+) come from sample pairs taken by the
+  *GPM lane* (``gpm.py``), a thread of its own with a 1 s cadence: a refresh picks up the last
+  pair's figures and never waits for a GPM call;
+* the total-energy counter (≈3.3 ms a call on H200) is read on the GPM lane's cadence too, and
+  power is integrated into joules at every refresh (the figure for GPUs without the counter).
 
 Every per-field failure becomes ``None``; ``NotSupported`` is remembered per (GPU, call) so the
 source stops asking. ``GpuIsLost`` marks the whole GPU lost without touching the others.
@@ -26,8 +31,17 @@ from dataclasses import replace
 from types import ModuleType
 from typing import Any, TypeVar
 
+from gputui.collect.nvml.gpm import MIN_GAP_S, GpmLane
 from gputui.collect.nvml.slow_lane import GpuLost, NvmlGone, SlowLane, error_name
-from gputui.model import GpuProcessSample, GpuReading, GpuSample, MigInstance, SourceStatus
+from gputui.model import (
+    GPM_MIG,
+    MIG_GPM_FIELDS,
+    GpuProcessSample,
+    GpuReading,
+    GpuSample,
+    MigInstance,
+    SourceStatus,
+)
 
 __all__ = ["INIT_FIXES", "NvmlSource", "error_class", "error_name", "load_pynvml"]
 
@@ -95,6 +109,10 @@ class NvmlSource:
         background: Run the slow lane and XID waits in a daemon thread. When False (``--once``,
             tests) slow reads run inline when due, so one read is complete.
         retry_interval: Seconds between init attempts after NVML failed to initialise.
+        gpm: Read GPM figures (off: the benchmark's "without GPM" cycle).
+        gpm_interval: Seconds between GPM samples (each pair spans one interval).
+        gpm_min_gap: The least spacing of a GPM pair (NVML's 100 ms; 0 for a stand-in).
+        gpm_sleep: How inline mode waits for the second sample of its first pair.
     """
 
     def __init__(
@@ -109,6 +127,10 @@ class NvmlSource:
         retry_interval: float = 10.0,
         remember_unsupported: bool = True,
         pcie: bool = True,
+        gpm: bool = True,
+        gpm_interval: float = 1.0,
+        gpm_min_gap: float = MIN_GAP_S,
+        gpm_sleep: Callable[[float], None] = time.sleep,
     ) -> None:
         self._nvml = nvml
         self._clock = clock
@@ -130,6 +152,13 @@ class NvmlSource:
         self._unsupported: set[tuple[int, str]] = set()
         self._binding_problems: set[str] = set()
         self._slow: SlowLane | None = None
+        self._gpm_on = gpm
+        self._gpm_interval = gpm_interval
+        self._gpm_min_gap = gpm_min_gap
+        self._gpm_sleep = gpm_sleep
+        self._gpm: GpmLane | None = None
+        #: Per GPU: (monotonic time, watts) of the last power reading and the joules so far.
+        self._energy: dict[int, tuple[float, float, float]] = {}
 
     # -- lifecycle -------------------------------------------------------------------------
 
@@ -181,6 +210,16 @@ class NvmlSource:
             )
             if self._background:
                 self._slow.start()
+        if self._gpm_on and self._gpm is None:
+            self._gpm = GpmLane(
+                nv,
+                self._clock,
+                self._gpm_interval,
+                min_gap=self._gpm_min_gap,
+                sleep=self._gpm_sleep,
+            )
+            if self._background:
+                self._gpm.start()
         return True
 
     def close(self) -> None:
@@ -188,6 +227,9 @@ class NvmlSource:
         if self._slow is not None:
             self._slow.stop()
             self._slow = None
+        if self._gpm is not None:
+            self._gpm.stop()  # frees every GPM sample while NVML is still up
+            self._gpm = None
         if self._initialised:
             self._initialised = False
             # Shutting down: an error here has no one to report to.
@@ -205,6 +247,12 @@ class NvmlSource:
         assert slow is not None  # created by a successful init
         if not self._background:
             slow.tick_if_due()
+            lane = self._gpm
+            if lane is not None and not lane.sampled:
+                # A one-shot's first GPM samples before the core read, so that most of NVML's
+                # 100 ms between a pair's samples passes while the GPUs are read.
+                lane.set_targets(self._gpm_targets(None))
+                lane.tick()
         gpus: list[GpuSample] = []
         try:
             for index, handle in enumerate(self._handles):
@@ -215,11 +263,14 @@ class NvmlSource:
         except NvmlGone as gone:
             # Start over: the next read re-initialises once the driver is back.
             self._initialised = False
+            if self._gpm is not None:
+                self._gpm.request_reset()  # samples of the old NVML session are void
             self._next_init = self._clock() + self._retry_interval
             self._init_status = SourceStatus(
                 "nvml", ok=False, error=str(gone), kind=gone.kind, fix=INIT_FIXES.get(gone.kind)
             )
             return GpuReading(status=self._init_status)
+        gpus = self._with_gpm_and_energy(gpus)
         xids = slow.xids()
         driver, cuda, nvml_version = self._versions
         return GpuReading(
@@ -231,6 +282,74 @@ class NvmlSource:
             xid_events=xids,
             binding_problems=tuple(sorted(self._binding_problems)),
         )
+
+    def _with_gpm_and_energy(self, gpus: list[GpuSample]) -> list[GpuSample]:
+        """The samples with the GPM lane's last figures and the integrated energy."""
+        lane = self._gpm
+        if lane is not None:
+            lane.set_targets(self._gpm_targets(gpus))
+            if not self._background:
+                lane.tick_if_due()
+        now = self._clock()
+        out = []
+        for gpu in gpus:
+            if gpu.lost:
+                self._energy.pop(gpu.index, None)
+                out.append(gpu)
+                continue
+            changes: dict[str, Any] = {"energy_integrated_j": self._integrate(gpu, now)}
+            if lane is not None:
+                figures, note = lane.figures(gpu.index)
+                changes.update(figures or {})
+                changes["gpm_note"] = note
+                migs = []
+                for inst in gpu.mig_instances:
+                    mig_figures, _ = lane.figures(gpu.index, inst.gpu_instance_id)
+                    if mig_figures is None or inst.gpu_instance_id is None:
+                        migs.append(inst)
+                        continue
+                    mig_changes: dict[str, Any] = {f: mig_figures.get(f) for f in MIG_GPM_FIELDS}
+                    migs.append(replace(inst, **mig_changes))
+                changes["mig_instances"] = tuple(migs)
+                if figures is None and any(m.gpm_sm_active is not None for m in migs):
+                    changes["gpm_note"] = GPM_MIG  # the figures are on its GPU instances
+                changes["total_energy_mj"] = lane.energy_mj(gpu.index)
+            out.append(replace(gpu, **changes))
+        return out
+
+    def _gpm_targets(
+        self, gpus: list[GpuSample] | None
+    ) -> tuple[tuple[int, Any, tuple[int, ...]], ...]:
+        """What the GPM lane samples: each GPU not lost in ``gpus``, with its GPU instances."""
+        return tuple(
+            (index, handle, self._gpu_instance_ids(index))
+            for index, handle in enumerate(self._handles)
+            if gpus is None or (index < len(gpus) and not gpus[index].lost)
+        )
+
+    def _gpu_instance_ids(self, index: int) -> tuple[int, ...]:
+        """The GPU instance ids of a MIG-enabled GPU's devices (from the cached layout)."""
+        layout = self._medium.get(index, {}).get("mig_handles", [])
+        return tuple(
+            sorted(
+                {
+                    inst.gpu_instance_id
+                    for mh, inst in layout
+                    if mh is not None and inst.gpu_instance_id is not None
+                }
+            )
+        )
+
+    def _integrate(self, gpu: GpuSample, now: float) -> float | None:
+        """Joules since this source first read the GPU's power (trapezoids between reads)."""
+        last = self._energy.get(gpu.index)
+        if gpu.power_w is None:
+            return None if last is None else last[2]
+        joules = 0.0
+        if last is not None:
+            joules = last[2] + (last[1] + gpu.power_w) / 2 * max(0.0, now - last[0])
+        self._energy[gpu.index] = (now, gpu.power_w, joules)
+        return joules
 
     def _lost_sample(self, index: int, error: str) -> GpuSample:
         static = self._static.get(index, {})

@@ -49,6 +49,23 @@ _H200: dict[str, Any] = {
     if gauge.scenario.demo is not None
 }
 
+
+def _energy_mj(power: list[float], base_j: float) -> list[int]:
+    """A total-energy counter (mJ) from a power series, one second a step."""
+    total, out = base_j * 1000, []
+    for watts in power:
+        total += watts * 1000
+        out.append(int(total))
+    return out
+
+
+_POWER = {
+    0: _wave(610, 60, 17, lo=0, hi=1000),
+    1: _wave(240, 40, 11, lo=0, hi=1000),
+    2: _wave(688, 10, 9, lo=0, hi=1000),
+    3: _wave(118, 12, 13, lo=0, hi=1000),
+}
+
 DEMO_SCENARIO: dict[str, Any] = {
     "nvml": "ok",
     "driver_version": "580.159.04",
@@ -63,10 +80,22 @@ DEMO_SCENARIO: dict[str, Any] = {
             "utilization_gpu": _wave(90, 8, 17),
             "utilization_memory": _wave(55, 10, 23),
             "temperature_c": [int(v) for v in _wave(66, 3, 40, lo=0, hi=200)],
-            "power_w": _wave(610, 60, 17, lo=0, hi=1000),
+            "power_w": _POWER[0],
+            "total_energy_mj": _energy_mj(_POWER[0], 9.1e7),
             "clock_sm_mhz": 1980,
             "pcie_rx_kbps": 812000,
             "pcie_tx_kbps": 95000,
+            # A bf16 training step: most SMs busy, tensor pipes doing the work.
+            "gpm_graphics_active": _wave(90, 8, 17),
+            "gpm_sm_active": _wave(78, 7, 17),
+            "gpm_sm_occupancy": _wave(41, 4, 17),
+            "gpm_tensor_active": _wave(62, 6, 17),
+            "gpm_tensor_hmma_active": _wave(61, 6, 17),
+            "gpm_fp32_active": _wave(7, 2, 17),
+            "gpm_fp16_active": 1.5,
+            "gpm_dram_active": _wave(36, 5, 23),
+            "gpm_pcie_rx_mib_s": 793,
+            "gpm_pcie_tx_mib_s": 93,
             "errors": {"fan_speed": "NotSupported"},
             "processes": [
                 {"pid": 48211, "used_memory_mib": 63488, "sm_util": _wave(84, 8, 17)},
@@ -79,13 +108,24 @@ DEMO_SCENARIO: dict[str, Any] = {
             "uuid": "GPU-0b7a4f3e-2f6c-4e1d-9a55-4f0d7c2e8a11",
             "name": "NVIDIA H200",
             "memory_used_mib": [25088 + int(v) for v in _wave(0, 600, 45, lo=-2000, hi=2000)],
-            "utilization_gpu": _wave(35, 25, 11),
-            "utilization_memory": _wave(18, 10, 11),
+            # Batch-1 serving: some kernel is always running (util ~100 %), yet few SMs work.
+            "utilization_gpu": _wave(98, 2, 11),
+            "utilization_memory": _wave(6, 2, 11),
             "temperature_c": [int(v) for v in _wave(51, 4, 30, lo=0, hi=200)],
-            "power_w": _wave(260, 90, 11, lo=0, hi=1000),
+            "power_w": _POWER[1],
+            "total_energy_mj": _energy_mj(_POWER[1], 4.2e7),
             "clock_sm_mhz": 1755,
             "pcie_rx_kbps": 21000,
             "pcie_tx_kbps": 8000,
+            "gpm_graphics_active": _wave(98, 2, 11),
+            "gpm_sm_active": _wave(5, 1.5, 11),
+            "gpm_sm_occupancy": _wave(1.8, 0.6, 11),
+            "gpm_tensor_active": _wave(2.5, 1, 11),
+            "gpm_tensor_hmma_active": _wave(2.5, 1, 11),
+            "gpm_fp32_active": 0.8,
+            "gpm_dram_active": _wave(3, 1, 11),
+            "gpm_pcie_rx_mib_s": 20,
+            "gpm_pcie_tx_mib_s": 8,
             "errors": {"fan_speed": "NotSupported"},
             "processes": [
                 {"pid": 50102, "used_memory_mib": 18432, "sm_util": _wave(30, 22, 11)},
@@ -101,10 +141,21 @@ DEMO_SCENARIO: dict[str, Any] = {
             "utilization_gpu": _wave(97, 3, 9),
             "utilization_memory": _wave(71, 6, 9),
             "temperature_c": [int(v) for v in _wave(83, 2, 25, lo=0, hi=200)],
-            "power_w": _wave(688, 10, 9, lo=0, hi=1000),
+            "power_w": _POWER[2],
+            "total_energy_mj": _energy_mj(_POWER[2], 1.3e8),
             "clock_sm_mhz": 1665,
             "pcie_rx_kbps": 45000,
             "pcie_tx_kbps": 388000,
+            # LLM decoding: bound by DRAM bandwidth, tensor pipes mostly waiting for weights.
+            "gpm_graphics_active": _wave(97, 3, 9),
+            "gpm_sm_active": _wave(71, 4, 9),
+            "gpm_sm_occupancy": _wave(24, 3, 9),
+            "gpm_tensor_active": _wave(14, 3, 9),
+            "gpm_tensor_hmma_active": _wave(14, 3, 9),
+            "gpm_fp32_active": 4.0,
+            "gpm_dram_active": _wave(89, 3, 9),
+            "gpm_pcie_rx_mib_s": 44,
+            "gpm_pcie_tx_mib_s": 379,
             "throttle_reasons": 0x4,
             "errors": {"fan_speed": "NotSupported"},
             "processes": [{"pid": 51234, "used_memory_mib": 122880, "sm_util": _wave(93, 4, 9)}],
@@ -116,13 +167,15 @@ DEMO_SCENARIO: dict[str, Any] = {
             "name": "NVIDIA H200",
             "memory_used_mib": 6656,
             "temperature_c": 38,
-            "power_w": _wave(118, 12, 13, lo=0, hi=1000),
+            "power_w": _POWER[3],
+            "total_energy_mj": _energy_mj(_POWER[3], 2.6e7),
             "clock_sm_mhz": 345,
             "pcie_rx_kbps": 0,
             "pcie_tx_kbps": 0,
             "throttle_reasons": 0x1,
             "persistence_mode": False,
-            # Split into three MIG devices: NVML measures no utilization of a MIG GPU.
+            # Split into three MIG devices: NVML's utilization says nothing of a MIG GPU; GPM
+            # measures each GPU instance (below).
             "mig_mode_current": True,
             "errors": {"fan_speed": "NotSupported", "utilization": "NotSupported"},
             "mig_instances": [
@@ -135,6 +188,11 @@ DEMO_SCENARIO: dict[str, Any] = {
                     "memory_used_mib": 6656,
                     "sm_count": 60,
                     "slices": 3,
+                    "gpm_graphics_active": _wave(44, 10, 13),
+                    "gpm_sm_active": _wave(31, 8, 13),
+                    "gpm_sm_occupancy": _wave(12, 3, 13),
+                    "gpm_tensor_active": _wave(18, 5, 13),
+                    "gpm_dram_active": _wave(15, 4, 13),
                     "processes": [
                         {"pid": 52001, "used_memory_mib": 4608},
                         # Nobody owns this one: an allocation left by a process that is gone.
@@ -150,6 +208,11 @@ DEMO_SCENARIO: dict[str, Any] = {
                     "memory_used_mib": 0,
                     "sm_count": 32,
                     "slices": 2,
+                    "gpm_graphics_active": 0,
+                    "gpm_sm_active": 0,
+                    "gpm_sm_occupancy": 0,
+                    "gpm_tensor_active": 0,
+                    "gpm_dram_active": 0,
                 },
                 {
                     "gi_id": 3,
@@ -160,6 +223,11 @@ DEMO_SCENARIO: dict[str, Any] = {
                     "memory_used_mib": 0,
                     "sm_count": 16,
                     "slices": 1,
+                    "gpm_graphics_active": 0,
+                    "gpm_sm_active": 0,
+                    "gpm_sm_occupancy": 0,
+                    "gpm_tensor_active": 0,
+                    "gpm_dram_active": 0,
                 },
             ],
         },

@@ -10,6 +10,7 @@ The format is documented in docs/scenario-format.md.
 
 from __future__ import annotations
 
+import ctypes
 import math
 import types
 from collections.abc import Callable, Mapping, Sequence
@@ -24,7 +25,7 @@ from gputui.collect.standins.scenario_format import (
     load_scenario,
     validate_scenario,
 )
-from gputui.model import GPU_GAUGES, GpuGauge, GpuReading, ScenarioKey
+from gputui.model import GPU_GAUGES, MIG_GPM_FIELDS, GpuGauge, GpuReading, ScenarioKey
 
 __all__ = [
     "ScenarioError",
@@ -85,6 +86,8 @@ class _GpuInstance:
 
 #: pynvml's "no instance" id in the process records of a GPU without MIG.
 _NO_INSTANCE = 0xFFFFFFFF
+#: The getter of the field table's GPM rows.
+_GPM = "nvmlGpmMetricsGet"
 
 
 def _getter(name: str, gauges: tuple[GpuGauge, ...]) -> Callable[..., Any]:
@@ -136,8 +139,27 @@ class ScenarioNvml:
         by_getter: dict[str, list[GpuGauge]] = {}
         for gauge in gauges:
             by_getter.setdefault(gauge.nvml.getter, []).append(gauge)
+        # GPM metrics are no getter of their own: nvmlGpmMetricsGet answers them from a pair.
+        self._gpm_gauges = {int(getattr(real, g.nvml.args[0])): g for g in by_getter.pop(_GPM, [])}
         for getter, read in by_getter.items():
             setattr(self, getter, types.MethodType(_getter(getter, tuple(read)), self))
+        # The real structures, so the adapter fills what NVML reads (versions, sizes, names).
+        self.c_nvmlGpmMetricsGet_t = real.c_nvmlGpmMetricsGet_t
+        self.NVML_GPM_METRICS_GET_VERSION = real.NVML_GPM_METRICS_GET_VERSION
+        self.NVML_SUCCESS = real.NVML_SUCCESS
+        self._sample_type = real.c_nvmlGpmSample_t
+        #: Live GPM samples by address: (buffer kept alive, (pos, gi id or None, step) or None).
+        self._gpm_samples: dict[int, tuple[Any, tuple[int, int | None, int] | None]] = {}
+        self._error_codes = {
+            name: int(getattr(real, const))
+            for name, const in (
+                ("NotSupported", "NVML_ERROR_NOT_SUPPORTED"),
+                ("NoPermission", "NVML_ERROR_NO_PERMISSION"),
+                ("GpuIsLost", "NVML_ERROR_GPU_IS_LOST"),
+                ("Unknown", "NVML_ERROR_UNKNOWN"),
+                ("Timeout", "NVML_ERROR_TIMEOUT"),
+            )
+        }
         self._gpus: list[Mapping[str, Any]] = list(data.get("gpus", []))
         #: Process replies per (list, query, phase): the same scenario answers alike each period.
         self._replies: dict[tuple[Any, ...], list[SimpleNamespace]] = {}
@@ -279,6 +301,87 @@ class ScenarioNvml:
         if not any(m["gi_id"] == gi_id for m in gpu.get("mig_instances", [])):
             raise error_class("NotFound")()
         return _GpuInstance(gi_id)
+
+    # -- GPM -------------------------------------------------------------------------------
+
+    def _gpm_supported(self, gpu: Mapping[str, Any]) -> bool:
+        """A GPU supports GPM when its scenario gives any GPM figure (a Hopper GPU)."""
+        return any(g.scenario.key in gpu for g in self._gpm_gauges.values()) or any(
+            key in inst for inst in gpu.get("mig_instances", []) for key in MIG_GPM_FIELDS
+        )
+
+    @property
+    def live_gpm_samples(self) -> int:
+        """GPM samples allocated and not freed (a leak test's count)."""
+        return len(self._gpm_samples)
+
+    def nvmlGpmQueryDeviceSupport(self, handle: _Handle) -> SimpleNamespace:
+        gpu = self._gpu(handle)
+        return SimpleNamespace(version=1, isSupportedDevice=int(self._gpm_supported(gpu)))
+
+    def nvmlGpmSampleAlloc(self) -> Any:
+        buffer = ctypes.create_string_buffer(8)
+        self._gpm_samples[ctypes.addressof(buffer)] = (buffer, None)
+        return ctypes.cast(buffer, self._sample_type)
+
+    def _gpm_slot(self, sample: Any) -> int:
+        address = ctypes.cast(sample, ctypes.c_void_p).value
+        if address is None or address not in self._gpm_samples:
+            raise error_class("InvalidArgument")()  # freed, or never allocated
+        return address
+
+    def nvmlGpmSampleFree(self, sample: Any) -> None:
+        del self._gpm_samples[self._gpm_slot(sample)]
+
+    def _gpm_record(self, handle: _Handle, gi: int | None, sample: Any) -> Any:
+        gpu = self._gpu(handle, "gpm_sample")
+        if not self._gpm_supported(gpu):
+            raise error_class("NotSupported")()
+        slot = self._gpm_slot(sample)
+        self._gpm_samples[slot] = (self._gpm_samples[slot][0], (handle.pos, gi, self.step))
+        return sample
+
+    def nvmlGpmSampleGet(self, handle: _Handle, sample: Any) -> Any:
+        gpu = self._gpus[handle.pos]
+        if at(gpu.get("mig_mode_current", False), self.step) and self._devices(handle.pos):
+            # As on a MIG-enabled H200: GPM samples are per GPU instance.
+            self._gpu(handle)
+            raise error_class("NotSupported")()
+        return self._gpm_record(handle, None, sample)
+
+    def nvmlGpmMigSampleGet(self, handle: _Handle, gpu_instance_id: int, sample: Any) -> Any:
+        gis = {int(m["gi_id"]) for m in self._devices(handle.pos)}
+        if gpu_instance_id not in gis:
+            self._gpu(handle)
+            raise error_class("NotFound")()
+        return self._gpm_record(handle, gpu_instance_id, sample)
+
+    def nvmlGpmMetricsGet(self, request: Any) -> Any:
+        """The figures of the pair's second sample's step, each metric with its return code."""
+        first = self._gpm_samples[self._gpm_slot(request.sample1)][1]
+        second = self._gpm_samples[self._gpm_slot(request.sample2)][1]
+        if first is None or second is None or first[:2] != second[:2]:
+            raise error_class("InvalidArgument")()
+        pos, gi, step = second
+        gpu = self._gpu(_Handle(pos), "gpm")
+        errors = gpu.get("errors", {})
+        source: Mapping[str, Any] = gpu
+        if gi is not None:
+            source = next(m for m in self._devices(pos) if int(m["gi_id"]) == gi)
+        for i in range(int(request.numMetrics)):
+            metric = request.metrics[i]
+            gauge = self._gpm_gauges.get(int(metric.metricId))
+            key = None if gauge is None else (gauge.field if gi is not None else gauge.scenario.key)
+            err = None if key is None else at(errors.get(key), step)
+            value = None if key is None else at(source.get(key), step)
+            if err:
+                metric.nvmlReturn = self._error_codes[str(err)]
+            elif value is None:
+                metric.nvmlReturn = self._error_codes["NotSupported"]
+            else:
+                metric.nvmlReturn = self.NVML_SUCCESS
+                metric.value = float(value)
+        return request
 
     # -- the pynvml surface NvmlSource uses ------------------------------------------------
 
@@ -440,6 +543,9 @@ class ScenarioSource:
             medium_interval=0.0,
             retry_interval=0.0,
             remember_unsupported=False,
+            # A scenario's GPM pair is two steps, not 100 ms of counters: no gap to wait for.
+            gpm_interval=0.0,
+            gpm_min_gap=0.0,
         )
         self._xids: list[tuple[int, int, float]] = []
 

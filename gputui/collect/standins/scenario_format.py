@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from gputui.model import GPU_GAUGES, GpuGauge, is_nvml_uuid
+from gputui.model import GPU_GAUGES, MIG_GPM_FIELDS, GpuGauge, is_nvml_uuid
 from gputui.userfiles import SCENARIO_LIMIT, UserFileError, read_user_text
 
 _CUDA_VERSION_RE = re.compile(r"[0-9]{1,4}(\.[0-9]{1,2})?")
@@ -25,7 +25,15 @@ FIELD_ERRORS = ("NotSupported", "NoPermission", "GpuIsLost", "Unknown", "Timeout
 #: The keys of a scenario's GPU object that are no gauge, and the ``errors`` keys of the queries
 #: that read no gauge (``*``: every query of the GPU).
 FACT_KEYS = ("index", "uuid", "name", "errors", "processes", "mig_instances")
-FACT_ERROR_KEYS = ("*", "name", "uuid", "processes", "process_utilization", "mig_instances")
+FACT_ERROR_KEYS = (
+    "*",
+    "name",
+    "uuid",
+    "processes",
+    "process_utilization",
+    "mig_instances",
+    "gpm_sample",
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,6 +88,8 @@ MIG_KEYS = {
     "sm_count",
     "slices",
     "processes",
+    # GPM figures of the instance's GPU instance (nvmlGpmMigSampleGet), percent each.
+    *MIG_GPM_FIELDS,
 }
 #: At most this many MIG devices per GPU (A100/H100/H200 have 7).
 MAX_MIG_INSTANCES = 16
@@ -336,6 +346,14 @@ def _validate_mig(instances: Any, where: str) -> None:
                     f"{iw}.{key}",
                     functools.partial(_in_range, low=0, high=hi, nullable=False),
                     f"a number in [0, {hi:g}]",
+                )
+        for key in MIG_GPM_FIELDS:
+            if key in inst:
+                _series(
+                    inst[key],
+                    f"{iw}.{key}",
+                    functools.partial(_in_range, low=0, high=100, nullable=False),
+                    "a number in [0, 100]",
                 )
         for key, hi in (("sm_count", 1024), ("slices", 8)):
             if key in inst and not (_is_int(inst[key]) and 0 <= inst[key] <= hi):

@@ -16,6 +16,7 @@ from textual.screen import Screen
 from textual.widgets import Footer, Static
 
 from gputui.derive import fmt
+from gputui.derive.activity import activity_estimates
 from gputui.derive.analysis import Analysis
 from gputui.derive.findings import FindingRules, Throttling
 from gputui.derive.history import UNITS, History, container_key, coverage_label
@@ -125,6 +126,16 @@ def _gpus(usage: ContainerUsage, analysis: Analysis) -> list[Part]:
                 ("  throttle ", "$text-muted"),
                 fmt.throttle(gpu.throttle_reasons),
             ]
+            if gpu.gpm_sm_active is not None:
+                # util says a kernel ran; GPM says how much of the GPU worked.
+                parts += [
+                    ("  SM act ", "$text-muted"),
+                    fmt.pct(gpu.gpm_sm_active),
+                    ("  tensor ", "$text-muted"),
+                    fmt.pct(gpu.gpm_tensor_active),
+                    ("  DRAM bw ", "$text-muted"),
+                    fmt.pct(gpu.gpm_dram_active),
+                ]
         shares = analysis.shares.get(index, ())
         if len(shares) >= 2:
             parts += ["\n", ("    shared: ", "bold $text-warning")]
@@ -142,6 +153,29 @@ def _gpus(usage: ContainerUsage, analysis: Analysis) -> list[Part]:
         else:
             parts += [("  not shared", "$text-success")]
         parts.append("\n")
+    return parts + _activity(usage, analysis.snapshot)
+
+
+def _activity(usage: ContainerUsage, snapshot: Snapshot) -> list[Part]:
+    """The container's part of each device's SM activity (GPM): exact alone, else estimated."""
+    parts: list[Part] = []
+    for a in activity_estimates(snapshot):
+        if a.party != usage.info.id:
+            continue
+        what = "MIG device" if ":" in a.device else "GPU"
+        tensor = "" if a.tensor_active is None else f", tensor {a.tensor_active:.1f}%"
+        parts += [
+            ("  SM activity on ", "$text-muted"),
+            (f"{what} {a.device}", "bold"),
+            f"  {a.sm_active:.1f}% of it{tensor}",
+            (
+                "  exact: alone on it"
+                if a.exact
+                else f"  estimate: {a.share:.0%} of its processes' SM time",
+                "$text-muted",
+            ),
+            "\n",
+        ]
     return parts
 
 

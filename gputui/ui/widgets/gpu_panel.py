@@ -140,15 +140,26 @@ def compact_line(gpu: GpuSample, width: int, shared: bool = False) -> Content:
     tail = f" {fmt.temp(gpu.temperature_c):>5} {_power_value(gpu):>9}"
     rest = max(20, width - len(head) - len(tail))
     util_w = rest * 2 // 5
-    mem_w = rest - util_w - 1
     util = gpu.utilization_gpu
     temp = None if gpu.temperature_c is None else float(gpu.temperature_c)
     mem_pct = fmt.ratio(gpu.memory_used_bytes, gpu.memory_total_bytes)
     throttled = fmt.throttle(gpu.throttle_reasons) not in ("none", fmt.NA)
-    util_parts = _gauge("util", util, fmt.pct(util), util_w)
+    act: list[Part] = []
+    if gpu.gpm_sm_active is not None:
+        # SM activity beside util, never in its place: util is "a kernel was running".
+        act = [(" SM act", "$text-muted"), (f"{fmt.pct(gpu.gpm_sm_active):>5}", "bold")]
+        # Its cells come out of util's bar first: memory keeps room for its whole value.
+        mem_need = len("mem") + len(_mem_value(gpu)) + 2 + 3
+        util_w = max(12, min(util_w, rest - 1 - _plain_width(act) - mem_need))
+    mem_w = rest - util_w - 1 - _plain_width(act)
+    util_parts = [*_gauge("util", util, fmt.pct(util), util_w), *act]
     if util is None and gpu.mig_mode_current and gpu.mig_instances:
         # No utilization on a MIG GPU: its devices' memory use takes the gauge's cells.
-        devices = _fit_text([("MIG ", "bold $text-accent"), *mig_parts(gpu)], util_w)
+        listed = [("MIG ", "bold $text-accent"), *mig_parts(gpu)]
+        if _plain_width(listed) > util_w:
+            # Every device's memory before any device's GPM util: drop util when all do not fit.
+            listed = [("MIG ", "bold $text-accent"), *mig_parts(gpu, util=False)]
+        devices = _fit_text(listed, util_w)
         util_parts = [*devices, " " * max(0, util_w - _plain_width(devices))]
     return Content.assemble(
         (head, "bold $text-warning" if throttled else "bold"),
@@ -215,10 +226,12 @@ def _util_value(gpu: GpuSample) -> str:
     return fmt.pct(gpu.utilization_gpu)
 
 
-def mig_parts(gpu: GpuSample) -> list[Part]:
+def mig_parts(gpu: GpuSample, util: bool = True) -> list[Part]:
     """``0:0 3g.71gb 28% · 0:1 1g.18gb 0%``: each MIG device, its profile and memory in use.
 
-    A GPU instance without a compute instance shows as ``GI 5 no CI``: nothing can run there.
+    Where GPM measures the device's GPU instance, its utilization follows, named
+    (``0:0 3g.71gb 28% util 44%``). A GPU instance without a compute instance shows as
+    ``GI 5 no CI``: nothing can run there.
     """
     parts: list[Part] = []
     for inst in gpu.mig_instances:
@@ -231,8 +244,12 @@ def mig_parts(gpu: GpuSample) -> list[Part]:
         parts += [
             (mig_device_name(gpu.index, inst.index), "bold"),
             (f" {fmt.safe_text(inst.profile, 12, na='?')} ", "$text-muted"),
-            (fmt.pct(pct), _level_style(pct)),
         ]
+        parts.append((fmt.pct(pct), _level_style(pct)))
+        if util and inst.gpm_graphics_active is not None:
+            # NVML has no utilization per MIG device; GPM measures its GPU instance.
+            active = inst.gpm_graphics_active
+            parts += [(" util ", "$text-muted"), (fmt.pct(active), _level_style(active))]
     return parts
 
 
@@ -314,6 +331,42 @@ def card_lines(gpu: GpuSample, width: int, shares: tuple[Share, ...] = ()) -> Co
     if gpu.fan_percent is not None:
         clocks += [("  fan ", "$text-muted"), fmt.pct(gpu.fan_percent)]
     clocks += [("  throttle ", "$text-muted"), (reasons, reason_style)]
+    if gpu.gpm_sm_active is not None:
+        # GPM on this GPU: SM activity gets the second gauge of util's line, so the two are
+        # read side by side; memory and power share the next line, temperature leads the clocks.
+        clocks = [(f"{fmt.temp(gpu.temperature_c)}  ", _level_style(temp, 80, 88)), *clocks]
+        gpm: list[Part] = [
+            ("tensor ", "$text-muted"),
+            fmt.pct(gpu.gpm_tensor_active),
+            ("  DRAM bw ", "$text-muted"),
+            fmt.pct(gpu.gpm_dram_active),
+            ("  occup ", "$text-muted"),
+            fmt.pct(gpu.gpm_sm_occupancy),
+            "  ",
+        ]
+        return Content("\n").join(
+            [
+                _fitted(title, width),
+                _fitted(
+                    [
+                        *_gauge("util", gpu.utilization_gpu, _util_value(gpu), half),
+                        "  ",
+                        *_gauge("SM act", gpu.gpm_sm_active, fmt.pct(gpu.gpm_sm_active), half),
+                    ],
+                    width,
+                ),
+                _fitted(
+                    [
+                        *_gauge("mem ", mem_pct, _mem_value(gpu), half),
+                        "  ",
+                        *_gauge("pwr ", power_pct, _power_value(gpu), half),
+                    ],
+                    width,
+                ),
+                _fitted(clocks, width),
+                _fitted([*gpm, *detail_parts(gpu)], width),
+            ]
+        )
     lines = [
         _fitted(title, width),
         _fitted(
@@ -360,6 +413,11 @@ def summary_line(gpus: tuple[GpuSample, ...], width: int, collapsed: bool) -> Co
     parts += [("  util ", "$text-muted"), (fmt.pct(mean), _level_style(mean))]
     if utils:
         parts += [("  max ", "$text-muted"), fmt.pct(max(utils))]
+    active = [g.gpm_sm_active for g in alive if g.gpm_sm_active is not None]
+    if active:
+        # Beside util, never instead of it: how much of the GPUs worked (NVML GPM).
+        mean_act = sum(active) / len(active)
+        parts += [("  SM act ", "$text-muted"), (fmt.pct(mean_act), _level_style(mean_act))]
     mem = f"{fmt.size(sum(used))}/{fmt.size(sum(total))}" if used and total else fmt.NA
     parts += [("  mem ", "$text-muted"), mem]
     hottest = max(temps) if temps else None

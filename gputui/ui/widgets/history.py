@@ -1,11 +1,12 @@
 """The History tab: per-GPU sparklines and the selected container's GPU memory.
 
-GPU series are util %, memory % (of the GPU's memory), power W and temperature °C; ``w`` cycles
+GPU series are util %, memory % (of the GPU's memory), power W and temperature °C, and on a GPU
+with NVML GPM (Hopper+) SM activity, tensor activity and DRAM bandwidth % under util; ``w`` cycles
 the window (1 / 5 / 30 min). Every row prints its unit, the newest value and the window's min and
 max; the title says how much of the window the history covers, and each sparkline spans the
 window by time, so 5 minutes of a 30-minute window fill a sixth of its width. A GPU split into
 MIG devices has one more row per device under its own: the device's memory in use, on the scale
-of its memory (NVML measures no utilization per MIG device).
+of its memory (NVML's utilization has no figure per MIG device).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from textual.widgets import Label, Static
 
 from gputui.derive import fmt
 from gputui.derive.history import (
+    GPM_METRICS,
     GPU_METRICS,
     UNITS,
     History,
@@ -32,7 +34,15 @@ from gputui.derive.history import (
 from gputui.model import ContainerUsage, GpuSample, MigInstance, mig_device_name
 from gputui.ui.widgets.spark import Spark
 
-_METRIC_LABEL = {"util": "util %", "mem": "mem %", "power": "power W", "temp": "temp °C"}
+_METRIC_LABEL = {
+    "util": "util %",
+    "mem": "mem %",
+    "power": "power W",
+    "temp": "temp °C",
+    "sm_act": "SM act %",
+    "tensor": "tensor %",
+    "dram": "DRAM bw %",
+}
 
 
 def mig_label(gpu: GpuSample, instance: MigInstance) -> str:
@@ -202,6 +212,11 @@ class HistoryPanel(VerticalScroll):
                 self.rows[ident] = rows
                 widgets: list[Widget] = [title_widget, *rows.values()]
                 self.mount_all(widgets)
+            if gpu.gpm_sm_active is not None and "sm_act" not in rows:
+                # GPM figures arrive with the second sample: their rows join under util then.
+                gpm_rows = {m: SeriesRow(_METRIC_LABEL[m], UNITS[("gpu", m)]) for m in GPM_METRICS}
+                self.mount_all(list(gpm_rows.values()), after=rows["util"])
+                rows.update(gpm_rows)
             for metric, row in rows.items():
                 high = gpu.power_limit_w if metric == "power" else 100.0
                 row.show_timed(history, gpu_key(gpu, metric), window, high)
