@@ -14,6 +14,7 @@ from textual.events import Resize
 from textual.screen import Screen
 from textual.widgets import Footer, Input, Static, TabbedContent, TabPane, Tree
 
+from gputui.derive import fmt
 from gputui.derive.analysis import Analysis, worst_severity
 from gputui.derive.freshness import container_stats_note, process_figures_note
 from gputui.derive.history import History
@@ -274,7 +275,8 @@ class MainScreen(Screen[None]):
     def _update_proc_status(self) -> None:
         shown = self.table.row_count
         total = len(self.snapshot.processes) if self.snapshot else 0
-        filt = f"  ·  filter “{self.table.filter_text}”" if self.table.filter_text else ""
+        needle = fmt.safe_text(self.table.filter_text, 60)
+        filt = f"  ·  filter “{needle}”" if self.table.filter_text else ""
         note = process_figures_note(self.snapshot) if self.snapshot else None
         self.proc_status.set_class(note is not None, "-noted")
         self.proc_status.update(
@@ -288,7 +290,7 @@ class MainScreen(Screen[None]):
                 ("   (s/S: sort  /: filter)", "$text-muted"),
             )
         )
-        self.proc_empty.show(processes_empty(self.snapshot, self.table.filter_text))
+        self.proc_empty.show(processes_empty(self.snapshot, self.table.filter_text, shown))
 
     def _update_tree_note(self, note: str | None) -> None:
         """Show (or hide) the line saying container CPU/memory are read in turn."""
