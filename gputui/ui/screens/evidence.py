@@ -84,7 +84,7 @@ def _processes(usage: ContainerUsage, snapshot: Snapshot) -> list[Part]:
             (str(process.pid).ljust(8), "bold"),
             ("GPU ", "$text-muted"),
             str(sample.gpu_index).ljust(3),
-            (fmt.mib(sample.used_memory_bytes).rjust(10), "bold"),
+            (fmt.size(sample.used_memory_bytes).rjust(10), "bold"),
             ("  SM ", "$text-muted"),
             fmt.pct(sample.sm_util).rjust(4),
             ("  CPU ", "$text-muted"),

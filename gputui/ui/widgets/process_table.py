@@ -217,14 +217,13 @@ CELL_BUILDERS: dict[str, Callable[[GpuProcess, str, float | None], Cell]] = {
     "container": lambda p, c, n: _txt(c, "" if p.info.exists else ERROR),
     "gpu": lambda p, c, n: _num(gpu_order(p), gpu_text(p)),
     "mem": lambda p, c, n: _num(
-        p.sample.used_memory_bytes, fmt.mib(p.sample.used_memory_bytes), EMPH
+        p.sample.used_memory_bytes, fmt.size(p.sample.used_memory_bytes), EMPH
     ),
     "sm": lambda p, c, n: _num(p.sample.sm_util, fmt.pct(p.sample.sm_util)),
     "cpu": lambda p, c, n: _num(p.info.cpu_percent, fmt.pct(p.info.cpu_percent)),
     "user": _user,
     "cpid": _cpid,
-    # MiB like GPU MEM: one unit for every row of a column.
-    "rss": lambda p, c, n: _num(p.info.rss_bytes, fmt.mib(p.info.rss_bytes)),
+    "rss": lambda p, c, n: _num(p.info.rss_bytes, fmt.size(p.info.rss_bytes)),
     "elapsed": _elapsed,
     "command": _command,
 }

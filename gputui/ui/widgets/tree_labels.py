@@ -41,8 +41,6 @@ INDENT = 3
 #: What a column shows when its figure does not apply to the row or is unknown.
 NONE = "-"
 
-_GIB = 1024**3
-
 
 @dataclass(frozen=True, slots=True)
 class TreeColumn:
@@ -92,10 +90,8 @@ safe = lru_cache(maxsize=16384)(fmt.safe_text)
 
 
 def gib(value: int | float | None) -> str:
-    """Bytes as GiB with one decimal (``13.0GiB``, ``0.2GiB``): one unit for a whole column."""
-    if value is None:
-        return NONE
-    return f"{float(value) / _GIB:.1f}GiB"
+    """Bytes as :func:`gputui.derive.fmt.size` writes them (``512MiB``, ``13.0GiB``), or ``-``."""
+    return fmt.size(value, na=NONE)
 
 
 def elapsed(seconds: float | None) -> str:
