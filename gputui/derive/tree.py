@@ -31,6 +31,7 @@ from gputui.model import (
     FindingSeverity,
     GpuProcess,
     Snapshot,
+    per_gpu_sm,
 )
 
 HOST_KEY = "host"
@@ -57,7 +58,8 @@ class Group:
         usage: The container (CONTAINER kind only); a stub when the engine does not know it.
         processes: Its GPU processes, ordered by PID then GPU (one entry per process and GPU).
         gpu_memory_bytes: Sum of GPU memory over the processes (None when none reported any).
-        sm_util: Sum of SM % over the processes, None when none reported one.
+        sm_util: SM % of the processes per GPU (the mean over their GPUs, ``per_gpu_sm``),
+            None when none reported one.
         containers: The containers listed under ``others``.
     """
 
@@ -104,8 +106,7 @@ def process_key(process: GpuProcess) -> str:
 def _totals(processes: tuple[GpuProcess, ...]) -> tuple[int | None, int | None]:
     memory = [p.sample.used_memory_bytes for p in processes]
     known_memory = [m for m in memory if m is not None]
-    sm = [p.sample.sm_util for p in processes if p.sample.sm_util is not None]
-    return (sum(known_memory) if known_memory else None), (sum(sm) if sm else None)
+    return (sum(known_memory) if known_memory else None), per_gpu_sm(processes)
 
 
 def _ordered(processes: list[GpuProcess]) -> tuple[GpuProcess, ...]:
