@@ -134,6 +134,22 @@ def duration(seconds: float | None, na: str = NA) -> str:
     return f"{s // 86400}d{(s % 86400) // 3600:02d}h"
 
 
+def container_status(status: str, exit_code: int | None = None) -> str:
+    """A container's state as its row shows it: ``running``, ``exited (3)``, ``created``.
+
+    Args:
+        status: The engine's ``State.Status`` (untrusted: pass the result through
+            :func:`safe_text`).
+        exit_code: ``State.ExitCode`` of a stopped container (None: unknown or running).
+
+    Returns:
+        The status, with the exit code of an exited or dead container.
+    """
+    if exit_code is not None and status in ("exited", "dead"):
+        return f"{status} ({exit_code})"
+    return status
+
+
 def gpu_request(value: str | tuple[str, ...] | None, na: str = "-") -> str:
     """A container's GPU request, e.g. ``"all"`` or ``"0,1"``."""
     if value is None:

@@ -415,7 +415,8 @@ class MainScreen(Screen[None]):
         self.post_message(SelectionChanged())
 
     def on_tree_node_highlighted(self, event: Tree.NodeHighlighted[NodeRef]) -> None:
-        """The tree cursor moved: keys like x may change state."""
+        """The tree cursor moved: keys like x may change state; the flags line follows."""
+        self.cpane.refresh_flags()
         self.post_message(SelectionChanged())
 
     def on_input_changed(self, event: Input.Changed) -> None:
