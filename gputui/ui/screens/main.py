@@ -388,6 +388,12 @@ class MainScreen(Screen[None]):
         if not gpus:
             self.gpus.show_empty(gpus_empty(self.snapshot))
 
+    def side_end(self, right: bool) -> None:
+        """Scroll the visible tree or table to its left or right edge (``^`` / ``$``)."""
+        widget = {"containers": self.ctree, "processes": self.table}.get(self.active_tab)
+        if widget is not None:
+            widget.scroll_to(x=widget.max_scroll_x if right else 0, animate=False)
+
     def toggle_gpus(self) -> bool:
         """Collapse the GPU panel to its summary line, or expand it; returns the new state."""
         self.gpus_collapsed = not self.gpus_collapsed

@@ -58,6 +58,7 @@ from gputui.ui.widgets.tree_labels import (
     EXPANDER_WIDTH,
     FULL,
     INDENT,
+    SIDE_STEP,
     STALE_TEXT,
     TreeLayout,
     badges_of,
@@ -669,6 +670,11 @@ class ContainerTree(LazyLabelTree[NodeRef]):
         self.pending[info.id] = (text, (info.status, info.started_at), deadline)
         self.resync()
 
+    def clear_pending(self, container_id: str) -> None:
+        """The action on the container is over: its row shows the engine's status again."""
+        if self.pending.pop(container_id, None) is not None:
+            self.resync()
+
     def _pending_texts(self, groups: Sequence[Group]) -> dict[str, str]:
         if not self.pending:
             return {}
@@ -702,6 +708,14 @@ class ContainerTree(LazyLabelTree[NodeRef]):
         if ref.kind in ("host", "orphans"):
             return markers.get(HOST_KEY if ref.kind == "host" else ORPHANS_KEY, ())
         return ()
+
+    def action_scroll_left(self) -> None:
+        """← : :data:`SIDE_STEP` columns left (one at a time crawls along a command)."""
+        self.scroll_to(x=max(0, self.scroll_x - SIDE_STEP), animate=False)
+
+    def action_scroll_right(self) -> None:
+        """→ : :data:`SIDE_STEP` columns right."""
+        self.scroll_to(x=min(self.max_scroll_x, self.scroll_x + SIDE_STEP), animate=False)
 
     def label_width(self) -> int | None:
         """Cells a label may use: the tree's width less the expander and the scrollbar.

@@ -38,6 +38,9 @@ HIDDEN_TEXT = "hidden by /proc (hidepid)"
 #: rows with and without children start their columns at the same place.
 EXPANDER_WIDTH = 2
 
+#: Columns ← / → scroll the tree and the process table by (one at a time crawls along a command).
+SIDE_STEP = 8
+
 #: What the tree indents each level by (``Tree.guide_depth``).
 INDENT = 3
 
