@@ -998,6 +998,8 @@ class ContainerUsage:
         gpu_data: False when NVML gave no process list (no library, no permission, driver
             gone): nobody can tell then whether the container uses its GPUs.
         mig_devices: The MIG devices its processes run on, by name (``0:1``).
+        engine_answered: False while the Docker engine is unreachable: ``known_to_engine``
+            False then means "unknown", not "not a Docker container".
     """
 
     info: ContainerInfo
@@ -1008,6 +1010,15 @@ class ContainerUsage:
     known_to_engine: bool = True
     gpu_data: bool = True
     mig_devices: tuple[str, ...] = ()
+    engine_answered: bool = True
+
+    @property
+    def not_in_engine(self) -> bool:
+        """True when the engine answered and does not know this container (cgroups only).
+
+        The one verdict "not in Docker" rests on: without the engine's answer it is unknown.
+        """
+        return self.engine_answered and not self.known_to_engine
 
     @property
     def idle_reserved(self) -> bool:

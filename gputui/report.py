@@ -650,8 +650,10 @@ def snapshot_to_text(
     for u in snapshot.containers:
         c = u.info
         status = c.status + (" (idle GPU reservation)" if u.idle_reserved else "")
-        if not u.known_to_engine:
+        if u.not_in_engine:
             status = f"not in Docker ({c.name.split('-')[0]})"
+        elif not u.known_to_engine:
+            status = "Docker unreachable: unknown"
         group = (
             f"{c.compose_project}/{c.compose_service}"
             if c.compose_service

@@ -527,6 +527,7 @@ def attribute_containers(
                 gpu_indexes=tuple(sorted({p.sample.gpu_index for p in procs})),
                 sm_util=per_gpu_sm(procs),
                 known_to_engine=cid in known,
+                engine_answered=docker.status.ok,
                 gpu_data=gpu_data,
                 mig_devices=_mig_devices(by_index, procs),
             )

@@ -229,6 +229,7 @@ BADGES: tuple[tuple[str, str], ...] = (
     ("RST n", "restarted n times"),
     ("MPS", "an MPS client (its SM % may be credited to the MPS server)"),
     ("CGROUP", "known from cgroups only, not to Docker"),
+    ("DOCKER?", "seen in cgroups while Docker is unreachable: whether Docker knows it, unknown"),
     ("STALE", "Docker is unreachable: its last known state"),
 )
 

@@ -139,6 +139,9 @@ def _gpus(usage: ContainerUsage, analysis: Analysis) -> list[Part]:
                     (label + (" (this)" if me else ""), "bold" if me else ""),
                     f" {memory}{sm}",
                 ]
+        elif not usage.gpu_data:
+            # No process list from NVML: nobody can tell who else is on the GPU.
+            parts += [("  sharing unknown (NVML gave no GPU processes)", "$text-muted")]
         else:
             parts += [("  not shared", "$text-success")]
         parts.append("\n")

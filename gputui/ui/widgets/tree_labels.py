@@ -379,7 +379,11 @@ def header_text(layout: TreeLayout = FULL) -> str:
 
 
 def badges_of(
-    markers: tuple[Marker, ...], stale: bool = False, cgroup: bool = False, idle: bool = False
+    markers: tuple[Marker, ...],
+    stale: bool = False,
+    cgroup: bool = False,
+    idle: bool = False,
+    unknown: bool = False,
 ) -> tuple[tuple[str, str], ...]:
     """A row's badges, each once: ``(text, style)`` in :data:`gputui.derive.tree.BADGES` order.
 
@@ -388,8 +392,12 @@ def badges_of(
         stale: The engine is unreachable: the row is its last known state.
         cgroup: Known from cgroups only.
         idle: The snapshot says it reserved a GPU and runs nothing (before the findings ran).
+        unknown: Seen in cgroups while Docker is unreachable: whether Docker knows it is
+            unknown.
     """
     found: list[tuple[str, str]] = []
+    if unknown:
+        found.append(("DOCKER?", MUTED))
     if stale:
         found.append((STALE_TEXT, MUTED))
     if cgroup:
@@ -481,6 +489,7 @@ def container_inputs(
         indent,
         info.name,
         usage.known_to_engine,
+        usage.engine_answered,
         usage.idle_reserved,
         markers,
         info.status,
@@ -567,7 +576,8 @@ def container_badges(
     return badges_of(
         markers,
         stale=stale and usage.known_to_engine,
-        cgroup=not usage.known_to_engine,
+        cgroup=usage.not_in_engine,
+        unknown=not usage.engine_answered and not usage.known_to_engine,
         idle=usage.idle_reserved,
     )
 
