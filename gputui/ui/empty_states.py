@@ -150,10 +150,10 @@ def processes_empty(
     if snapshot.processes:
         if not filter_text or shown > 0:
             return None
-        shown = fmt.safe_text(filter_text, 40)
+        needle = fmt.safe_text(filter_text, 40)
         return Content.assemble(
             ("No process matches ", "bold"),
-            (f"“{shown}”", "bold $text-warning"),
+            (f"“{needle}”", "bold $text-warning"),
             f" (of {len(snapshot.processes)}).",
             "\n",
             ("/ edits the filter, Escape clears it", "$text-muted"),

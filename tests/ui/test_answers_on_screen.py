@@ -6,7 +6,10 @@ the engine / NVML answered.
 
 from __future__ import annotations
 
+import time
+from collections.abc import Callable
 from dataclasses import replace
+from typing import Any
 
 import pytest
 from pilot_helpers import ready, screen_lines
@@ -67,17 +70,13 @@ def test_one_size_formatter_no_zero_gib() -> None:
     small = container(1, "tiny", memory_used_bytes=200 * MIB)
     label = tl.container_label(small, None, None).plain
     assert "200MiB" in label and "0.0GiB" not in label and "0.2GiB" not in label
-    text = snapshot_to_text(
-        snapshot(processes=[proc(7, 0, 600, cid(1))], containers=[small]), ()
-    )
+    text = snapshot_to_text(snapshot(processes=[proc(7, 0, 600, cid(1))], containers=[small]), ())
     assert "600MiB" in text and "0.6GiB" not in text
 
 
 def test_docker_unreachable_is_unknown_not_not_in_docker() -> None:
     procs = [proc(7, 0, 600, cid(1))]
-    stub = replace(
-        container(1, "containerd-0101", procs, known=False), engine_answered=False
-    )
+    stub = replace(container(1, "containerd-0101", procs, known=False), engine_answered=False)
     down = SourceStatus("docker", False, "connection refused", "unreachable")
     snap = replace(snapshot(processes=procs, containers=[stub]), sources={"docker": down})
     text = snapshot_to_text(snap, ())
@@ -102,3 +101,88 @@ def test_demo_processes_are_younger_than_their_containers_and_of_several_ages() 
             assert start > container_start, pid
         assert start < demo.DEMO_EPOCH
     assert len(ages) == len(demo._PROCS)  # not every process exactly 1h00m
+
+
+def _host_pid(container: object) -> int:
+    top = container.top()  # type: ignore[attr-defined]
+    column = top["Titles"].index("PID")
+    return sorted(int(row[column]) for row in top["Processes"])[0]
+
+
+async def test_real_containers_badges_at_every_size(
+    run_container: Callable[..., Any], free_run_id: str
+) -> None:
+    """Real containers (NVML a scenario naming their PIDs): idle, shared and throttled badges."""
+    from gputui.collect.collector import Collector
+    from gputui.collect.docker.source import DockerSource
+    from gputui.collect.linux.processes import ProcSource
+    from gputui.collect.standins.scenario import ScenarioSource
+    from gputui.settings import Settings
+    from gputui.ui.app import GpuTuiApp
+
+    short = free_run_id[-6:]
+    quiet: dict[str, Any] = {"network_mode": "none"}
+    one = run_container(["sleep", "300"], name=f"sha-{short}", **quiet)
+    two = run_container(["sleep", "300"], name=f"shb-{short}", **quiet)
+    idle = run_container(
+        ["sleep", "300"],
+        name=f"idl-{short}",
+        environment={"NVIDIA_VISIBLE_DEVICES": "1"},
+        **quiet,
+    )
+    # A busy loop under a tenth of a CPU: throttled nearly every period.
+    hot = run_container(
+        ["sh", "-c", "while :; do :; done"], name=f"thr-{short}", nano_cpus=10**8, **quiet
+    )
+    gpu: dict[str, Any] = {"name": "NVIDIA H200", "memory_total_mib": 143771}
+    scenario = {
+        "nvml": "ok",
+        "gpus": [
+            {
+                **gpu,
+                "index": 0,
+                "memory_used_mib": 3000,
+                "utilization_gpu": 80,
+                "processes": [
+                    {"pid": _host_pid(one), "used_memory_mib": 2000, "sm_util": 50},
+                    {"pid": _host_pid(two), "used_memory_mib": 1000, "sm_util": 30},
+                ],
+            },
+            {
+                **gpu,
+                "index": 1,
+                "memory_used_mib": 500,
+                "utilization_gpu": 5,
+                "processes": [{"pid": _host_pid(hot), "used_memory_mib": 500, "sm_util": 5}],
+            },
+        ],
+    }
+    collector = Collector(
+        ScenarioSource(scenario),
+        ProcSource(),
+        DockerSource(label=f"gputui-test={free_run_id}"),
+        mode="scenario",
+        health=None,
+    )
+    app = GpuTuiApp(collector, Settings(interval=1.0))
+    try:
+        async with app.run_test(size=(80, 24)) as pilot:
+            await ready(pilot, tries=500)
+            deadline = time.monotonic() + 90
+            while True:  # the throttle finding needs a window of CPU periods
+                lines = screen_lines(app)
+                if any(hot.name in line and "THR " in line for line in lines):
+                    break
+                assert time.monotonic() < deadline, "\n".join(lines)
+                await pilot.pause(0.2)
+            for size in SIZES:
+                await pilot.resize_terminal(*size)
+                await pilot.pause()
+                await pilot.pause()
+                lines = screen_lines(app)
+                assert "IDLE" in _row(lines, f"  {idle.name}"), size
+                assert "SHARED" in _row(lines, f"▼ {one.name}"), size
+                assert "SHARED" in _row(lines, f"▼ {two.name}"), size
+                assert "THR " in _row(lines, f"▼ {hot.name}"), size
+    finally:
+        collector.close()

@@ -7,10 +7,8 @@ from dataclasses import replace
 from rich.text import Text
 from ui_factories import GIB, cid, container, proc, standard
 
-from gputui.derive import fmt
 from gputui.derive.tree import Marker
 from gputui.model import FindingSeverity
-from gputui.ui.styles import EMPH
 from gputui.ui.widgets import process_table as pt
 from gputui.ui.widgets import tree_labels as tl
 

@@ -17,8 +17,12 @@ def test_sharing_markers_name_the_gpu_on_every_party() -> None:
         Marker("gpu_shared", "shared GPU 0: 95%", FindingSeverity.INFO, "SHARED"),
         Marker("gpu_shared", "shared GPU 1: 29%", FindingSeverity.INFO, "SHARED"),
     )
-    assert markers["host"] == (Marker("gpu_shared", "shared GPU 0: 2%", FindingSeverity.INFO, "SHARED"),)
-    assert markers["orphans"] == (Marker("gpu_shared", "shared GPU 1: 14%", FindingSeverity.INFO, "SHARED"),)
+    assert markers["host"] == (
+        Marker("gpu_shared", "shared GPU 0: 2%", FindingSeverity.INFO, "SHARED"),
+    )
+    assert markers["orphans"] == (
+        Marker("gpu_shared", "shared GPU 1: 14%", FindingSeverity.INFO, "SHARED"),
+    )
     assert f"container:{cid(3)}" not in markers  # idle: uses no GPU, shares none
 
 

@@ -14,8 +14,8 @@ container stays with the processes that match).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
 import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from functools import partial
 from itertools import chain
@@ -687,8 +687,10 @@ class ContainerTree(LazyLabelTree[NodeRef]):
         now = time.monotonic()
         shown: dict[str, str] = {}
         for cid, (text, before, deadline) in list(self.pending.items()):
-            usage = usages.get(cid)
-            moved = usage is not None and (usage.info.status, usage.info.started_at) != before
+            now_usage = usages.get(cid)
+            moved = now_usage is not None and (
+                (now_usage.info.status, now_usage.info.started_at) != before
+            )
             if moved or now > deadline:
                 del self.pending[cid]
             else:

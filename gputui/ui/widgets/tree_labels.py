@@ -272,9 +272,7 @@ def _place(parts: Iterable[Part], texts: list[str], spans: list[Span], offset: i
     return offset
 
 
-def _cell(
-    column: TreeColumn, width: int, cell: Sequence[Part], pad: bool
-) -> Sequence[Part]:
+def _cell(column: TreeColumn, width: int, cell: Sequence[Part], pad: bool) -> Sequence[Part]:
     """One column's parts placed in ``width`` cells (ASCII fitting texts without measuring)."""
     if not cell:
         return (" " * width,) if pad else ()
@@ -344,7 +342,7 @@ def row(
         wide = layout.flags or sum(cell_len(p if isinstance(p, str) else p[0]) for p in flags)
         if wide:
             columns.append((wide, flags))
-        spans = (layout.image, layout.group)
+        spans: tuple[int, ...] = (layout.image, layout.group)
         if len(texts) == 1 and layout.image and layout.group:
             spans = (layout.image + 1 + layout.group,)  # one text over both columns
         for width, cell in zip(spans, texts, strict=False):
