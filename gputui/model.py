@@ -1217,6 +1217,31 @@ class GpuProcess:
         return self.container_id is None and self.info.exists and not self.info.proc_hidden
 
 
+def per_gpu_sm(processes: Iterable[GpuProcess]) -> int | None:
+    """The SM % of a set of GPU processes as one GPU would read it: the mean over their GPUs.
+
+    Processes on one GPU (or MIG device) share its SMs, so their figures add up there (at most
+    100 %); a container on three busy GPUs is 90 %, not 270 %. GPUs without a reading are left
+    out; None when no GPU reported one. The tree, the Users tab, the report and the JSON output
+    all show this figure.
+
+    Args:
+        processes: Rows of one container, user or project (one row per process and GPU).
+
+    Returns:
+        The whole-percent mean over the GPUs used, or None.
+    """
+    by_gpu: dict[tuple[int, int | None], int] = {}
+    for process in processes:
+        sample = process.sample
+        if sample.sm_util is not None:
+            device = (sample.gpu_index, sample.mig_index)
+            by_gpu[device] = min(100, by_gpu.get(device, 0) + max(0, sample.sm_util))
+    if not by_gpu:
+        return None
+    return round(sum(by_gpu.values()) / len(by_gpu))
+
+
 @dataclass(frozen=True, slots=True)
 class ContainerUsage:
     """A container with the GPU usage gputui attributed to it.
@@ -1227,11 +1252,14 @@ class ContainerUsage:
         gpu_memory_bytes: Sum of GPU memory over its GPU processes.
         pids: Host PIDs of its GPU processes (each once).
         gpu_indexes: GPUs its processes use.
-        sm_util: Sum of the SM % of its processes (None when none reported any).
+        sm_util: SM % of its processes, per GPU: the mean over the GPUs they use
+            (:func:`per_gpu_sm`; None when none reported any).
         known_to_engine: False for ids seen only in cgroups (containerd, CRI-O, podman...).
         gpu_data: False when NVML gave no process list (no library, no permission, driver
             gone): nobody can tell then whether the container uses its GPUs.
         mig_devices: The MIG devices its processes run on, by name (``0:1``).
+        engine_answered: False while the Docker engine is unreachable: ``known_to_engine``
+            False then means "unknown", not "not a Docker container".
     """
 
     info: ContainerInfo
@@ -1242,6 +1270,15 @@ class ContainerUsage:
     known_to_engine: bool = True
     gpu_data: bool = True
     mig_devices: tuple[str, ...] = ()
+    engine_answered: bool = True
+
+    @property
+    def not_in_engine(self) -> bool:
+        """True when the engine answered and does not know this container (cgroups only).
+
+        The one verdict "not in Docker" rests on: without the engine's answer it is unknown.
+        """
+        return self.engine_answered and not self.known_to_engine
 
     @property
     def idle_reserved(self) -> bool:

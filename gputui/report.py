@@ -515,7 +515,7 @@ def _users_text(snapshot: Snapshot) -> list[str]:
         rows.append(
             [
                 fmt.safe_text(u.label, 48),
-                fmt.mib(u.gpu_memory_bytes),
+                fmt.size(u.gpu_memory_bytes),
                 fmt.pct(u.sm_util),
                 str(u.processes),
                 gpu_list(u.gpu_indexes),
@@ -531,7 +531,7 @@ def _users_text(snapshot: Snapshot) -> list[str]:
             rows.append(
                 [
                     fmt.safe_text(p.project, 40),
-                    fmt.mib(p.gpu_memory_bytes),
+                    fmt.size(p.gpu_memory_bytes),
                     fmt.pct(p.sm_util),
                     str(p.processes),
                     gpu_list(p.gpu_indexes),
@@ -552,14 +552,14 @@ def _mig_rows(g: GpuSample) -> list[list[str]]:
                 [f" GI {m.gpu_instance_id}", "no compute instance", "", "", "", "", "", "", ""]
             )
             continue
-        used = fmt.mib(m.memory_used_bytes).removesuffix("MiB")
+        used = fmt.size(m.memory_used_bytes)
         sm = f"{m.sm_count} SM" if m.sm_count is not None else ""
         rows.append(
             [
                 f" {mig_device_name(g.index, m.index)}",
                 fmt.safe_text(f"MIG {m.profile or '?'} GI {m.gpu_instance_id}", 24),
                 fmt.pct(_mig_util(m), na="n/a"),
-                f"{used}/{fmt.mib(m.memory_total_bytes)}",
+                f"{used}/{fmt.size(m.memory_total_bytes)}",
                 fmt.pct(fmt.ratio(m.memory_used_bytes, m.memory_total_bytes)),
                 "",
                 "",
@@ -701,13 +701,13 @@ def snapshot_to_text(
                 ]
             )
             continue
-        used = fmt.mib(g.memory_used_bytes).removesuffix("MiB")
+        used = fmt.size(g.memory_used_bytes)
         rows.append(
             [
                 str(g.index),
                 fmt.safe_text(g.name, 24),
                 fmt.pct(g.utilization_gpu),
-                f"{used}/{fmt.mib(g.memory_total_bytes)}",
+                f"{used}/{fmt.size(g.memory_total_bytes)}",
                 fmt.pct(fmt.ratio(g.memory_used_bytes, g.memory_total_bytes)),
                 fmt.temp(g.temperature_c),
                 f"{fmt.watts(g.power_w)}/{fmt.watts(g.power_limit_w)}",
@@ -737,7 +737,7 @@ def snapshot_to_text(
                 str(p.pid),
                 str(p.info.container_pid) if p.container_id and p.info.container_pid else "-",
                 _process_gpu(snapshot, p),
-                fmt.mib(p.sample.used_memory_bytes),
+                fmt.size(p.sample.used_memory_bytes),
                 fmt.pct(p.sample.sm_util),
                 fmt.pct(p.info.cpu_percent),
                 fmt.size(p.info.rss_bytes),
@@ -759,10 +759,12 @@ def snapshot_to_text(
     for u in snapshot.containers:
         c = u.info
         status = c.status + (" (idle GPU reservation)" if u.idle_reserved else "")
-        if not u.known_to_engine:
+        if u.not_in_engine:
             status = f"not in Docker ({c.name.split('-')[0]})"
         elif c.inspect_problem:
             status = f"{c.status} (inspect over cap)"
+        elif not u.known_to_engine:
+            status = "Docker unreachable: unknown"
         group = (
             f"{c.compose_project}/{c.compose_service}"
             if c.compose_service
@@ -775,7 +777,7 @@ def snapshot_to_text(
                 fmt.safe_text(status, 40),
                 # NVIDIA_VISIBLE_DEVICES is an env value an image sets: untrusted text.
                 "?" if c.inspect_problem else fmt.safe_text(fmt.gpu_request(c.gpu_request), 40),
-                fmt.mib(u.gpu_memory_bytes) if u.pids else "-",
+                fmt.size(u.gpu_memory_bytes) if u.pids else "-",
                 ",".join(str(p) for p in u.pids) or "-",
                 fmt.safe_text(group, 40),
             ]
@@ -789,7 +791,7 @@ def snapshot_to_text(
     if orphans:
         total = sum(p.sample.used_memory_bytes or 0 for p in orphans)
         lines.append(
-            f"  {fmt.mib(total)} of GPU memory held by PIDs that do not exist here: "
+            f"  {fmt.size(total)} of GPU memory held by PIDs that do not exist here: "
             + ", ".join(str(p.pid) for p in orphans)
         )
     lines += _users_text(snapshot)

@@ -94,7 +94,8 @@ def test_users_add_up_across_host_and_containers() -> None:
     root = rows["user:root"]
     assert (root.label, root.kind) == ("root", "user")
     assert root.gpu_memory_bytes == 9000 * MIB
-    assert root.sm_util == 60 + 50 + 10
+    # SM % per GPU: the mean over its three GPUs, never their sum (120 % would be no GPU's figure).
+    assert root.sm_util == (60 + 50 + 10) // 3
     assert root.processes == 2  # PID 10 on two GPUs counts once
     assert root.gpu_indexes == (0, 1, 2)
     assert root.containers == ("host", "trainer")
@@ -167,7 +168,7 @@ def test_text_report_has_users_and_projects_with_hostile_names_made_inert() -> N
     users = text.split("\nUsers\n")[1].split("\n\n")[0].splitlines()
     assert users[0].split() == ["USER", "GPU-MEM", "SM", "PROCS", "GPUS", "WHERE"]
     assert users[1].lstrip().startswith("uid 5000 (x")
-    assert users[2].split()[:2] == ["bob", "5MiB"]
+    assert users[2].split()[:2] == ["bob", "5.0MiB"]
     assert "Users" not in snapshot_to_text(_snap((), ()))
 
 
@@ -279,7 +280,7 @@ def test_user_series_only_when_asked_and_capped() -> None:
     assert memory["PIDs nobody can find"] == 100 * MIB
     assert _series(body, "gputui_user_gpu_processes")["root"] == 2
     sm = _series(body, "gputui_user_sm_util")
-    assert sm["root"] == 120 and "uid 1000 (notebook)" not in sm  # no sample: absent, not 0
+    assert sm["root"] == 40 and "uid 1000 (notebook)" not in sm  # no sample: absent, not 0
     dropped = _series(body, "gputui_series_dropped")
     assert dropped["gputui_user_gpu_memory_used_bytes"] == 0
     assert "gputui_user_gpu_memory_used_bytes" not in _series(

@@ -39,6 +39,7 @@ from gputui.model import (
     SourceStatus,
     mig_device_name,
     mig_instance_of,
+    per_gpu_sm,
 )
 from gputui.startup_trace import mark
 
@@ -518,15 +519,15 @@ def attribute_containers(
             info = ContainerInfo(
                 id=cid, name=f"{runtime or 'container'}-{cid[:12]}", image="", status="unknown"
             )
-        sm_values = [p.sample.sm_util for p in procs if p.sample.sm_util is not None]
         usages.append(
             ContainerUsage(
                 info=info,
                 gpu_memory_bytes=sum(p.sample.used_memory_bytes or 0 for p in procs),
                 pids=tuple(sorted({p.pid for p in procs})),
                 gpu_indexes=tuple(sorted({p.sample.gpu_index for p in procs})),
-                sm_util=sum(sm_values) if sm_values else None,
+                sm_util=per_gpu_sm(procs),
                 known_to_engine=cid in known,
+                engine_answered=docker.status.ok,
                 gpu_data=gpu_data,
                 mig_devices=_mig_devices(by_index, procs),
             )

@@ -13,8 +13,6 @@ from gputui.model import THROTTLE_REASONS
 
 NA = "N/A"
 
-_MIB = 1024 * 1024
-
 # C0/C1 control characters and DEL, and ANSI escape sequences, which must never reach the terminal
 # from a container name, label or command line (terminal injection).
 _ANSI = re.compile(r"\x1b(\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(\x07|\x1b\\)?|[@-Z\\-_])")
@@ -67,15 +65,12 @@ def safe_text(value: str | None, limit: int = 200, na: str = NA) -> str:
     return text
 
 
-def mib(value: int | None, na: str = NA) -> str:
-    """Bytes as whole MiB, e.g. ``"13290MiB"`` (the unit nvidia-smi uses)."""
-    if value is None:
-        return na
-    return f"{value // _MIB}MiB"
-
-
 def size(value: int | float | None, na: str = NA) -> str:
-    """Bytes with a binary unit and 3 significant figures, e.g. ``"12.5GiB"``."""
+    """Bytes with a binary unit and 3 significant figures: ``512MiB``, ``3.2GiB``, ``121GiB``.
+
+    The one size formatter of every screen and of the text report: a column of sizes may mix
+    units (a 300 MiB container above a 60 GiB one), and no small size reads ``0.0GiB``.
+    """
     if value is None:
         return na
     amount = float(value)
@@ -137,6 +132,22 @@ def duration(seconds: float | None, na: str = NA) -> str:
     if s < 86400:
         return f"{s // 3600}h{(s % 3600) // 60:02d}m"
     return f"{s // 86400}d{(s % 86400) // 3600:02d}h"
+
+
+def container_status(status: str, exit_code: int | None = None) -> str:
+    """A container's state as its row shows it: ``running``, ``exited (3)``, ``created``.
+
+    Args:
+        status: The engine's ``State.Status`` (untrusted: pass the result through
+            :func:`safe_text`).
+        exit_code: ``State.ExitCode`` of a stopped container (None: unknown or running).
+
+    Returns:
+        The status, with the exit code of an exited or dead container.
+    """
+    if exit_code is not None and status in ("exited", "dead"):
+        return f"{status} ({exit_code})"
+    return status
 
 
 def gpu_request(value: str | tuple[str, ...] | None, na: str = "-") -> str:

@@ -241,7 +241,7 @@ def _process_exclusions(snapshot: Snapshot, gpu: GpuSample) -> list[Exclusion]:
         out.append(
             Exclusion(
                 "processes",
-                f"used by {n} process{'' if n == 1 else 'es'} ({fmt.mib(memory['processes'])}, "
+                f"used by {n} process{'' if n == 1 else 'es'} ({fmt.size(memory['processes'])}, "
                 f"{where}): PID {_pids(pids)}",
             )
         )
@@ -250,7 +250,7 @@ def _process_exclusions(snapshot: Snapshot, gpu: GpuSample) -> list[Exclusion]:
         out.append(
             Exclusion(
                 "hidden",
-                f"held by another user's PID {_pids(pids)} ({fmt.mib(memory['hidden'])}; "
+                f"held by another user's PID {_pids(pids)} ({fmt.size(memory['hidden'])}; "
                 "/proc hides it from gputui)",
             )
         )
@@ -259,7 +259,7 @@ def _process_exclusions(snapshot: Snapshot, gpu: GpuSample) -> list[Exclusion]:
         out.append(
             Exclusion(
                 "orphan",
-                f"{fmt.mib(memory['orphan'])} held by PID {_pids(pids)} nobody can see "
+                f"{fmt.size(memory['orphan'])} held by PID {_pids(pids)} nobody can see "
                 "(no such process here)",
             )
         )
@@ -296,7 +296,7 @@ def _judge(
             out.append(
                 Exclusion(
                     "unexplained_memory",
-                    f"{fmt.mib(used)} in use by no process NVML lists",
+                    f"{fmt.size(used)} in use by no process NVML lists",
                 )
             )
         if free < rules.min_free_memory_bytes:

@@ -65,7 +65,7 @@ class ProcessTotals:
     Attributes:
         key: Its identity.
         memory_bytes: GPU memory over all its GPUs; None when NVML gave no figure for any.
-        sm_util: SM % over all its GPUs; None when no GPU reported one.
+        sm_util: SM % per GPU (the mean over its GPUs); None when no GPU reported one.
         gpu_indexes: The GPUs it uses, ascending.
     """
 
@@ -76,8 +76,12 @@ class ProcessTotals:
 
 
 def _sums(processes: Iterable[GpuProcess]) -> dict[ProcessKey, list[Any]]:
-    """Identity -> ``[memory, sm, gpu indexes]`` summed over a process's rows (one pass)."""
+    """Identity -> ``[memory, sm, gpu indexes]`` over a process's rows (one pass).
+
+    Memory is summed over its GPUs; SM % is the mean over the GPUs that reported one.
+    """
     found: dict[ProcessKey, list[Any]] = {}
+    readings: dict[ProcessKey, int] = {}  # rows with an SM % of each process on several GPUs
     for process in processes:
         start = process.info.start_time
         # process_identity, inline: this runs for every GPU process on every refresh.
@@ -90,8 +94,16 @@ def _sums(processes: Iterable[GpuProcess]) -> dict[ProcessKey, list[Any]]:
         if used is not None:
             entry[0] = used if entry[0] is None else entry[0] + used
         if util is not None:
-            entry[1] = util if entry[1] is None else entry[1] + util
+            if entry[1] is None:
+                entry[1] = util
+            else:
+                entry[1] += util
+                readings[key] = readings.get(key, 1) + 1
         entry[2] += (process.sample.gpu_index,)
+    for key, count in readings.items():
+        # SM % per GPU, as everywhere else: a process on three busy GPUs is 90 %, not 270 %.
+        entry = found[key]
+        entry[1] = round(entry[1] / count)
     return found
 
 

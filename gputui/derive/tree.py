@@ -31,6 +31,7 @@ from gputui.model import (
     FindingSeverity,
     GpuProcess,
     Snapshot,
+    per_gpu_sm,
 )
 
 HOST_KEY = "host"
@@ -57,7 +58,8 @@ class Group:
         usage: The container (CONTAINER kind only); a stub when the engine does not know it.
         processes: Its GPU processes, ordered by PID then GPU (one entry per process and GPU).
         gpu_memory_bytes: Sum of GPU memory over the processes (None when none reported any).
-        sm_util: Sum of SM % over the processes, None when none reported one.
+        sm_util: SM % of the processes per GPU (the mean over their GPUs, ``per_gpu_sm``),
+            None when none reported one.
         containers: The containers listed under ``others``.
     """
 
@@ -104,8 +106,7 @@ def process_key(process: GpuProcess) -> str:
 def _totals(processes: tuple[GpuProcess, ...]) -> tuple[int | None, int | None]:
     memory = [p.sample.used_memory_bytes for p in processes]
     known_memory = [m for m in memory if m is not None]
-    sm = [p.sample.sm_util for p in processes if p.sample.sm_util is not None]
-    return (sum(known_memory) if known_memory else None), (sum(sm) if sm else None)
+    return (sum(known_memory) if known_memory else None), per_gpu_sm(processes)
 
 
 def _ordered(processes: list[GpuProcess]) -> tuple[GpuProcess, ...]:
@@ -200,17 +201,38 @@ def build_groups(snapshot: Snapshot) -> tuple[Group, ...]:
 
 @dataclass(frozen=True, slots=True)
 class Marker:
-    """A short flag on a tree node: ``shared GPU 1: 75%``, ``idle 12m``, ``OOM-killed``.
+    """A flag on a tree node: ``shared GPU 1: 75%``, ``idle 12m``, ``OOM-killed``.
 
     Attributes:
         kind: The finding kind it comes from (``gpu_shared`` for sharing).
-        text: What the node shows (already safe: built from numbers and GPU indexes only).
+        text: The whole flag (already safe: built from numbers and GPU indexes only), for the
+            selected row's line and the Evidence view.
         severity: The finding's: info, warn or fail.
+        badge: The short form every row shows whatever the terminal's width (``IDLE``,
+            ``SHARED``, ``THR 45%``; see :data:`BADGES`).
     """
 
     kind: str
     text: str
     severity: FindingSeverity
+    badge: str = ""
+
+
+#: What each badge of the tree means (the help screen's legend), in the order rows show them.
+BADGES: tuple[tuple[str, str], ...] = (
+    ("IDLE", "reserved a GPU and runs nothing on it, or sits idle on it"),
+    ("SHARED", "shares a GPU (or MIG device) with another container or the host"),
+    ("THR n%", "CPU-throttled: n % of its CPU periods hit the --cpus quota"),
+    ("OOM", "killed for memory (OOM) since it started"),
+    ("MEM n%", "its memory use is n % of its memory limit"),
+    ("LEAK", "GPU memory grows steadily (full in the time the flag's text says)"),
+    ("RST n", "restarted n times"),
+    ("MPS", "an MPS client (its SM % may be credited to the MPS server)"),
+    ("CGROUP", "known from cgroups only, not to Docker"),
+    ("INSPECT?", "its inspect reply was over the size cap: labels and GPU request unknown"),
+    ("DOCKER?", "seen in cgroups while Docker is unreachable: whether Docker knows it, unknown"),
+    ("STALE", "Docker is unreachable: its last known state"),
+)
 
 
 #: Markers keyed by the node they belong on: ``container:<id>``, ``pid:<pid>``, ``host``,
@@ -235,12 +257,12 @@ def finding_marker(finding: Finding) -> Marker | None:
         text = f"idle at {sm:.0f}% SM" if busy else f"idle: {reserved}, no GPU process"
         if idle > 0:
             text += f" for {fmt.duration(idle)}"
-        return Marker(kind, text, severity)
+        return Marker(kind, text, severity, "IDLE")
     if kind == "memory_growth":
         rate = _number(finding, "rate_mib_per_min") or 0.0
         fill = _number(finding, "time_to_fill_s")
         tail = f", full in {fmt.duration(fill)}" if fill else ""
-        return Marker(kind, f"GPU mem +{rate:.0f} MiB/min{tail}", severity)
+        return Marker(kind, f"GPU mem +{rate:.0f} MiB/min{tail}", severity, "LEAK")
     if kind == "cpu_throttled":
         # The finding's own whole percentage and window, so the marker cannot round differently.
         percent = _number(finding, "throttled_percent")
@@ -248,16 +270,17 @@ def finding_marker(finding: Finding) -> Marker | None:
             percent = (_number(finding, "throttled_ratio") or 0.0) * 100
         window = _number(finding, "window_s")
         tail = f" over {span_text(window)}" if window is not None else ""
-        return Marker(kind, f"CPU throttled {percent:.0f}%{tail}", severity)
+        return Marker(kind, f"CPU throttled {percent:.0f}%{tail}", severity, f"THR {percent:.0f}%")
     if kind == "memory_pressure":
         used = _number(finding, "memory_used_bytes")
         limit = _number(finding, "memory_limit_bytes")
-        return Marker(kind, f"mem {fmt.pct(fmt.ratio(used, limit))} of limit", severity)
+        share = fmt.pct(fmt.ratio(used, limit))
+        return Marker(kind, f"mem {share} of limit", severity, f"MEM {share}")
     if kind == "oom_killed":
-        return Marker(kind, "OOM-killed", severity)
+        return Marker(kind, "OOM-killed", severity, "OOM")
     if kind == "restarting":
         count = _number(finding, "restart_count") or 0
-        return Marker(kind, f"restarts {count:.0f}", severity)
+        return Marker(kind, f"restarts {count:.0f}", severity, f"RST {count:.0f}")
     return None
 
 
@@ -286,7 +309,7 @@ def node_markers(findings: Iterable[Finding], shares: Mapping[int, tuple[Share, 
         for share in parties:
             text = f"shared GPU {gpu}: {share.memory_share * 100:.0f}%"
             out.setdefault(_share_node(share.party), []).append(
-                Marker("gpu_shared", text, FindingSeverity.INFO)
+                Marker("gpu_shared", text, FindingSeverity.INFO, "SHARED")
             )
     for finding in findings:
         if finding.kind == "gpu_shared" and finding.subject.startswith("mig:"):
@@ -296,7 +319,7 @@ def node_markers(findings: Iterable[Finding], shares: Mapping[int, tuple[Share, 
                 if name.startswith("party:") and isinstance(value, (int, float)):
                     text = f"shared MIG {device}: {value * 100:.0f}%"
                     out.setdefault(_share_node(name.removeprefix("party:")), []).append(
-                        Marker("gpu_shared", text, FindingSeverity.INFO)
+                        Marker("gpu_shared", text, FindingSeverity.INFO, "SHARED")
                     )
             continue
         marker = finding_marker(finding)

@@ -25,7 +25,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import TypeVar
 
-from gputui.model import GpuProcess, Snapshot
+from gputui.model import GpuProcess, Snapshot, per_gpu_sm
 
 __all__ = [
     "HOST",
@@ -65,7 +65,8 @@ class UserUsage:
         label: For people: ``alice``, ``uid 1000 (notebook)``, ``PIDs nobody can find``.
         kind: One of :data:`USER_KINDS`.
         gpu_memory_bytes: GPU memory of its processes, over every GPU.
-        sm_util: Sum of its processes' SM % (per GPU), None when none was reported.
+        sm_util: Its processes' SM % per GPU (the mean over their GPUs, ``per_gpu_sm``), None
+            when none was reported.
         processes: Distinct PIDs (a process on two GPUs counts once).
         gpu_indexes: GPUs its processes use.
         containers: Names of the containers its processes run in, plus :data:`HOST`.
@@ -88,7 +89,8 @@ class ProjectUsage:
     Attributes:
         project: The ``com.docker.compose.project`` label.
         gpu_memory_bytes: GPU memory of its containers' processes.
-        sm_util: Sum of their SM %, None when none was reported.
+        sm_util: Their SM % per GPU (the mean over their GPUs, ``per_gpu_sm``), None when none
+            was reported.
         processes: Distinct PIDs.
         gpu_indexes: GPUs they use.
         containers: Its containers that run GPU processes or asked for GPUs.
@@ -147,19 +149,18 @@ def user_label(snapshot: Snapshot, proc: GpuProcess) -> str:
 class _Sum:
     """Running totals of one row."""
 
-    __slots__ = ("gpus", "memory", "pids", "places", "sm")
+    __slots__ = ("gpus", "memory", "pids", "places", "rows")
 
     def __init__(self) -> None:
         self.memory = 0
-        self.sm: int | None = None
+        self.rows: list[GpuProcess] = []
         self.pids: set[int] = set()
         self.gpus: set[int] = set()
         self.places: set[str] = set()
 
     def add(self, proc: GpuProcess, place: str) -> None:
         self.memory += max(0, proc.sample.used_memory_bytes or 0)
-        if proc.sample.sm_util is not None:
-            self.sm = (self.sm or 0) + proc.sample.sm_util
+        self.rows.append(proc)
         self.pids.add(proc.pid)
         self.gpus.add(proc.sample.gpu_index)
         self.places.add(place)
@@ -197,7 +198,7 @@ def user_usage(snapshot: Snapshot) -> tuple[UserUsage, ...]:
             label=meta[key][0],
             kind=meta[key][1],
             gpu_memory_bytes=s.memory,
-            sm_util=s.sm,
+            sm_util=per_gpu_sm(s.rows),
             processes=len(s.pids),
             gpu_indexes=tuple(sorted(s.gpus)),
             containers=tuple(sorted(s.places)),
@@ -236,7 +237,7 @@ def project_usage(snapshot: Snapshot) -> tuple[ProjectUsage, ...]:
         ProjectUsage(
             project=project,
             gpu_memory_bytes=s.memory,
-            sm_util=s.sm,
+            sm_util=per_gpu_sm(s.rows),
             processes=len(s.pids),
             gpu_indexes=tuple(sorted(s.gpus)),
             containers=tuple(sorted(s.places)),

@@ -348,6 +348,28 @@ ACTIONS: tuple[ActionRow, ...] = (
         "resume", "p", "resume", "Resume", "Resume", "Stop or restart refreshing", palette=False
     ),
     ActionRow(
+        "side_end(0)",
+        "circumflex_accent",
+        "scroll.start",
+        "Start",
+        "Scroll to the left edge",
+        "Containers / Processes: back to the left edge of the rows (← / → move 8 columns)",
+        key_display="^",
+        main_only=True,
+        footer=False,
+    ),
+    ActionRow(
+        "side_end(1)",
+        "dollar_sign",
+        "scroll.end",
+        "End",
+        "Scroll to the right edge",
+        "Containers / Processes: to the right edge, the ends of the longest commands",
+        key_display="$",
+        main_only=True,
+        footer=False,
+    ),
+    ActionRow(
         "toggle_gpus",
         "v",
         "gpus.collapse",

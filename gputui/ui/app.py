@@ -492,6 +492,10 @@ class GpuTuiApp(CrashSafeApp):
                     timeout=8,
                 )
 
+    def action_side_end(self, end: int) -> None:
+        """``^`` / ``$``: the visible rows to their left (0) or right (1) edge."""
+        self.main.side_end(bool(end))
+
     def action_toggle_gpus(self) -> None:
         """Collapse the GPU panel to one summary line, or expand it (remembered)."""
         collapsed = self.main.toggle_gpus()

@@ -132,12 +132,15 @@ def containers_empty(snapshot: Snapshot | None) -> Content | None:
     )
 
 
-def processes_empty(snapshot: Snapshot | None, filter_text: str = "") -> Content | None:
+def processes_empty(
+    snapshot: Snapshot | None, filter_text: str = "", shown: int = 0
+) -> Content | None:
     """What the process table says when it has no row, None when it has some.
 
     Args:
         snapshot: The latest refresh (None before the first).
         filter_text: The table's filter; when it hides every process, that is the reason.
+        shown: Rows the table shows now (after the filter): any row means no note.
 
     Returns:
         Why no GPU process is listed, and what to do; None when there are processes to list.
@@ -145,12 +148,12 @@ def processes_empty(snapshot: Snapshot | None, filter_text: str = "") -> Content
     if snapshot is None:
         return Content.styled("Reading processes…", "$text-muted")
     if snapshot.processes:
-        if not filter_text:
+        if not filter_text or shown > 0:
             return None
-        shown = fmt.safe_text(filter_text, 40)
+        needle = fmt.safe_text(filter_text, 40)
         return Content.assemble(
             ("No process matches ", "bold"),
-            (f"“{shown}”", "bold $text-warning"),
+            (f"“{needle}”", "bold $text-warning"),
             f" (of {len(snapshot.processes)}).",
             "\n",
             ("/ edits the filter, Escape clears it", "$text-muted"),

@@ -57,6 +57,14 @@ LIFECYCLE: dict[str, tuple[str, str, str]] = {
     "restart": ("Restart", "restarted", "docker restart: SIGTERM, SIGKILL after 10 s, start."),
 }
 
+#: What a container's status reads from the moment an action is confirmed until the engine
+#: reports the outcome (Docker's stop waits up to 10 s for the container to exit).
+PENDING_STATUS = {
+    "stop": "stopping…",
+    "start": "starting…",
+    "restart": "restarting…",
+}
+
 
 class MachineActions:
     """exec / interactive exec / signals on the monitor's selection, for one app."""
@@ -443,6 +451,7 @@ class MachineActions:
             if not yes or self.settings.read_only or cid in self.busy:
                 return
             self.busy.add(cid)
+            self.main.ctree.mark_pending(container, PENDING_STATUS[action])
             threading.Thread(
                 target=self._run_lifecycle,
                 args=(control, cid, name, action),
@@ -454,16 +463,20 @@ class MachineActions:
 
     def _run_lifecycle(self, control: ContainerControl, cid: str, name: str, action: str) -> None:
         """On a thread (stop waits up to 10 s for the container): act, then say how it went."""
-        verb, done, _ = LIFECYCLE[action]
         try:
             error = control.container_action(cid, action)
         except Exception as exc:  # the source reports refusals as text; this one did not
             error = f"{type(exc).__name__}: {redact(str(exc), 200)}"
         with contextlib.suppress(RuntimeError):  # the app closed meanwhile
-            self.app.call_from_thread(self._lifecycle_done, cid, name, verb, done, error)
+            self.app.call_from_thread(self._lifecycle_done, cid, name, action, error)
 
-    def _lifecycle_done(self, cid: str, name: str, verb: str, done: str, error: str | None) -> None:
+    def _lifecycle_done(self, cid: str, name: str, action: str, error: str | None) -> None:
+        verb, done, _ = LIFECYCLE[action]
         self.busy.discard(cid)
+        if error is not None or action == "restart":
+            # Failed: the status it had stands. Restarted: running again, as it reads; a stop or
+            # start keeps its "…" until the engine's next list says exited or running.
+            self.main.ctree.clear_pending(cid)
         if error is None:
             self.app.notify(f"Container {name} {done}.")
         else:

@@ -38,8 +38,8 @@ async def test_tree_structure_and_markers(make_app: AppFactory) -> None:
             f"g:{OTHERS_KEY}",
         ]
         labels = {k: str(n.label) for k, n in tree.nodes_by_key.items()}
-        assert "cgroup only" in labels[f"c:{cid(5)}"]
-        assert "idle: reserved GPU" in labels[f"c:{cid(3)}"]
+        assert "CGROUP" in labels[f"c:{cid(5)}"]
+        assert "IDLE" in labels[f"c:{cid(3)}"]
         assert "pod ml/infer-7d9" in labels[f"c:{cid(2)}"]
         assert "lab/trainer" in labels[f"c:{cid(1)}"]
         assert "15.0GiB" in labels[f"c:{cid(1)}"]
@@ -176,7 +176,7 @@ async def test_process_table_keyed_cell_updates(make_app: AppFactory) -> None:
         await push(pilot, replace(base, processes=changed))
         await pilot.pause()
         assert calls == [("612:1", "mem")]  # only the one changed cell, when drawn
-        assert table.get_cell("612:1", "mem").text.plain == "60000MiB"  # and it shows
+        assert table.get_cell("612:1", "mem").text.plain == "58.6GiB"  # and it shows
         assert "800:0" not in table.row_keys()
         assert table.row_keys()[0] == "612:1"  # re-sorted by GPU memory
         assert table.selected is not None

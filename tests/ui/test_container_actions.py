@@ -383,6 +383,42 @@ async def test_stop_start_restart_confirmed_change_the_real_container(
         collector.close()
 
 
+async def test_a_stop_says_stopping_at_once_then_the_exit_code(
+    run_container: Callable[..., Any], free_run_id: str
+) -> None:
+    """The row reads "stopping…" from the confirmation on, then "exited (3)" once stopped."""
+    container = run_container(
+        # SIGTERM takes a few seconds to act on (a job saving its state), then exits with 3.
+        ["sh", "-c", "trap 'sleep 3; exit 3' TERM; while true; do sleep 0.2; done"],
+        name=f"ui-stopping-{free_run_id}",
+        network_mode="none",
+    )
+    app, collector = _app(free_run_id)
+    try:
+        async with app.run_test(size=(80, 24)) as pilot:
+            await ready(pilot, tries=500)
+            await _select(app, pilot, container.id)
+
+            def row() -> str:
+                return next(line for line in screen_lines(app) if container.name[:10] in line)
+
+            await pilot.press("D", "y")
+            await pilot.pause()
+            # At once, while Docker waits for the container to act on SIGTERM.
+            assert f"Container {container.name} stopped." not in _notes(app)
+            assert "stopping…" in row(), row()
+            await _wait(
+                pilot, lambda: f"Container {container.name} stopped." in _notes(app), "stop"
+            )
+            container.reload()
+            assert container.status == "exited"
+            await _refresh(app, pilot, container, "exited")
+            await pilot.pause()
+            assert "exited (3)" in row() and "stopping…" not in row(), row()
+    finally:
+        collector.close()
+
+
 async def test_read_only_removes_and_refuses_shell_and_container_actions(
     run_container: Callable[..., Any], free_run_id: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:

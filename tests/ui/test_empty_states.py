@@ -102,3 +102,21 @@ def test_panels_with_rows_have_no_empty_state() -> None:
     assert filtered is not None and "No process matches “nomatch”" in filtered.plain
     host_only = snapshot(processes=[proc(900, 0, 256, None, "Xorg :0")])
     assert containers_empty(host_only) is None  # the host group is a row
+
+
+async def test_a_filter_that_matches_says_no_no_match() -> None:
+    """A Processes filter that keeps rows shows them, never "No process matches" above them."""
+    from ui_factories import demo_app
+
+    app = demo_app(refreshes=3)
+    async with app.run_test(size=(120, 30)) as pilot:
+        await ready(pilot)
+        await pilot.press("2", "slash", *"vllm")
+        await pilot.pause()
+        text = "\n".join(screen_lines(app))
+        assert app.main.table.row_count >= 1
+        assert "51234" in text and "vllm-server" in text
+        assert "No process matches" not in text
+        await pilot.press(*"zzz")
+        await pilot.pause()
+        assert "No process matches “vllmzzz”" in "\n".join(screen_lines(app))

@@ -23,6 +23,18 @@ HOST = HostStats(
 )
 
 
+def flags(app: object, key: str) -> str:
+    """A tree row's label and, as the flags line shows them for it, its markers' whole texts."""
+    from gputui.ui.app import GpuTuiApp
+
+    assert isinstance(app, GpuTuiApp)
+    tree = app.main.ctree
+    node = tree.nodes_by_key[key]
+    tree.move_cursor(node)
+    app.main.cpane.refresh_flags()
+    return f"{node.label}  ||  {app.main.cpane.flags_text}"
+
+
 def slow_trainer(taken_at: float, periods: int, throttled: int) -> Snapshot:
     """A trainer sharing GPU 0 with the host, CPU-throttled, near its memory limit, OOM-killed
     once and restarted: everything the evidence view has to explain."""
@@ -52,12 +64,13 @@ async def test_shared_gpu_flagged_in_card_and_tree(make_app: AppFactory) -> None
     app = make_app()
     async with app.run_test(size=(200, 50)) as pilot:  # the side column: 69-column cards
         await ready(pilot)  # standard(): GPU 0 and GPU 1 each used by several parties
-        labels = {k: str(n.label) for k, n in app.main.ctree.nodes_by_key.items()}
-        assert "[shared GPU 0: 95%]" in labels[f"c:{cid(1)}"]  # trainer-a, 13290 of 14058 MiB
-        assert "[shared GPU 1: 29%]" in labels[f"c:{cid(1)}"]
-        assert "[shared GPU 1: 57%]" in labels[f"c:{cid(2)}"]
-        assert "[shared GPU 0: 2%]" in labels["g:host"]
-        assert "[shared GPU 1: 14%]" in labels["g:orphans"]
+        labels = {k: flags(app, k) for k in (f"c:{cid(1)}", f"c:{cid(2)}", "g:host", "g:orphans")}
+        assert all(" SHARED" in label for label in labels.values()), labels
+        assert "shared GPU 0: 95%" in labels[f"c:{cid(1)}"]  # trainer-a, 13290 of 14058 MiB
+        assert "shared GPU 1: 29%" in labels[f"c:{cid(1)}"]
+        assert "shared GPU 1: 57%" in labels[f"c:{cid(2)}"]
+        assert "shared GPU 0: 2%" in labels["g:host"]
+        assert "shared GPU 1: 14%" in labels["g:orphans"]
         gauges = app.main.gpus.cards[0].gauges
         card = gauges.render().plain.splitlines()[0]
         # Three parties in 69 columns: names shortened (never below 6 cells), on one line.
@@ -99,13 +112,14 @@ async def test_findings_become_tree_markers(make_app: AppFactory) -> None:
         await ready(pilot)
         await push(pilot, slow_trainer(1_000_100.0, 1000, 100), analyse=True)
         await push(pilot, slow_trainer(1_000_110.0, 1100, 190), analyse=True)  # 90 of 100
-        label = str(app.main.ctree.nodes_by_key[f"c:{cid(1)}"].label)
+        label = flags(app, f"c:{cid(1)}")
         for marker in (
-            "[shared GPU 0: 62%]",
-            "[CPU throttled 90% over 10 s]",
-            "[mem 97% of limit]",
-            "[OOM-killed]",
-            "[restarts 4]",
+            "SHARED THR 90% OOM MEM 97% +2",  # the badges, in the legend's order
+            "shared GPU 0: 62%",
+            "CPU throttled 90% over 10 s",
+            "mem 97% of limit",
+            "OOM-killed",
+            "restarts 4",
         ):
             assert marker in label, marker
 
@@ -115,9 +129,9 @@ async def test_idle_reservation_marker_says_how_long(make_app: AppFactory) -> No
     async with app.run_test(size=(200, 50)) as pilot:
         await ready(pilot)  # the collector thread analysed standard() at t = 1_000_000
         await push(pilot, standard(1_000_090.0), analyse=True)
-        label = str(app.main.ctree.nodes_by_key[f"c:{cid(3)}"].label)
-        assert "[idle: reserved GPU, no GPU process for 1m]" in label
-        assert label.count("[idle") == 1  # the finding replaces the snapshot-only marker
+        label = flags(app, f"c:{cid(3)}")
+        assert "idle: reserved GPU, no GPU process for 1m" in label
+        assert label.count("IDLE") == 1  # the finding replaces the snapshot-only badge
 
 
 async def test_memory_growth_marks_the_process(make_app: AppFactory) -> None:
@@ -132,8 +146,8 @@ async def test_memory_growth_marks_the_process(make_app: AppFactory) -> None:
                 containers=[container(1, "leaky", processes)],
             )
             await push(pilot, snap, analyse=True)
-        assert "[GPU mem +400 MiB/min" in str(app.main.ctree.nodes_by_key["p:611:0"].label)
-        assert "[GPU mem +400 MiB/min" in str(app.main.ctree.nodes_by_key[f"c:{cid(1)}"].label)
+        assert "LEAK" in str(app.main.ctree.nodes_by_key["p:611:0"].label)
+        assert "||  GPU mem +400 MiB/min" in flags(app, f"c:{cid(1)}")
 
 
 async def test_host_line_in_wide_header(make_app: AppFactory) -> None:
@@ -179,7 +193,7 @@ async def test_evidence_view_answers_why_slow(make_app: AppFactory) -> None:
             "killed by the kernel's OOM killer",
             "restarted 4 times",
             "PID 611",  # its GPU process
-            "62000MiB",
+            "60.5GiB",
             "GPU 0  util 97%",
             "trainer (this) 62% of memory",  # shares
             "host 38% of memory",
@@ -264,13 +278,13 @@ async def test_one_throttling_figure_in_finding_marker_and_evidence(make_app: Ap
             assert analysis is not None
             figure = analysis.throttling[cid(1)]
             (finding,) = [f for f in analysis.findings if f.kind == "cpu_throttled"]
-            label = str(app.main.ctree.nodes_by_key[f"c:{cid(1)}"].label)
-            badge = f"[CPU throttled {figure.percent}% over {figure.span}]"
-            assert badge in label, (step, label)
+            label = flags(app, f"c:{cid(1)}")
+            badge = f"CPU throttled {figure.percent}% over {figure.span}"
+            assert f" THR {figure.percent}% " in label and badge in label, (step, label)
             assert f"trainer: CPU {figure.text()} at its limit of 4 CPUs" == finding.summary
             badges.append(badge)
         # A full 60 s window of a steady 20 % throttle: one figure, refresh after refresh.
-        assert badges[11:] == ["[CPU throttled 20% over 60 s]"] * 5
+        assert badges[11:] == ["CPU throttled 20% over 60 s"] * 5
         await pilot.press("e")
         await pilot.pause()
         screen = app.screen

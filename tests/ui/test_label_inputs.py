@@ -7,10 +7,8 @@ from dataclasses import replace
 from rich.text import Text
 from ui_factories import GIB, cid, container, proc, standard
 
-from gputui.derive import fmt
 from gputui.derive.tree import Marker
 from gputui.model import FindingSeverity
-from gputui.ui.styles import EMPH
 from gputui.ui.widgets import process_table as pt
 from gputui.ui.widgets import tree_labels as tl
 
@@ -90,37 +88,3 @@ def test_row_inputs_cover_row_cells() -> None:
                 pt.row_cells(process, name, now + 3600)["elapsed"]
                 != pt.row_cells(process, name, now)["elapsed"]
             )
-
-
-def test_fast_process_row_equals_the_generic_row() -> None:
-    base = standard()
-    now = base.taken_at
-    marks = (Marker("gpu_shared", "shared GPU 0: 50%", FindingSeverity.INFO),)
-    wide = replace(base.processes[0], info=replace(base.processes[0].info, user="utilisateur-été"))
-    checked = 0
-    for process in (*base.processes, wide):
-        info, sample = process.info, process.sample
-        if not info.exists or info.proc_hidden:
-            continue
-        for mine in ((), marks):
-            for indent in (tl.INDENT, 2 * tl.INDENT):
-                figures = (
-                    str(sample.gpu_index),
-                    tl.gib(sample.used_memory_bytes),
-                    fmt.pct(sample.sm_util, na=tl.NONE),
-                    fmt.pct(info.cpu_percent, na=tl.NONE),
-                    tl.gib(info.rss_bytes),
-                    tl.since(info.start_time, now),
-                )
-                cells: list[list[tl.Part]] = [tl._process_name(process), []]
-                cells += [[text] for text in figures]
-                cells[3] = [(figures[1], EMPH)]
-                command: list[tl.Part] = [fmt.safe_text(info.command, 120)]
-                flags = tl.marker_parts(mine)
-                if flags:
-                    command = tl.fit(command, tl._COMMAND_WIDTH)
-                slow = tl.row(indent, cells, command, flags)
-                fast = tl.process_label(process, mine, now, indent)
-                assert (fast.plain, fast.spans) == (slow.plain, slow.spans)
-                checked += 1
-    assert checked == 24  # 5 live processes and the non-ASCII user, 2 marker sets, 2 depths

@@ -14,11 +14,15 @@ from gputui.ui.widgets.header import Segment, fit, header_content
 def test_sharing_markers_name_the_gpu_on_every_party() -> None:
     markers = node_markers((), gpu_shares(standard()))
     assert markers[f"container:{cid(1)}"] == (
-        Marker("gpu_shared", "shared GPU 0: 95%", FindingSeverity.INFO),
-        Marker("gpu_shared", "shared GPU 1: 29%", FindingSeverity.INFO),
+        Marker("gpu_shared", "shared GPU 0: 95%", FindingSeverity.INFO, "SHARED"),
+        Marker("gpu_shared", "shared GPU 1: 29%", FindingSeverity.INFO, "SHARED"),
     )
-    assert markers["host"] == (Marker("gpu_shared", "shared GPU 0: 2%", FindingSeverity.INFO),)
-    assert markers["orphans"] == (Marker("gpu_shared", "shared GPU 1: 14%", FindingSeverity.INFO),)
+    assert markers["host"] == (
+        Marker("gpu_shared", "shared GPU 0: 2%", FindingSeverity.INFO, "SHARED"),
+    )
+    assert markers["orphans"] == (
+        Marker("gpu_shared", "shared GPU 1: 14%", FindingSeverity.INFO, "SHARED"),
+    )
     assert f"container:{cid(3)}" not in markers  # idle: uses no GPU, shares none
 
 

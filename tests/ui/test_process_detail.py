@@ -93,7 +93,7 @@ async def test_enter_on_a_process_row_opens_its_details(make_app: AppFactory) ->
             "trainer-a  running  010101010101  lab:latest",
             "lab/trainer",
             "GPU 0",
-            "13290MiB",
+            "13.0GiB",
             "SM 30%",
             "(running for 11d13h)",  # elapsed, to the snapshot's time
             "python3 /lab/load.py 12 120",
@@ -185,7 +185,7 @@ async def test_it_follows_the_process_by_identity_and_keeps_it_after_exit(
         title = str(screen.title_line.content)
         assert "EXITED: last seen" in title and "last known figures" in title
         assert "python3 serve.py --port 8000" in _text(screen)  # the last figures stay
-        assert "4096MiB" in _text(screen)
+        assert "4.0GiB" in _text(screen)
         assert "the process has exited: no signals" in str(screen.keys_line.content)
         await pilot.press("T")
         await pilot.pause()

@@ -33,7 +33,7 @@ def test_container_processes_and_totals() -> None:
     trainer = groups[cid(1)]
     assert [process_key(p) for p in trainer.processes] == ["611:0", "612:1"]
     assert trainer.gpu_memory_bytes == (13290 + 2048) * 1024 * 1024
-    assert trainer.sm_util == 60
+    assert trainer.sm_util == 30  # 30 % on each of its two GPUs: per GPU, not 60
     idle = groups[cid(3)]
     assert idle.usage is not None
     assert idle.usage.idle_reserved
@@ -106,3 +106,23 @@ def test_natural_key_bounded_and_case_blind() -> None:
         "job10",
         "job" + long,
     ]
+
+
+def test_sm_of_a_container_on_three_gpus_is_per_gpu_not_summed() -> None:
+    """A container busy at 90 % on GPUs 0, 2 and 3 reads 90 % (the mean), never 270 %."""
+    from gputui.collect.collector import attribute_containers
+    from gputui.model import ContainerReading, SourceStatus
+    from gputui.ui.widgets.tree_labels import container_label
+
+    procs = [proc(10 + g, g, 1000, cid(1), sm=90) for g in (0, 2, 3)]
+    # Two processes on one GPU share its SMs: their figures add up there (at most 100 %).
+    procs += [proc(20, 1, 500, cid(2), sm=30), proc(21, 1, 500, cid(2), sm=40)]
+    made = container(1, "tp3", procs, gpu_request="0")
+    reading = ContainerReading(SourceStatus("docker", ok=True), (made.info,))
+    usages = {u.info.id: u for u in attribute_containers(reading, procs)}
+    assert usages[cid(1)].sm_util == 90
+    assert usages[cid(2)].sm_util == 70
+    groups = {g.key: g for g in build_groups(snapshot(processes=procs, containers=[made]))}
+    assert groups[cid(1)].sm_util == 90
+    label = container_label(made, groups[cid(1)].gpu_memory_bytes, groups[cid(1)].sm_util).plain
+    assert " 90%" in label and "270" not in label

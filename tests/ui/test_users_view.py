@@ -43,7 +43,7 @@ async def test_users_tab_is_key_6_and_lists_users(make_app: AppFactory) -> None:
         rows = _cells(view.table)
         # standard(): root runs trainer-a's two processes and Xorg on the host.
         assert rows[0][0] == "root"
-        assert rows[0][1].strip() == f"{13290 + 2048 + 256}MiB"
+        assert rows[0][1].strip() == "15.2GiB"  # 13290 + 2048 + 256 MiB
         assert rows[0][5] == "host, trainer-a"
         labels = [r[0] for r in rows]
         assert "app" in labels and "nobody" in labels and "PIDs nobody can find" in labels

@@ -21,6 +21,7 @@ from gputui.model import (
     Snapshot,
     SourceStatus,
     Visibility,
+    per_gpu_sm,
 )
 
 GIB = 1024**3
@@ -96,7 +97,6 @@ def container(
 ) -> ContainerUsage:
     mine = [p for p in processes if p.container_id == cid(n)]
     memory = sum(p.sample.used_memory_bytes or 0 for p in mine)
-    sms = [p.sample.sm_util for p in mine if p.sample.sm_util is not None]
     info = ContainerInfo(
         id=cid(n),
         name=name,
@@ -110,7 +110,7 @@ def container(
         gpu_memory_bytes=memory,
         pids=tuple(sorted({p.pid for p in mine})),
         gpu_indexes=tuple(sorted({p.sample.gpu_index for p in mine})),
-        sm_util=sum(sms) if sms else None,
+        sm_util=per_gpu_sm(mine),
         known_to_engine=known,
     )
 

@@ -578,6 +578,21 @@ class DemoContainers:
         """Nothing to release."""
 
 
+#: How long after its container started each demo process did (seconds); a process without a
+#: container (or in one the engine does not list), its age. No process is older than its
+#: container, and no two are the same age.
+_PROCESS_DELAY = {48211: 95, 48290: 2 * 3600 + 14 * 60, 50102: 41, 51234: 28}
+_PROCESS_AGE = {3121: 3 * 3600 + 12 * 60, 52001: 4 * 3600 + 47 * 60}
+
+
+def process_start(pid: int, cid: str | None) -> float:
+    """A demo process's start time, consistent with its container's."""
+    started = {c.id: c.started_at for c in DEMO_CONTAINERS}.get(cid or "")
+    if started is not None and pid in _PROCESS_DELAY:
+        return started + _PROCESS_DELAY[pid]
+    return DEMO_EPOCH - _PROCESS_AGE.get(pid, 3600)
+
+
 class DemoProcesses:
     """Host facts for the simulated machine's PIDs (a :class:`ProcessSource`)."""
 
@@ -603,7 +618,7 @@ class DemoProcesses:
                 user=user,
                 cpu_percent=round(cpu * wobble, 1) if self._step > 1 else None,
                 rss_bytes=int(rss_gib * 2**30),
-                start_time=DEMO_EPOCH - 3600,
+                start_time=process_start(pid, cid),
                 container_id=cid,
                 runtime=None if cid is None else ("containerd" if cid == CONTAINERD else "docker"),
                 pod_uid=None,

@@ -85,7 +85,7 @@ def _processes(usage: ContainerUsage, snapshot: Snapshot) -> list[Part]:
             (str(process.pid).ljust(8), "bold"),
             ("GPU ", "$text-muted"),
             str(sample.gpu_index).ljust(3),
-            (fmt.mib(sample.used_memory_bytes).rjust(10), "bold"),
+            (fmt.size(sample.used_memory_bytes).rjust(10), "bold"),
             ("  SM ", "$text-muted"),
             fmt.pct(sample.sm_util).rjust(4),
             ("  CPU ", "$text-muted"),
@@ -150,6 +150,9 @@ def _gpus(usage: ContainerUsage, analysis: Analysis) -> list[Part]:
                     (label + (" (this)" if me else ""), "bold" if me else ""),
                     f" {memory}{sm}",
                 ]
+        elif not usage.gpu_data:
+            # No process list from NVML: nobody can tell who else is on the GPU.
+            parts += [("  sharing unknown (NVML gave no GPU processes)", "$text-muted")]
         else:
             parts += [("  not shared", "$text-success")]
         parts.append("\n")

@@ -13,6 +13,7 @@ from textual.widgets import Footer, Static
 
 from gputui.collect.linux.cgroup_usage import CONTAINER_FULL_READ_MAX, CONTAINER_SAMPLE_WINDOW_S
 from gputui.collect.linux.processes import FULL_READ_MAX, SAMPLE_WINDOW_S
+from gputui.derive.tree import BADGES
 from gputui.ui.action_table import ActionRow
 
 #: Keys handled by Textual widgets themselves, listed so the help is complete.
@@ -27,6 +28,16 @@ BUILTIN_KEYS: tuple[tuple[str, str], ...] = (
     ("ctrl+p", "command palette (every action by name)"),
     ("/ n N t f", "in the logs screen: search, next / previous match, times, follow"),
     ("mouse", "click tabs, rows and tree nodes; scroll with the wheel"),
+)
+
+
+#: The Containers tab's FLAGS badges and columns, for the help screen's legend.
+TREE_LEGEND: tuple[tuple[str, str], ...] = (
+    *BADGES,
+    ("+N", "N more badges: the line under the tree gives every flag of the row in full"),
+    ("GPUS", "the GPUs its processes use; req …: what it asked for, while it uses none"),
+    ("SM%", "SM % per GPU: its processes' figures added up on each GPU, mean over its GPUs"),
+    ("stopping…", "an action asked of Docker, until Docker reports the outcome"),
 )
 
 
@@ -85,6 +96,8 @@ class HelpScreen(ModalScreen[None]):
         with VerticalScroll(id="help-dialog", classes="dialog"):
             yield Static(Content.styled("gputui keys", "bold"), classes="dialog-title")
             yield Static(help_content(self.rows), id="help-keys")
+            yield Static(Content.styled("Containers tab", "bold"), classes="dialog-title")
+            yield Static(help_content(list(TREE_LEGEND)), id="help-legend")
             yield Static(Content.styled(IN_TURN_TEXT, "$text-muted"), id="help-in-turn")
             yield Static(
                 Content.styled("Esc, q or ? closes this screen.", "$text-muted"), id="help-foot"

@@ -14,6 +14,7 @@ from textual.events import Resize
 from textual.screen import Screen
 from textual.widgets import Footer, Input, Static, TabbedContent, TabPane, Tree
 
+from gputui.derive import fmt
 from gputui.derive.analysis import Analysis, worst_severity
 from gputui.derive.freshness import container_stats_note, process_figures_note
 from gputui.derive.history import History
@@ -274,7 +275,8 @@ class MainScreen(Screen[None]):
     def _update_proc_status(self) -> None:
         shown = self.table.row_count
         total = len(self.snapshot.processes) if self.snapshot else 0
-        filt = f"  ·  filter “{self.table.filter_text}”" if self.table.filter_text else ""
+        needle = fmt.safe_text(self.table.filter_text, 60)
+        filt = f"  ·  filter “{needle}”" if self.table.filter_text else ""
         note = process_figures_note(self.snapshot) if self.snapshot else None
         self.proc_status.set_class(note is not None, "-noted")
         self.proc_status.update(
@@ -288,7 +290,7 @@ class MainScreen(Screen[None]):
                 ("   (s/S: sort  /: filter)", "$text-muted"),
             )
         )
-        self.proc_empty.show(processes_empty(self.snapshot, self.table.filter_text))
+        self.proc_empty.show(processes_empty(self.snapshot, self.table.filter_text, shown))
 
     def _update_tree_note(self, note: str | None) -> None:
         """Show (or hide) the line saying container CPU/memory are read in turn."""
@@ -386,6 +388,12 @@ class MainScreen(Screen[None]):
         if not gpus:
             self.gpus.show_empty(gpus_empty(self.snapshot))
 
+    def side_end(self, right: bool) -> None:
+        """Scroll the visible tree or table to its left or right edge (``^`` / ``$``)."""
+        widget = {"containers": self.ctree, "processes": self.table}.get(self.active_tab)
+        if widget is not None:
+            widget.scroll_to(x=widget.max_scroll_x if right else 0, animate=False)
+
     def toggle_gpus(self) -> bool:
         """Collapse the GPU panel to its summary line, or expand it; returns the new state."""
         self.gpus_collapsed = not self.gpus_collapsed
@@ -413,7 +421,8 @@ class MainScreen(Screen[None]):
         self.post_message(SelectionChanged())
 
     def on_tree_node_highlighted(self, event: Tree.NodeHighlighted[NodeRef]) -> None:
-        """The tree cursor moved: keys like x may change state."""
+        """The tree cursor moved: keys like x may change state; the flags line follows."""
+        self.cpane.refresh_flags()
         self.post_message(SelectionChanged())
 
     def on_input_changed(self, event: Input.Changed) -> None:

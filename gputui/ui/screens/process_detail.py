@@ -156,7 +156,7 @@ def _gpus(rows: tuple[GpuProcess, ...], snapshot: Snapshot) -> list[Part]:
         parts += [
             ("  GPU ", MUTED),
             (str(sample.gpu_index).ljust(3), "bold"),
-            (fmt.mib(sample.used_memory_bytes).rjust(10), "bold"),
+            (fmt.size(sample.used_memory_bytes).rjust(10), "bold"),
             (f"  {fmt.pct(share)} of its memory" if share is not None else "", MUTED),
             ("  SM ", MUTED),
             fmt.pct(sample.sm_util),
@@ -239,7 +239,7 @@ def detail_content(
     if total is not None:
         parts += _fact(
             "GPU total",
-            (fmt.mib(total.memory_bytes), "bold"),
+            (fmt.size(total.memory_bytes), "bold"),
             ("  SM ", MUTED),
             fmt.pct(total.sm_util),
         )

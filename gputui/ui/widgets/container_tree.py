@@ -14,7 +14,8 @@ container stays with the processes that match).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from functools import partial
 from itertools import chain
@@ -55,8 +56,14 @@ from gputui.ui.textual_compat import (
 from gputui.ui.widgets.process_table import EmptyNote
 from gputui.ui.widgets.tree_labels import (
     EXPANDER_WIDTH,
+    FULL,
     INDENT,
+    SIDE_STEP,
     STALE_TEXT,
+    TreeLayout,
+    badges_of,
+    badges_width,
+    container_badges,
     container_inputs,
     container_label,
     header_text,
@@ -65,6 +72,7 @@ from gputui.ui.widgets.tree_labels import (
     others_label,
     process_inputs,
     process_label,
+    tree_layout,
 )
 
 
@@ -261,7 +269,7 @@ class _ProcessRows:
     move cost an attribute set each, not an item, a label builder and a node reference each.
     """
 
-    __slots__ = ("ident", "markers", "now", "processes", "usage")
+    __slots__ = ("ident", "layout", "markers", "now", "processes", "usage")
 
     def __init__(
         self,
@@ -269,11 +277,13 @@ class _ProcessRows:
         processes: tuple[GpuProcess, ...],
         markers: Markers,
         now: float | None,
+        layout: TreeLayout = FULL,
     ) -> None:
         self.usage = usage
         self.processes = processes
         self.markers = markers
         self.now = now
+        self.layout = layout
         # The lines' identities in order (build_groups sorts by PID, then GPU): while they stay
         # the same, the nodes stay and only the source changes.
         self.ident = tuple((p.sample.pid, p.sample.gpu_index) for p in processes)
@@ -286,11 +296,11 @@ class _ProcessRows:
 
     def row_inputs(self, index: int) -> tuple[object, ...]:
         process = self.processes[index]
-        return process_inputs(process, self._markers(process), self.now, INDENT)
+        return process_inputs(process, self._markers(process), self.now, INDENT, self.layout)
 
     def row_label(self, index: int) -> Text:
         process = self.processes[index]
-        return process_label(process, self._markers(process), self.now, INDENT)
+        return process_label(process, self._markers(process), self.now, INDENT, self.layout)
 
     def row_data(self, index: int) -> NodeRef:
         return NodeRef(self.key(index), "process", self.usage, self.processes[index])
@@ -305,46 +315,83 @@ def _container_item(
     stale: bool = False,
     now: float | None = None,
     indent: int = 0,
+    layout: TreeLayout = FULL,
+    pending: Mapping[str, str] | None = None,
 ) -> _Item:
     mine = markers.get(f"container:{usage.info.id}", ())
+    doing = pending.get(usage.info.id) if pending else None
     return _Item(
         NodeRef(f"c:{usage.info.id}", "container", usage),
-        container_inputs(usage, memory, sm, mine, stale, now, indent),
-        partial(container_label, usage, memory, sm, mine, stale, now, indent),
+        container_inputs(usage, memory, sm, mine, stale, now, indent, layout, doing),
+        partial(container_label, usage, memory, sm, mine, stale, now, indent, layout, doing),
         children,
     )
 
 
 def _group_item(
-    group: Group, markers: Markers, stale: bool = False, now: float | None = None
+    group: Group,
+    markers: Markers,
+    stale: bool = False,
+    now: float | None = None,
+    layout: TreeLayout = FULL,
+    pending: Mapping[str, str] | None = None,
 ) -> _Item:
-    rows = _ProcessRows(group.usage, group.processes, markers, now) if group.processes else None
+    rows = None
+    if group.processes:
+        rows = _ProcessRows(group.usage, group.processes, markers, now, layout)
     if group.kind is GroupKind.CONTAINER and group.usage is not None:
         # The group key is the container id, so this is the node key c:<group.key>.
         memory, sm = group.gpu_memory_bytes, group.sm_util
-        item = _container_item(group.usage, memory, sm, markers, None, stale, now)
+        item = _container_item(
+            group.usage, memory, sm, markers, None, stale, now, 0, layout, pending
+        )
         item.rows = rows
         return item
     count = len(group.processes)
     memory, sm = group.gpu_memory_bytes, group.sm_util
     if group.kind is GroupKind.HOST:
         mine = markers.get(HOST_KEY, ())
-        build = partial(host_label, count, memory, sm, mine)
-        return _Item(NodeRef("g:host", "host"), (count, memory, sm, mine), build, (), rows=rows)
+        build = partial(host_label, count, memory, sm, mine, layout)
+        inputs: tuple[object, ...] = (layout, count, memory, sm, mine)
+        return _Item(NodeRef("g:host", "host"), inputs, build, (), rows=rows)
     if group.kind is GroupKind.ORPHANS:
         mine = markers.get(ORPHANS_KEY, ())
-        build = partial(orphans_label, count, memory, mine)
+        build = partial(orphans_label, count, memory, mine, layout)
         ref = NodeRef("g:orphans", "orphans")
-        return _Item(ref, (count, memory, mine), build, (), rows=rows)
+        return _Item(ref, (layout, count, memory, mine), build, (), rows=rows)
     others = tuple(
-        _container_item(u, None, None, markers, None, stale, now, INDENT) for u in group.containers
+        _container_item(u, None, None, markers, None, stale, now, INDENT, layout, pending)
+        for u in group.containers
     )
-    build = partial(others_label, len(others), stale)
-    inputs = (len(others), stale)
+    build = partial(others_label, len(others), stale, layout)
+    inputs = (layout, len(others), stale)
     return _Item(NodeRef("g:others", "others"), inputs, build, others, expand=False)
 
 
+def flags_width(groups: Sequence[Group], markers: Markers, stale: bool) -> int:
+    """Cells the widest badges of the rows of ``groups`` take (the FLAGS column's width)."""
+    widest = 0
+    for group in groups:
+        if group.kind is GroupKind.CONTAINER and group.usage is not None:
+            usages: Iterable[ContainerUsage] = (group.usage,)
+        elif group.kind is GroupKind.OTHERS:
+            usages = group.containers
+            widest = max(widest, badges_width(badges_of((), stale=stale)))
+        else:
+            usages = ()
+            mine = markers.get(HOST_KEY if group.kind is GroupKind.HOST else ORPHANS_KEY, ())
+            widest = max(widest, badges_width(badges_of(mine)))
+        for usage in usages:
+            mine = markers.get(f"container:{usage.info.id}", ())
+            widest = max(widest, badges_width(container_badges(usage, mine, stale)))
+    return widest
+
+
 __all__ = ["STALE_TEXT", "ContainerPane", "ContainerTree", "NodeRef"]
+
+#: Seconds a container's row says ``stopping…`` (or ``restarting…``, ``starting…``) at most,
+#: when the engine's status does not move: Docker's stop grace is 10 s, then SIGKILL.
+PENDING_SECONDS = 30.0
 
 
 class ContainerTree(LazyLabelTree[NodeRef]):
@@ -376,6 +423,12 @@ class ContainerTree(LazyLabelTree[NodeRef]):
         self._last: tuple[tuple[Group, ...], Markers | None, bool, float | None] | None = None
         #: Called after every change of what the tree shows (the pane's status line and header).
         self.on_view_change: Callable[[], None] | None = None
+        #: The columns the labels were last built for (from the tree's width and the badges).
+        self.columns: TreeLayout = FULL
+        self._sized_for: int | None = None
+        #: Container id -> (what its status reads meanwhile, its status and start time when
+        #: asked, the monotonic deadline): an action asked of the engine and not yet seen done.
+        self.pending: dict[str, tuple[str, tuple[object, ...], float]] = {}
 
     @property
     def selected(self) -> NodeRef | None:
@@ -446,7 +499,10 @@ class ContainerTree(LazyLabelTree[NodeRef]):
         cursor_key = cursor.data.key if cursor is not None and cursor.data else None
         cursor_parent = cursor.parent if cursor is not None else None
         parent_key = cursor_parent.data.key if cursor_parent and cursor_parent.data else None
-        self._reconcile(self.root, tuple(_group_item(g, markers, stale, now) for g in shown))
+        self.columns = layout = tree_layout(self.label_width(), flags_width(shown, markers, stale))
+        pending = self._pending_texts(groups)
+        items = tuple(_group_item(g, markers, stale, now, layout, pending) for g in shown)
+        self._reconcile(self.root, items)
         self._repaint_relabelled()
         if self.on_view_change is not None:
             self.on_view_change()
@@ -603,6 +659,84 @@ class ContainerTree(LazyLabelTree[NodeRef]):
             prefix = Text(" " * EXPANDER_WIDTH, style=base_style)
         return themed(Text.assemble(prefix, label))
 
+    def mark_pending(self, usage: ContainerUsage, text: str) -> None:
+        """Show ``text`` (``stopping…``) as the container's status from now on.
+
+        Until the engine reports another status or start time (the next refresh after the
+        action is done), or :data:`PENDING_SECONDS` pass, whichever comes first.
+        """
+        info = usage.info
+        deadline = time.monotonic() + PENDING_SECONDS
+        self.pending[info.id] = (text, (info.status, info.started_at), deadline)
+        self.resync()
+
+    def clear_pending(self, container_id: str) -> None:
+        """The action on the container is over: its row shows the engine's status again."""
+        if self.pending.pop(container_id, None) is not None:
+            self.resync()
+
+    def _pending_texts(self, groups: Sequence[Group]) -> dict[str, str]:
+        if not self.pending:
+            return {}
+        usages: dict[str, ContainerUsage] = {}
+        for group in groups:
+            if group.usage is not None:
+                usages[group.usage.info.id] = group.usage
+            for usage in group.containers:
+                usages[usage.info.id] = usage
+        now = time.monotonic()
+        shown: dict[str, str] = {}
+        for cid, (text, before, deadline) in list(self.pending.items()):
+            now_usage = usages.get(cid)
+            moved = now_usage is not None and (
+                (now_usage.info.status, now_usage.info.started_at) != before
+            )
+            if moved or now > deadline:
+                del self.pending[cid]
+            else:
+                shown[cid] = text
+        return shown
+
+    def selected_markers(self) -> tuple[Marker, ...]:
+        """The markers of the row under the cursor (their whole texts, for the flags line)."""
+        ref = self.selected
+        if ref is None or self._last is None:
+            return ()
+        markers = self._last[1] or {}
+        if ref.kind == "process" and ref.process is not None:
+            return markers.get(f"pid:{ref.process.pid}", ())
+        if ref.kind == "container" and ref.container is not None:
+            return markers.get(f"container:{ref.container.info.id}", ())
+        if ref.kind in ("host", "orphans"):
+            return markers.get(HOST_KEY if ref.kind == "host" else ORPHANS_KEY, ())
+        return ()
+
+    def action_scroll_left(self) -> None:
+        """← : :data:`SIDE_STEP` columns left (one at a time crawls along a command)."""
+        self.scroll_to(x=max(0, self.scroll_x - SIDE_STEP), animate=False)
+
+    def action_scroll_right(self) -> None:
+        """→ : :data:`SIDE_STEP` columns right."""
+        self.scroll_to(x=min(self.max_scroll_x, self.scroll_x + SIDE_STEP), animate=False)
+
+    def label_width(self) -> int | None:
+        """Cells a label may use: the tree's width less the expander and the scrollbar.
+
+        The scrollbar's cells are always kept: counting them only while it shows would change
+        the labels, and so the rows, each time it appears.
+        """
+        width = self.size.width
+        if width <= 0:
+            return None
+        return max(1, width - EXPANDER_WIDTH - self.styles.scrollbar_size_vertical)
+
+    def on_resize(self) -> None:
+        """A new width: fit the columns again (labels are rebuilt for the new layout)."""
+        width = self.label_width()
+        if width != self._sized_for:
+            self._sized_for = width
+            self.resync()
+
     def watch_scroll_x(self, old_value: float, new_value: float) -> None:
         """Scrolled sideways: the column titles follow."""
         super().watch_scroll_x(old_value, new_value)
@@ -617,6 +751,7 @@ class ContainerPane(Vertical):
     ContainerPane #tree-filter { height: 3; margin: 0; }
     ContainerPane #tree-status { height: 1; padding: 0 1; }
     ContainerPane #tree-header { height: 1; text-style: bold; background: $surface; }
+    ContainerPane #tree-flags { height: 1; padding: 0 1; background: $surface; }
     """
 
     def __init__(self, tree: ContainerTree, *, id: str | None = None) -> None:
@@ -629,9 +764,12 @@ class ContainerPane(Vertical):
         self.status = Static("", id="tree-status")
         self.header = Static("", id="tree-header")
         self.empty = EmptyNote(id="tree-empty")
+        #: The selected row's flags in full (``SHARED shared GPU 1: 75%``), under the tree.
+        self.flags = Static("", id="tree-flags")
+        self._flags_shown: tuple[Marker, ...] | None = None
         self._why_empty: Content | None = None
         self._shown: tuple[str, Content] | None = None
-        self._header_x: int | None = None
+        self._header_x: tuple[int, TreeLayout] | None = None
         tree.on_view_change = self.refresh_status
 
     def compose(self) -> ComposeResult:
@@ -641,6 +779,7 @@ class ContainerPane(Vertical):
         yield self.header
         yield self.empty
         yield self.ctree
+        yield self.flags
 
     def show_empty(self, why: Content | None) -> None:
         """Why the tree has no row before any filter (None: it has rows); shown while empty.
@@ -654,6 +793,7 @@ class ContainerPane(Vertical):
     def on_mount(self) -> None:
         """The filter input stays hidden until asked for."""
         self.filter_input.display = False
+        self.flags.display = False
         self.refresh_status()
 
     def refresh_status(self) -> None:
@@ -680,10 +820,30 @@ class ContainerPane(Vertical):
             self._shown = (key, content)
             self.status.update(content)
         self._show_empty()
+        self.refresh_flags()
         x = round(tree.scroll_x)
-        if x != self._header_x:
-            self._header_x = x
-            self.header.update(Content(header_text()[x:]))
+        if (x, tree.columns) != self._header_x:
+            self._header_x = (x, tree.columns)
+            self.header.update(Content(header_text(tree.columns)[x:]))
+
+    def refresh_flags(self) -> None:
+        """Show the selected row's flags in full under the tree (hidden when it has none)."""
+        markers = self.ctree.selected_markers()
+        if markers == self._flags_shown:
+            return
+        self._flags_shown = markers
+        self.flags.display = bool(markers)
+        parts: list[tuple[str, str] | str] = []
+        for marker in markers:
+            if parts:
+                parts.append(("  ·  ", "$text-muted"))
+            parts += [(marker.badge or "•", "bold"), " ", marker.text]
+        self.flags.update(Content.assemble(*parts))
+
+    @property
+    def flags_text(self) -> str:
+        """The flags line as shown (empty while hidden)."""
+        return " · ".join(m.text for m in self._flags_shown or ()) if self.flags.display else ""
 
     def _show_empty(self) -> None:
         tree = self.ctree
@@ -714,7 +874,7 @@ class ContainerPane(Vertical):
     @property
     def header_line(self) -> str:
         """The column titles as shown."""
-        return header_text()[self._header_x or 0 :]
+        return header_text(self.ctree.columns)[round(self.ctree.scroll_x) :]
 
     def open_filter(self) -> None:
         """``/``: show and focus the filter input."""

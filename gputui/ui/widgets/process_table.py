@@ -35,7 +35,7 @@ from gputui.derive.tree import process_key
 from gputui.model import ContainerUsage, GpuProcess, Snapshot, mig_device_name
 from gputui.ui.messages import SelectionChanged
 from gputui.ui.styles import EMPH, ERROR, MUTED, themed
-from gputui.ui.widgets.tree_labels import HIDDEN_TEXT, elapsed_key, since
+from gputui.ui.widgets.tree_labels import HIDDEN_TEXT, SIDE_STEP, elapsed_key, since
 
 #: (column key, header, width) in display order; widths leave room for the sort arrow.
 COLUMNS: tuple[tuple[str, str, int | None], ...] = (
@@ -51,6 +51,36 @@ COLUMNS: tuple[tuple[str, str, int | None], ...] = (
     ("elapsed", "ELAPSED", 9),
     ("command", "COMMAND", None),
 )
+
+#: The columns a narrow table leaves out, first to last, so COMMAND keeps :data:`MIN_COMMAND`
+#: cells (as nvitop gives the command what is left).
+DROPPED_FIRST: tuple[str, ...] = ("cpid", "rss", "user", "elapsed", "cpu")
+#: Cells COMMAND keeps on screen as long as leaving columns out can give them.
+MIN_COMMAND = 30
+
+
+def fit_columns(width: int) -> tuple[int, ...]:
+    """The widths of the columns before COMMAND for a table ``width`` cells wide (0: left out).
+
+    Args:
+        width: The table's width (0 before it has one: every column).
+
+    Returns:
+        One width per column of :data:`COLUMNS` but the last.
+    """
+    widths = {key: (w or len(title)) for key, title, w in COLUMNS[:-1]}
+    if width <= 0:
+        return tuple(widths.values())
+
+    def left() -> int:
+        return width - sum(w + 2 * PAD for w in widths.values() if w) - 2 * PAD
+
+    for key in DROPPED_FIRST:
+        if left() >= MIN_COMMAND:
+            break
+        widths[key] = 0
+    return tuple(widths.values())
+
 
 #: Columns that stay on screen while the table scrolls sideways (PID).
 FIXED_COLUMNS = 1
@@ -217,14 +247,13 @@ CELL_BUILDERS: dict[str, Callable[[GpuProcess, str, float | None], Cell]] = {
     "container": lambda p, c, n: _txt(c, "" if p.info.exists else ERROR),
     "gpu": lambda p, c, n: _num(gpu_order(p), gpu_text(p)),
     "mem": lambda p, c, n: _num(
-        p.sample.used_memory_bytes, fmt.mib(p.sample.used_memory_bytes), EMPH
+        p.sample.used_memory_bytes, fmt.size(p.sample.used_memory_bytes), EMPH
     ),
     "sm": lambda p, c, n: _num(p.sample.sm_util, fmt.pct(p.sample.sm_util)),
     "cpu": lambda p, c, n: _num(p.info.cpu_percent, fmt.pct(p.info.cpu_percent)),
     "user": _user,
     "cpid": _cpid,
-    # MiB like GPU MEM: one unit for every row of a column.
-    "rss": lambda p, c, n: _num(p.info.rss_bytes, fmt.mib(p.info.rss_bytes)),
+    "rss": lambda p, c, n: _num(p.info.rss_bytes, fmt.size(p.info.rss_bytes)),
     "elapsed": _elapsed,
     "command": _command,
 }
@@ -621,10 +650,20 @@ class ProcessTable(ScrollView, can_focus=True):
                 row.command, row.width = command, cell_len(_command_text(row.process))
             if row.width > widest:
                 widest = row.width
-        return (*self._widths[:-1], widest)
+        return (*fit_columns(self.size.width), widest)
+
+    def on_resize(self) -> None:
+        """A new width: the columns that fit, and every line drawn again."""
+        widths = self._measure()
+        if widths != self._widths:
+            self._widths = widths
+            self._lines.clear()
+            self._header_line = None
+            self._set_virtual_size()
+            self.refresh()
 
     def _set_virtual_size(self) -> None:
-        size = Size(sum(w + 2 * PAD for w in self._widths), len(self._order) + 1)
+        size = Size(sum(w + 2 * PAD for w in self._widths if w), len(self._order) + 1)
         if size != self.virtual_size:
             self.virtual_size = size
 
@@ -675,6 +714,14 @@ class ProcessTable(ScrollView, can_focus=True):
             self.scroll_to(y=self.cursor_row, animate=False, immediate=True)
         elif self.cursor_row >= top + height:
             self.scroll_to(y=self.cursor_row - height + 1, animate=False, immediate=True)
+
+    def action_scroll_left(self) -> None:
+        """← : :data:`SIDE_STEP` columns left."""
+        self.scroll_to(x=max(0, self.scroll_x - SIDE_STEP), animate=False)
+
+    def action_scroll_right(self) -> None:
+        """→ : :data:`SIDE_STEP` columns right."""
+        self.scroll_to(x=min(self.max_scroll_x, self.scroll_x + SIDE_STEP), animate=False)
 
     def _announce(self) -> None:
         """Tell the screen the process under the cursor changed (keys may change state)."""
@@ -756,6 +803,8 @@ class ProcessTable(ScrollView, can_focus=True):
         line = Text(no_wrap=True, end="")
         split = 0
         for i, (text, width) in enumerate(zip(texts, self._widths, strict=True)):
+            if not width:
+                continue  # a column the table's width leaves out
             cell = themed(text).copy()
             cell.align(cell.justify if cell.justify in ("left", "right") else "left", width)
             line.append(" " * PAD)

@@ -1,8 +1,11 @@
 """The labels of the container tree's rows, and the raw inputs each is built from.
 
 Rows are aligned columns (:data:`TREE_COLUMNS`): the name, then fixed-width figures at the same
-screen offset on every row whatever its depth (``indent``), each column in one unit, then the
-variable-width texts, and the bracketed flags last, so a narrow terminal cuts flags, not facts.
+screen offset on every row whatever its depth (``indent``), then FLAGS (short badges: ``IDLE``,
+``SHARED``, ``THR 45%``), then the image and compose/pod columns, which yield their width first.
+A :class:`TreeLayout` fits the columns to the tree's width: on a narrow terminal the image goes,
+then the elapsed time, the host memory and the name's width, never the badges; a process's
+command takes every cell left after its figures (as nvitop gives it).
 
 Every untrusted string goes through ``fmt.safe_text`` into a Rich ``Text`` (never markup), so
 names and commands cannot inject styles or terminal sequences.
@@ -18,14 +21,14 @@ from rich.cells import cell_len, set_cell_size
 from rich.text import Span, Text
 
 from gputui.derive import fmt
-from gputui.derive.tree import Marker
+from gputui.derive.tree import BADGES, Marker
 from gputui.model import ContainerUsage, GpuProcess
 from gputui.ui.styles import EMPH, ERROR, MUTED, severity_style
 from gputui.ui.styles import WARNING as WARN
 
-#: Shown on every container (and the others group) while the Docker engine is unreachable: the
-#: collector keeps the last container list, which must not pass for live.
-STALE_TEXT = "[engine unreachable: last known]"
+#: The badge of every container (and the others group) while the Docker engine is unreachable:
+#: the collector keeps the last container list, which must not pass for live.
+STALE_TEXT = "STALE"
 
 #: In place of the command (and owner) of a process that ``/proc`` hides (``hidepid``): it exists
 #: and holds GPU memory, but gputui may not read who runs what, nor its container.
@@ -35,13 +38,14 @@ HIDDEN_TEXT = "hidden by /proc (hidepid)"
 #: rows with and without children start their columns at the same place.
 EXPANDER_WIDTH = 2
 
+#: Columns ← / → scroll the tree and the process table by (one at a time crawls along a command).
+SIDE_STEP = 8
+
 #: What the tree indents each level by (``Tree.guide_depth``).
 INDENT = 3
 
 #: What a column shows when its figure does not apply to the row or is unknown.
 NONE = "-"
-
-_GIB = 1024**3
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,23 +65,88 @@ class TreeColumn:
     right: bool = False
 
 
-#: The tree's columns in display order; flags follow the last one.
+#: The figure columns in display order; FLAGS, IMAGE and COMPOSE/POD follow them.
 TREE_COLUMNS: tuple[TreeColumn, ...] = (
     TreeColumn("name", "NAME", 21),
-    TreeColumn("status", "STATUS", 10),
-    TreeColumn("gpus", "GPUS", 5),
-    TreeColumn("gpu_mem", "GPU MEM", 9, right=True),
+    TreeColumn("status", "STATUS", 11),
+    TreeColumn("gpus", "GPUS", 7),
+    TreeColumn("gpu_mem", "GPU MEM", 7, right=True),
     TreeColumn("sm", "SM%", 4, right=True),
     TreeColumn("cpu", "CPU%", 5, right=True),
-    TreeColumn("mem", "MEM", 8, right=True),
+    TreeColumn("mem", "MEM", 7, right=True),
     TreeColumn("elapsed", "ELAPSED", 7, right=True),
-    TreeColumn("image", "IMAGE", 24),
-    TreeColumn("group", "COMPOSE/POD", 20),
 )
 
-#: The columns a process row fills one by one; its command spans the image and compose/pod ones.
-_FIGURES = len(TREE_COLUMNS) - 2
-_COMMAND_WIDTH = TREE_COLUMNS[-2].width + 1 + TREE_COLUMNS[-1].width
+#: Cells of the image and compose/pod columns when the width allows (less when it does not).
+IMAGE_WIDTH = 24
+GROUP_WIDTH = 20
+#: A text column narrower than this is left out rather than cut to a stub.
+MIN_TEXT = 8
+#: The most cells the FLAGS column takes (further badges read ``+N``).
+FLAGS_MAX = 32
+#: Cells the area after the figures keeps at least (badges, a process's command), as long as
+#: dropping figure columns can give them.
+MIN_TAIL = 20
+#: How the figures make room on a narrow tree, in order: (column, its new width; 0 drops it).
+_NARROWING: tuple[tuple[int, int], ...] = ((7, 0), (0, 16), (6, 0), (5, 0))
+
+
+@dataclass(frozen=True, slots=True)
+class TreeLayout:
+    """Which columns a tree of some width shows, and how wide each is.
+
+    Attributes:
+        widths: Cells of each of :data:`TREE_COLUMNS` (0: the column is left out).
+        flags: Cells of the FLAGS column (0: no row has a badge).
+        image: Cells of the IMAGE column (0: left out).
+        group: Cells of the COMPOSE/POD column (0: left out).
+        tail: Cells from the FLAGS column to the tree's right edge (None: width unknown).
+    """
+
+    widths: tuple[int, ...]
+    flags: int
+    image: int
+    group: int
+    tail: int | None
+
+
+def tree_layout(width: int | None, flags: int = 0) -> TreeLayout:
+    """The columns for a tree whose labels have ``width`` cells, with ``flags`` cells of badges.
+
+    Args:
+        width: Cells a label may use (the tree's width less its expander and scrollbar); None
+            before the tree has a size (every column at full width).
+        flags: Cells the widest row's badges take (0 without badges; cut to :data:`FLAGS_MAX`).
+
+    Returns:
+        The layout: figure columns narrowed or dropped (:data:`_NARROWING`) until the badges
+        and :data:`MIN_TAIL` cells fit, the image and compose/pod columns in what is left.
+    """
+    flags = max(0, min(flags, FLAGS_MAX))
+    widths = [column.width for column in TREE_COLUMNS]
+    if width is None:
+        return TreeLayout(tuple(widths), flags, IMAGE_WIDTH, GROUP_WIDTH, None)
+
+    def rest() -> int:
+        shown = [w for w in widths if w]
+        return width - (sum(shown) + len(shown) - 1) - 1
+
+    need = max(flags, MIN_TAIL)
+    for index, narrower in _NARROWING:
+        if rest() >= need:
+            break
+        widths[index] = narrower
+    tail = max(0, rest())
+    flags = min(flags, tail)
+    left = tail - (flags + 1 if flags else 0)
+    image = min(IMAGE_WIDTH, left) if left >= MIN_TEXT else 0
+    left -= image + 1 if image else 0
+    group = min(GROUP_WIDTH, left) if left >= MIN_TEXT else 0
+    return TreeLayout(tuple(widths), flags, image, group, tail)
+
+
+#: Every column at full width (a label built before the tree has a size).
+FULL = tree_layout(None)
 
 
 #: What ``Text.append`` strips (rich.control.strip_control_codes): bell, backspace, VT, FF, CR.
@@ -92,10 +161,8 @@ safe = lru_cache(maxsize=16384)(fmt.safe_text)
 
 
 def gib(value: int | float | None) -> str:
-    """Bytes as GiB with one decimal (``13.0GiB``, ``0.2GiB``): one unit for a whole column."""
-    if value is None:
-        return NONE
-    return f"{float(value) / _GIB:.1f}GiB"
+    """Bytes as :func:`gputui.derive.fmt.size` writes them (``512MiB``, ``13.0GiB``), or ``-``."""
+    return fmt.size(value, na=NONE)
 
 
 def elapsed(seconds: float | None) -> str:
@@ -205,104 +272,178 @@ def _place(parts: Iterable[Part], texts: list[str], spans: list[Span], offset: i
     return offset
 
 
+def _cell(column: TreeColumn, width: int, cell: Sequence[Part], pad: bool) -> Sequence[Part]:
+    """One column's parts placed in ``width`` cells (ASCII fitting texts without measuring)."""
+    if not cell:
+        return (" " * width,) if pad else ()
+    size = 0
+    for part in cell:
+        text = part if isinstance(part, str) else part[0]
+        size = size + len(text) if text.isascii() else width + 1
+    if size <= width:
+        # The common cell, ASCII texts that fit (every figure, a process's PID and user):
+        # placed as they are, padded; no cell-width measuring.
+        if pad and size < width:
+            blank = " " * (width - size)
+            return (blank, *cell) if column.right else (*cell, blank)
+        return cell
+    return fit(cell, width, column.right, pad)
+
+
 def row(
     indent: int,
     cells: Sequence[Sequence[Part]],
     tail: Sequence[Part] = (),
     flags: Sequence[Part] = (),
     dim: bool = False,
+    layout: TreeLayout = FULL,
+    texts: Sequence[Sequence[Part]] = (),
 ) -> Text:
-    """One aligned row: ``cells`` fill :data:`TREE_COLUMNS` from the left, then ``tail``, flags.
+    """One aligned row: ``cells`` fill the figure columns, then FLAGS, then texts or ``tail``.
 
     Args:
         indent: Cells the tree indents this row by (its depth times :data:`INDENT`): the name
             column is that much narrower, so every other column starts at the same offset.
-        cells: The parts of each column, from the first; fewer than all columns is fine.
-        tail: Free text after the last filled column (a process's command).
-        flags: The row's bracketed flags, last.
+        cells: The parts of each figure column, from the first; fewer than all is fine.
+        tail: Free text after the badges (a process's command), whole.
+        flags: The row's badges (:func:`badge_parts`), placed in the FLAGS column.
         dim: Dim the whole row (not live).
+        layout: The columns to fill (:func:`tree_layout`).
+        texts: The image and compose/pod cells of a container row.
 
     Returns:
         The label.
     """
-    # One pass straight into the label's text and spans (no intermediate part list): a label
-    # is rebuilt for every moving row on every refresh.
-    texts: list[str] = []
-    spans: list[Span] = []
-    offset = 0
-    last = len(cells) - 1
-    more = bool(tail) or bool(flags)
-    for index, (column, cell) in enumerate(zip(TREE_COLUMNS, cells, strict=False)):
-        width = column.width if index else column.width - indent
-        if width < 1:
-            width = 1
-        # No trailing blanks after the row's last text: they would only widen the tree.
-        pad = index < last or more
-        if index:
-            texts.append(" ")
-            offset += 1
-        placed: Sequence[Part]
-        if not cell:
-            placed = (" " * width,) if pad else ()
-        else:
-            size = 0
-            for part in cell:
-                text = part if isinstance(part, str) else part[0]
-                size = size + len(text) if text.isascii() else width + 1
-            if size <= width:
-                # The common cell, ASCII texts that fit (every figure, a process's PID and
-                # user): placed as they are, padded; no cell-width measuring.
-                placed = cell
-                if pad and size < width:
-                    blank = " " * (width - size)
-                    placed = (blank, *cell) if column.right else (*cell, blank)
-            else:
-                placed = fit(cell, width, column.right, pad)
-        offset = _place(placed, texts, spans, offset)
-    offset = _place((*((" ", *tail) if tail else ()), *flags), texts, spans, offset)
-    plain = "".join(texts)
-    if not _STRIPPED.isdisjoint(plain):
-        # Stripping would shift the spans; let rich do it part by part (never for safe_text).
-        return _assemble_slowly(indent, cells, tail, flags, dim)
-    return Text(plain, style=MUTED if dim else "", no_wrap=True, overflow="ellipsis", spans=spans)
-
-
-def _assemble_slowly(
-    indent: int,
-    cells: Sequence[Sequence[Part]],
-    tail: Sequence[Part],
-    flags: Sequence[Part],
-    dim: bool,
-) -> Text:
-    parts: list[Part] = []
-    last = len(cells) - 1
-    for index, (column, cell) in enumerate(zip(TREE_COLUMNS, cells, strict=False)):
-        width = max(1, column.width - indent) if index == 0 else column.width
-        if index:
-            parts.append(" ")
-        parts += fit(cell, width, column.right, index < last or bool(tail) or bool(flags))
+    out: list[Part] = []
+    widths = layout.widths
+    first = True
+    for index, column in enumerate(TREE_COLUMNS):
+        width = widths[index]
+        if not width:
+            continue
+        if index == 0:
+            width = max(1, width - indent)
+        if not first:
+            out.append(" ")
+        first = False
+        cell = cells[index] if index < len(cells) else ()
+        out.extend(_cell(column, width, cell, True))
+    after: list[Part] = []
     if tail:
-        parts += [" ", *tail]
-    parts += flags
-    return assemble_parts(parts, dim=dim)
+        if flags:
+            after += [*flags, " "]
+        # Whole: the command starts where the figures end, takes the rest of the width and
+        # goes on past it; the tree scrolls sideways (8 cells a key, ^ / $ to either end).
+        after += tail
+    else:
+        columns: list[tuple[int, Sequence[Part]]] = []
+        # Badges always show: in their column, or as wide as they are when the layout was
+        # made without them.
+        wide = layout.flags or sum(cell_len(p if isinstance(p, str) else p[0]) for p in flags)
+        if wide:
+            columns.append((wide, flags))
+        spans: tuple[int, ...] = (layout.image, layout.group)
+        if len(texts) == 1 and layout.image and layout.group:
+            spans = (layout.image + 1 + layout.group,)  # one text over both columns
+        for width, cell in zip(spans, texts, strict=False):
+            if width:
+                columns.append((width, cell))
+        while columns and not columns[-1][1]:
+            columns.pop()  # no trailing blanks: they would only widen the tree
+        for number, (width, cell) in enumerate(columns):
+            if number:
+                after.append(" ")
+            after.extend(_cell(_TEXT, width, cell, number < len(columns) - 1))
+    if after:
+        out.append(" ")
+        out.extend(after)
+    else:
+        while out and isinstance(out[-1], str) and not out[-1].strip():
+            out.pop()  # a row without texts ends at its last figure
+    return assemble_parts(out, dim=dim)
 
 
-def header_text() -> str:
+#: How a text column (flags, image, compose/pod) is placed.
+_TEXT = TreeColumn("text", "", 0)
+
+
+def header_text(layout: TreeLayout = FULL) -> str:
     """The column titles, aligned with the rows (expander cells included)."""
     cells = [[column.title] for column in TREE_COLUMNS]
-    return " " * EXPANDER_WIDTH + row(0, cells, flags=["  FLAGS"]).plain
+    texts = [["IMAGE"], ["COMPOSE/POD"]]
+    flags: list[Part] = ["FLAGS"] if layout.flags else []
+    line = row(0, cells, flags=flags, layout=layout, texts=texts).plain
+    return " " * EXPANDER_WIDTH + line
 
 
-def _flag(text: str, style: str) -> list[Part]:
-    return ["  ", (text, style)]
+def badges_of(
+    markers: tuple[Marker, ...],
+    stale: bool = False,
+    cgroup: bool = False,
+    idle: bool = False,
+    unknown: bool = False,
+    inspect: bool = False,
+) -> tuple[tuple[str, str], ...]:
+    """A row's badges, each once: ``(text, style)`` in :data:`gputui.derive.tree.BADGES` order.
+
+    Args:
+        markers: The row's markers (from the findings and the GPU shares).
+        stale: The engine is unreachable: the row is its last known state.
+        cgroup: Known from cgroups only.
+        idle: The snapshot says it reserved a GPU and runs nothing (before the findings ran).
+        unknown: Seen in cgroups while Docker is unreachable: whether Docker knows it is
+            unknown.
+        inspect: Its inspect reply was over the cap: labels and GPU request unknown.
+    """
+    found: list[tuple[str, str]] = []
+    if unknown:
+        found.append(("DOCKER?", MUTED))
+    if stale:
+        found.append((STALE_TEXT, MUTED))
+    if cgroup:
+        found.append(("CGROUP", WARN))
+    if inspect:
+        found.append(("INSPECT?", WARN))
+    if idle and not any(m.badge == "IDLE" for m in markers):
+        found.append(("IDLE", WARN))
+    for marker in markers:
+        badge = marker.badge or marker.text
+        if all(badge != text for text, _ in found):
+            found.append((badge, f"bold {severity_style(marker.severity)}"))
+    order = {word: rank for rank, (word, _) in enumerate(BADGES)}
+    found.sort(key=lambda b: order.get(b[0].split()[0] + (" n%" if "%" in b[0] else ""), 99))
+    return tuple(found)
+
+
+def badges_width(badges: Sequence[tuple[str, str]]) -> int:
+    """Cells the badges take side by side (one blank between two)."""
+    return sum(cell_len(text) for text, _ in badges) + max(0, len(badges) - 1)
+
+
+def badge_parts(badges: Sequence[tuple[str, str]], width: int | None = None) -> list[Part]:
+    """The badges side by side in at most ``width`` cells: whole badges only, then ``+N``."""
+    parts: list[Part] = []
+    used = 0
+    for number, (text, style) in enumerate(badges):
+        size = cell_len(text) + (1 if parts else 0)
+        rest = len(badges) - number - 1
+        more = len(f" +{rest}") if rest else 0
+        if width is not None and used + size + more > width:
+            hidden = f"+{len(badges) - number}"
+            if used + len(hidden) + (1 if parts else 0) <= width:
+                parts += [" "] if parts else []
+                parts.append((hidden, MUTED))
+            break
+        if parts:
+            parts.append(" ")
+        parts.append((text, style))
+        used += size
+    return parts
 
 
 def marker_parts(markers: tuple[Marker, ...]) -> list[Part]:
-    """``  [shared GPU 1: 75%]  [CPU throttled 45%]``: one bracketed flag per marker."""
-    parts: list[Part] = []
-    for marker in markers:
-        parts += _flag(f"[{marker.text}]", severity_style(marker.severity))
-    return parts
+    """``SHARED THR 45%``: the markers' badges side by side (see :func:`badges_of`)."""
+    return badge_parts(badges_of(markers))
 
 
 def _pct(value: float | None) -> str:
@@ -334,6 +475,8 @@ def container_inputs(
     stale: bool = False,
     now: float | None = None,
     indent: int = 0,
+    layout: TreeLayout = FULL,
+    pending: str | None = None,
 ) -> tuple[object, ...]:
     """What :func:`container_label` reads: CPU, memory and uptime as the texts it shows.
 
@@ -342,15 +485,20 @@ def container_inputs(
     """
     info = usage.info
     return (
+        layout,
+        pending,
         stale,
         indent,
         info.name,
         usage.known_to_engine,
+        usage.engine_answered,
         usage.idle_reserved,
         markers,
         info.status,
+        info.exit_code,
         info.gpu_request,
         usage.mig_devices,
+        usage.gpu_indexes,
         bool(usage.pids),
         memory,
         sm,
@@ -367,7 +515,11 @@ def container_inputs(
 
 
 def process_inputs(
-    process: GpuProcess, markers: tuple[Marker, ...], now: float | None = None, indent: int = INDENT
+    process: GpuProcess,
+    markers: tuple[Marker, ...],
+    now: float | None = None,
+    indent: int = INDENT,
+    layout: TreeLayout = FULL,
 ) -> tuple[object, ...]:
     """What :func:`process_label` reads (elapsed time as :func:`elapsed_key`).
 
@@ -383,6 +535,7 @@ def process_inputs(
         if age >= 3600:
             age = 3600 + age // 60
     return (
+        layout,
         indent,
         process.pid,
         info.container_pid,
@@ -403,13 +556,36 @@ def process_inputs(
     )
 
 
-def _gpus_text(usage: ContainerUsage) -> str:
-    """The GPUs a container asked for; the MIG devices it runs on by name (``0:1``)."""
+def gpus_text(usage: ContainerUsage) -> str:
+    """The GPUS cell: the GPUs (or MIG devices) its processes use, else ``req`` and its request.
+
+    A container asking for all GPUs whose processes run on 0, 2 and 3 reads ``0,2,3``; one that
+    runs nothing reads ``req all`` (what it asked for, not what it uses).
+    """
     if usage.mig_devices:
         return safe(",".join(usage.mig_devices), 24)
     if usage.info.inspect_problem and usage.info.gpu_request is None:
         return "?"  # not "none": the request is in the inspect reply gputui could not read
-    return safe(fmt.gpu_request(usage.info.gpu_request, na=NONE), 24)
+    if usage.gpu_indexes:
+        return ",".join(str(index) for index in usage.gpu_indexes)
+    request = usage.info.gpu_request
+    if request is None or request == ():
+        return NONE
+    return "req " + safe(fmt.gpu_request(request, na=NONE), 24)
+
+
+def container_badges(
+    usage: ContainerUsage, markers: tuple[Marker, ...], stale: bool = False
+) -> tuple[tuple[str, str], ...]:
+    """The badges of a container's row (see :func:`badges_of`)."""
+    return badges_of(
+        markers,
+        stale=stale and usage.known_to_engine,
+        cgroup=usage.not_in_engine,
+        unknown=not usage.engine_answered and not usage.known_to_engine,
+        idle=usage.idle_reserved,
+        inspect=bool(usage.info.inspect_problem),
+    )
 
 
 def container_label(
@@ -420,39 +596,40 @@ def container_label(
     stale: bool = False,
     now: float | None = None,
     indent: int = 0,
+    layout: TreeLayout = FULL,
+    pending: str | None = None,
 ) -> Text:
-    """``name  status  GPUs  GPU mem  SM%  CPU%  mem  uptime  image  project/service  [flags]``.
+    """``name  status  GPUs  GPU mem  SM%  CPU%  mem  uptime  FLAGS  image  project/service``.
 
-    The idle flag comes from the findings (with how long) when they ran, else from the snapshot.
-    ``stale``: the engine is unreachable and this is its last known list: the row is dimmed and
-    says so (a cgroup-only container is not from the engine and stays as it is).
+    The idle badge comes from the findings when they ran, else from the snapshot. ``stale``:
+    the engine is unreachable and this is its last known list: the row is dimmed and says so
+    (a cgroup-only container is not from the engine and stays as it is). ``pending``: an
+    action asked of the engine and not yet seen done (``stopping…``), shown as the status.
     """
     info = group_usage.info
     stale = stale and group_usage.known_to_engine
     using = bool(group_usage.pids)
+    if pending is not None:
+        status: Part = (pending, f"bold {WARN}")
+    else:
+        shown = fmt.container_status(info.status, info.exit_code)
+        status = (safe(shown, 16), MUTED if info.running else WARN)
     cells: list[list[Part]] = [
         [(safe(info.name, 64), EMPH)],
-        [(safe(info.status, 12), MUTED if info.running else WARN)],
-        [_gpus_text(group_usage)],
+        [status],
+        [gpus_text(group_usage)],
         [(gib(memory) if using else NONE, EMPH if using else MUTED)],
         [_pct(sm) if using else NONE],
         [_pct(info.cpu_percent)],
         [gib(info.memory_used_bytes)],
         [_uptime(group_usage, now)],
+    ]
+    texts: list[list[Part]] = [
         [(safe(info.image, 80, na=""), MUTED)],
         [(_group_text(group_usage), "italic")],
     ]
-    flags: list[Part] = []
-    if stale:
-        flags += _flag(STALE_TEXT, MUTED)
-    if not group_usage.known_to_engine:
-        flags += _flag("[cgroup only: not known to Docker]", WARN)
-    if info.inspect_problem:
-        flags += _flag(f"[{safe(info.inspect_problem, 80)}]", WARN)
-    if group_usage.idle_reserved and not any(m.kind == "idle_reservation" for m in markers):
-        flags += _flag("[idle: reserved GPU, no GPU process]", WARN)
-    flags += marker_parts(markers)
-    return row(indent, cells, flags=flags, dim=stale)
+    flags = badge_parts(container_badges(group_usage, markers, stale), layout.flags or None)
+    return row(indent, cells, flags=flags, dim=stale, layout=layout, texts=texts)
 
 
 def _process_name(process: GpuProcess) -> list[Part]:
@@ -465,130 +642,93 @@ def _process_name(process: GpuProcess) -> list[Part]:
     return parts
 
 
+def process_badges(process: GpuProcess, markers: tuple[Marker, ...]) -> list[Part]:
+    """A process row's badges (``MPS`` for an MPS client, then its markers')."""
+    badges = list(badges_of(markers))
+    if process.sample.mps:
+        # An MPS client (nvidia-smi's M+C): its SM % may be credited to the MPS server.
+        badges.insert(0, ("MPS", MUTED))
+    return badge_parts(badges)
+
+
 def process_label(
     process: GpuProcess,
     markers: tuple[Marker, ...] = (),
     now: float | None = None,
     indent: int = INDENT,
+    layout: TreeLayout = FULL,
 ) -> Text:
-    """``611 (1) root  GPU 0  13.0GiB  60%  12%  0.5GiB  3h05m  python3 train.py  [flags]``.
+    """``611 (1) root  0  13.0GiB  60%  12%  512MiB  3h05m  [badges] python3 train.py``.
 
     The name column holds the PID, its PID in the container and the user; the command takes
-    the image and compose/pod columns (cut to them when flags follow, whole otherwise).
+    every cell left after the figures (and the row's badges, first), the rest scrolls.
     """
     info, sample = process.info, process.sample
     memory = (gib(sample.used_memory_bytes), EMPH)
     gpu = str(sample.gpu_index)
     if sample.mig_index is not None:  # the MIG device, as --gpus device=0:1 names it
         gpu = f"{gpu}:{sample.mig_index}"
-    flags = marker_parts(markers)
-    if sample.mps:
-        # An MPS client (nvidia-smi's M+C): its SM % may be credited to the MPS server.
-        flags = [*_flag("[MPS client]", MUTED), *flags]
+    flags = process_badges(process, markers)
     if not info.exists:
         cells: list[list[Part]] = [_process_name(process), [("not found", ERROR)], [gpu], [memory]]
-        cells += [[]] * (_FIGURES - len(cells))
         tail: list[Part] = [("PID not found: memory held by a process nobody can see", ERROR)]
-        return row(indent, cells, tail, flags)
+        return row(indent, cells, tail, flags, layout=layout)
     if info.proc_hidden:
         cells = [_process_name(process), [("hidden", WARN)], [gpu], [memory]]
-        cells += [[]] * (_FIGURES - len(cells))
-        return row(indent, cells, [(HIDDEN_TEXT, WARN)], flags)
-    name = _process_name(process)
-    figures = (
-        gpu,
-        memory[0],
-        _pct(sample.sm_util),
-        _pct(info.cpu_percent),
-        gib(info.rss_bytes),
-        since(info.start_time, now),
-    )
+        return row(indent, cells, [(HIDDEN_TEXT, WARN)], flags, layout=layout)
+    cells = [
+        _process_name(process),
+        [],
+        [gpu],
+        [memory],
+        [_pct(sample.sm_util)],
+        [_pct(info.cpu_percent)],
+        [gib(info.rss_bytes)],
+        [since(info.start_time, now)],
+    ]
     command: list[Part] = [safe(info.command or info.name, 120, na="?")]
-    if flags:
-        # Flags last, at the same offset as a container's: the command keeps the columns' width.
-        command = fit(command, _COMMAND_WIDTH)
-    fast = _process_row(indent, name, figures, command, flags)
-    if fast is not None:
-        return fast
-    cells = [name, []]
-    for text in figures:
-        cells.append([text])
-    cells[3] = [memory]
-    return row(indent, cells, command, flags)
+    return row(indent, cells, command, flags, layout=layout)
 
 
-#: The figure columns of a process row (blank status, GPU, GPU mem, SM%, CPU%, MEM, ELAPSED).
-_PROCESS_FIGURES = " ".join(
-    f"{{:{'>' if c.right else '<'}{c.width}}}" for c in TREE_COLUMNS[2:_FIGURES]
-)
-_FIGURE_WIDTHS = tuple(c.width for c in TREE_COLUMNS[2:_FIGURES])
-#: Where GPU mem starts within the figures (after the blank status column and the GPU column).
-_MEMORY_AT = 1 + TREE_COLUMNS[1].width + 1 + TREE_COLUMNS[2].width + 1
+def host_label(
+    count: int,
+    memory: int | None,
+    sm: int | None,
+    mine: tuple[Marker, ...],
+    layout: TreeLayout = FULL,
+) -> Text:
+    """``host  …  1.2GiB  5%  SHARED  2 GPU processes outside containers``.
 
-
-def _process_row(
-    indent: int,
-    name: list[Part],
-    figures: tuple[str, ...],
-    command: list[Part],
-    flags: list[Part],
-) -> Text | None:
-    """:func:`row` for a live process, formatted in one go; None when a text does not fit.
-
-    2,000 processes a refresh make this the tree's hottest label: one format call places the
-    figure columns, whose offsets are fixed. Same text and spans as :func:`row`.
+    Its badges sit in the FLAGS column like a container's; the description takes the image
+    and compose/pod columns.
     """
-    width = TREE_COLUMNS[0].width - indent
-    size = 0
-    for part in name:
-        text = part if isinstance(part, str) else part[0]
-        if not text.isascii():
-            return None
-        size += len(text)
-    if size > width:
-        return None
-    for text, room in zip(figures, _FIGURE_WIDTHS, strict=True):
-        if len(text) > room or not text.isascii():
-            return None
-    texts: list[str] = []
-    spans: list[Span] = []
-    offset = 0
-    offset = _place(name, texts, spans, offset)
-    if size < width:
-        texts.append(" " * (width - size))
-        offset = width
-    block = " " + " " * TREE_COLUMNS[1].width + " " + _PROCESS_FIGURES.format(*figures)
-    memory_end = offset + _MEMORY_AT + TREE_COLUMNS[3].width  # right-aligned: style the text
-    spans.append(Span(memory_end - len(figures[1]), memory_end, EMPH))
-    texts.append(block)
-    offset += len(block)
-    offset = _place((" ", *command, *flags), texts, spans, offset)
-    plain = "".join(texts)
-    if not _STRIPPED.isdisjoint(plain):
-        return None
-    return Text(plain, no_wrap=True, overflow="ellipsis", spans=spans)
-
-
-def host_label(count: int, memory: int | None, sm: int | None, mine: tuple[Marker, ...]) -> Text:
-    """``host  …  1.2GiB  5%  2 GPU processes outside containers  [flags]``."""
     cells: list[list[Part]] = [[("host", EMPH)], [], [], [(gib(memory), EMPH)], [_pct(sm)]]
-    cells += [[]] * (_FIGURES - len(cells))
     noun = "process" if count == 1 else "processes"
-    tail: list[Part] = [(f"{count} GPU {noun} outside containers", MUTED)]
-    return row(0, cells, tail, marker_parts(mine))
+    return _group_row(cells, f"{count} GPU {noun} outside containers", mine, layout)
 
 
-def orphans_label(count: int, memory: int | None, mine: tuple[Marker, ...]) -> Text:
-    """``unfindable GPU memory  …  1.0GiB  …  held by 1 PID not visible here  [flags]``."""
+def _group_row(
+    cells: list[list[Part]],
+    text: str,
+    mine: tuple[Marker, ...],
+    layout: TreeLayout,
+    stale: bool = False,
+    dim: bool = False,
+) -> Text:
+    flags = badge_parts(badges_of(mine, stale=stale), layout.flags or None)
+    return row(0, cells, flags=flags, dim=dim, layout=layout, texts=[[(text, MUTED)]])
+
+
+def orphans_label(
+    count: int, memory: int | None, mine: tuple[Marker, ...], layout: TreeLayout = FULL
+) -> Text:
+    """``unfindable GPU memory  …  1.0GiB  SHARED  held by 1 PID not visible here``."""
     cells: list[list[Part]] = [[("unfindable GPU memory", ERROR)], [], [], [(gib(memory), EMPH)]]
-    cells += [[]] * (_FIGURES - len(cells))
-    tail: list[Part] = [(f"held by {count} PID{'s' if count != 1 else ''} not visible here", MUTED)]
-    return row(0, cells, tail, marker_parts(mine))
+    text = f"held by {count} PID{'s' if count != 1 else ''} not visible here"
+    return _group_row(cells, text, mine, layout)
 
 
-def others_label(count: int, stale: bool = False) -> Text:
-    """``other containers  …  3 without GPU use`` (flagged and dimmed while the engine is down)."""
+def others_label(count: int, stale: bool = False, layout: TreeLayout = FULL) -> Text:
+    """``other containers  …  3 without GPU use`` (badged and dimmed while the engine is down)."""
     cells: list[list[Part]] = [[("other containers", EMPH)]]
-    cells += [[]] * (_FIGURES - len(cells))
-    tail: list[Part] = [(f"{count} without GPU use", MUTED)]
-    return row(0, cells, tail, _flag(STALE_TEXT, MUTED) if stale else [], dim=stale)
+    return _group_row(cells, f"{count} without GPU use", (), layout, stale=stale, dim=stale)

@@ -65,7 +65,7 @@ def user_cells(u: UserUsage) -> tuple[str, ...]:
     """The cells of one user's row (names made safe)."""
     return (
         fmt.safe_text(u.label, _NAME),
-        _number(fmt.mib(u.gpu_memory_bytes), 9),
+        _number(fmt.size(u.gpu_memory_bytes), 9),
         _number(fmt.pct(u.sm_util), 4),
         _number(str(u.processes), 5),
         gpu_list(u.gpu_indexes),
@@ -77,7 +77,7 @@ def project_cells(p: ProjectUsage) -> tuple[str, ...]:
     """The cells of one compose project's row (names made safe)."""
     return (
         fmt.safe_text(p.project, _NAME),
-        _number(fmt.mib(p.gpu_memory_bytes), 9),
+        _number(fmt.size(p.gpu_memory_bytes), 9),
         _number(fmt.pct(p.sm_util), 4),
         _number(str(p.processes), 5),
         gpu_list(p.gpu_indexes),
@@ -187,7 +187,7 @@ class UsersView(Vertical):
             Content.assemble(
                 ("sort ", "$text-muted"),
                 (self.sort_label, "bold"),
-                (f"  ·  {n} user{'' if n == 1 else 's'}, {fmt.mib(memory)}", "$text-muted"),
+                (f"  ·  {n} user{'' if n == 1 else 's'}, {fmt.size(memory)}", "$text-muted"),
                 ("   (s/S: sort)", "$text-muted"),
             )
         )
