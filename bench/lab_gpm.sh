@@ -51,7 +51,7 @@ python3 -m gputui --once --json > "$OUT/both.json" 2>&1
 python3 -m gputui export --listen 127.0.0.1:9400 >/dev/null 2>&1 &
 EXPORTER=$!
 sleep 6
-curl -s 127.0.0.1:9400/metrics | grep -E '^DCGM_FI_(PROF|DEV_TOTAL)' > "$OUT/metrics.txt"
+python3 -c 'import urllib.request as u; print(u.urlopen("http://127.0.0.1:9400/metrics", timeout=5).read().decode())' | grep -E '^DCGM_FI_(PROF|DEV_TOTAL)' > "$OUT/metrics.txt"
 kill "$EXPORTER" 2>/dev/null
 {
   echo "== nvidia-smi --query-compute-apps"
