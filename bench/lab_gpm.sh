@@ -43,7 +43,7 @@ load gpm-copy copy 6 && wait_procs 1
 python3 -m bench.gpm_check --seconds 5 > "$OUT/copy.txt" 2>&1
 
 load gpm-tensor tensor 6
-python3 /lab/gpu_load.py tensor 2 600 >/dev/null 2>&1 &
+python3 "$lab_dir/gpu_load.py" tensor 2 600 >/dev/null 2>&1 &
 HOST=$!
 wait_procs 3
 python3 -m bench.gpm_check --seconds 5 > "$OUT/both.txt" 2>&1

@@ -586,7 +586,7 @@ def _gpm_text(snapshot: Snapshot) -> list[str]:
     header = ["#", "UTIL", "SM ACT", "OCCUP", "TENSOR", "FP32", "DRAM BW", "PCIe RX/TX MiB/s"]
     rows = [[*header, "ENERGY", ""]]
     for g in gpus:
-        energy = "" if g.total_energy_mj is None else f"{g.total_energy_mj / 3.6e9:.1f}kWh"
+        energy = fmt.energy(None if g.total_energy_mj is None else g.total_energy_mj / 1e3, na="")
         if g.gpm_sm_active is None:
             note = fmt.safe_text(g.gpm_note, 60)
             rows.append([str(g.index), fmt.pct(g.utilization_gpu), "-", "", "", "", "", ""])

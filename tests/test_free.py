@@ -170,9 +170,9 @@ def test_processes_orphans_and_hidden_processes_hold_their_gpus() -> None:
     }
     texts = {g.index: [e.text for e in g.exclusions] for g in answer.gpus}
     assert texts[0][0] == "reserved by container trainer (1 GPU process)"
-    assert texts[0][1] == "used by 1 process (4000MiB, trainer): PID 10"
-    assert texts[1] == ["used by 1 process (3000MiB, host): PID 11"]
-    assert texts[2] == ["2000MiB held by PID 999999 nobody can see (no such process here)"]
+    assert texts[0][1] == "used by 1 process (3.9GiB, trainer): PID 10"
+    assert texts[1] == ["used by 1 process (2.9GiB, host): PID 11"]
+    assert texts[2] == ["2.0GiB held by PID 999999 nobody can see (no such process here)"]
     assert "/proc hides it" in texts[3][0]
 
 
@@ -345,9 +345,9 @@ def test_free_on_a_machine_with_a_reserved_idle_container_a_busy_and_an_orphan_h
     why = {line.split(":", 1)[0].strip(): line.split(":", 1)[1] for line in lines[1:]}
     assert f"reserved by idle container {idle_name} (up " in why["GPU 1"]
     assert (
-        f"used by 1 process (30000MiB, busy-{free_run_id}): PID {_host_pid(busy)}" in (why["GPU 2"])
+        f"used by 1 process (29.3GiB, busy-{free_run_id}): PID {_host_pid(busy)}" in (why["GPU 2"])
     )
-    assert f"2000MiB held by PID {orphan} nobody can see" in why["GPU 3"]
+    assert f"2.0GiB held by PID {orphan} nobody can see" in why["GPU 3"]
     assert set(why) == {"GPU 1", "GPU 2", "GPU 3"}
 
     # Too few: nothing on stdout (an empty CUDA_VISIBLE_DEVICES, never a short list), the

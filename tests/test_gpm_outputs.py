@@ -11,6 +11,7 @@ from prometheus_client.registry import CollectorRegistry
 
 from gputui.collect.standins.demo import DEMO_SCENARIO
 from gputui.collect.standins.scenario import ScenarioSource
+from gputui.derive import fmt
 from gputui.derive.activity import activity_estimates
 from gputui.derive.findings import FindingsEngine, gpm_findings
 from gputui.export import gpu_families
@@ -163,3 +164,11 @@ def test_exporter_serves_dcgm_profiling_ratios_and_the_energy_counter() -> None:
 
     registry2.register(_Plain())  # type: ignore[arg-type,unused-ignore]
     assert not re.search(r"^DCGM_FI_PROF_SM_ACTIVE\{", generate_latest(registry2).decode(), re.M)
+
+
+def test_energy_keeps_three_significant_figures() -> None:
+    # A counter of 94 kJ since the driver loaded read "0.0kWh" in the text report.
+    assert fmt.energy(94_262.071) == "94.3kJ"
+    assert fmt.energy(850.0) == "850J"
+    assert fmt.energy(45.36e6) == "12.6kWh"
+    assert fmt.energy(None) == fmt.NA

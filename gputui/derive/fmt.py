@@ -66,7 +66,7 @@ def safe_text(value: str | None, limit: int = 200, na: str = NA) -> str:
 
 
 def size(value: int | float | None, na: str = NA) -> str:
-    """Bytes with a binary unit and 3 significant figures: ``512MiB``, ``3.2GiB``, ``121GiB``.
+    """Bytes with a binary unit, one decimal below 100 of it: ``512MiB``, ``3.2GiB``, ``121GiB``.
 
     The one size formatter of every screen and of the text report: a column of sizes may mix
     units (a 300 MiB container above a 60 GiB one), and no small size reads ``0.0GiB``.
@@ -81,6 +81,21 @@ def size(value: int | float | None, na: str = NA) -> str:
             return f"{amount:.1f}{unit}" if abs(amount) < 100 else f"{amount:.0f}{unit}"
         amount /= 1024
     raise AssertionError("unreachable")
+
+
+def energy(joules: float | None, na: str = NA) -> str:
+    """Energy in the unit that keeps 3 significant figures: ``850J``, ``94.3kJ``, ``12.6kWh``.
+
+    A GPU's counter since the driver loaded is often below one kWh: ``0.0kWh`` would say
+    nothing.
+    """
+    if joules is None:
+        return na
+    if joules < 1e3:
+        return f"{joules:.0f}J"
+    if joules < 3.6e6:
+        return f"{joules / 1e3:.3g}kJ"
+    return f"{joules / 3.6e6:.3g}kWh"
 
 
 def pct(value: float | None, na: str = NA) -> str:

@@ -43,7 +43,8 @@ async def test_tree_structure_and_markers(make_app: AppFactory) -> None:
         assert "pod ml/infer-7d9" in labels[f"c:{cid(2)}"]
         assert "lab/trainer" in labels[f"c:{cid(1)}"]
         assert "15.0GiB" in labels[f"c:{cid(1)}"]
-        assert " 60% " in labels[f"c:{cid(1)}"]  # SM % column
+        # SM % column: 30 % on GPU 0 and 30 % on GPU 1 is 30 % per GPU, not 60 %.
+        assert " 30% " in labels[f"c:{cid(1)}"]
         assert "unfindable GPU memory" in labels["g:orphans"]
         assert "PID not found" in labels["p:999:1"]
         proc_label = labels["p:611:0"]
@@ -56,7 +57,7 @@ async def test_tree_structure_and_markers(make_app: AppFactory) -> None:
             " 30% ",  # SM %
         ):
             assert part in proc_label
-        for part in (" 12% ", " 0.5GiB "):  # CPU %, RSS
+        for part in (" 12% ", " 512MiB "):  # CPU %, RSS
             assert part in proc_label
         assert [n.data.key for n in _node(tree, f"c:{cid(1)}").children] == ["p:611:0", "p:612:1"]
         assert not _node(tree, "g:others").is_expanded

@@ -119,7 +119,7 @@ async def test_elapsed_column_and_its_sort(make_app: AppFactory) -> None:
         assert table.row_keys() == ["4:0", "3:0", "2:0", "1:0"]  # longest running first
 
 
-def test_rss_column_in_one_unit() -> None:
+def test_rss_column_in_the_one_size_format() -> None:
     base = standard()
     sizes = [
         pt.CELL_BUILDERS["rss"](
@@ -127,4 +127,5 @@ def test_rss_column_in_one_unit() -> None:
         ).text.plain
         for b in (512 * 1024**2, 12 * 1024**3)
     ]
-    assert sizes == ["512MiB", "12288MiB"]
+    # The one size formatter of every screen (binary units, adaptive), as the GPU MEM column.
+    assert sizes == ["512MiB", "12.0GiB"]

@@ -23,17 +23,26 @@ def tree_lines(app: GpuTuiApp) -> list[str]:
     return [tree.render_line(y).text.rstrip() for y in range(tree.last_line + 1)]
 
 
-def column(line: str, header: str, title: str) -> str:
-    """The cells of ``line`` under the column titled ``title`` (as wide as the column)."""
+def column(line: str, header: str, title: str, layout: tl.TreeLayout = tl.FULL) -> str:
+    """The cells of ``line`` under the column titled ``title`` in ``layout`` (the tree's own)."""
+    spans: list[tuple[str, int, bool]] = [
+        (spec.title, width, spec.right)
+        for spec, width in zip(tl.TREE_COLUMNS, layout.widths, strict=True)
+        if width
+    ]
+    spans += [("FLAGS", layout.flags, False), ("IMAGE", layout.image, False)]
+    spans.append(("COMPOSE/POD", layout.group, False))
     start = tl.EXPANDER_WIDTH
-    for spec in tl.TREE_COLUMNS:
-        if spec.title == title:
-            break
-        start += spec.width + 1
-    cells = header[start : start + spec.width]
-    # The title heads exactly these cells (numbers and their titles right-aligned).
-    assert (cells.rstrip() if not spec.right else cells.lstrip()) == title, (cells, title)
-    return line[start : start + spec.width]
+    for name, width, right in spans:
+        if not width:
+            continue
+        if name == title:
+            cells = header[start : start + width]
+            # The title heads exactly these cells (numbers and their titles right-aligned).
+            assert (cells.lstrip() if right else cells.rstrip()) == title, (cells, title)
+            return line[start : start + width]
+        start += width + 1
+    raise AssertionError(f"no column {title} in {layout}")
 
 
 def named(
@@ -64,28 +73,30 @@ async def test_every_row_has_its_figures_at_the_same_offset(make_app: AppFactory
         header = app.main.cpane.header_line
         lines = tree_lines(app)
         assert len(lines) >= 14
-        memory_cells = [column(line, header, "GPU MEM").strip() for line in lines]
-        status_cells = [column(line, header, "STATUS").strip() for line in lines]
-        # One unit in the column: GiB with one decimal (or "-" where nothing applies).
-        assert all(re.fullmatch(r"(\d+\.\dGiB|-|)", cell) for cell in memory_cells), memory_cells
-        assert "120.0GiB" in memory_cells  # the big container: 122,880 MiB
-        assert "13.0GiB" in memory_cells  # a process: 13,290 MiB, same unit
+        layout = app.main.ctree.columns
+        memory_cells = [column(line, header, "GPU MEM", layout).strip() for line in lines]
+        status_cells = [column(line, header, "STATUS", layout).strip() for line in lines]
+        # The one size format (binary units, adaptive; "-" where nothing applies).
+        size = r"\d+(\.\d+)?(B|KiB|MiB|GiB|TiB)"
+        assert all(re.fullmatch(rf"({size}|-|)", cell) for cell in memory_cells), memory_cells
+        assert "120GiB" in memory_cells  # the big container: 122,880 MiB
+        assert "13.0GiB" in memory_cells  # a process: 13,290 MiB
         # Statuses start in their column on container rows at depth 0 and 1 (under others).
         assert {"running", "unknown"} <= set(status_cells)
         web = next(line for line in lines if "web" in line)  # under "other containers"
-        assert column(web, header, "STATUS").strip() == "running"
-        assert column(web, header, "IMAGE").strip() == "nginx:1"
+        assert column(web, header, "STATUS", layout).strip() == "running"
+        assert column(web, header, "IMAGE", layout).strip() == "nginx:1"
         # Process rows put their figures under the same titles as containers.
         row_611 = next(line for line in lines if "611 (1)" in line)
-        assert column(row_611, header, "GPU MEM").strip() == "13.0GiB"
-        assert column(row_611, header, "SM%").strip() == "30%"
-        assert column(row_611, header, "CPU%").strip() == "12%"
-        assert column(row_611, header, "MEM").strip() == "0.5GiB"
-        assert column(row_611, header, "ELAPSED").strip() == "11d13h"
-        # Flags last: the cgroup-only flag sits after the image, not before the status.
+        assert column(row_611, header, "GPU MEM", layout).strip() == "13.0GiB"
+        assert column(row_611, header, "SM%", layout).strip() == "30%"
+        assert column(row_611, header, "CPU%", layout).strip() == "12%"
+        assert column(row_611, header, "MEM", layout).strip() == "512MiB"
+        assert column(row_611, header, "ELAPSED", layout).strip() == "11d13h"
+        # The cgroup-only badge sits in FLAGS, before the image, and the status in its column.
         cgroup = "  " + node_label(app.main.ctree.nodes_by_key[f"c:{cid(5)}"]).plain
-        assert cgroup.index("[cgroup only") > cgroup.index("lab:latest")
-        assert column(cgroup, header, "STATUS").strip() == "unknown"
+        assert "CGROUP" in column(cgroup, header, "FLAGS", layout).split()
+        assert column(cgroup, header, "STATUS", layout).strip() == "unknown"
 
 
 async def test_rows_with_and_without_children_start_their_columns_alike(
@@ -100,9 +111,10 @@ async def test_rows_with_and_without_children_start_their_columns_alike(
         idle = next(line for line in lines if "reserved-idle" in line)  # a leaf
         assert trainer.startswith("▼ trainer-a") and idle.startswith("  reserved-idle")
         assert header.startswith("  NAME")
+        layout = app.main.ctree.columns
         for title in ("STATUS", "GPUS", "IMAGE"):
-            assert column(trainer, header, title).strip(), title
-            assert column(idle, header, title).strip(), title
+            assert column(trainer, header, title, layout).strip(), title
+            assert column(idle, header, title, layout).strip(), title
 
 
 async def test_container_names_sort_naturally_on_screen(make_app: AppFactory) -> None:
@@ -245,8 +257,9 @@ async def test_titles_follow_sideways_scrolling(make_app: AppFactory) -> None:
         assert tree.max_scroll_x > 0
         tree.scroll_to(x=10, animate=False)
         await pilot.pause()
-        assert pane.header_line == tl.header_text()[10:]
-        assert str(pane.header.render()).startswith(tl.header_text()[10:40])
+        titles = tl.header_text(tree.columns)
+        assert pane.header_line == titles[10:]
+        assert str(pane.header.render()).startswith(titles[10:40])
 
 
 async def test_empty_tree_and_table_say_why(make_app: AppFactory) -> None:

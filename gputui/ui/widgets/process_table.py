@@ -54,9 +54,11 @@ COLUMNS: tuple[tuple[str, str, int | None], ...] = (
 
 #: The columns a narrow table leaves out, first to last, so COMMAND keeps :data:`MIN_COMMAND`
 #: cells (as nvitop gives the command what is left).
-DROPPED_FIRST: tuple[str, ...] = ("cpid", "rss", "user", "elapsed", "cpu")
+#: CPU % is never among them: with GPU memory and SM % it is what the table is read for (htop
+#: and nvitop keep it at 80 columns too).
+DROPPED_FIRST: tuple[str, ...] = ("cpid", "rss", "user", "elapsed")
 #: Cells COMMAND keeps on screen as long as leaving columns out can give them.
-MIN_COMMAND = 30
+MIN_COMMAND = 20
 
 
 def fit_columns(width: int) -> tuple[int, ...]:
