@@ -28,7 +28,9 @@ class Activity:
         label: The party's name for people.
         share: Its part of the device's SM time (0-1).
         sm_active: Its part of the device's SM activity, percent of the device.
-        tensor_active: Its part of the tensor activity, percent of the device (None: not read).
+        tensor_active: The device's tensor activity when the party is alone on it (None when
+            shared or not read: SM time says nothing about whose kernels used tensor cores; a
+            copy loop beside a bf16 matmul job would be credited with tensor work).
         exact: True when the party is alone on the device (no estimate involved).
     """
 
@@ -66,7 +68,7 @@ def _split(
                 label,
                 share,
                 share * sm_active,
-                None if tensor_active is None else share * tensor_active,
+                None,
                 False,
             )
         )
