@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -208,11 +209,13 @@ def end_process_group(proc: subprocess.Popen[bytes]) -> None:
 
 
 def on_containers_tab(screen: str) -> bool:
-    return "llm-trainer-1" in screen and "COMPOSE/POD" in screen
+    # The tree's title row (its last columns yield to the width: NAME and FLAGS stay).
+    return "llm-trainer-1" in screen and re.search(r"NAME +STATUS +GPUS", screen) is not None
 
 
 def on_processes_tab(screen: str) -> bool:
-    return "COMPOSE/POD" not in screen and "train.py" in screen and "48211" in screen
+    # The table's status line and title row: the tree has neither.
+    return "GPU processes" in screen and re.search(r"PID +CONTAINER +GPU", screen) is not None
 
 
 async def test_browser_runs_the_monitor_read_only(chromium: str, tmp_path: Path) -> None:
