@@ -15,6 +15,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable, Iterator
+from pathlib import Path
 
 import pytest
 from procfs import cpu_ticks
@@ -34,6 +35,14 @@ def spawn() -> Iterator[Callable[[int], list[subprocess.Popen[bytes]]]]:
     def start(n: int) -> list[subprocess.Popen[bytes]]:
         started = [subprocess.Popen(["sleep", "120"]) for _ in range(n)]
         children.extend(started)
+        # Popen can return while the exec is still setting up the new image (after a vfork the
+        # parent resumes before the arguments are in place): /proc/<pid>/cmdline reads empty
+        # then, and a read shows the name only. Wait until every command line is whole.
+        deadline = time.monotonic() + 10
+        for child in started:
+            cmdline = Path(f"/proc/{child.pid}/cmdline")
+            while cmdline.read_bytes() != b"sleep\x00120\x00" and time.monotonic() < deadline:
+                time.sleep(0.005)
         return started
 
     yield start
