@@ -2,8 +2,9 @@
 
 textual-serve answers the page (xterm.js) and, for each browser tab that opens its websocket,
 starts one ``gputui`` process whose Textual web driver talks to the tab over that websocket. The
-only module importing ``textual_serve`` and ``aiohttp`` (both optional: ``pip install
-'gputui[serve]'``); they are imported when serving starts, so this module loads without them.
+only module importing ``textual_serve`` and ``aiohttp`` (both optional: the ``serve`` extra,
+``pip install '.[serve]'`` from the source); they are imported when serving starts, so this
+module loads without them.
 
 Safe by default, because a browser tab is easier to reach than a terminal:
 
@@ -60,7 +61,10 @@ DEFAULT_PORT = 8000
 #: Monitors (browser tabs) running at once; one more is refused until one closes.
 MAX_SESSIONS = 8
 #: How to get textual-serve, for the one-line error when it is missing.
-INSTALL_HINT = "pip install 'gputui[serve]'"
+#: The command that adds the optional dependency to the very Python running gputui (a venv's
+#: or the system's): gputui is installed from its source, not from a package index, so
+#: ``pip install 'gputui[serve]'`` would find nothing.
+INSTALL_HINT = f"{shlex.quote(sys.executable)} -m pip install 'textual-serve>=1.1.3,<2'"
 #: The Textual driver textual-serve asks of the programs it starts (its environment).
 WEB_DRIVER = "textual.drivers.web_driver:WebDriver"
 #: Bytes of randomness in the server's token (``secrets.token_urlsafe``: 43 characters).
