@@ -55,7 +55,7 @@ def needs_textual_serve() -> None:
     except ImportError:
         if os.environ.get("CI"):
             pytest.fail("CI needs textual-serve (the test extra)")
-        pytest.skip("no textual-serve (pip install 'gputui[serve]')")
+        pytest.skip("no textual-serve (pip install '.[serve]' from the source)")
 
 
 def test_app_is_read_only_and_without_logs_unless_allowed() -> None:
@@ -245,8 +245,10 @@ def test_without_textual_serve_one_line_says_how_to_install() -> None:
     )
     result = gputui(code=code)
     assert result.returncode == 2
+    # The hint installs into the very Python that runs gputui: gputui is not on a package index.
     assert result.stderr == (
-        "gputui: error: gputui serve needs textual-serve: pip install 'gputui[serve]'\n"
+        "gputui: error: gputui serve needs textual-serve: "
+        f"{shlex.quote(sys.executable)} -m pip install 'textual-serve>=1.1.3,<2'\n"
     )
 
 

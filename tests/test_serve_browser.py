@@ -81,7 +81,7 @@ def chromium() -> str:
     try:
         import textual_serve  # noqa: F401
     except ImportError:
-        _required("textual-serve (pip install 'gputui[serve]', in the test extra)")
+        _required("textual-serve (pip install '.[serve]', in the test extra)")
     return found
 
 
