@@ -18,6 +18,7 @@ import json
 import os
 import re
 import signal
+import socket
 import sys
 import threading
 import time
@@ -498,9 +499,10 @@ def export(argv: Sequence[str]) -> int:
 
     try:
         host, port = exporter.parse_listen(args.listen)
-        rules = load_config(args.config).alert_rules
+        config = load_config(args.config)
     except (ValueError, ConfigError) as exc:
         return _fail(str(exc))
+    rules = config.alert_rules
     settings = _source_settings(args)
     if isinstance(settings, str):
         return _fail(settings)
@@ -519,6 +521,11 @@ def export(argv: Sequence[str]) -> int:
         _write(out.decode())
         return 0
     collector.request_health()
+    from gputui.notify.worker import start_notifier
+
+    # [[notify]]: alerts and findings delivered from the exporter's analysis, on threads of
+    # their own (a receiver never delays a scrape or a refresh).
+    notifier = start_notifier(config.notify, socket.gethostname(), log=_log_line)
     try:
         exporter.serve(
             collector,
@@ -529,11 +536,20 @@ def export(argv: Sequence[str]) -> int:
             rules=rules,
             stop=_stop_on_signals(),
             user_series=args.user_series,
+            sinks=(notifier.observe,) if notifier is not None else (),
         )
     except OSError as exc:
         collector.close()
         return _fail(f"cannot listen on {args.listen}: {exc.strerror or exc}")
+    finally:
+        if notifier is not None:
+            notifier.close()
     return 0
+
+
+def _log_line(line: str) -> None:
+    """One line on stderr (a delivery's problem: already redacted and sanitised)."""
+    print(f"gputui: {line}", file=sys.stderr, flush=True)
 
 
 def record(argv: Sequence[str]) -> int:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import inspect
+import socket
 import sys
 import threading
 from collections.abc import Iterable, Iterator, Mapping, Sequence
@@ -41,6 +42,7 @@ from gputui.derive.analysis import Analysis, Analyzer
 from gputui.derive.history import WINDOWS, History, next_window, window_label
 from gputui.derive.process_history import ProcessHistory, ProcessKey
 from gputui.model import Snapshot
+from gputui.notify.worker import Notifier, start_notifier
 from gputui.settings import Settings
 from gputui.ui import action_table
 from gputui.ui.crash import CrashSafeApp
@@ -106,6 +108,13 @@ class GpuTuiApp(CrashSafeApp):
         except ConfigError as exc:
             config, self._config_error = Config(), str(exc)
         self.keep_secret(config.fleet.token, config.fleet.password)
+        for target in config.notify:
+            self.keep_secret(*target.secrets())
+        # [[notify]]: the monitor delivers alerts and findings too (not from a recording or
+        # the demo: those are no events of this machine). Problems stay in notifier.recent.
+        self.notifier: Notifier | None = None
+        if collector.mode not in ("replay", "demo") and collector.player is None:
+            self.notifier = start_notifier(config.notify, socket.gethostname())
         rules = config.alert_rules
         #: The preferences in force ([ui] of the config file, overridden by the state file).
         self.prefs: UiPrefs = config.ui
@@ -119,7 +128,9 @@ class GpuTuiApp(CrashSafeApp):
         if self.prefs.sort is not None and self.prefs.sort in SORTS:
             self.main.table.sort_index = SORTS.index(self.prefs.sort)
         # Used only by the collector thread once running (and by callers priming it before).
-        self.analyzer = Analyzer(rules)
+        self.analyzer = Analyzer(
+            rules, (self.notifier.observe,) if self.notifier is not None else ()
+        )
         # The same loop export and record run; the worker below runs it on its thread.
         self.loop = CollectLoop(
             collector, self.analyzer.analyse, self._post_snapshot, interval=self.interval
@@ -232,8 +243,10 @@ class GpuTuiApp(CrashSafeApp):
             self.on_snapshot_ready(early)
 
     def on_unmount(self) -> None:
-        """Let the collector thread finish promptly."""
+        """Let the collector thread finish promptly; stop delivering."""
         self.loop.stop()
+        if self.notifier is not None:
+            self.notifier.close(0.5)
 
     @work(thread=True, group="collector", description="Collecting GPU, Docker and process data")
     def collect_loop(self) -> None:
