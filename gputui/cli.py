@@ -521,11 +521,24 @@ def export(argv: Sequence[str]) -> int:
         _write(out.decode())
         return 0
     collector.request_health()
-    from gputui.notify.worker import start_notifier
-
     # [[notify]]: alerts and findings delivered from the exporter's analysis, on threads of
     # their own (a receiver never delays a scrape or a refresh).
-    notifier = start_notifier(config.notify, socket.gethostname(), log=_log_line)
+    from gputui.notify.policy import start_policy
+    from gputui.notify.worker import start_notifier
+
+    hostname = socket.gethostname()
+    notifier = start_notifier(config.notify, hostname, log=_log_line)
+    # [idle_policy]: notices audited and delivered; the exporter is read-only, so an automatic
+    # stop is audited as refused.
+    policy = start_policy(
+        config.idle_policy,
+        hostname,
+        notifier=notifier,
+        collector=collector,
+        read_only=True,
+        log=_log_line,
+    )
+    sinks = [s.observe for s in (notifier, policy) if s is not None]
     try:
         exporter.serve(
             collector,
@@ -536,7 +549,7 @@ def export(argv: Sequence[str]) -> int:
             rules=rules,
             stop=_stop_on_signals(),
             user_series=args.user_series,
-            sinks=(notifier.observe,) if notifier is not None else (),
+            sinks=sinks,
         )
     except OSError as exc:
         collector.close()
@@ -1048,8 +1061,16 @@ def serve_command(argv: Sequence[str]) -> int:
     return 0
 
 
+def reclaim_command(argv: Sequence[str]) -> int:
+    """``gputui reclaim``: idle reservations due for reclaim; stop one by typing its name."""
+    from gputui.reclaim import main
+
+    return main(argv)
+
+
 _SUBCOMMANDS = {
     "serve": serve_command,
+    "reclaim": reclaim_command,
     "export": export,
     "record": record,
     "replay": replay_command,

@@ -24,7 +24,13 @@ from types import ModuleType
 from typing import Any
 
 from gputui.derive.alerts import DEFAULT_RULES, METRICS, AlertRule
-from gputui.notify.config import NotifyConfigError, NotifyTarget, parse_targets
+from gputui.derive.idle_policy import IdlePolicy
+from gputui.notify.config import (
+    NotifyConfigError,
+    NotifyTarget,
+    parse_idle_policy,
+    parse_targets,
+)
 from gputui.settings import MAX_INTERVAL_S, MIN_INTERVAL_S
 from gputui.userfiles import CONFIG_LIMIT, UserFileError, read_user_text, replace_user_file
 
@@ -153,6 +159,7 @@ class Config:
         keys: ``[keys]``: binding name (``exec-smi``) to the keys that run it (``"ctrl+x"``).
         notify: ``[[notify]]``: where alerts, findings, faults and idle-policy notices go
             (docs/notify.md; parsed by :mod:`gputui.notify.config`).
+        idle_policy: ``[idle_policy]``: the idle-GPU policy (off unless ``enabled``).
     """
 
     path: Path | None = None
@@ -161,6 +168,7 @@ class Config:
     keys: Mapping[str, str] = field(default_factory=dict)
     fleet: FleetPrefs = FleetPrefs()
     notify: tuple[NotifyTarget, ...] = ()
+    idle_policy: IdlePolicy = field(default_factory=IdlePolicy)
 
 
 def default_config_path(env: Mapping[str, str] | None = None) -> Path:
@@ -336,6 +344,7 @@ def parse_config(text: str, path: Path) -> Config:
     fleet = parse_fleet(data.get("fleet", {}), str(path))
     try:
         notify = parse_targets(data, str(path))
+        idle_policy = parse_idle_policy(data, str(path))
     except NotifyConfigError as exc:
         raise ConfigError(str(exc)) from None
     return Config(
@@ -345,6 +354,7 @@ def parse_config(text: str, path: Path) -> Config:
         keys=keys,
         fleet=fleet,
         notify=notify,
+        idle_policy=idle_policy,
     )
 
 

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from gputui.collect.http_client import safe_header_value
+from gputui.derive.idle_policy import IdlePolicy
 from gputui.notify.events import SEVERITIES, Kind
 from gputui.notify.payloads import FORMATS
 
@@ -271,3 +272,60 @@ def parse_targets(data: Mapping[str, Any], origin: str) -> tuple[NotifyTarget, .
     if duplicates:
         raise NotifyConfigError(f"{origin}: notify: duplicate name {duplicates[0]!r}")
     return targets
+
+
+_QUIET = re.compile(r"^([01]\d|2[0-3]):([0-5]\d)-([01]\d|2[0-3]):([0-5]\d)$")
+_POLICY_DURATIONS = {
+    "idle_for": ("idle_for_s", 60.0),
+    "min_active": ("min_active_s", 0.0),
+    "escalate_after": ("escalate_after_s", 0.0),
+    "reclaim_after": ("reclaim_after_s", 0.0),
+    "renotify": ("renotify_s", 0.0),
+    "max_gap": ("max_gap_s", 1.0),
+}
+_POLICY_FLAGS = {"enabled", "auto_reclaim", "dry_run"}
+_POLICY_KEYS = set(_POLICY_DURATIONS) | _POLICY_FLAGS | {"active_sm", "exclude", "quiet_hours"}
+_POLICY_KEYS |= {"audit"}
+
+
+def parse_idle_policy(data: Mapping[str, Any], origin: str) -> IdlePolicy:
+    """The ``[idle_policy]`` table of a parsed config document (off when absent).
+
+    Raises:
+        NotifyConfigError: naming the file and the key.
+    """
+    raw = data.get("idle_policy", {})
+    if not isinstance(raw, dict):
+        raise NotifyConfigError(f"{origin}: idle_policy must be a table")
+    unknown = sorted(set(raw) - _POLICY_KEYS)
+    if unknown:
+        raise NotifyConfigError(f"{origin}: idle_policy: unknown key {unknown[0][:40]!r}")
+    where = f"{origin}: idle_policy"
+    kwargs: dict[str, Any] = {}
+    for key, (name, low) in _POLICY_DURATIONS.items():
+        if key in raw:
+            kwargs[name] = _duration(raw[key], f"{where}.{key}", low, 366 * 86400.0)
+    for key in _POLICY_FLAGS:
+        if key in raw:
+            if not isinstance(raw[key], bool):
+                raise NotifyConfigError(f"{where}.{key}: true or false")
+            kwargs[key] = raw[key]
+    if "active_sm" in raw:
+        value = raw["active_sm"]
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value <= 100:
+            raise NotifyConfigError(f"{where}.active_sm: a percentage above 0, at most 100")
+        kwargs["active_sm"] = float(value)
+    if "exclude" in raw:
+        patterns = raw["exclude"]
+        if not isinstance(patterns, list) or len(patterns) > 256:
+            raise NotifyConfigError(f"{where}.exclude: a list of name or image patterns")
+        kwargs["exclude"] = tuple(_text(p, f"{where}.exclude[{i}]") for i, p in enumerate(patterns))
+    if "quiet_hours" in raw:
+        match = _QUIET.match(raw["quiet_hours"]) if isinstance(raw["quiet_hours"], str) else None
+        if match is None:
+            raise NotifyConfigError(f'{where}.quiet_hours: expected "HH:MM-HH:MM" (local time)')
+        h1, m1, h2, m2 = (int(g) for g in match.groups())
+        kwargs["quiet_hours"] = (h1 * 60 + m1, h2 * 60 + m2)
+    if "audit" in raw:
+        kwargs["audit"] = _text(raw["audit"], f"{where}.audit")
+    return IdlePolicy(**kwargs)
