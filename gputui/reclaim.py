@@ -119,9 +119,13 @@ def main(
     policy = config.idle_policy
     path = args.audit or (Path(policy.audit) if policy.audit else default_audit_path())
     try:
-        candidates = due(read_audit(path))
+        records, skipped = read_audit(path)
     except UserFileError as exc:
         return fail(str(exc))
+    if skipped:
+        shown = fmt.safe_text(str(path), 300)
+        print(f"gputui: warning: {skipped} unreadable line(s) of {shown} skipped", file=err)
+    candidates = due(records)
     audit = AuditLog(path)
     host = socket.gethostname()
     if args.read_only and args.stop is not None:
@@ -149,7 +153,8 @@ def main(
             for cid, record in candidates.items()
         ]
         if not rows:
-            print(f"no container is due for reclaim (audit file {path})", file=out)
+            shown = fmt.safe_text(str(path), 300)
+            print(f"no container is due for reclaim (audit file {shown})", file=out)
         for _, record, still in rows:
             raw = record.get("evidence")
             evidence: dict[str, Any] = raw if isinstance(raw, dict) else {}

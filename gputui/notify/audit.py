@@ -107,23 +107,55 @@ def _failed(path: Path, exc: OSError) -> UserFileError:
     return UserFileError(f"cannot write audit file {path}: {reason}", reason)
 
 
-def read_audit(path: Path) -> list[dict[str, Any]]:
-    """The audit file's records, oldest first; none when it does not exist.
+class _BadNumber(ValueError):
+    """A number that is not finite, or out of range, in an audit line."""
 
-    Lines that are not a JSON object of this schema are skipped.
+
+def _constant(name: str) -> None:
+    raise _BadNumber(name)
+
+
+def _float(text: str) -> float:
+    value = float(text)
+    if not abs(value) <= 1e300:  # also NaN and infinities (1e999)
+        raise _BadNumber(text[:20])
+    return value
+
+
+def _int(text: str) -> int:
+    if len(text.lstrip("-")) > 18:  # no count or time gputui writes is that long
+        raise _BadNumber(text[:20])
+    return int(text)
+
+
+def read_audit(path: Path) -> tuple[list[dict[str, Any]], int]:
+    """The audit file's records, oldest first, and how many lines were unreadable.
+
+    A missing file has none. Lines that are not JSON (or not UTF-8) are skipped and counted
+    (a line cut by a full disk must not hide the rest); a JSON line holding a non-finite or
+    out-of-range number makes the file invalid.
 
     Raises:
-        UserFileError: the file exists but cannot be read safely (one line naming it).
+        UserFileError: the file cannot be read safely, or holds such a number (one line).
     """
     if not os.path.lexists(path):
-        return []
+        return [], 0
     raw = read_user_file(path, "audit file", AUDIT_LIMIT)
     out: list[dict[str, Any]] = []
-    for line in raw.splitlines():
+    skipped = 0
+    for number, line in enumerate(raw.splitlines(), 1):
+        if not line.strip():
+            continue
         try:
-            record = json.loads(line)
+            record = json.loads(line, parse_constant=_constant, parse_float=_float, parse_int=_int)
+        except _BadNumber:
+            reason = f"line {number} holds a number that is not finite or out of range"
+            raise UserFileError(f"cannot read audit file {path}: {reason}", reason) from None
         except (ValueError, RecursionError):
+            skipped += 1
             continue
         if isinstance(record, dict) and record.get("schema") == SCHEMA:
             out.append(record)
-    return out
+        else:
+            skipped += 1
+    return out, skipped
