@@ -127,7 +127,8 @@ def build_parser() -> argparse.ArgumentParser:
             "Who is using my NVIDIA GPUs, in which Docker container, and is the GPU container "
             "runtime healthy? Subcommands: doctor (runtime-health checks), export (Prometheus "
             "metrics), record FILE / replay FILE (record snapshots, play them back), free (the "
-            "GPUs a new job can use now), serve (the monitor in a web browser)."
+            "GPUs a new job can use now), serve (the monitor in a web browser), reclaim (idle "
+            "GPU reservations the idle policy found; stop one with a typed confirmation)."
         ),
     )
     parser.add_argument("--once", action="store_true", help="print one snapshot and exit")

@@ -493,3 +493,50 @@ def test_a_bad_notify_value_exits_2_with_one_line(tmp_path: Path) -> None:
         lines = result.stderr.strip().splitlines()
         assert len(lines) == 1 and "notify[0].format: one of json, slack, alertmanager" in lines[0]
         assert TOKEN not in result.stderr + result.stdout
+
+
+EXPORT = (sys.executable, "-m", "gputui", "export", "--demo", "--listen", "127.0.0.1:0")
+
+
+def test_gputui_export_delivers_and_no_output_shows_a_secret(tmp_path: Path) -> None:
+    """The exporter's analysis feeds the targets; --once, --json and doctor never show them."""
+    env = {**os.environ, "XDG_CONFIG_HOME": str(tmp_path / "xdg")}
+    with receiver() as r:
+        cfg = tmp_path / "config.toml"
+        cfg.write_text(
+            f'[[notify]]\nname = "hook"\ntype = "webhook"\nurl = "{r.url}"\n'
+            f'severity = "info"\nheaders = {{ Authorization = "Bearer {TOKEN}" }}\n'
+        )
+        process = subprocess.Popen(
+            [*EXPORT, "--interval", "0.2", "--config", str(cfg)],
+            stderr=subprocess.PIPE,
+            stdout=subprocess.DEVNULL,
+            text=True,
+            env=env,
+            cwd=REPO,
+        )
+        try:
+            wait_for(lambda: len(r.got) >= 1, timeout=60)
+        finally:
+            process.terminate()
+            _, stderr = process.communicate(timeout=30)
+        body = r.got[0]["body"]
+        assert body["schema"] == "gputui.event/1" and body["kind"] in ("findings", "alerts")
+        assert r.got[0]["headers"]["Authorization"] == f"Bearer {TOKEN}"
+        assert TOKEN not in stderr
+        for argv in (
+            ["--demo", "--once", "--config", str(cfg)],
+            ["--demo", "--json", "--config", str(cfg)],
+            ["export", "--once", "--demo", "--config", str(cfg)],
+            ["doctor", "--json", "--demo"],
+        ):
+            result = subprocess.run(
+                [sys.executable, "-m", "gputui", *argv],
+                capture_output=True,
+                text=True,
+                timeout=60,
+                env={**env, "XDG_CONFIG_HOME": str(tmp_path)},
+                cwd=REPO,
+            )
+            assert result.returncode in (0, 1), result.stderr
+            assert TOKEN not in result.stdout + result.stderr
