@@ -540,3 +540,15 @@ def test_gputui_export_delivers_and_no_output_shows_a_secret(tmp_path: Path) -> 
             )
             assert result.returncode in (0, 1), result.stderr
             assert TOKEN not in result.stdout + result.stderr
+
+
+def test_the_commented_examples_of_the_contrib_config_parse() -> None:
+    text = (REPO / "contrib" / "config.example.toml").read_text()
+    tail = text[text.index("# Where alerts, findings") :]
+    body = "\n".join(
+        line[2:] if line.startswith("# ") and ("=" in line or line.startswith("# [")) else ""
+        for line in tail.splitlines()
+    )
+    config = parse_config(body, Path("example.toml"))
+    assert [t.name for t in config.notify] == ["gpu-slack", "oncall", "pager"]
+    assert config.idle_policy.enabled and config.idle_policy.quiet_hours == (22 * 60, 7 * 60)

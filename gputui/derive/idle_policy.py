@@ -76,7 +76,7 @@ class IdlePolicy:
 
     enabled: bool = False
     idle_for_s: float = 4 * 3600.0
-    min_active_s: float = 60.0
+    min_active_s: float = 30.0
     active_sm: float = 5.0
     escalate_after_s: float = 3600.0
     reclaim_after_s: float = 3600.0
