@@ -454,6 +454,7 @@ def test_the_config_section_and_secrets_never_in_a_repr() -> None:
         ('type = "webhook"\nurl = "http://u:' + TOKEN + '@x/"', "credentials do not belong"),
         ('type = "webhook"\nurl = "http://x:99999999/' + TOKEN + '"', "notify[0].url: not a URL"),
         ('type = "webhook"\nurl = "http://x/"\nformat = "xml"', "notify[0].format: one of"),
+        ('type = "webhook"\nurl = "http://x/é' + TOKEN + '"', "non-ASCII character"),
         (
             'type = "webhook"\nurl = "http://x/"\nheaders = { X = "' + TOKEN + '\\n" }',
             "notify[0].headers.X: holds a control",

@@ -175,8 +175,11 @@ def _url(value: Any, where: str) -> str:
         raise NotifyConfigError(f"{where}: expected an http:// or https:// URL with a host")
     if parts.username is not None or parts.password is not None:
         raise NotifyConfigError(f"{where}: credentials do not belong in the URL: use headers")
-    if not safe_header_value(text) or " " in text:
-        raise NotifyConfigError(f"{where}: the URL holds a space or a control character")
+    if not text.isascii() or not safe_header_value(text) or " " in text:
+        # Sent as the request line: ASCII only (percent-encode anything else).
+        raise NotifyConfigError(
+            f"{where}: the URL holds a space, a control or a non-ASCII character"
+        )
     return text
 
 
