@@ -18,7 +18,6 @@ import json
 import os
 import re
 import signal
-import socket
 import sys
 import threading
 import time
@@ -524,6 +523,8 @@ def export(argv: Sequence[str]) -> int:
     collector.request_health()
     # [[notify]]: alerts and findings delivered from the exporter's analysis, on threads of
     # their own (a receiver never delays a scrape or a refresh).
+    import socket  # late: a one-shot never loads it (tests/test_proc_fastpath.py)
+
     from gputui.notify.policy import start_policy
     from gputui.notify.worker import start_notifier
 

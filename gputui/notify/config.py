@@ -16,7 +16,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from gputui.collect.http_client import safe_header_value
 from gputui.derive.idle_policy import IdlePolicy
 from gputui.notify.events import SEVERITIES, Kind
 from gputui.notify.payloads import FORMATS
@@ -164,6 +163,14 @@ def _table(value: Any, where: str, key_pattern: re.Pattern[str]) -> tuple[tuple[
     return tuple(sorted(out))
 
 
+def _header_safe(value: str) -> bool:
+    # The bounded client's rule, imported only for a config with webhooks: a one-shot report
+    # must not load the HTTP client (socket, ssl) just to read the config file.
+    from gputui.collect.http_client import safe_header_value
+
+    return safe_header_value(value)
+
+
 def _url(value: Any, where: str) -> str:
     text = _text(value, where)
     try:
@@ -175,7 +182,7 @@ def _url(value: Any, where: str) -> str:
         raise NotifyConfigError(f"{where}: expected an http:// or https:// URL with a host")
     if parts.username is not None or parts.password is not None:
         raise NotifyConfigError(f"{where}: credentials do not belong in the URL: use headers")
-    if not text.isascii() or not safe_header_value(text) or " " in text:
+    if not text.isascii() or not _header_safe(text) or " " in text:
         # Sent as the request line: ASCII only (percent-encode anything else).
         raise NotifyConfigError(
             f"{where}: the URL holds a space, a control or a non-ASCII character"
@@ -216,7 +223,7 @@ def _target(raw: Any, where: str) -> NotifyTarget:
             for key, value in headers:
                 if key.lower() in _OWN_HEADERS:
                     raise NotifyConfigError(f"{where}.headers: {key} is written by gputui")
-                if not safe_header_value(value):
+                if not _header_safe(value):
                     raise NotifyConfigError(
                         f"{where}.headers.{key}: holds a control or non-Latin-1 character"
                     )
