@@ -126,7 +126,8 @@ def build_parser() -> argparse.ArgumentParser:
             "Who is using my NVIDIA GPUs, in which Docker container, and is the GPU container "
             "runtime healthy? Subcommands: doctor (runtime-health checks), export (Prometheus "
             "metrics), record FILE / replay FILE (record snapshots, play them back), free (the "
-            "GPUs a new job can use now), serve (the monitor in a web browser)."
+            "GPUs a new job can use now), serve (the monitor in a web browser), reclaim (idle "
+            "GPU reservations the idle policy found; stop one with a typed confirmation)."
         ),
     )
     parser.add_argument("--once", action="store_true", help="print one snapshot and exit")
@@ -498,9 +499,10 @@ def export(argv: Sequence[str]) -> int:
 
     try:
         host, port = exporter.parse_listen(args.listen)
-        rules = load_config(args.config).alert_rules
+        config = load_config(args.config)
     except (ValueError, ConfigError) as exc:
         return _fail(str(exc))
+    rules = config.alert_rules
     settings = _source_settings(args)
     if isinstance(settings, str):
         return _fail(settings)
@@ -519,6 +521,26 @@ def export(argv: Sequence[str]) -> int:
         _write(out.decode())
         return 0
     collector.request_health()
+    # [[notify]]: alerts and findings delivered from the exporter's analysis, on threads of
+    # their own (a receiver never delays a scrape or a refresh).
+    import socket  # late: a one-shot never loads it (tests/test_proc_fastpath.py)
+
+    from gputui.notify.policy import start_policy
+    from gputui.notify.worker import start_notifier
+
+    hostname = socket.gethostname()
+    notifier = start_notifier(config.notify, hostname, log=_log_line)
+    # [idle_policy]: notices audited and delivered; the exporter is read-only, so an automatic
+    # stop is audited as refused.
+    policy = start_policy(
+        config.idle_policy,
+        hostname,
+        notifier=notifier,
+        collector=collector,
+        read_only=True,
+        log=_log_line,
+    )
+    sinks = [s.observe for s in (notifier, policy) if s is not None]
     try:
         exporter.serve(
             collector,
@@ -529,11 +551,20 @@ def export(argv: Sequence[str]) -> int:
             rules=rules,
             stop=_stop_on_signals(),
             user_series=args.user_series,
+            sinks=sinks,
         )
     except OSError as exc:
         collector.close()
         return _fail(f"cannot listen on {args.listen}: {exc.strerror or exc}")
+    finally:
+        if notifier is not None:
+            notifier.close()
     return 0
+
+
+def _log_line(line: str) -> None:
+    """One line on stderr (a delivery's problem: already redacted and sanitised)."""
+    print(f"gputui: {line}", file=sys.stderr, flush=True)
 
 
 def record(argv: Sequence[str]) -> int:
@@ -1032,8 +1063,16 @@ def serve_command(argv: Sequence[str]) -> int:
     return 0
 
 
+def reclaim_command(argv: Sequence[str]) -> int:
+    """``gputui reclaim``: idle reservations due for reclaim; stop one by typing its name."""
+    from gputui.reclaim import main
+
+    return main(argv)
+
+
 _SUBCOMMANDS = {
     "serve": serve_command,
+    "reclaim": reclaim_command,
     "export": export,
     "record": record,
     "replay": replay_command,

@@ -18,12 +18,19 @@ import os
 import re
 import sys
 from collections.abc import Mapping
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from types import ModuleType
 from typing import Any
 
 from gputui.derive.alerts import DEFAULT_RULES, METRICS, AlertRule
+from gputui.derive.idle_policy import IdlePolicy
+from gputui.notify.config import (
+    NotifyConfigError,
+    NotifyTarget,
+    parse_idle_policy,
+    parse_targets,
+)
 from gputui.settings import MAX_INTERVAL_S, MIN_INTERVAL_S
 from gputui.userfiles import CONFIG_LIMIT, UserFileError, read_user_text, replace_user_file
 
@@ -150,6 +157,9 @@ class Config:
         alert_rules: The alert rules in force.
         ui: The monitor's preferences: the config file's ``[ui]`` overridden by the state file.
         keys: ``[keys]``: binding name (``exec-smi``) to the keys that run it (``"ctrl+x"``).
+        notify: ``[[notify]]``: where alerts, findings, faults and idle-policy notices go
+            (docs/notify.md; parsed by :mod:`gputui.notify.config`).
+        idle_policy: ``[idle_policy]``: the idle-GPU policy (off unless ``enabled``).
     """
 
     path: Path | None = None
@@ -157,6 +167,8 @@ class Config:
     ui: UiPrefs = UiPrefs()
     keys: Mapping[str, str] = field(default_factory=dict)
     fleet: FleetPrefs = FleetPrefs()
+    notify: tuple[NotifyTarget, ...] = ()
+    idle_policy: IdlePolicy = field(default_factory=IdlePolicy)
 
 
 def default_config_path(env: Mapping[str, str] | None = None) -> Path:
@@ -191,9 +203,7 @@ def load_config(path: Path | None = None, env: Mapping[str, str] | None = None) 
             raise ConfigError(str(exc)) from None
         config = parse_config(text, path)
     state = load_ui_state(ui_state_path(env))
-    return Config(
-        config.path, config.alert_rules, config.ui.merged(state), config.keys, config.fleet
-    )
+    return replace(config, ui=config.ui.merged(state))
 
 
 def load_ui_state(path: Path) -> UiPrefs:
@@ -332,8 +342,19 @@ def parse_config(text: str, path: Path) -> Config:
     ui = parse_ui(data.get("ui", {}), str(path))
     keys = parse_keys(data.get("keys", {}), str(path))
     fleet = parse_fleet(data.get("fleet", {}), str(path))
+    try:
+        notify = parse_targets(data, str(path))
+        idle_policy = parse_idle_policy(data, str(path))
+    except NotifyConfigError as exc:
+        raise ConfigError(str(exc)) from None
     return Config(
-        path=path, alert_rules=parse_alerts(data, str(path)), ui=ui, keys=keys, fleet=fleet
+        path=path,
+        alert_rules=parse_alerts(data, str(path)),
+        ui=ui,
+        keys=keys,
+        fleet=fleet,
+        notify=notify,
+        idle_policy=idle_policy,
     )
 
 
@@ -481,8 +502,9 @@ def parse_alerts(data: Mapping[str, Any], origin: str = "config") -> tuple[Alert
     Raises:
         ConfigError: naming the first problem.
     """
-    # [ui]: parse_ui, [keys]: parse_keys, [fleet]: parse_fleet
-    unknown = set(data) - {"alerts", "ui", "keys", "fleet"}
+    # [ui]: parse_ui, [keys]: parse_keys, [fleet]: parse_fleet, [[notify]] and [idle_policy]:
+    # gputui.notify.config
+    unknown = set(data) - {"alerts", "ui", "keys", "fleet", "notify", "idle_policy"}
     if unknown:
         raise ConfigError(f"{origin}: unknown section {_shown(sorted(unknown)[0])}")
     alerts = data.get("alerts", {})

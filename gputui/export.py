@@ -844,6 +844,7 @@ def serve(
     announce: Callable[[str], None] = lambda line: print(line, file=sys.stderr, flush=True),
     limits: HttpLimits | None = None,
     user_series: bool = False,
+    sinks: Sequence[Callable[[Analysis], None]] = (),
 ) -> None:
     """Serve ``/metrics`` until ``stop`` is set; close the collector at the end.
 
@@ -863,6 +864,8 @@ def serve(
         announce: Receives the ``serving http://...`` line.
         limits: Connection limits (:class:`HttpLimits` defaults when None).
         user_series: Export the per-user gauges.
+        sinks: The analysis sinks (alert delivery, the idle-GPU policy): see
+            :class:`~gputui.derive.analysis.Analyzer`.
 
     Raises:
         OSError: the address cannot be listened on (in use, not local...).
@@ -874,7 +877,9 @@ def serve(
     server.start()
     # One loop (and so one Analyzer) for the exporter's life: a restarted thread runs it again,
     # keeping the trends and the alerts' ``for`` durations.
-    collecting = collect_loop(collector, metrics, interval=effective, analyzer=Analyzer(rules))
+    collecting = collect_loop(
+        collector, metrics, interval=effective, analyzer=Analyzer(rules, sinks)
+    )
 
     def start_collector() -> threading.Thread:
         thread = threading.Thread(

@@ -1048,6 +1048,10 @@ class ContainerInfo:
             over the size cap): the container is a stub made from the list reply (name, image,
             state, compose/k8s labels), and what only inspect tells (GPU request, runtime,
             environment, PID) is unknown. None for a fully inspected container.
+        policy_labels: The container's ``gputui.*`` labels (``gputui.owner``,
+            ``gputui.idle-policy``), sorted by key: what the idle-GPU policy and alert delivery
+            read of its labels (at most 16, each bounded by the parser); other labels are not
+            kept.
     """
 
     id: str
@@ -1083,6 +1087,11 @@ class ContainerInfo:
     ipc_mode: str | None = None
     stats_sampled_at: float | None = None
     inspect_problem: str | None = None
+    policy_labels: tuple[tuple[str, str], ...] = ()
+
+    def label(self, key: str) -> str | None:
+        """One of :attr:`policy_labels` by key, None when the container does not carry it."""
+        return next((v for k, v in self.policy_labels if k == key), None)
 
     @property
     def short_id(self) -> str:

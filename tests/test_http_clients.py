@@ -48,6 +48,8 @@ from gputui.fleet.client import (
     server_samples,
     server_seconds,
 )
+from gputui.notify.config import NotifyTarget
+from gputui.notify.send import post_webhook
 
 PACKAGE = Path(__file__).resolve().parent.parent / "gputui"
 #: Seconds each request may take in these tests.
@@ -91,10 +93,23 @@ def _prometheus(port: int, timeout: float) -> Any:
     }
 
 
+class DeliveryFailed(Exception):
+    """A webhook delivery's outcome when it failed (post_webhook returns, never raises)."""
+
+
+def _webhook(port: int, timeout: float) -> Any:
+    target = NotifyTarget("hook", "webhook", url=f"http://127.0.0.1:{port}/hook", timeout_s=timeout)
+    outcome = post_webhook(target, b'{"text": "x"}')
+    if not outcome.ok:
+        raise DeliveryFailed(outcome.detail)
+    return outcome.detail
+
+
 #: Every module that makes requests through the bounded client, and its driver.
 CLIENTS: dict[str, Driver] = {
     "collect/docker/engine_api.py": Driver(_docker, EngineError, "did not answer", "larger than"),
     "fleet/client.py": Driver(_prometheus, FleetError, "did not answer", "answered more than"),
+    "notify/send.py": Driver(_webhook, DeliveryFailed, "did not answer", "answered more than"),
 }
 
 #: Modules that open sockets or load an HTTP library without the bounded client, and why.

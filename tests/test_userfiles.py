@@ -263,6 +263,23 @@ def _trace(target: Path, tmp: Path, url: str) -> Outcome:
     return Outcome(result.returncode, result.stderr)
 
 
+def _audit_append(target: Path, tmp: Path, url: str) -> Outcome:
+    from gputui.notify.audit import AuditLog
+    from gputui.userfiles import UserFileError
+
+    try:
+        AuditLog(target).append({"schema": "gputui.idle-audit/1", "event": "notice"})
+    except UserFileError as exc:
+        return Outcome(2, f"gputui: error: {exc}\n")
+    return Outcome(0, "")
+
+
+_AUDIT_LINE = '{"schema": "gputui.idle-audit/1", "event": "reclaim", "container_id": "c", "ts": '
+AUDIT_NON_FINITE = tuple(
+    _AUDIT_LINE + n + "}" for n in ("NaN", "Infinity", "-Infinity", "1e999", "1e301", "1" * 30)
+)
+
+
 def _valid_recording(tmp: Path) -> Path:
     path = tmp / "rec"
     shutil.copyfile(REPO / "tests" / "fixtures" / "h200-lab-recording.jsonl", path)
@@ -376,6 +393,23 @@ ENTRY_POINTS: tuple[EntryPoint, ...] = (
         writer=True,
         target=lambda tmp: tmp / "xdg" / "gputui" / "ui-state.toml",
         run=_save_ui_state,
+    ),
+    EntryPoint(
+        "idle-audit",
+        ("gputui/notify/audit.py:read_audit",),
+        writer=False,
+        target=lambda tmp: tmp / "idle-audit.jsonl",
+        run=lambda p, tmp, url: gputui("reclaim", "--audit", str(p), "--demo"),
+        limit=64 * 1024**2,
+        non_finite=AUDIT_NON_FINITE,
+        skips_bad_lines=True,
+    ),
+    EntryPoint(
+        "idle-audit-append",
+        ("gputui/notify/audit.py:AuditLog.append",),
+        writer=True,
+        target=lambda tmp: tmp / "state" / "idle-audit.jsonl",
+        run=_audit_append,
     ),
     EntryPoint(
         "startup-trace",

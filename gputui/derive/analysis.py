@@ -8,7 +8,7 @@ as the app.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 
 from gputui.derive.alerts import Alert, AlertEngine, AlertRule, AlertState
@@ -87,10 +87,19 @@ class Analyzer:
 
     Args:
         rules: The alert rules in force (``load_config(...).alert_rules``).
+        sinks: Called with each new analysis on the analysing thread (alert delivery, the
+            idle-GPU policy), after it is computed; not called again for the same snapshot.
+            They must return at once (queue, never send): a sink that raises is counted in
+            :attr:`sink_errors` and the analysis goes on.
     """
 
-    def __init__(self, rules: Iterable[AlertRule]) -> None:
+    def __init__(
+        self, rules: Iterable[AlertRule], sinks: Iterable[Callable[[Analysis], None]] = ()
+    ) -> None:
         self.rules = tuple(rules)
+        self.sinks = tuple(sinks)
+        #: Sink calls that raised.
+        self.sink_errors = 0
         self._findings = FindingsEngine()
         self._alerts = AlertEngine(self.rules)
         self._last: Analysis | None = None
@@ -128,4 +137,9 @@ class Analyzer:
             build_groups(snapshot),
             refresh_sums(snapshot),
         )
+        for sink in self.sinks:
+            try:
+                sink(self._last)
+            except Exception:  # delivery is a side effect: it never breaks the analysis
+                self.sink_errors += 1
         return self._last

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import inspect
+import socket
 import sys
 import threading
 from collections.abc import Iterable, Iterator, Mapping, Sequence
@@ -41,6 +42,8 @@ from gputui.derive.analysis import Analysis, Analyzer
 from gputui.derive.history import WINDOWS, History, next_window, window_label
 from gputui.derive.process_history import ProcessHistory, ProcessKey
 from gputui.model import Snapshot
+from gputui.notify.policy import PolicyRunner, start_policy
+from gputui.notify.worker import Notifier, start_notifier
 from gputui.settings import Settings
 from gputui.ui import action_table
 from gputui.ui.crash import CrashSafeApp
@@ -106,6 +109,23 @@ class GpuTuiApp(CrashSafeApp):
         except ConfigError as exc:
             config, self._config_error = Config(), str(exc)
         self.keep_secret(config.fleet.token, config.fleet.password)
+        for target in config.notify:
+            self.keep_secret(*target.secrets())
+        # [[notify]]: the monitor delivers alerts and findings too (not from a recording or
+        # the demo: those are no events of this machine). Problems stay in notifier.recent.
+        self.notifier: Notifier | None = None
+        self.policy: PolicyRunner | None = None
+        self._reclaim_shown: str | None = None
+        if collector.mode not in ("replay", "demo") and collector.player is None:
+            host = socket.gethostname()
+            self.notifier = start_notifier(config.notify, host)
+            self.policy = start_policy(
+                config.idle_policy,
+                host,
+                notifier=self.notifier,
+                collector=collector,
+                read_only=settings.read_only,
+            )
         rules = config.alert_rules
         #: The preferences in force ([ui] of the config file, overridden by the state file).
         self.prefs: UiPrefs = config.ui
@@ -119,7 +139,9 @@ class GpuTuiApp(CrashSafeApp):
         if self.prefs.sort is not None and self.prefs.sort in SORTS:
             self.main.table.sort_index = SORTS.index(self.prefs.sort)
         # Used only by the collector thread once running (and by callers priming it before).
-        self.analyzer = Analyzer(rules)
+        self.analyzer = Analyzer(
+            rules, [s.observe for s in (self.notifier, self.policy) if s is not None]
+        )
         # The same loop export and record run; the worker below runs it on its thread.
         self.loop = CollectLoop(
             collector, self.analyzer.analyse, self._post_snapshot, interval=self.interval
@@ -232,8 +254,10 @@ class GpuTuiApp(CrashSafeApp):
             self.on_snapshot_ready(early)
 
     def on_unmount(self) -> None:
-        """Let the collector thread finish promptly."""
+        """Let the collector thread finish promptly; stop delivering."""
         self.loop.stop()
+        if self.notifier is not None:
+            self.notifier.close(0.5)
 
     @work(thread=True, group="collector", description="Collecting GPU, Docker and process data")
     def collect_loop(self) -> None:
@@ -278,10 +302,18 @@ class GpuTuiApp(CrashSafeApp):
             # widgets (or the screens themselves) are already gone: nothing is left to show it on.
             return
         self._announce(analysis.started)
+        self._announce_reclaim()
         self._refresh_binding_state()
         if startup_trace.enabled():
             startup_trace.mark("snapshot-applied")
             self.call_after_refresh(startup_trace.mark, "snapshot-painted")
+
+    def _announce_reclaim(self) -> None:
+        """The idle policy's reclaim line, shown for a minute whenever it changes."""
+        line = self.policy.banner() if self.policy is not None else None
+        if line is not None and line != self._reclaim_shown:
+            self.notify(line, title="Idle GPU policy", severity="warning", timeout=60)
+        self._reclaim_shown = line
 
     def _announce(self, started: Sequence[Alert]) -> None:
         """A toast per alert that started firing (and the bell, when asked for)."""

@@ -242,6 +242,28 @@ def mount_source(mounts: object, destination: str) -> str | None:
     return None
 
 
+#: Labels under this prefix are kept (owner, idle-policy opt-in); at most this many of them.
+POLICY_LABEL_PREFIX = "gputui."
+MAX_POLICY_LABELS = 16
+
+
+def policy_labels(labels: Mapping[str, Any]) -> tuple[tuple[str, str], ...]:
+    """The ``gputui.*`` labels of a container, sorted by key, strings only, each bounded.
+
+    Only these are kept: the idle-GPU policy reads its opt-in and the owner from them, and no
+    other label (which may hold anything) is carried into a snapshot.
+    """
+    kept = sorted(
+        (key, text)
+        for key, value in labels.items()
+        if isinstance(key, str)
+        and key.startswith(POLICY_LABEL_PREFIX)
+        and len(key) <= MAX_NAME_CHARS
+        and (text := as_text(value, MAX_NAME_CHARS)) is not None
+    )
+    return tuple(kept[:MAX_POLICY_LABELS])
+
+
 def parse_inspect(data: Mapping[str, Any]) -> ContainerInfo:
     """Turn one ``GET /containers/{id}/json`` payload into a :class:`ContainerInfo`.
 
@@ -297,6 +319,7 @@ def parse_inspect(data: Mapping[str, Any]) -> ContainerInfo:
         compose_service=as_text(labels.get("com.docker.compose.service"), MAX_NAME_CHARS),
         k8s_pod=as_text(labels.get("io.kubernetes.pod.name"), MAX_NAME_CHARS),
         k8s_namespace=as_text(labels.get("io.kubernetes.pod.namespace"), MAX_NAME_CHARS),
+        policy_labels=policy_labels(labels),
         gpu_request=request,
         gpu_request_via=via,
         runtime=runtime,
@@ -372,6 +395,7 @@ def parse_list_stub(entry: object, problem: str) -> ContainerInfo | None:
         compose_service=as_text(labels.get("com.docker.compose.service"), MAX_NAME_CHARS),
         k8s_pod=as_text(labels.get("io.kubernetes.pod.name"), MAX_NAME_CHARS),
         k8s_namespace=as_text(labels.get("io.kubernetes.pod.namespace"), MAX_NAME_CHARS),
+        policy_labels=policy_labels(labels),
         inspect_problem=problem[:MAX_TEXT_CHARS],
     )
 
