@@ -24,6 +24,7 @@ from types import ModuleType
 from typing import Any
 
 from gputui.derive.alerts import DEFAULT_RULES, METRICS, AlertRule
+from gputui.ledger.report import Prices
 from gputui.settings import MAX_INTERVAL_S, MIN_INTERVAL_S
 from gputui.userfiles import CONFIG_LIMIT, UserFileError, read_user_text, replace_user_file
 
@@ -142,6 +143,74 @@ def parse_fleet(raw: object, origin: str) -> FleetPrefs:
 
 
 @dataclass(frozen=True, slots=True)
+class LedgerPrefs:
+    """``[ledger]``: where the ledger is kept, whether this gputui writes it, and prices.
+
+    Attributes:
+        store: The store file (None: ``$XDG_STATE_HOME/gputui/ledger-<host>.sqlite``).
+        write: Whether the monitor, ``export`` and ``record`` write it (``daemon`` always does).
+        prices: kWh price, GPU-hour price per model, currency.
+        idle_power_w: Idle power per GPU model name, watts (the energy split's baseline).
+    """
+
+    store: Path | None = None
+    write: bool = True
+    prices: Prices = field(default_factory=Prices)
+    idle_power_w: Mapping[str, float] = field(default_factory=dict)
+
+
+def _number_table(raw: object, where: str, high: float) -> dict[str, float]:
+    if not isinstance(raw, dict) or len(raw) > 64:
+        raise ConfigError(f"{where} must be a table of at most 64 model names")
+    out = {}
+    for key, value in raw.items():
+        if (
+            isinstance(value, bool)
+            or not isinstance(value, (int, float))
+            or not 0 <= value <= high
+            or len(key) > 128
+        ):
+            raise ConfigError(f"{where}.{_shown(key)} must be a number from 0 to {high:g}")
+        out[key] = float(value)
+    return out
+
+
+def parse_ledger(raw: object, origin: str) -> LedgerPrefs:
+    """The ``[ledger]`` table.
+
+    Raises:
+        ConfigError: naming the problem.
+    """
+    if not isinstance(raw, dict):
+        raise ConfigError(f"{origin}: ledger must be a table")
+    keys = ("store", "write", "kwh_price", "currency", "gpu_hour_price", "idle_power_w")
+    extra = sorted(set(raw) - set(keys))
+    if extra:
+        raise ConfigError(f"{origin}: ledger: unknown key {_shown(extra[0])}")
+    store = raw.get("store")
+    if store is not None and (not isinstance(store, str) or not store or len(store) > 4096):
+        raise ConfigError(f"{origin}: ledger.store must be a path")
+    write = raw.get("write", True)
+    if not isinstance(write, bool):
+        raise ConfigError(f"{origin}: ledger.write must be true or false")
+    kwh = raw.get("kwh_price")
+    if kwh is not None and (
+        isinstance(kwh, bool) or not isinstance(kwh, (int, float)) or not 0 <= kwh <= 1e6
+    ):
+        raise ConfigError(f"{origin}: ledger.kwh_price must be a number from 0 to 1e6")
+    currency = raw.get("currency", "")
+    if not isinstance(currency, str) or len(currency) > 8:
+        raise ConfigError(f"{origin}: ledger.currency must be a string of at most 8 characters")
+    prices = Prices(
+        None if kwh is None else float(kwh),
+        _number_table(raw.get("gpu_hour_price", {}), f"{origin}: ledger.gpu_hour_price", 1e6),
+        currency,
+    )
+    idle = _number_table(raw.get("idle_power_w", {}), f"{origin}: ledger.idle_power_w", 5000)
+    return LedgerPrefs(None if store is None else Path(store).expanduser(), write, prices, idle)
+
+
+@dataclass(frozen=True, slots=True)
 class Config:
     """What the config file says (or the defaults).
 
@@ -157,6 +226,7 @@ class Config:
     ui: UiPrefs = UiPrefs()
     keys: Mapping[str, str] = field(default_factory=dict)
     fleet: FleetPrefs = FleetPrefs()
+    ledger: LedgerPrefs = LedgerPrefs()
 
 
 def default_config_path(env: Mapping[str, str] | None = None) -> Path:
@@ -192,7 +262,12 @@ def load_config(path: Path | None = None, env: Mapping[str, str] | None = None) 
         config = parse_config(text, path)
     state = load_ui_state(ui_state_path(env))
     return Config(
-        config.path, config.alert_rules, config.ui.merged(state), config.keys, config.fleet
+        config.path,
+        config.alert_rules,
+        config.ui.merged(state),
+        config.keys,
+        config.fleet,
+        config.ledger,
     )
 
 
@@ -332,8 +407,14 @@ def parse_config(text: str, path: Path) -> Config:
     ui = parse_ui(data.get("ui", {}), str(path))
     keys = parse_keys(data.get("keys", {}), str(path))
     fleet = parse_fleet(data.get("fleet", {}), str(path))
+    ledger = parse_ledger(data.get("ledger", {}), str(path))
     return Config(
-        path=path, alert_rules=parse_alerts(data, str(path)), ui=ui, keys=keys, fleet=fleet
+        path=path,
+        alert_rules=parse_alerts(data, str(path)),
+        ui=ui,
+        keys=keys,
+        fleet=fleet,
+        ledger=ledger,
     )
 
 
@@ -481,8 +562,8 @@ def parse_alerts(data: Mapping[str, Any], origin: str = "config") -> tuple[Alert
     Raises:
         ConfigError: naming the first problem.
     """
-    # [ui]: parse_ui, [keys]: parse_keys, [fleet]: parse_fleet
-    unknown = set(data) - {"alerts", "ui", "keys", "fleet"}
+    # [ui]: parse_ui, [keys]: parse_keys, [fleet]: parse_fleet, [ledger]: parse_ledger
+    unknown = set(data) - {"alerts", "ui", "keys", "fleet", "ledger"}
     if unknown:
         raise ConfigError(f"{origin}: unknown section {_shown(sorted(unknown)[0])}")
     alerts = data.get("alerts", {})
