@@ -9,14 +9,20 @@ read (or, for the daemon, written), is one line on stderr and exit 2.
 from __future__ import annotations
 
 import argparse
+import itertools
 import sys
+import tempfile
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from gputui.model import Snapshot
+
+if TYPE_CHECKING:
+    from gputui.ledger.report import Prices
 from gputui.settings import Settings
 
 
@@ -62,11 +68,19 @@ def ledger(argv: Sequence[str], kit: CliKit) -> int:
     parser.add_argument("--by", choices=GROUPINGS, default="container")
     parser.add_argument("--format", choices=FORMATS, default="table")
     _store_arg(parser)
+    parser.add_argument(
+        "--from-recording",
+        metavar="FILE",
+        type=Path,
+        help="recompute the ledger from a gputui record file instead of reading the store",
+    )
     kit.add_config(parser)
     args = parser.parse_args(argv)
+    if args.from_recording is not None and args.store is not None:
+        return kit.fail("--from-recording and --store cannot be combined")
     from gputui.config import ConfigError, load_config
-    from gputui.ledger.report import parse_since, render, summarise
-    from gputui.ledger.store import Store, StoreError, alive, default_store_path
+    from gputui.ledger.report import parse_since
+    from gputui.ledger.store import default_store_path
 
     now = time.time()
     try:
@@ -80,7 +94,61 @@ def ledger(argv: Sequence[str], kit: CliKit) -> int:
         config = load_config(args.config)
     except ConfigError as exc:
         return kit.fail(str(exc))
-    path = args.store or config.ledger.store or default_store_path()
+    with tempfile.TemporaryDirectory(prefix="gputui-ledger-") as scratch:
+        if args.from_recording is not None:
+            path = Path(scratch) / "recomputed.sqlite"
+            problem = _recompute(args.from_recording, path, config.ledger.idle_power_w)
+            if problem is not None:
+                return kit.fail(problem)
+        else:
+            path = args.store or config.ledger.store or default_store_path()
+        return _report(path, args, since, until, now, config.ledger.prices, kit)
+
+
+def _recompute(recording: Path, path: Path, idle_power_w: Mapping[str, float]) -> str | None:
+    """Write the ledger of a recording into a new store at ``path``; the error, or None.
+
+    The interval the gaps are measured against is the recording's median interval.
+    """
+    from gputui.ledger.writer import LedgerWriter
+    from gputui.replay import Recording, RecordingError, open_recording
+
+    try:
+        snapshots = open_recording(recording)
+    except RecordingError as exc:
+        return str(exc)
+    times = (
+        list(snapshots.times)
+        if isinstance(snapshots, Recording)
+        else [s.taken_at for s in snapshots]
+    )
+    steps = sorted(b - a for a, b in itertools.pairwise(times) if b > a)
+    interval = steps[len(steps) // 2] if steps else 1.0
+    writer = LedgerWriter(path, "recomputed", interval_s=interval, idle_power_w=idle_power_w)
+    if not writer.start():
+        return writer.status
+    try:
+        for snapshot in snapshots:
+            writer.observe(snapshot)
+    except RecordingError as exc:
+        return str(exc)
+    finally:
+        writer.close()
+    return None
+
+
+def _report(
+    path: Path,
+    args: argparse.Namespace,
+    since: float,
+    until: float,
+    now: float,
+    prices: Prices,
+    kit: CliKit,
+) -> int:
+    from gputui.ledger.report import render, summarise
+    from gputui.ledger.store import Store, StoreError, alive
+
     try:
         store = Store.open_reader(path)
     except StoreError as exc:
@@ -99,7 +167,9 @@ def ledger(argv: Sequence[str], kit: CliKit) -> int:
         status = f"store {path}: written by pid {live[-1].pid} ({live[-1].program})"
     else:
         status = f"store {path}: no gputui writes it now"
-    lines = summarise(rows, args.by, config.ledger.prices)
+    if args.from_recording is not None:
+        status = f"recomputed from {args.from_recording}"
+    lines = summarise(rows, args.by, prices)
     sys.stdout.write(
         render(
             lines,
@@ -110,7 +180,7 @@ def ledger(argv: Sequence[str], kit: CliKit) -> int:
             coverage=coverage,
             gaps=gaps,
             status=status,
-            prices=config.ledger.prices,
+            prices=prices,
         )
     )
     return 0

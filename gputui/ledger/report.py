@@ -150,6 +150,9 @@ def parse_since(text: str, now: float) -> float:
 
 
 def _n(value: float, digits: int = 2) -> str:
+    """``digits`` decimals, or 3 significant digits for a small figure (a short window)."""
+    if 0 < abs(value) < 1:
+        return f"{value:.3g}"
     return f"{value:.{digits}f}"
 
 
@@ -245,7 +248,9 @@ def render(
         writer = csv.writer(out, lineterminator="\n")
         writer.writerow([by, *_COLUMNS])
         for line in lines:
-            writer.writerow([safe_text(line.key, 200), *_cells(line)])
+            values = _values(line)
+            cells = ("" if values[c] is None else values[c] for c in _COLUMNS)
+            writer.writerow([safe_text(line.key, 200), *cells])
         return out.getvalue()
     head = [by.upper(), "RESERVED", "OCCUPIED", "BUSY", "EFF%", "WASTE", "GiB-h", "PEAK", "kWh"]
     if prices.any:
