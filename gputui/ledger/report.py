@@ -249,8 +249,8 @@ def render(
         writer.writerow([by, *_COLUMNS])
         for line in lines:
             values = _values(line)
-            cells = ("" if values[c] is None else values[c] for c in _COLUMNS)
-            writer.writerow([safe_text(line.key, 200), *cells])
+            figures = ("" if values[c] is None else values[c] for c in _COLUMNS)
+            writer.writerow([safe_text(line.key, 200), *figures])
         return out.getvalue()
     head = [by.upper(), "RESERVED", "OCCUPIED", "BUSY", "EFF%", "WASTE", "GiB-h", "PEAK", "kWh"]
     if prices.any:
