@@ -363,7 +363,9 @@ def replace_user_file(path: Path, what: str, data: bytes, *, durable: bool = Tru
 DATABASE_SIDECARS = ("-wal", "-shm", "-journal")
 
 
-def open_user_database(path: Path, what: str, *, write: bool) -> sqlite3.Connection:
+def open_user_database(
+    path: Path, what: str, *, write: bool, immutable: bool = False
+) -> sqlite3.Connection:
     """Connect to the SQLite database at ``path`` once it and its side files are safe to open.
 
     SQLite opens paths itself (and follows symlinks), so the checks come first: the database and
@@ -377,6 +379,8 @@ def open_user_database(path: Path, what: str, *, write: bool) -> sqlite3.Connect
         path: The database.
         what: What it is for messages, e.g. ``"ledger store"``.
         write: Open read-write (creating the file), else read-only (it must exist).
+        immutable: Read-only and without locks or a shared-memory file (``immutable=1``): for
+            a database nobody writes on a file system that cannot be written.
 
     Returns:
         An autocommit connection usable from any thread (the caller serialises its use).
@@ -415,6 +419,8 @@ def open_user_database(path: Path, what: str, *, write: bool) -> sqlite3.Connect
         if write and opened.st_nlink != 1:
             raise _fail(verb, what, path, f"has {opened.st_nlink} hard links, not written")
         uri = f"file:{urllib.parse.quote(str(path))}?mode={'rw' if write else 'ro'}"
+        if immutable and not write:
+            uri += "&immutable=1"
         try:
             conn = sqlite3.connect(uri, uri=True, timeout=5.0, check_same_thread=False)
         except sqlite3.Error as exc:

@@ -252,7 +252,20 @@ class Store:
             raise StoreError(str(exc)) from None
         store = cls(path, conn, None)
         try:
-            version = store._check("read")
+            try:
+                version = store._check("read")
+            except StoreError:
+                if os.path.lexists(path.with_name(path.name + "-wal")):
+                    raise
+                # No writer, and the shared-memory file a WAL reader needs cannot be made (a
+                # read-only file system): read it as the unchanging file it is.
+                conn.close()
+                try:
+                    conn = open_user_database(path, "ledger store", write=False, immutable=True)
+                except UserFileError as exc:
+                    raise StoreError(str(exc)) from None
+                store = cls(path, conn, None)
+                version = store._check("read")
             if version == 0:
                 raise StoreError(f"cannot read ledger store {path}: it is empty")
         except BaseException:
