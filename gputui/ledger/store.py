@@ -74,7 +74,7 @@ MIGRATIONS: dict[int, tuple[str, ...]] = {
         "CREATE TABLE gaps (start REAL NOT NULL, end REAL NOT NULL, reason TEXT NOT NULL)",
         "CREATE INDEX gaps_end ON gaps (end)",
         "CREATE TABLE sessions (id INTEGER PRIMARY KEY, pid INTEGER NOT NULL,"
-        " program TEXT NOT NULL, started REAL NOT NULL, last REAL, ended REAL)",
+        " program TEXT NOT NULL, started REAL NOT NULL, first REAL, last REAL, ended REAL)",
     ),
     # Owners (the person behind a container) and replay over the store: columns and tables
     # that later work fills, added now so that it needs no migration of its own.
@@ -128,7 +128,8 @@ class Session:
     Attributes:
         pid: Its process id.
         program: ``daemon``, ``tui``, ``export``, ``record``...
-        started: When it started writing.
+        started: When it opened the store.
+        first: Its first snapshot's time (None: none committed).
         last: The end of the last interval it committed (None: nothing yet).
         ended: When it closed the store (None: still writing, or killed).
     """
@@ -136,6 +137,7 @@ class Session:
     pid: int
     program: str
     started: float
+    first: float | None
     last: float | None
     ended: float | None
 
@@ -415,6 +417,7 @@ class Store:
         coverage: Mapping[int, tuple[float, float, float]],
         gaps: Sequence[Gap],
         last: float | None,
+        first: float | None = None,
     ) -> None:
         """Add increments to every tier, in one transaction.
 
@@ -423,6 +426,7 @@ class Store:
             coverage: 10-second bucket start -> (wall s, device s, counter energy J) to add.
             gaps: Gaps to record.
             last: The end of the last interval in ``rows`` (the session's progress).
+            first: The session's first snapshot (kept from the first commit that gives it).
 
         Raises:
             sqlite3.Error: the write failed (nothing of it is in the store).
@@ -474,7 +478,8 @@ class Store:
             )
             if last is not None and self.session_id is not None:
                 self.conn.execute(
-                    "UPDATE sessions SET last = ? WHERE id = ?", (last, self.session_id)
+                    "UPDATE sessions SET last = ?, first = coalesce(first, ?) WHERE id = ?",
+                    (last, first, self.session_id),
                 )
 
     def prune(self, now: float) -> int:
@@ -566,11 +571,11 @@ class Store:
         """Every writer's run, oldest first."""
         try:
             rows = self.conn.execute(
-                "SELECT pid, program, started, last, ended FROM sessions ORDER BY id"
+                "SELECT pid, program, started, first, last, ended FROM sessions ORDER BY id"
             ).fetchall()
         except sqlite3.DatabaseError as exc:
             raise StoreError(f"cannot read ledger store {self.path}: {exc}") from None
-        return [Session(int(p), str(g), float(s), la, e) for p, g, s, la, e in rows]
+        return [Session(int(p), str(g), float(s), f, la, e) for p, g, s, f, la, e in rows]
 
     def schema_version(self) -> int:
         """The store's schema version."""

@@ -78,6 +78,7 @@ class LedgerWriter:
         self._last_prune = 0.0
         self._resumed_from: float | None = None
         self._first = True
+        self._first_at: float | None = None
         self._started = False
 
     def start(self) -> bool:
@@ -115,8 +116,11 @@ class LedgerWriter:
     def _observe(self, snapshot: Snapshot) -> None:
         if self._first:
             self._first = False
+            self._first_at = snapshot.taken_at
+            # Everything since the last commit of any writer is credited to nobody (a writer
+            # killed before it committed, or nothing running): a gap, however short.
             start = self._resumed_from
-            if start is not None and snapshot.taken_at - start > self.accountant.cap_s:
+            if start is not None and snapshot.taken_at > start:
                 self._gaps.append(Gap(start, snapshot.taken_at, "nothing was writing"))
         step = self.accountant.take(snapshot)
         if isinstance(step, Gap):
@@ -157,7 +161,7 @@ class LedgerWriter:
             return False
         coverage = {k: (v[0], v[1], v[2]) for k, v in self._coverage.items()}
         try:
-            self.store.write(self._rows, coverage, self._gaps, self._last_end)
+            self.store.write(self._rows, coverage, self._gaps, self._last_end, self._first_at)
             if self._clock() - self._last_prune >= PRUNE_EVERY_S:
                 self._last_prune = self._clock()
                 self.store.prune(self._last_prune)
