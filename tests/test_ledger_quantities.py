@@ -1,4 +1,4 @@
-"""The ledger's quantities: per-subject increments from consecutive snapshots, and what they add up to.
+"""The ledger's quantities: per-subject increments from consecutive snapshots, and their sums.
 
 Conservation on scenarios built from the model (shared GPUs, idle reservations, PIDs nobody can
 find, MIG devices, a lost GPU, a counter that goes back) and on the demo machine: for any
