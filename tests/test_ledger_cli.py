@@ -215,3 +215,18 @@ def test_live_ledger_of_real_containers_equals_the_one_recomputed_from_the_recor
     assert owners["unknown"]["busy_gpu_h"] == pytest.approx(
         sum(r["busy_gpu_h"] for r in containers), abs=1e-6
     )
+
+
+def test_the_systemd_unit_runs_a_daemon_this_gputui_accepts(tmp_path: Path) -> None:
+    unit = (REPO / "contrib" / "gputui-daemon.service").read_text()
+    (line,) = [x for x in unit.splitlines() if x.startswith("ExecStart=")]
+    argv = line.removeprefix("ExecStart=").split()
+    assert argv[:3] == ["/usr/bin/env", "gputui", "daemon"]
+    args = argv[3:]
+    store = args.index("--store") + 1
+    assert args[store].startswith("/var/lib/gputui/")  # StateDirectory=gputui
+    args[store] = str(tmp_path / "ledger.sqlite")
+    result = gputui("daemon", *args, "--demo", "--count", "2")
+    assert result.returncode == 0, result.stderr
+    assert "gputui daemon: ledger: writing" in result.stderr
+    assert "StateDirectory=gputui" in unit and "KillSignal=SIGTERM" in unit

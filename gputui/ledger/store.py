@@ -53,6 +53,10 @@ TIERS: tuple[tuple[int, int, int | None], ...] = (
     (2, 3600, None),
 )
 
+#: The longest window read from each tier but the last (seconds): 10 s buckets up to 6 hours,
+#: minutes up to 7 days, hours beyond.
+WINDOW_FOR_TIER = {0: 6 * 3600, 1: 7 * 86400}
+
 MIGRATIONS: dict[int, tuple[str, ...]] = {
     1: (
         "CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
@@ -500,10 +504,18 @@ class Store:
     # -- reading --------------------------------------------------------------------------
 
     @staticmethod
-    def tier_for(since: float, now: float) -> tuple[int, int]:
-        """The finest tier still holding ``since``: (tier, bucket seconds)."""
+    def tier_for(since: float, now: float, until: float | None = None) -> tuple[int, int]:
+        """The tier a window is read from: (tier, bucket seconds).
+
+        The finest tier that still holds ``since`` and whose buckets are no finer than the
+        window needs (:data:`WINDOW_FOR_TIER`): a 30-day window reads 720 hour rows per pair,
+        not 43,200 minute rows. A window's edges are aligned to its tier's buckets.
+        """
+        span = (now if until is None else until) - since
         for tier, size, kept in TIERS:
-            if kept is None or since >= now - kept + size:
+            holds = kept is None or since >= now - kept + size
+            fine_enough = tier == TIERS[-1][0] or span <= WINDOW_FOR_TIER[tier]
+            if holds and fine_enough:
                 return tier, size
         return TIERS[-1][0], TIERS[-1][1]  # pragma: no cover - the last tier keeps all
 
@@ -513,7 +525,7 @@ class Store:
         Raises:
             StoreError: the store cannot be read (damaged).
         """
-        tier, size = self.tier_for(since, time.time() if now is None else now)
+        tier, size = self.tier_for(since, time.time() if now is None else now, until)
         try:
             rows = self.conn.execute(
                 "SELECT d.name, d.uuid, d.model, s.kind, s.key, s.name, s.image, s.project,"
@@ -544,7 +556,7 @@ class Store:
 
     def coverage(self, since: float, until: float, now: float | None = None) -> Coverage:
         """What the buckets of ``[since, until)`` cover (see :meth:`usage`)."""
-        tier, size = self.tier_for(since, time.time() if now is None else now)
+        tier, size = self.tier_for(since, time.time() if now is None else now, until)
         try:
             row = self.conn.execute(
                 "SELECT coalesce(sum(wall_ms), 0), coalesce(sum(device_ms), 0),"
