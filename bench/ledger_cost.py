@@ -209,12 +209,17 @@ def month_store(path: Path) -> None:
         store.close()
 
 
-def query_ms(path: Path, days: float, repeats: int = 7) -> float:
-    """Median milliseconds of a ``days`` window's read and sums (opening the store included)."""
+def query_ms(path: Path, days: float, repeats: int = 7) -> tuple[float, float]:
+    """Median wall and CPU milliseconds of a ``days`` window's read and sums (opening included).
+
+    The CPU figure is the one to compare on a loaded machine: the wall one waits for the cores.
+    """
     times = []
+    cpu = []
     now = T0 + 30 * 86400
     for _ in range(repeats):
         started = time.perf_counter()
+        started_cpu = time.process_time()
         store = Store.open_reader(path)
         try:
             rows = store.usage(now - days * 86400, now, now)
@@ -223,7 +228,8 @@ def query_ms(path: Path, days: float, repeats: int = 7) -> float:
         finally:
             store.close()
         times.append((time.perf_counter() - started) * 1000)
-    return common.median(times)
+        cpu.append((time.process_time() - started_cpu) * 1000)
+    return common.median(times), common.median(cpu)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -256,8 +262,8 @@ def main(argv: list[str] | None = None) -> int:
         common.log("building a 30-day store")
         month = Path(tmp) / "month.sqlite"
         month_store(month)
-        q = query_ms(month, 30)
-        q7 = query_ms(month, 7)
+        q, q_cpu = query_ms(month, 30)
+        q7, q7_cpu = query_ms(month, 7)
         month_size = month.stat().st_size
     cpu_per = written["cpu_s"] / written["snapshots"]
     line = jsonl_bytes(pool[:300])
@@ -275,7 +281,9 @@ def main(argv: list[str] | None = None) -> int:
         "store_bytes_per_snapshot": size / written["snapshots"],
         "jsonl_bytes_per_snapshot": line,
         "query_30d_ms": q,
+        "query_30d_cpu_ms": q_cpu,
         "query_7d_ms": q7,
+        "query_7d_cpu_ms": q7_cpu,
         "month_store_mb": month_size / 1e6,
     }
     rows_out = [
@@ -293,8 +301,8 @@ def main(argv: list[str] | None = None) -> int:
         ("a year at the 1 min tier (if it were kept)", f"{minute_year / 1e6:.0f} MB", "(100 MB)"),
         ("store bytes per snapshot", f"{size / written['snapshots']:.0f}", ""),
         ("JSONL record bytes per snapshot", f"{line:.0f}", ">= 10x the store's"),
-        ("30-day query (hour tier)", f"{q:.0f} ms", "<= 300 ms"),
-        ("7-day query (minute tier)", f"{q7:.0f} ms", ""),
+        ("30-day query (hour tier)", f"{q:.0f} ms ({q_cpu:.0f} ms CPU)", "<= 300 ms"),
+        ("7-day query (minute tier)", f"{q7:.0f} ms ({q7_cpu:.0f} ms CPU)", ""),
         ("30-day store (minute + hour tiers)", f"{month_size / 1e6:.0f} MB", ""),
     ]
     common.emit(
