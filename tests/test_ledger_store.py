@@ -116,7 +116,9 @@ def test_a_version_1_store_is_upgraded_and_keeps_its_rows(tmp_path: Path) -> Non
             "INSERT INTO usage VALUES (?, ?, 1, 1, 7000, 7000, 3500, 0, 0, 9000, 1000)",
             (tier, T0 // size * size),
         )
-    conn.execute("INSERT INTO sessions VALUES (1, 1, 'daemon', ?, ?, ?)", (T0, T0 + 7, T0 + 7))
+    conn.execute(
+        "INSERT INTO sessions VALUES (1, 1, 'daemon', ?, ?, ?, ?)", (T0, T0, T0 + 7, T0 + 7)
+    )
     columns = {r[1] for r in conn.execute("PRAGMA table_info(subjects)")}
     assert "owner" not in columns
     conn.close()
