@@ -21,7 +21,7 @@ import signal
 import sys
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, NoReturn
@@ -33,8 +33,11 @@ from gputui.startup_trace import mark
 if TYPE_CHECKING:
     from gputui.collect.collector import Collector
     from gputui.collect.linux.processes import EarlyCpuSample
+    from gputui.config import Config
     from gputui.derive.alerts import AlertRule
     from gputui.derive.analysis import Analysis
+    from gputui.ledger.writer import LedgerWriter
+    from gputui.ledger_command import CliKit
     from gputui.model import Snapshot
     from gputui.replay import ReplayCollector
 
@@ -491,6 +494,7 @@ def export(argv: Sequence[str]) -> int:
         help="per-user GPU memory, processes and SM (a user label, one series per user)",
     )
     parser.add_argument("--once", action="store_true", help="print the metrics once and exit")
+    _store_arg(parser)
     _source_args(parser)
     _add_config(parser)
     args = parser.parse_args(argv)
@@ -541,6 +545,8 @@ def export(argv: Sequence[str]) -> int:
         log=_log_line,
     )
     sinks = [s.observe for s in (notifier, policy) if s is not None]
+
+    writer = _ledger_writer("export", settings, args.store, config)
     try:
         exporter.serve(
             collector,
@@ -552,6 +558,7 @@ def export(argv: Sequence[str]) -> int:
             stop=_stop_on_signals(),
             user_series=args.user_series,
             sinks=sinks,
+            observe=None if writer is None else _announcing(writer, "export"),
         )
     except OSError as exc:
         collector.close()
@@ -559,6 +566,8 @@ def export(argv: Sequence[str]) -> int:
     finally:
         if notifier is not None:
             notifier.close()
+        if writer is not None:
+            writer.close()
     return 0
 
 
@@ -590,11 +599,19 @@ def record(argv: Sequence[str]) -> int:
         default=3,
         help=f"rotated files kept (FILE.1..N, default 3, at most {MAX_KEEP})",
     )
+    _store_arg(parser)
     _source_args(parser)
+    _add_config(parser)
     args = parser.parse_args(argv)
     settings = _source_settings(args)
     if isinstance(settings, str):
         return _fail(settings)
+    from gputui.config import ConfigError, load_config
+
+    try:
+        config = load_config(args.config)
+    except ConfigError as exc:
+        return _fail(str(exc))
     if not args.file.parent.is_dir():
         return _fail(f"cannot record to {args.file}: no directory {args.file.parent}")
     from gputui.replay import RecordingError, RecordWriter
@@ -610,15 +627,23 @@ def record(argv: Sequence[str]) -> int:
     except OSError as exc:
         return _fail(f"cannot record to {args.file}: {exc.strerror or exc}")
     stop = _stop_on_signals()
+    ledger = None if args.count == 1 else _ledger_writer("record", settings, args.store, config)
     try:
         collector = build_collector(settings, once=args.count == 1)
         try:
             collector.request_health()
             written = record_loop(
-                collector, writer, interval=args.interval, count=args.count, stop=stop
+                collector,
+                writer,
+                interval=args.interval,
+                count=args.count,
+                stop=stop,
+                observe=None if ledger is None else _announcing(ledger, "record"),
             )
         finally:
             collector.close()
+            if ledger is not None:
+                ledger.close()
     except RecordingError as exc:
         return _fail(str(exc))
     except OSError as exc:
@@ -1070,6 +1095,62 @@ def reclaim_command(argv: Sequence[str]) -> int:
     return main(argv)
 
 
+def _store_arg(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--store",
+        metavar="PATH",
+        type=Path,
+        help="write the GPU ledger here (default [ledger] store, else $XDG_STATE_HOME/gputui/)",
+    )
+
+
+def _ledger_writer(
+    program: str, settings: Settings, store: Path | None, config: Config
+) -> LedgerWriter | None:
+    """The ledger writer of a long-running command (None: this run writes no ledger)."""
+    from gputui.ledger.writer import writer_for
+
+    return writer_for(
+        program,
+        mode=settings.mode,
+        interval_s=settings.interval,
+        store=store or config.ledger.store,
+        explicit=store is not None,
+        write=config.ledger.write,
+        idle_power_w=config.ledger.idle_power_w,
+    )
+
+
+def _announcing(writer: LedgerWriter, program: str) -> Callable[[Snapshot, object], None]:
+    from gputui.derive.fmt import safe_text
+    from gputui.ledger.writer import announcing
+
+    return announcing(
+        writer,
+        lambda status: print(f"gputui {program}: {safe_text(status, 500)}", file=sys.stderr),
+    )
+
+
+def _ledger_kit() -> CliKit:
+    from gputui.ledger_command import CliKit
+
+    return CliKit(_Parser, _fail, _source_args, _source_settings, _add_config, _stop_on_signals)
+
+
+def ledger_entry(argv: Sequence[str]) -> int:
+    """``gputui ledger``: see :mod:`gputui.ledger_command`."""
+    from gputui.ledger_command import ledger
+
+    return ledger(argv, _ledger_kit())
+
+
+def daemon_entry(argv: Sequence[str]) -> int:
+    """``gputui daemon``: see :mod:`gputui.ledger_command`."""
+    from gputui.ledger_command import daemon
+
+    return daemon(argv, _ledger_kit())
+
+
 _SUBCOMMANDS = {
     "serve": serve_command,
     "reclaim": reclaim_command,
@@ -1078,4 +1159,6 @@ _SUBCOMMANDS = {
     "replay": replay_command,
     "free": free_command,
     "fleet": fleet,
+    "ledger": ledger_entry,
+    "daemon": daemon_entry,
 }

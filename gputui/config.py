@@ -25,6 +25,7 @@ from typing import Any
 
 from gputui.derive.alerts import DEFAULT_RULES, METRICS, AlertRule
 from gputui.derive.idle_policy import IdlePolicy
+from gputui.ledger.report import Prices
 from gputui.notify.config import (
     NotifyConfigError,
     NotifyTarget,
@@ -149,6 +150,74 @@ def parse_fleet(raw: object, origin: str) -> FleetPrefs:
 
 
 @dataclass(frozen=True, slots=True)
+class LedgerPrefs:
+    """``[ledger]``: where the ledger is kept, whether this gputui writes it, and prices.
+
+    Attributes:
+        store: The store file (None: ``$XDG_STATE_HOME/gputui/ledger-<host>.sqlite``).
+        write: Whether the monitor, ``export`` and ``record`` write it (``daemon`` always does).
+        prices: kWh price, GPU-hour price per model, currency.
+        idle_power_w: Idle power per GPU model name, watts (the energy split's baseline).
+    """
+
+    store: Path | None = None
+    write: bool = True
+    prices: Prices = field(default_factory=Prices)
+    idle_power_w: Mapping[str, float] = field(default_factory=dict)
+
+
+def _number_table(raw: object, where: str, high: float) -> dict[str, float]:
+    if not isinstance(raw, dict) or len(raw) > 64:
+        raise ConfigError(f"{where} must be a table of at most 64 model names")
+    out = {}
+    for key, value in raw.items():
+        if (
+            isinstance(value, bool)
+            or not isinstance(value, (int, float))
+            or not 0 <= value <= high
+            or len(key) > 128
+        ):
+            raise ConfigError(f"{where}.{_shown(key)} must be a number from 0 to {high:g}")
+        out[key] = float(value)
+    return out
+
+
+def parse_ledger(raw: object, origin: str) -> LedgerPrefs:
+    """The ``[ledger]`` table.
+
+    Raises:
+        ConfigError: naming the problem.
+    """
+    if not isinstance(raw, dict):
+        raise ConfigError(f"{origin}: ledger must be a table")
+    keys = ("store", "write", "kwh_price", "currency", "gpu_hour_price", "idle_power_w")
+    extra = sorted(set(raw) - set(keys))
+    if extra:
+        raise ConfigError(f"{origin}: ledger: unknown key {_shown(extra[0])}")
+    store = raw.get("store")
+    if store is not None and (not isinstance(store, str) or not store or len(store) > 4096):
+        raise ConfigError(f"{origin}: ledger.store must be a path")
+    write = raw.get("write", True)
+    if not isinstance(write, bool):
+        raise ConfigError(f"{origin}: ledger.write must be true or false")
+    kwh = raw.get("kwh_price")
+    if kwh is not None and (
+        isinstance(kwh, bool) or not isinstance(kwh, (int, float)) or not 0 <= kwh <= 1e6
+    ):
+        raise ConfigError(f"{origin}: ledger.kwh_price must be a number from 0 to 1e6")
+    currency = raw.get("currency", "")
+    if not isinstance(currency, str) or len(currency) > 8:
+        raise ConfigError(f"{origin}: ledger.currency must be a string of at most 8 characters")
+    prices = Prices(
+        None if kwh is None else float(kwh),
+        _number_table(raw.get("gpu_hour_price", {}), f"{origin}: ledger.gpu_hour_price", 1e6),
+        currency,
+    )
+    idle = _number_table(raw.get("idle_power_w", {}), f"{origin}: ledger.idle_power_w", 5000)
+    return LedgerPrefs(None if store is None else Path(store).expanduser(), write, prices, idle)
+
+
+@dataclass(frozen=True, slots=True)
 class Config:
     """What the config file says (or the defaults).
 
@@ -169,6 +238,7 @@ class Config:
     fleet: FleetPrefs = FleetPrefs()
     notify: tuple[NotifyTarget, ...] = ()
     idle_policy: IdlePolicy = field(default_factory=IdlePolicy)
+    ledger: LedgerPrefs = LedgerPrefs()
 
 
 def default_config_path(env: Mapping[str, str] | None = None) -> Path:
@@ -347,6 +417,7 @@ def parse_config(text: str, path: Path) -> Config:
         idle_policy = parse_idle_policy(data, str(path))
     except NotifyConfigError as exc:
         raise ConfigError(str(exc)) from None
+    ledger = parse_ledger(data.get("ledger", {}), str(path))
     return Config(
         path=path,
         alert_rules=parse_alerts(data, str(path)),
@@ -355,6 +426,7 @@ def parse_config(text: str, path: Path) -> Config:
         fleet=fleet,
         notify=notify,
         idle_policy=idle_policy,
+        ledger=ledger,
     )
 
 
@@ -502,9 +574,9 @@ def parse_alerts(data: Mapping[str, Any], origin: str = "config") -> tuple[Alert
     Raises:
         ConfigError: naming the first problem.
     """
-    # [ui]: parse_ui, [keys]: parse_keys, [fleet]: parse_fleet, [[notify]] and [idle_policy]:
-    # gputui.notify.config
-    unknown = set(data) - {"alerts", "ui", "keys", "fleet", "notify", "idle_policy"}
+    # [ui]: parse_ui, [keys]: parse_keys, [fleet]: parse_fleet, [ledger]: parse_ledger,
+    # [[notify]] and [idle_policy]: gputui.notify.config
+    unknown = set(data) - {"alerts", "ui", "keys", "fleet", "ledger", "notify", "idle_policy"}
     if unknown:
         raise ConfigError(f"{origin}: unknown section {_shown(sorted(unknown)[0])}")
     alerts = data.get("alerts", {})

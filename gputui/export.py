@@ -38,6 +38,7 @@ from gputui.derive.alerts import AlertRule
 from gputui.derive.analysis import Analysis, Analyzer
 from gputui.derive.fmt import safe_text
 from gputui.derive.users import user_label, user_usage
+from gputui.ledger.counters import LedgerCounters
 from gputui.metrics_server import HttpLimits as HttpLimits  # part of serve()'s signature
 from gputui.metrics_server import MetricsServer
 from gputui.model import (
@@ -575,6 +576,8 @@ class SnapshotMetrics:
         )
         #: Snapshots published so far (a change means the collector made progress).
         self.publications = 0
+        #: The ledger's quantities since the start (``gputui_gpu_seconds_total``...).
+        self.ledger = LedgerCounters(interval or 1.0)
 
     def publish(
         self, snapshot: Snapshot, analysis: Analysis | None = None, duration: float = 0.0
@@ -589,6 +592,11 @@ class SnapshotMetrics:
         self._last_ok_wall = time.time()
         self._last_ok_mono = time.monotonic()
         self.publications += 1
+        try:
+            self.ledger.take(snapshot)
+        except Exception as exc:  # a bug in the ledger must not stop the other metrics
+            self.count_error()
+            _log(f"ledger counters failed: {type(exc).__name__}: {exc}")
 
     def count_error(self) -> None:
         """Count a collection that raised (or a collector thread that died)."""
@@ -641,6 +649,7 @@ class SnapshotMetrics:
                 users, users_dropped = user_families(snapshot)
                 families += users
             families += status_families(snapshot, analysis, users_dropped)
+            families += ledger_families(self.ledger)
         # One place adds the host label, so no family (today's or a future one) goes without it
         # and series of same-named containers on different hosts never merge.
         return [with_host_label(family, self._host) for family in families]
@@ -667,6 +676,58 @@ class SnapshotMetrics:
                 f'gputui_collect_age_seconds{{{HOST_LABEL}="{host}"}} {age:.3f}\n'
             ).encode()
         )
+
+
+#: Labels of the ledger counters: the device, then who it is credited to.
+LEDGER_LABELS = ("gpu", "UUID", "party", *CONTAINER_LABELS, "user")
+
+
+def ledger_families(counters: LedgerCounters) -> list[Metric]:
+    """``gputui_gpu_seconds_total`` and ``gputui_energy_joules_total`` since the start.
+
+    ``kind`` is ``reserved``, ``occupied`` or ``busy`` (docs/ledger.md); ``part`` of the energy
+    is ``idle`` or ``dynamic`` (an estimated split of the GPU's energy counter). ``party`` is
+    ``container``, ``user`` (host processes), ``unknown`` or ``unallocated``.
+    """
+    seconds = CounterMetricFamily(
+        "gputui_gpu_seconds",
+        "GPU-seconds since the exporter started, by kind (reserved, occupied, busy).",
+        labels=("kind", *LEDGER_LABELS),
+    )
+    energy = CounterMetricFamily(
+        "gputui_energy_joules",
+        "GPU energy since the exporter started, split by party (idle, dynamic: an estimate).",
+        labels=("part", *LEDGER_LABELS),
+    )
+    for (device, subject), a in sorted(
+        counters.totals.items(), key=lambda kv: (kv[0][0].name, kv[0][1].kind, kv[0][1].key)
+    ):
+        is_container = subject.kind == "container"
+        namespace, _, pod = (subject.pod or "").rpartition("/")
+        values = (
+            _label(device.name),
+            _label(device.uuid or ""),
+            subject.kind,
+            _label(subject.name if is_container else ""),
+            _label(subject.key if is_container else ""),
+            _label(subject.image or ""),
+            _label(subject.project or ""),
+            _label(subject.service or ""),
+            _label(pod),
+            _label(namespace),
+            _label(subject.name if subject.kind == "user" else ""),
+        )
+        for kind, value in (
+            ("reserved", a.reserved_s),
+            ("occupied", a.occupied_s),
+            ("busy", a.busy_s),
+        ):
+            # Every series from its first interval on, zero included: increase() then counts
+            # from the start.
+            seconds.add_metric([kind, *values], value)
+        energy.add_metric(["idle", *values], a.idle_j)
+        energy.add_metric(["dynamic", *values], a.dynamic_j)
+    return [seconds, energy]
 
 
 def with_host_label(family: Metric, host: str) -> Metric:
@@ -739,6 +800,7 @@ def collect_loop(
     *,
     interval: float,
     analyzer: Analyzer,
+    observe: Callable[[Snapshot, Analysis], None] | None = None,
 ) -> CollectLoop[Analysis]:
     """The exporter's :class:`~gputui.collect.loop.CollectLoop` (not started).
 
@@ -752,6 +814,7 @@ def collect_loop(
         _publisher(metrics, lambda: loop),
         interval=bounded_interval(interval),
         on_error=_failed(metrics),
+        observe=observe,
     )
     return loop
 
@@ -845,6 +908,7 @@ def serve(
     limits: HttpLimits | None = None,
     user_series: bool = False,
     sinks: Sequence[Callable[[Analysis], None]] = (),
+    observe: Callable[[Snapshot, Analysis], None] | None = None,
 ) -> None:
     """Serve ``/metrics`` until ``stop`` is set; close the collector at the end.
 
@@ -866,6 +930,7 @@ def serve(
         user_series: Export the per-user gauges.
         sinks: The analysis sinks (alert delivery, the idle-GPU policy): see
             :class:`~gputui.derive.analysis.Analyzer`.
+        observe: Also receives each snapshot (the ledger's writer).
 
     Raises:
         OSError: the address cannot be listened on (in use, not local...).
@@ -878,7 +943,7 @@ def serve(
     # One loop (and so one Analyzer) for the exporter's life: a restarted thread runs it again,
     # keeping the trends and the alerts' ``for`` durations.
     collecting = collect_loop(
-        collector, metrics, interval=effective, analyzer=Analyzer(rules, sinks)
+        collector, metrics, interval=effective, analyzer=Analyzer(rules, sinks), observe=observe
     )
 
     def start_collector() -> threading.Thread:

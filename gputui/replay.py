@@ -232,13 +232,15 @@ def record(
     interval: float,
     count: int | None = None,
     stop: threading.Event | None = None,
+    observe: typing.Callable[[Snapshot, None], None] | None = None,
 ) -> int:
     """Collect and write snapshots every ``interval`` seconds until ``count`` or ``stop``.
 
     Runs the :class:`~gputui.collect.loop.CollectLoop` the TUI and the exporter run (fixed
     rate, bounded waits). Only snapshots are written: the analysis is reproduced on replay, so
     the loop's analysis step is left empty here. A collection or a write that raises ends the
-    recording (raised from here); what was written stays readable.
+    recording (raised from here); what was written stays readable. ``observe`` also receives
+    each snapshot (the ledger's writer).
 
     Returns:
         How many snapshots were written.
@@ -248,7 +250,7 @@ def record(
     def write(snapshot: Snapshot, _analysis: None) -> None:
         writer.write(snapshot)
 
-    loop = CollectLoop(collector, lambda _snapshot: None, write, interval=interval)
+    loop = CollectLoop(collector, lambda _snapshot: None, write, interval=interval, observe=observe)
     if stop.is_set():
         return 0
     # The caller's stop event (set from a signal handler) stops the loop within its slice.

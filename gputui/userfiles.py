@@ -37,7 +37,9 @@ import contextlib
 import errno
 import os
 import secrets
+import sqlite3
 import stat
+import urllib.parse
 from pathlib import Path
 from typing import BinaryIO
 
@@ -353,3 +355,86 @@ def replace_user_file(path: Path, what: str, data: bytes, *, durable: bool = Tru
                 os.fsync(dir_fd)
             finally:
                 os.close(dir_fd)
+
+
+# -- databases -------------------------------------------------------------------------------
+
+#: The files SQLite keeps beside a database (WAL mode and rollback journal).
+DATABASE_SIDECARS = ("-wal", "-shm", "-journal")
+
+
+def open_user_database(
+    path: Path, what: str, *, write: bool, immutable: bool = False
+) -> sqlite3.Connection:
+    """Connect to the SQLite database at ``path`` once it and its side files are safe to open.
+
+    SQLite opens paths itself (and follows symlinks), so the checks come first: the database and
+    its ``-wal``, ``-shm`` and ``-journal`` files must be regular files (a symlink is never
+    followed, whoever owns it), and written only when they are the user's own. A new database
+    is created here, ``0600``, with ``O_NOFOLLOW``; SQLite then opens it with a ``mode=rw`` (or
+    ``mode=ro``) URI, so it never creates a file itself, and the name is checked to still be the
+    file that was checked (a swap between the check and SQLite's open is refused).
+
+    Args:
+        path: The database.
+        what: What it is for messages, e.g. ``"ledger store"``.
+        write: Open read-write (creating the file), else read-only (it must exist).
+        immutable: Read-only and without locks or a shared-memory file (``immutable=1``): for
+            a database nobody writes on a file system that cannot be written.
+
+    Returns:
+        An autocommit connection usable from any thread (the caller serialises its use).
+
+    Raises:
+        UserFileError: a symlink, not a regular file, another user's file (for writing), or the
+            file cannot be opened.
+    """
+    verb = "write" if write else "read"
+    for suffix in ("", *DATABASE_SIDECARS):
+        side = path.with_name(path.name + suffix)
+        try:
+            info = os.lstat(side)
+        except FileNotFoundError:
+            continue
+        except OSError as exc:
+            raise _fail(verb, what, side, _os_reason(exc)) from None
+        kind = _kind(info.st_mode)
+        if kind == "is a symbolic link":
+            raise _fail(verb, what, side, _NOT_FOLLOWED)
+        if kind is not None:
+            raise _fail(verb, what, side, kind)
+        if write and info.st_uid != os.geteuid():
+            raise _fail(verb, what, side, _OTHER_USER.format(uid=info.st_uid))
+    flags = os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC
+    flags |= (os.O_RDWR | os.O_CREAT) if write else os.O_RDONLY
+    try:
+        fd = os.open(path, flags, NEW_FILE_MODE)
+    except OSError as exc:
+        raise _fail(verb, what, path, _write_refusal(path, exc)) from None
+    try:
+        opened = os.fstat(fd)
+        kind = _kind(opened.st_mode)
+        if kind is not None:
+            raise _fail(verb, what, path, kind)
+        if write and opened.st_nlink != 1:
+            raise _fail(verb, what, path, f"has {opened.st_nlink} hard links, not written")
+        uri = f"file:{urllib.parse.quote(str(path))}?mode={'rw' if write else 'ro'}"
+        if immutable and not write:
+            uri += "&immutable=1"
+        try:
+            conn = sqlite3.connect(uri, uri=True, timeout=5.0, check_same_thread=False)
+        except sqlite3.Error as exc:
+            raise _fail(verb, what, path, str(exc)) from None
+        conn.isolation_level = None  # transactions are explicit
+        try:
+            now = os.lstat(path)
+        except OSError:
+            now = None
+        if now is None or (now.st_dev, now.st_ino) != (opened.st_dev, opened.st_ino):
+            conn.close()
+            raise _fail(verb, what, path, "changed while it was opened")
+        return conn
+    finally:
+        # Before SQLite takes any lock on the file: closing another descriptor of it would
+        # release SQLite's POSIX locks.
+        os.close(fd)

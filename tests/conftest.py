@@ -254,3 +254,14 @@ def prometheus_bin() -> str:
             pytest.fail("CI needs the prometheus binary (.ci/run installs Debian's prometheus)")
         pytest.skip("no prometheus binary (apt-get install prometheus)")
     return found
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Keep the user's own ledger store out of the tests.
+
+    A live-mode monitor, exporter or recorder writes ``$XDG_STATE_HOME/gputui/``; tests (and
+    the processes they start, which inherit the environment) use a directory of their own.
+    """
+    if not os.environ.get("GPUTUI_TEST_STATE_HOME"):
+        os.environ["GPUTUI_TEST_STATE_HOME"] = tempfile.mkdtemp(prefix="gputui-test-state-")
+    os.environ["XDG_STATE_HOME"] = os.environ["GPUTUI_TEST_STATE_HOME"]

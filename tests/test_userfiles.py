@@ -379,6 +379,22 @@ ENTRY_POINTS: tuple[EntryPoint, ...] = (
         ),
     ),
     EntryPoint(
+        "ledger-lock",
+        ("gputui/ledger/store.py:Store.open_writer",),
+        writer=True,
+        target=lambda tmp: tmp / "ledger.sqlite.lock",
+        run=lambda p, tmp, url: gputui(
+            "daemon",
+            "--demo",
+            "--store",
+            str(tmp / "ledger.sqlite"),
+            "--count",
+            "2",
+            "--interval",
+            "0.1",
+        ),
+    ),
+    EntryPoint(
         "save-answers",
         ("gputui/fleet/source.py:save_answers",),
         writer=True,

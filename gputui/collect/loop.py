@@ -51,6 +51,8 @@ class CollectLoop(Generic[A]):
         on_error: Receives an exception raised by a collection, the analysis or the delivery;
             the loop then goes on (counted in :attr:`errors`). None: the exception ends
             :meth:`run` (raised from it), as does one raised by ``on_error`` itself.
+        observe: Also receives ``(snapshot, analysis)``, after ``deliver`` (the ledger's
+            writer); it must not raise.
     """
 
     def __init__(
@@ -61,8 +63,10 @@ class CollectLoop(Generic[A]):
         *,
         interval: float,
         on_error: Callable[[Exception], None] | None = None,
+        observe: Callable[[Snapshot, A], None] | None = None,
     ) -> None:
         self.collector = collector
+        self._observe = observe
         self._analyse = analyse
         self._deliver = deliver
         self._on_error = on_error
@@ -162,6 +166,8 @@ class CollectLoop(Generic[A]):
             if self._stop.is_set():
                 return False  # stopped during a slow collection: deliver nothing more
             self._deliver(snapshot, analysis)
+            if self._observe is not None and player is None:
+                self._observe(snapshot, analysis)  # a replayed step is no new interval
         except Exception as exc:
             self.errors += 1
             if self._on_error is None:

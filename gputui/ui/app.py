@@ -41,6 +41,7 @@ from gputui.derive.alerts import Alert
 from gputui.derive.analysis import Analysis, Analyzer
 from gputui.derive.history import WINDOWS, History, next_window, window_label
 from gputui.derive.process_history import ProcessHistory, ProcessKey
+from gputui.ledger.writer import announcing, writer_for
 from gputui.model import Snapshot
 from gputui.notify.policy import PolicyRunner, start_policy
 from gputui.notify.worker import Notifier, start_notifier
@@ -142,9 +143,28 @@ class GpuTuiApp(CrashSafeApp):
         self.analyzer = Analyzer(
             rules, [s.observe for s in (self.notifier, self.policy) if s is not None]
         )
+        # The ledger: written from the loop's thread when this monitor holds the store's lock
+        # (a replay is no new time); its status changes are notifications.
+        self.ledger = (
+            None
+            if collector.player is not None
+            else writer_for(
+                "tui",
+                mode=settings.mode,
+                interval_s=self.interval,
+                store=config.ledger.store,
+                explicit=False,
+                write=config.ledger.write,
+                idle_power_w=config.ledger.idle_power_w,
+            )
+        )
         # The same loop export and record run; the worker below runs it on its thread.
         self.loop = CollectLoop(
-            collector, self.analyzer.analyse, self._post_snapshot, interval=self.interval
+            collector,
+            self.analyzer.analyse,
+            self._post_snapshot,
+            interval=self.interval,
+            observe=None if self.ledger is None else announcing(self.ledger, self._ledger_said),
         )
         # The loop's events, under the names the actions use: _go is clear while paused or
         # suspended, _wake cuts the interval wait short (interval change, resume, health).
@@ -267,7 +287,22 @@ class GpuTuiApp(CrashSafeApp):
         exception ends the worker, and so the app, with the crash report (no ``on_error``).
         """
         worker = get_current_worker()
-        self.loop.run(lambda: worker.is_cancelled)
+        try:
+            self.loop.run(lambda: worker.is_cancelled)
+        finally:
+            if self.ledger is not None:
+                self.ledger.close()
+
+    def _ledger_said(self, status: str) -> None:
+        """A change of the ledger writer's status (on the worker thread).
+
+        A notification unless it writes, so a monitor that only reads (another gputui writes)
+        or cannot write says so. ``notify`` only posts a message: safe from this thread.
+        """
+        if not self.ledger or not self.ledger.writing or self.ledger.error:
+            self.notify(
+                fmt.safe_text(status, 300), title="Ledger", severity="warning", markup=False
+            )
 
     def _post_snapshot(self, snapshot: Snapshot, analysis: Analysis) -> None:
         """The loop's delivery (on the worker): hand the snapshot to the UI thread."""
