@@ -11,6 +11,7 @@ from pathlib import Path
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from gputui.collect.linux.fileio import read_capped
 from gputui.collect.linux.membership import (
     MAX_CGROUP_CHARS,
     MAX_MOUNTINFO_CHARS,
@@ -22,14 +23,8 @@ from gputui.collect.linux.membership import (
     parse_nspid_fields,
     parse_proc_mount,
 )
-from gputui.collect.linux.processes import (
-    MAX_CMDLINE_BYTES,
-    MAX_STAT_BYTES,
-    ProcSource,
-    parse_cmdline,
-    parse_stat,
-    read_capped,
-)
+from gputui.collect.linux.proc_parse import MAX_STAT_BYTES, parse_cmdline, parse_stat
+from gputui.collect.linux.proc_reader import MAX_CMDLINE_BYTES, ProcSource
 
 DOCKER_ID = "c3da37be2142bda84fb414cdb8eb48548f2b3b6b9c24da6b37de18a260e967d8"
 CONTAINER_LINE = f"0::/system.slice/docker-{DOCKER_ID}.scope\n"

@@ -18,8 +18,9 @@ from typing import Any
 import psutil
 import pytest
 
-from gputui.collect.linux import processes as procs_module
-from gputui.collect.linux.processes import ProcSource, busy_percent, cpu_times, parse_meminfo
+from gputui.collect.linux import proc_reader as reader_module
+from gputui.collect.linux.proc_parse import busy_percent, cpu_times, parse_meminfo
+from gputui.collect.linux.proc_reader import ProcSource
 from gputui.model import ProcessInfo
 
 NOBODY = 65534
@@ -95,7 +96,7 @@ def test_kept_reads_give_the_old_style_values(
     source = ProcSource()
     first = source.read(pids)
     assert source.kept_fds == 2 * len(pids)  # stat and statm of each, kept open
-    time.sleep(procs_module.MIN_CPU_INTERVAL_S + 0.05)
+    time.sleep(reader_module.MIN_CPU_INTERVAL_S + 0.05)
     second = source.read(pids)  # through the kept descriptors
     fresh = ProcSource().read(pids)  # a new source opens every file afresh
     for pid in (mine.pid, other.pid):
@@ -118,9 +119,9 @@ def test_unchanged_process_gets_the_same_object_back(
     child = children()
     source = ProcSource()
     source.read([child.pid])
-    time.sleep(procs_module.MIN_CPU_INTERVAL_S + 0.05)
+    time.sleep(reader_module.MIN_CPU_INTERVAL_S + 0.05)
     second = source.read([child.pid])[child.pid]
-    time.sleep(procs_module.MIN_CPU_INTERVAL_S + 0.05)
+    time.sleep(reader_module.MIN_CPU_INTERVAL_S + 0.05)
     third = source.read([child.pid])[child.pid]
     assert third == second
     assert third is second  # nothing rebuilt for a sleeper whose figures did not move
@@ -157,7 +158,7 @@ def test_descriptor_budget_is_a_bound_not_a_behaviour(
     kids = [children() for _ in range(4)]
     pids = [k.pid for k in kids]
     limited = ProcSource()
-    limited._kept_limit = 3
+    limited._files.limit = 3
     unlimited = ProcSource()
     for _ in range(2):
         got, want = limited.read(pids), unlimited.read(pids)
@@ -166,7 +167,7 @@ def test_descriptor_budget_is_a_bound_not_a_behaviour(
             assert dataclasses.replace(got[pid], cpu_percent=None) == dataclasses.replace(
                 want[pid], cpu_percent=None
             )
-    assert 0 < procs_module.kept_fd_budget() <= procs_module.MAX_KEPT_FDS
+    assert 0 < reader_module.kept_fd_budget() <= reader_module.MAX_KEPT_FDS
 
 
 def test_pid_reuse_is_never_read_through_an_old_descriptor(
@@ -269,7 +270,7 @@ def test_once_does_not_import_psutil() -> None:
         timeout=60,
     )
     modules = {line.rsplit("|", 1)[-1].strip() for line in result.stderr.splitlines()}
-    assert "gputui.collect.linux.processes" in modules  # the live path was taken
+    assert "gputui.collect.linux.proc_reader" in modules  # the live path was taken
     assert "psutil" not in modules
     demo = subprocess.run(
         [sys.executable, "-X", "importtime", "-m", "gputui", "--demo", "--once", "--json"],

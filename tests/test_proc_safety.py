@@ -19,7 +19,9 @@ from pathlib import Path
 
 import pytest
 
-from gputui.collect.linux.processes import HOST_PID_NS_LINK, PF_KTHREAD, ProcSource
+from gputui.collect.linux.host_view import HOST_PID_NS_LINK
+from gputui.collect.linux.proc_parse import PF_KTHREAD
+from gputui.collect.linux.proc_reader import ProcSource
 from gputui.model import ProcessInfo
 
 NOBODY = 65534
@@ -162,7 +164,7 @@ def test_signal_refused_for_a_real_kernel_thread() -> None:
 
 _IN_NAMESPACE = """
 import json, subprocess, sys, time
-from gputui.collect.linux.processes import ProcSource
+from gputui.collect.linux.proc_reader import ProcSource
 child = subprocess.Popen(["sleep", "30"])
 time.sleep(0.05)
 source = ProcSource()

@@ -18,8 +18,8 @@ import psutil
 import pytest
 from procfs import cpu_ticks
 
-from gputui.collect.linux import processes as procs_module
-from gputui.collect.linux.processes import ProcSource
+from gputui.collect.linux import proc_reader as reader_module
+from gputui.collect.linux.proc_reader import ProcSource
 from gputui.model import ProcessInfo, Visibility
 
 DOCKER_ID = "c3da37be2142bda84fb414cdb8eb48548f2b3b6b9c24da6b37de18a260e967d8"
@@ -124,7 +124,7 @@ def test_an_empty_command_line_is_read_again_at_the_next_refresh(
     sleeper: subprocess.Popen[bytes], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Read between fork and exec (or while exiting), a command line is empty: not kept."""
-    real = procs_module.read_capped
+    real = reader_module.read_capped
     empty_once = [f"/proc/{sleeper.pid}/cmdline"]
 
     def read_capped(path: str | os.PathLike[str], limit: int) -> tuple[bytes | None, int]:
@@ -133,7 +133,7 @@ def test_an_empty_command_line_is_read_again_at_the_next_refresh(
             return b"", 0
         return real(path, limit)
 
-    monkeypatch.setattr(procs_module, "read_capped", read_capped)
+    monkeypatch.setattr(reader_module, "read_capped", read_capped)
     source = ProcSource()
     first = source.read([sleeper.pid])[sleeper.pid]
     assert first.command == first.name  # only the name was there to show
@@ -371,14 +371,14 @@ def test_access_denied_command_line_is_flagged(
     # Running as root nothing read here is ever denied (and as nobody, cmdline, stat, statm and
     # status of other users stay world-readable without hidepid), so the kernel's EACCES is
     # simulated for the command line only.
-    real = procs_module.read_capped
+    real = reader_module.read_capped
 
     def denied(path: str | os.PathLike[str], limit: int) -> tuple[bytes | None, int]:
         if str(path).endswith("/cmdline"):
             return None, errno.EACCES
         return real(path, limit)
 
-    monkeypatch.setattr(procs_module, "read_capped", denied)
+    monkeypatch.setattr(reader_module, "read_capped", denied)
     info = ProcSource().read([sleeper.pid])[sleeper.pid]
     assert info.exists
     assert info.access_denied
@@ -553,7 +553,7 @@ def test_constructor_does_no_io(tmp_path: Path) -> None:
 
 
 def test_parse_stat_counts_fields_after_the_last_parenthesis() -> None:
-    from gputui.collect.linux.processes import parse_stat
+    from gputui.collect.linux.proc_parse import parse_stat
 
     # A command name may contain spaces and parentheses: fields are counted from the last ')'.
     rest = "S 1 2 3 4 5 6 7 8 9 10 110 40 0 0 20 0 1 0 987654 1000 2048 0"
