@@ -7,12 +7,15 @@ from __future__ import annotations
 from typing import Any
 
 import psutil
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from gputui.collect.linux.membership import parse_nspid_fields
 from gputui.collect.linux.proc_parse import (
     MAX_STAT_BYTES,
     busy_percent,
+    container_pid,
     cpu_times,
     parse_cmdline,
     parse_meminfo,
@@ -113,3 +116,36 @@ def test_cmdline_parse_of_a_cut_read_stays_within_the_cut(length: int) -> None:
     args = parse_cmdline(data, cut=True)
     assert args[0] == "prog"  # still split at the NULs, though the trailing one was cut off
     assert sum(len(a) for a in args) <= MAX_CMDLINE_BYTES
+
+
+# --- the in-container PID at the depth of the container's PID namespace -----------------------
+
+
+def _nspid(line: str) -> tuple[int, ...]:
+    fields = parse_nspid_fields(f"Name:\tx\nNSpid:\t{line}\n")
+    assert fields is not None
+    return fields
+
+
+@pytest.mark.parametrize(
+    ("own", "ancestors", "expected"),
+    [
+        ("4242", [], 4242),  # a host process: its host PID
+        ("4242\t7", [], 7),  # `docker exec`'d (its parent, the shim, is outside)
+        ("4242\t7", ["4200\t1"], 7),  # started by the container's init
+        ("4242\t10\t1", ["4241\t9", "4200\t1"], 10),  # below `unshare -fp` in the container
+        ("4242\t10\t2", ["4241\t10\t1", "4240\t9", "4200\t1"], 10),  # the sub-namespace's second
+        ("4242\t10\t3\t1", ["4241\t10\t3\t1", "4240\t10\t2", "4239\t9"], 10),  # two levels below
+        ("4242\t1", ["4200"], 4242),  # a sub-namespace in a container sharing the host's
+        ("4242\t10\t1", [], 1),  # no ancestor known: the last field, as before
+    ],
+)
+def test_container_pid_is_the_field_at_the_containers_depth(
+    own: str, ancestors: list[str], expected: int
+) -> None:
+    assert container_pid(_nspid(own), [_nspid(a) for a in ancestors]) == expected
+
+
+def test_container_pid_of_nothing_is_none() -> None:
+    assert container_pid((), []) is None
+    assert container_pid((), [(1,)]) is None

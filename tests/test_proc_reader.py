@@ -18,6 +18,7 @@ import tempfile
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import psutil
 import pytest
@@ -809,3 +810,95 @@ def test_oversized_cgroup_and_status_files_are_read_only_up_to_their_limit(
     finally:
         child.kill()
         child.wait()
+
+
+# --- in-container PIDs in a sub-PID namespace of a real container ---------------------------
+
+
+def _container_pids(container: Any) -> dict[str, int]:
+    """Command line → PID, as the container's own ``/proc`` lists its processes."""
+    script = 'for d in /proc/[0-9]*; do echo "@${d#/proc/}"; cat "$d/cmdline"; echo; done'
+    result = container.exec_run(["sh", "-c", script])
+    assert result.exit_code == 0, result.output
+    pids: dict[str, int] = {}
+    for entry in result.output.split(b"\n@"):
+        number, _, cmdline = entry.lstrip(b"@").partition(b"\n")
+        if number.isdigit() and cmdline.strip(b"\n"):
+            pids[cmdline.strip(b"\n").replace(b"\x00", b" ").decode().strip()] = int(number)
+    return pids
+
+
+def _host_pids(container: Any, commands: set[str]) -> dict[str, int]:
+    """Command line → host PID, from ``docker top``, once every one of ``commands`` runs."""
+    deadline = time.monotonic() + 20
+    while True:
+        top = container.top()
+        pid_at, cmd_at = top["Titles"].index("PID"), top["Titles"].index("CMD")
+        found = {row[cmd_at]: int(row[pid_at]) for row in top["Processes"]}
+        if commands <= found.keys():
+            return found
+        assert time.monotonic() < deadline, found
+        time.sleep(0.05)
+
+
+def test_in_container_pid_inside_a_sub_pid_namespace(run_container: Callable[..., Any]) -> None:
+    """A process in a PID namespace of its own inside a container has its container's PID.
+
+    ``unshare -fp`` in the container starts a shell that is PID 1 of a new namespace; its two
+    sleeps are PIDs 1 and 2 there, and other numbers in the container: the last ``NSpid`` field
+    is the sub-namespace's, the container's is the one at the depth of the container's init.
+    """
+    inner = "busybox sleep 3001 & exec busybox sleep 3002"
+    box = run_container(
+        ["sh", "-c", f"busybox unshare -fp --mount-proc busybox sh -c '{inner}' & wait"],
+        network_mode="none",
+        cap_add=["SYS_ADMIN"],  # unshare(CLONE_NEWPID) and the proc mount need it
+    )
+    sleeps = {"busybox sleep 3001", "busybox sleep 3002"}
+    host = _host_pids(box, sleeps)
+    inside = _container_pids(box)
+    assert sleeps <= inside.keys(), inside
+    source = ProcSource()
+    try:
+        infos = source.read(host.values())
+    finally:
+        source.close()
+    for command, host_pid in host.items():
+        if command not in inside:  # `docker top` lists the exec'd reader too
+            continue
+        info = infos[host_pid]
+        assert info.container_id == box.id
+        assert info.container_pid == inside[command], (command, info)
+    # The sleeps really are in a namespace below the container's (else nothing was tested).
+    status = Path(f"/proc/{host['busybox sleep 3002']}/status").read_text()
+    assert [line.split()[-1] for line in status.splitlines() if line.startswith("NSpid:")] == ["1"]
+
+
+def _stat_line(pid: int, ppid: int) -> str:
+    return f"{pid} (sh) S {ppid} " + " ".join(["0"] * 48) + "\n"
+
+
+@pytest.mark.parametrize(
+    ("parent_cgroup", "expected"),
+    [
+        (f"0::/system.slice/docker-{DOCKER_ID}.scope\n", 10),  # the same container: its depth
+        (f"0::/system.slice/docker-{OTHER_ID}.scope\n", 1),  # another (outer) one: not climbed
+    ],
+)
+def test_in_container_pid_from_the_ancestors_in_the_container(
+    tmp_path: Path, parent_cgroup: str, expected: int
+) -> None:
+    """shim → init (PID 1) → unshare (PID 9) → a sub-namespace's init (PID 10, 1 below)."""
+    container = f"0::/system.slice/docker-{DOCKER_ID}.scope\n"
+    leaf = _unused_pid()
+    tree = {
+        7000: (1, "0::/system.slice/containerd.service\n", "7000"),
+        7001: (7000, container, "7001\t1"),
+        7002: (7001, parent_cgroup, "7002\t9"),
+        leaf: (7002, container, f"{leaf}\t10\t1"),
+    }
+    for pid, (ppid, cgroup, nspid) in tree.items():
+        _write_proc(tmp_path, pid, cgroup, f"Name:\tsh\nNSpid:\t{nspid}\n")
+        (tmp_path / str(pid) / "stat").write_text(_stat_line(pid, ppid))
+    info = ProcSource(tmp_path).read([leaf])[leaf]
+    assert (info.container_id, info.container_pid) == (DOCKER_ID, expected)

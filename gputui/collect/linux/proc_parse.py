@@ -8,6 +8,7 @@ mountinfo parsers are in :mod:`gputui.collect.linux.membership`.
 from __future__ import annotations
 
 import os
+from collections.abc import Iterable
 from typing import NamedTuple
 
 #: Clock ticks per second: the unit of CPU times and start times in ``/proc``.
@@ -186,6 +187,29 @@ def real_uid(status: bytes) -> int | None:
     if not fields or not fields[0].isdigit() or len(fields[0]) > _MAX_INT_DIGITS:
         return None
     return int(fields[0])
+
+
+def container_pid(own: tuple[int, ...], ancestors: Iterable[tuple[int, ...]]) -> int | None:
+    """The PID of a process in its container's PID namespace, from ``NSpid`` fields.
+
+    ``NSpid`` lists a PID per namespace, from the reader's down to the process's own. A process
+    in a sub-PID namespace of its container (``unshare -fp`` inside it) has one field more than
+    the container's init, and its last field is its PID in that sub-namespace (often 1), not in
+    the container. The container's namespace is the shallowest one among the process and its
+    ancestors in the same container: a process is never in a shallower namespace than its
+    parent, and every process of a container is in the container's namespace or below it.
+
+    Args:
+        own: The process's ``NSpid`` fields.
+        ancestors: The ``NSpid`` fields of its ancestors that are in the same container.
+
+    Returns:
+        The field at the container's depth; None when ``own`` is empty.
+    """
+    if not own:
+        return None
+    levels = min((len(f) for f in ancestors if f), default=len(own))
+    return own[min(levels, len(own)) - 1]
 
 
 def btime(proc_stat: bytes) -> float | None:

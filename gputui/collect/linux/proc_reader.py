@@ -43,14 +43,16 @@ from gputui.collect.linux.host_view import HostView, boot_time
 from gputui.collect.linux.membership import (
     MAX_CGROUP_CHARS,
     MAX_STATUS_CHARS,
+    CgroupMatch,
     parse_cgroup,
-    parse_nspid,
+    parse_nspid_fields,
 )
 from gputui.collect.linux.proc_parse import (
     MAX_STAT_BYTES,
     PID_MAX_LIMIT,
     ProcStat,
     clean_text,
+    container_pid,
     parse_cmdline,
     parse_stat,
     parse_uint,
@@ -89,6 +91,9 @@ FULL_READ_MAX = 300
 SAMPLE_WINDOW_S = 5.0
 _CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 _PAGE_SIZE = os.sysconf("SC_PAGE_SIZE")
+#: Parents climbed at most to find the shallowest PID namespace of a process's container (a
+#: process tree inside one container is rarely more than a few levels deep).
+MAX_CONTAINER_ANCESTORS = 32
 #: The key of a process's pidfd among its kept descriptors (never a path).
 _PIDFD = "pidfd"
 
@@ -399,7 +404,7 @@ class ProcSource:
         if wall is not None and tracked.pidfd < 0:
             self._watch_exit(pid, tracked)
         try:
-            facts, facts_denied = self._facts(pid, tracked.start_time)
+            facts, facts_denied = self._facts(pid, tracked.start_time, stat.ppid)
         except _Vanished:
             self._drop(pid)
             return ProcessInfo(pid, exists=False)
@@ -602,7 +607,7 @@ class ProcSource:
         if not self._fixture or not (self._root / str(pid)).is_dir():
             return None
         try:
-            facts, denied = self._facts(pid, None)
+            facts, denied = self._facts(pid, None, self._ppid(pid, real=False))
         except _Vanished:
             return ProcessInfo(pid, exists=False)
         return ProcessInfo(
@@ -616,8 +621,14 @@ class ProcSource:
             access_denied=denied,
         )
 
-    def _facts(self, pid: int, start_time: float | None) -> tuple[_FileFacts, bool]:
+    def _facts(
+        self, pid: int, start_time: float | None, ppid: int | None
+    ) -> tuple[_FileFacts, bool]:
         """Container id and in-container PID of one process, cached per (pid, start time).
+
+        The in-container PID is the ``NSpid`` field at the depth of the container's own PID
+        namespace (:func:`~gputui.collect.linux.proc_parse.container_pid`), found among the
+        process's ancestors in the same container when it has more than one field.
 
         Returns:
             The facts and whether a file could not be read for lack of permission.
@@ -639,7 +650,7 @@ class ProcSource:
             container_id=match.container_id if match else None,
             runtime=match.runtime if match else None,
             pod_uid=match.pod_uid if match else None,
-            container_pid=parse_nspid(status_text) if status_text is not None else None,
+            container_pid=self._container_pid(status_text, match, ppid),
             name=name,
         )
         denied = cgroup_denied or status_denied
@@ -661,6 +672,67 @@ class ProcSource:
                 return None, False
             raise _Vanished
         return None, False
+
+    def _container_pid(
+        self, status_text: str | None, match: CgroupMatch | None, ppid: int | None
+    ) -> int | None:
+        """The process's PID in its container's namespace (its own last field outside one)."""
+        fields = None if status_text is None else parse_nspid_fields(status_text)
+        if not fields:
+            return None
+        ancestors: list[tuple[int, ...]] = []
+        if match is not None and len(fields) > 1 and ppid is not None:
+            ancestors = self._container_ancestors(match.container_id, ppid)
+        return container_pid(fields, ancestors)
+
+    def _container_ancestors(self, container_id: str, parent: int) -> list[tuple[int, ...]]:
+        """The ``NSpid`` fields of a process's ancestors in container ``container_id``.
+
+        Climbs from ``parent`` while the parent's cgroup names the same container: the
+        parent of the container's init (the runtime's shim) and of a ``docker exec``'d process
+        is outside it. Stops at an unreadable parent, at a single field (nothing is shallower)
+        and after :data:`MAX_CONTAINER_ANCESTORS`. A parent that exits meanwhile ends the
+        climb; one whose PID was reused within the container has fields at least as deep as
+        the container's, so the answer is never shallower than the container.
+        """
+        found: list[tuple[int, ...]] = []
+        seen: set[int] = set()
+        while 0 < parent <= PID_MAX_LIMIT and parent not in seen:
+            if len(found) >= MAX_CONTAINER_ANCESTORS:
+                break
+            seen.add(parent)
+            cgroup = self._read_quiet(parent, "cgroup")
+            match = None if cgroup is None else parse_cgroup(cgroup)
+            if match is None or match.container_id != container_id:
+                break
+            status = self._read_quiet(parent, "status")
+            fields = None if status is None else parse_nspid_fields(status)
+            if not fields:
+                break
+            found.append(fields)
+            next_parent = self._ppid(parent)
+            if len(fields) == 1 or next_parent is None:
+                break
+            parent = next_parent
+        return found
+
+    def _read_quiet(self, pid: int, leaf: str) -> str | None:
+        """``<proc_root>/<pid>/<leaf>`` up to its size limit, or None (never raises)."""
+        data, _ = read_capped(self._root / str(pid) / leaf, _TEXT_LIMITS[leaf])
+        return None if data is None else data.decode(errors="replace")
+
+    def _ppid(self, pid: int, real: bool = True) -> int | None:
+        """The parent of ``pid`` from ``<proc_root>/<pid>/stat``; None when unreadable.
+
+        Args:
+            pid: The process.
+            real: Read the real ``/proc`` when a prepared root lacks the file.
+        """
+        data, _ = read_capped(self._root / str(pid) / "stat", MAX_STAT_BYTES)
+        if data is None and self._fixture and real:
+            data, _ = read_capped(f"/proc/{pid}/stat", MAX_STAT_BYTES)
+        stat = None if data is None else parse_stat(data.decode(errors="replace"))
+        return None if stat is None else stat.ppid
 
     def host_stats(self) -> HostStats:
         """The host's CPU (since the previous call), load, memory and swap (:class:`HostView`)."""
