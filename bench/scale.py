@@ -81,7 +81,7 @@ def measure_point(
     """
     from gputui.collect.collector import Collector
     from gputui.collect.docker.source import DockerSource
-    from gputui.collect.linux.processes import ProcSource
+    from gputui.collect.linux.proc_reader import ProcSource
     from gputui.collect.standins.scenario import ScenarioSource
     from gputui.health import runner as health
 

@@ -95,7 +95,7 @@ def _slope_mb_per_h(samples: list[tuple[float, int]], skip: float) -> tuple[floa
 def _collector(data: dict[str, Any]) -> Any:
     from gputui.collect.collector import Collector
     from gputui.collect.docker.source import DockerSource
-    from gputui.collect.linux.processes import ProcSource
+    from gputui.collect.linux.proc_reader import ProcSource
     from gputui.collect.standins.scenario import ScenarioSource
     from gputui.health import runner as health
 

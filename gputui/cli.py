@@ -32,7 +32,7 @@ from gputui.startup_trace import mark
 
 if TYPE_CHECKING:
     from gputui.collect.collector import Collector
-    from gputui.collect.linux.processes import EarlyCpuSample
+    from gputui.collect.linux.proc_reader import EarlyCpuSample
     from gputui.config import Config
     from gputui.derive.alerts import AlertRule
     from gputui.derive.analysis import Analysis
@@ -234,7 +234,7 @@ def _fail(message: str) -> int:
 
 def _early_cpu_sample() -> EarlyCpuSample | None:
     """The one-shot's first CPU sample (None where ``/proc`` cannot be read)."""
-    from gputui.collect.linux.processes import early_cpu_sample
+    from gputui.collect.linux.proc_reader import early_cpu_sample
 
     try:
         return early_cpu_sample()

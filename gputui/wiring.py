@@ -20,7 +20,7 @@ from gputui.model import HealthCheck
 from gputui.settings import Settings
 
 if TYPE_CHECKING:
-    from gputui.collect.linux.processes import EarlyCpuSample
+    from gputui.collect.linux.proc_reader import EarlyCpuSample
 
 #: Seconds one Docker read may spend on the engine, all its requests together.
 DOCKER_READ_S = 5.0
@@ -63,7 +63,7 @@ def build_collector(
             clock=demo.demo_clock(),
             hostname="demo-gpu-node",
         )
-    from gputui.collect.linux.processes import ProcSource
+    from gputui.collect.linux.proc_reader import ProcSource
 
     def docker_source() -> ContainerSource:
         from gputui.collect.docker.source import DockerSource

@@ -43,7 +43,7 @@ import psutil
 
 from gputui.collect.collector import Collector
 from gputui.collect.docker.source import DockerSource
-from gputui.collect.linux.processes import ProcSource
+from gputui.collect.linux.proc_reader import ProcSource
 from gputui.collect.standins.scenario import ScenarioSource
 from gputui.model import Snapshot
 from scripts.engine_control import IMAGE, HostEngine, PrivateEngine, import_image

@@ -1,17 +1,15 @@
-"""Kept cgroup-file descriptors (KeptFiles, CgroupSampler) and the targeted memory.stat lookup."""
+"""The cgroup sampler keeps and closes its containers' file descriptors; the targeted memory.stat
+lookup."""
 
 from __future__ import annotations
 
 import os
-import uuid
 from pathlib import Path
 
-import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from gputui.collect.linux.cgroup_usage import CgroupSampler, keyed_value, parse_keyed
-from gputui.collect.linux.fileio import KeptFiles, fd_budget
 from gputui.model import ContainerInfo, EngineInfo
 
 CID = "c3da37be2142bda84fb414cdb8eb48548f2b3b6b9c24da6b37de18a260e967d8"
@@ -19,58 +17,6 @@ CID = "c3da37be2142bda84fb414cdb8eb48548f2b3b6b9c24da6b37de18a260e967d8"
 
 def _open_fds() -> int:
     return len(os.listdir("/proc/self/fd"))
-
-
-def test_kept_file_is_read_again_from_the_start(tmp_path: Path) -> None:
-    path = tmp_path / "memory.current"
-    path.write_text("100\n")
-    files = KeptFiles(8)
-    baseline = _open_fds()
-    assert files.read("a", path) == "100\n"
-    assert len(files) == 1 and _open_fds() == baseline + 1
-    path.write_text("20\n")  # same inode, new contents: pread at 0 sees them
-    assert files.read("a", path) == "20\n"
-    assert len(files) == 1
-    files.close_owner("a")
-    assert len(files) == 0 and _open_fds() == baseline
-
-
-def test_kept_files_stop_at_the_limit(tmp_path: Path) -> None:
-    paths = [tmp_path / f"f{i}" for i in range(5)]
-    for i, path in enumerate(paths):
-        path.write_text(f"{i}\n")
-    files = KeptFiles(2)
-    for _ in range(2):
-        assert [files.read("a", p) for p in paths] == [f"{i}\n" for i in range(5)]
-        assert len(files) == 2
-    assert files.read("a", tmp_path / "absent") is None
-    files.close()
-    assert len(files) == 0
-    assert 0 < fd_budget(8192, 4) <= 8192
-
-
-@pytest.mark.skipif(
-    os.geteuid() != 0 or not Path("/sys/fs/cgroup/memory").is_dir(),
-    reason="needs root and the cgroup v1 memory controller",
-)
-def test_removed_cgroup_is_opened_afresh() -> None:
-    # A kept descriptor of a removed cgroup fails (ENODEV): the directory made again under the
-    # same name is read, never the old one's numbers.
-    folder = Path("/sys/fs/cgroup/memory") / f"gputui-test-{uuid.uuid4().hex[:8]}"
-    folder.mkdir()
-    files = KeptFiles(8)
-    try:
-        assert files.read("c", folder / "memory.limit_in_bytes") is not None
-        folder.rmdir()
-        assert files.read("c", folder / "memory.limit_in_bytes") is None
-        assert len(files) == 0
-        folder.mkdir()
-        (folder / "memory.limit_in_bytes").write_text("4096")
-        assert files.read("c", folder / "memory.limit_in_bytes") == "4096\n"
-    finally:
-        files.close()
-        if folder.exists():
-            folder.rmdir()
 
 
 def _v2_root(root: Path, usage_usec: int, current: int) -> None:

@@ -10,7 +10,7 @@ CODE = """
 import gc, json
 from gputui.collect.collector import Collector, GC_GEN0_THRESHOLD
 from gputui.collect.docker.source import DockerSource
-from gputui.collect.linux.processes import ProcSource
+from gputui.collect.linux.proc_reader import ProcSource
 from gputui.collect.standins.scenario import ScenarioSource
 
 before = (gc.get_threshold(), gc.get_freeze_count())
@@ -46,7 +46,7 @@ import gc, json, time, weakref
 import gputui.collect.collector as collector_module
 from gputui.collect.collector import Collector, GC_SWEEP_S
 from gputui.collect.docker.source import DockerSource
-from gputui.collect.linux.processes import ProcSource
+from gputui.collect.linux.proc_reader import ProcSource
 from gputui.collect.standins.scenario import ScenarioSource
 
 class Clock:

@@ -36,7 +36,7 @@ from gputui.collect.docker.endpoint import resolve_endpoint
 from gputui.collect.docker.engine_api import MAX_EXEC_OUTPUT, EngineApi
 from gputui.collect.docker.source import DockerSource
 from gputui.collect.http_client import json_depth
-from gputui.collect.linux.processes import ProcSource
+from gputui.collect.linux.proc_reader import ProcSource
 from gputui.collect.standins.scenario import ScenarioSource
 
 TEST_LABEL = "gputui-test"

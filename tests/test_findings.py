@@ -11,7 +11,7 @@ from collections.abc import Iterator
 import pytest
 
 from gputui.collect.collector import Collector, attribute_containers, join_processes
-from gputui.collect.linux.processes import ProcSource
+from gputui.collect.linux.proc_reader import ProcSource
 from gputui.collect.standins.demo import DemoContainers
 from gputui.collect.standins.scenario import ScenarioSource
 from gputui.derive.findings import (

@@ -15,7 +15,7 @@ import docker.types
 
 from gputui.collect.collector import Collector
 from gputui.collect.docker.source import DockerSource
-from gputui.collect.linux.processes import ProcSource
+from gputui.collect.linux.proc_reader import ProcSource
 from gputui.collect.standins.scenario import ScenarioSource
 from gputui.derive.findings import FindingsEngine
 from gputui.model import ContainerInfo, Finding

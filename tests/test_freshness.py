@@ -8,7 +8,7 @@ from collections.abc import Iterator
 import pytest
 
 from gputui.collect.collector import join_processes
-from gputui.collect.linux.processes import ProcSource
+from gputui.collect.linux.proc_reader import ProcSource
 from gputui.derive.freshness import (
     age_text,
     container_stats_note,

@@ -15,7 +15,7 @@ PACKAGE = Path(__file__).resolve().parent.parent / "gputui"
 ADAPTERS = {
     "pynvml": "collect/nvml/source.py",
     "docker": "collect/docker/source.py",
-    "psutil": "collect/linux/processes.py",
+    "psutil": "collect/linux/psutil_facts.py",
     "prometheus_client": "export.py",
 }
 

@@ -40,7 +40,8 @@ TUI_DEFERRED = (
     "gputui.ui.machine_actions",
     "gputui.serve",  # asked only when there is no terminal (a monitor started for a browser)
     "gputui.collect.docker.logs",  # the logs screen's reader (the demo has no engine)
-    "gputui.collect.linux.processes",  # the drill-down's parent chain (the demo reads no /proc)
+    "gputui.collect.linux.parent_chain",  # the drill-down's (the demo reads no /proc)
+    "gputui.collect.linux.proc_reader",  # the demo reads no /proc
 )
 #: Other commands' code: reports, recordings, exporters, the fleet view, `gputui free`.
 OTHER_COMMANDS = (

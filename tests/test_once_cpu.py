@@ -60,7 +60,7 @@ def test_an_early_sample_of_every_process_gives_the_first_read_a_cpu_percent(
     busy: subprocess.Popen[bytes],
 ) -> None:
     """prime_cpu samples every process before the GPU PIDs are known (while NVML starts)."""
-    from gputui.collect.linux.processes import ProcSource
+    from gputui.collect.linux.proc_reader import ProcSource
 
     source = ProcSource()
     try:
@@ -86,7 +86,7 @@ def test_an_early_sample_of_every_process_gives_the_first_read_a_cpu_percent(
 
 
 def test_a_process_started_after_the_early_sample_gets_no_rate_from_it() -> None:
-    from gputui.collect.linux.processes import ProcSource
+    from gputui.collect.linux.proc_reader import ProcSource
 
     source = ProcSource()
     try:
@@ -119,7 +119,7 @@ def test_a_one_shot_sampled_at_start_up_waits_for_no_window(
     busy: subprocess.Popen[bytes], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The CLI takes the first sample before loading the rest: the window has passed by then."""
-    from gputui.collect.linux.processes import early_cpu_sample
+    from gputui.collect.linux.proc_reader import early_cpu_sample
     from gputui.settings import Settings
     from gputui.wiring import ONCE_CPU_WINDOW_S, build_collector
 
@@ -148,7 +148,7 @@ def test_a_one_shot_sampled_at_start_up_waits_for_no_window(
 def test_a_fresh_early_sample_still_gets_its_whole_window(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from gputui.collect.linux.processes import early_cpu_sample
+    from gputui.collect.linux.proc_reader import early_cpu_sample
     from gputui.settings import Settings
     from gputui.wiring import ONCE_CPU_WINDOW_S, build_collector
 
@@ -176,7 +176,7 @@ def test_a_fresh_early_sample_still_gets_its_whole_window(
 
 
 def test_the_early_sample_stops_at_its_time_budget() -> None:
-    from gputui.collect.linux.processes import ProcSource
+    from gputui.collect.linux.proc_reader import ProcSource
 
     source = ProcSource()
     try:

@@ -62,11 +62,9 @@ TEMPFILE_FILES = {"mkstemp", "NamedTemporaryFile", "TemporaryFile", "SpooledTemp
 ALLOWED: dict[str, str] = {
     # /proc and /sys pseudo-files, read on every refresh (kernel files: no FIFO, no symlink
     # planted by a user, sizes bounded by the readers themselves).
-    "gputui/collect/linux/fileio.py:read_small": "/proc and /sys pseudo-files",
-    "gputui/collect/linux/fileio.py:KeptFiles.read": "/proc and /sys pseudo-files, kept open",
-    "gputui/collect/linux/processes.py:read_capped": "/proc/<pid>/ files, read capped",
-    "gputui/collect/linux/processes.py:ProcSource._read_stat": "/proc/<pid>/stat, kept open",
-    "gputui/collect/linux/processes.py:ProcSource._open_statm": "/proc/<pid>/statm, kept open",
+    "gputui/collect/linux/fileio.py:_read_whole": "/proc and /sys pseudo-files",
+    "gputui/collect/linux/fileio.py:read_capped": "/proc and /sys pseudo-files, read capped",
+    "gputui/collect/linux/fileio.py:KeptFiles.read_raw": "/proc and /sys pseudo-files, kept open",
     # Host files under the health checks' roots (/proc, /sys, /etc, /dev: root's files).
     "gputui/health/readings.py:read_text": "host files under HealthRoots (/proc, /sys, /etc)",
     "gputui/health/mig_mps.py:_read_bytes": "/proc/<pid>/environ of the MPS daemon",

@@ -701,7 +701,7 @@ class GpuTuiApp(CrashSafeApp):
         if process is None or snapshot is None:
             self.notify("Select a process first.", severity="warning")
             return
-        from gputui.collect.linux.processes import parent_chain
+        from gputui.collect.linux.parent_chain import parent_chain
         from gputui.ui.screens.process_detail import ChainReader, ProcessDetailScreen
 
         reader: ChainReader | None = parent_chain

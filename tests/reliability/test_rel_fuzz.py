@@ -30,7 +30,8 @@ from rel_helpers import NoDocker, run_gputui
 
 from gputui.collect.collector import Collector
 from gputui.collect.linux.membership import has_relative_path, parse_cgroup, parse_nspid
-from gputui.collect.linux.processes import ProcSource, parse_stat
+from gputui.collect.linux.proc_parse import parse_stat
+from gputui.collect.linux.proc_reader import ProcSource
 from gputui.collect.standins.scenario import ScenarioError, ScenarioSource, validate_scenario
 from gputui.collect.standins.scenario_format import (
     BOOL_FIELDS,

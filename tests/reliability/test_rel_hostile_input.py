@@ -24,7 +24,7 @@ from rel_helpers import gpu, run_gputui, terminal_unsafe, write_scenario
 from gputui.collect.collector import Collector
 from gputui.collect.docker.parse import MAX_NAME_CHARS
 from gputui.collect.docker.source import DockerSource
-from gputui.collect.linux.processes import ProcSource
+from gputui.collect.linux.proc_reader import ProcSource
 from gputui.collect.standins.scenario import ScenarioSource
 from gputui.derive.fmt import safe_text
 

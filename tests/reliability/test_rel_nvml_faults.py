@@ -16,7 +16,7 @@ import pytest
 from rel_helpers import NoDocker, gpu, run_gputui, write_scenario
 
 from gputui.collect.collector import Collector
-from gputui.collect.linux.processes import ProcSource
+from gputui.collect.linux.proc_reader import ProcSource
 from gputui.collect.standins.scenario import ScenarioSource
 from gputui.health import runner as health
 from gputui.model import HealthStatus, Snapshot

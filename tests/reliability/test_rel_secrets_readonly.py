@@ -21,7 +21,7 @@ from rel_helpers import gpu, run_gputui, write_scenario
 
 from gputui.collect.collector import READ_ONLY_REASON, Collector
 from gputui.collect.docker.source import DockerSource
-from gputui.collect.linux.processes import ProcSource
+from gputui.collect.linux.proc_reader import ProcSource
 from gputui.collect.standins.scenario import ScenarioSource
 from gputui.settings import Settings
 from gputui.wiring import build_collector

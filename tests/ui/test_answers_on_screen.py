@@ -115,7 +115,7 @@ async def test_real_containers_badges_at_every_size(
     """Real containers (NVML a scenario naming their PIDs): idle, shared and throttled badges."""
     from gputui.collect.collector import Collector
     from gputui.collect.docker.source import DockerSource
-    from gputui.collect.linux.processes import ProcSource
+    from gputui.collect.linux.proc_reader import ProcSource
     from gputui.collect.standins.scenario import ScenarioSource
     from gputui.settings import Settings
     from gputui.ui.app import GpuTuiApp

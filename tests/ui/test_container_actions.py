@@ -23,7 +23,7 @@ from textual.pilot import Pilot
 from gputui.collect.collector import Collector
 from gputui.collect.docker.logs import LogLine, LogStreamError
 from gputui.collect.docker.source import DockerSource
-from gputui.collect.linux.processes import ProcSource
+from gputui.collect.linux.proc_reader import ProcSource
 from gputui.collect.standins.scenario import ScenarioSource
 from gputui.settings import Settings
 from gputui.ui.app import GpuTuiApp

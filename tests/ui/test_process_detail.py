@@ -199,7 +199,7 @@ async def test_a_process_that_only_left_the_gpus_is_gone_not_exited(
     make_app: AppFactory,
 ) -> None:
     me = os.getpid()
-    from gputui.collect.linux.processes import ProcSource
+    from gputui.collect.linux.proc_reader import ProcSource
 
     start = ProcSource().read([me])[me].start_time
     mine = replace(proc(me, 0, 100, None, "pytest"), info=replace(proc(me).info, start_time=start))

@@ -18,7 +18,7 @@ from textual.pilot import Pilot
 from gputui.cli import _settings, build_parser
 from gputui.collect.collector import Collector
 from gputui.collect.docker.source import DockerSource
-from gputui.collect.linux.processes import ProcSource
+from gputui.collect.linux.proc_reader import ProcSource
 from gputui.collect.standins.scenario import ScenarioSource
 from gputui.settings import Settings
 from gputui.ui.action_table import ACTIONS

@@ -917,7 +917,7 @@ class DockerSource:
         pid = state.pid
         if pid is None or state.container_id not in (None, container_id):
             return "the engine names no PID of it in this container"
-        from gputui.collect.linux.processes import ProcSource  # only when an exec must stop
+        from gputui.collect.linux.proc_reader import ProcSource  # only when an exec must stop
 
         procs = ProcSource()
         try:

@@ -12,7 +12,7 @@ from textual.screen import ModalScreen
 from textual.widgets import Footer, Static
 
 from gputui.collect.linux.cgroup_usage import CONTAINER_FULL_READ_MAX, CONTAINER_SAMPLE_WINDOW_S
-from gputui.collect.linux.processes import FULL_READ_MAX, SAMPLE_WINDOW_S
+from gputui.collect.linux.proc_reader import FULL_READ_MAX, SAMPLE_WINDOW_S
 from gputui.derive.tree import BADGES
 from gputui.ui.action_table import ActionRow
 

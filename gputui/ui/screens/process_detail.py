@@ -20,7 +20,7 @@ from textual.widgets import Footer, Label, Static
 from textual.worker import Worker, WorkerState
 
 from gputui import timestamps
-from gputui.collect.linux.processes import EXITED_NOTE, ParentLink
+from gputui.collect.linux.parent_chain import EXITED_NOTE, ParentLink
 from gputui.derive import fmt
 from gputui.derive.freshness import age_text
 from gputui.derive.history import coverage_label, resample, value_summary

@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 from procfs import cpu_ticks
 
-from gputui.collect.linux.processes import ProcSource
+from gputui.collect.linux.proc_reader import ProcSource
 
 EPOCH = 1_800_000_000.0
 CLK_TCK = os.sysconf("SC_CLK_TCK")
