@@ -634,10 +634,9 @@ class GpuTuiApp(CrashSafeApp):
         if process is None or snapshot is None:
             self.notify("Select a process first.", severity="warning")
             return
-        from gputui.collect.linux.processes import parent_chain
         from gputui.ui.screens.process_detail import ChainReader, ProcessDetailScreen
 
-        reader: ChainReader | None = parent_chain
+        reader: ChainReader | None = self.collector.parent_chain
         off = None
         if self.collector.player is not None or self.collector.mode in ("demo", "replay"):
             reader, off = None, "not read: a demo's or a recording's PIDs are not this machine's"

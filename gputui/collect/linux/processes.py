@@ -507,6 +507,12 @@ class ProcSource:
         """The PIDs each per-process cache holds (for leak checks: churn tests and soaks)."""
         return {"tracked": frozenset(self._tracked), "file_facts": frozenset(self._file_facts)}
 
+    def parent_chain(
+        self, pid: int, start_time: float | None
+    ) -> tuple[tuple[ParentLink, ...], str | None]:
+        """The drill-down's parent chain of ``pid`` (see :func:`parent_chain`), from ``/proc``."""
+        return parent_chain(pid, start_time)
+
     def close(self) -> None:
         """Close every kept descriptor (the source still works: it opens them again)."""
         for pid in list(self._tracked):
