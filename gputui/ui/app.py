@@ -392,6 +392,10 @@ class GpuTuiApp(CrashSafeApp):
             return f"{title}: PID {process.pid} runs outside any container."
         if container is None:
             return f"{title}: select a container (or one of its processes) first."
+        if not container.known_to_engine:  # seen only in cgroups: nobody's to act on
+            from gputui.ui.machine_actions import unlisted
+
+            return f"{title}: {unlisted(container)}"
         name = fmt.safe_text(container.info.name, 60)
         status = fmt.safe_text(container.info.status, 20)
         return f"{title}: container {name} is {status}; it needs a running container."

@@ -319,7 +319,7 @@ class MachineActions:
         """
         owner = self.collector.container_owner(container.info.id)
         if owner is None:
-            self.app.notify(_unlisted(container), severity="warning")
+            self.app.notify(unlisted(container), severity="warning")
             return False
         for capability in capabilities:
             if not owner.capabilities.offers(capability):
@@ -504,7 +504,7 @@ class MachineActions:
             self.app.notify(text, severity="error")
 
 
-def _unlisted(container: ContainerUsage) -> str:
+def unlisted(container: ContainerUsage) -> str:
     """Why nothing acts on a container no connected engine lists (one sentence)."""
     name = fmt.safe_text(container.info.name, 60)
     if container.known_to_engine:  # listed by the snapshot shown, gone from the engine since
