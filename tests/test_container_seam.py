@@ -368,6 +368,9 @@ def test_once_json_names_the_toy_container_and_its_source(
         "known_to_engine": True,
     }
     assert doc["other_containers"] == []
+    # No Docker engine here: the Docker checks say so instead of judging toyrt as one.
+    [engine] = [h for h in doc["health"] if h["id"] == "docker.engine"]
+    assert engine["status"] == "skip" and engine["summary"] == "No Docker engine is connected"
 
 
 def test_the_exporter_labels_the_toy_container_and_its_source(
