@@ -188,8 +188,9 @@ class Collector:
             _ContainerReads(partial(self._read_source, i), name=source.name)
             for i, source in enumerate(self.container_sources)
         ]
-        # Replaced whole by each collection (the UI thread reads them): container id -> the
-        # position of the source that lists it; each source's capabilities by position.
+        # Read by the UI thread without a lock: container id -> the position of the source
+        # that lists it (replaced whole by each collection), and each source's capabilities by
+        # position (one slot each, set by the source's read thread after each read).
         self._owners: dict[str, int] = {}
         self._capabilities: list[ContainerCapabilities] = [ContainerCapabilities()] * count
         self._tune_gc = tune_gc
@@ -608,11 +609,6 @@ class DeferredContainers(ContainerSource):
     def container_action(self, container_id: str, action: str) -> str | None:
         """Stop, start or restart through the wrapped source."""
         return self._get().container_action(container_id, action)
-
-    @property
-    def wrapped(self) -> ContainerSource:
-        """The real source (built now if it was not yet)."""
-        return self._get()
 
     def close(self) -> None:
         """Close the wrapped source if it was ever built."""
