@@ -468,6 +468,10 @@ def test_docker_and_the_toy_runtime_merged_by_id_both_statuses_shown(
     collector = _collector(cgroups, [box_pid, toy_pid], docker, toy, health=None)
     try:
         snap = collector.collect()
+        deadline = time.monotonic() + 60  # a loaded engine may miss a refresh's 2 s wait
+        while snap.container(boxed.id) is None or not snap.sources["docker"].ok:
+            assert time.monotonic() < deadline, snap.sources["docker"]
+            snap = collector.collect()
         assert list(snap.sources) == ["nvml", "docker", "toyrt"]
         assert snap.sources["docker"].ok and snap.sources["toyrt"].ok
         assert snap.engine is not None  # Docker's facts, the first source's

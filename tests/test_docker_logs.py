@@ -190,9 +190,11 @@ def test_the_wirings_collector_routes_logs_to_the_docker_source(
     _wait_exited(container)
     collector = build_collector(Settings(), health=False)
     try:
-        collector.collect()
-        owner = collector.container_owner(container.id)
-        assert owner is not None and owner.source == "docker" and owner.capabilities.logs
+        deadline = time.monotonic() + 60  # a loaded engine may miss a refresh's 2 s wait
+        while (owner := collector.container_owner(container.id)) is None:
+            assert time.monotonic() < deadline, "the engine never listed the container"
+            collector.collect()
+        assert owner.source == "docker" and owner.capabilities.logs
         lines = read_all(collector.open_container_logs(container.id, tail=10, follow=False))
         assert [x.text for x in lines] == ["routed-1"]
         with pytest.raises(LogStreamError, match="no connected engine lists container f00d"):
