@@ -276,8 +276,8 @@ def cmd_live(args: argparse.Namespace) -> dict[str, Any]:
     from gputui.wiring import build_collector
 
     coll = build_collector(Settings(health_interval=_HEALTH_OFF))
-    gpu, procs, dock = Timed(coll.gpu), Timed(coll.procs), Timed(coll.containers)
-    coll.gpu, coll.procs, coll.containers = gpu, procs, dock
+    gpu, procs, dock = Timed(coll.gpu), Timed(coll.procs), Timed(coll.container_sources[0])
+    coll.gpu, coll.procs, coll.container_sources = gpu, procs, (dock,)
     try:
         t0 = time.perf_counter()
         snap = coll.collect()  # cold, with the health checks

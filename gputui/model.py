@@ -1269,6 +1269,9 @@ class ContainerUsage:
         mig_devices: The MIG devices its processes run on, by name (``0:1``).
         engine_answered: False while the Docker engine is unreachable: ``known_to_engine``
             False then means "unknown", not "not a Docker container".
+        cgroup_runtime: For a container no connected source lists (a stub), the runtime its
+            cgroup path names (``containerd``, ``podman``, ``kubernetes``), None when unnamed;
+            None for a listed container.
     """
 
     info: ContainerInfo
@@ -1280,6 +1283,7 @@ class ContainerUsage:
     gpu_data: bool = True
     mig_devices: tuple[str, ...] = ()
     engine_answered: bool = True
+    cgroup_runtime: str | None = None
 
     @property
     def not_in_engine(self) -> bool:

@@ -19,12 +19,12 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, NoReturn, TextIO
 
-from gputui.collect.sources import container_control
 from gputui.config import ConfigError, load_config
 from gputui.derive import fmt
 from gputui.derive.idle_policy import IdlePolicy, reserved
 from gputui.model import ContainerUsage
 from gputui.notify.audit import SCHEMA, AuditLog, default_audit_path, read_audit
+from gputui.notify.policy import live_control
 from gputui.settings import Settings
 from gputui.timestamps import utc
 from gputui.userfiles import UserFileError
@@ -179,7 +179,7 @@ def main(
         if not still:
             audit.append(_action(host, name, cid, "stop-refused", "in use or gone now", record))
             return fail(f"{name} is in use or gone now: nothing was stopped", 1)
-        control = container_control(collector)
+        control = live_control(collector)
         if control is None:
             audit.append(_action(host, name, cid, "stop-refused", "no Docker engine", record))
             return fail("no Docker engine to stop containers with: nothing was stopped", 1)

@@ -25,11 +25,11 @@ import typing
 from collections import OrderedDict
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from gputui import timestamps
 from gputui.collect.loop import CollectLoop
-from gputui.collect.sources import CollectorProtocol
+from gputui.collect.sources import CollectorProtocol, ContainerCapabilities, ContainerOwner
 from gputui.model import ExecResult, Snapshot
 from gputui.serialize import (
     FORMAT_VERSION,
@@ -46,6 +46,10 @@ from gputui.userfiles import (
     open_user_file,
     read_user_text,
 )
+
+if TYPE_CHECKING:
+    from gputui.collect.docker.logs import LogReader
+    from gputui.collect.linux.parent_chain import ParentLink
 
 #: Why actions are refused while replaying (shown by the UI like the read-only reason).
 REPLAY_REASON = "replay: a recording cannot be acted on (no exec, no signals)"
@@ -777,9 +781,29 @@ class ReplayCollector:
         """None: no interactive exec into a recording."""
         return None
 
+    def container_owner(self, container_id: str) -> ContainerOwner | None:
+        """The recording itself, which offers nothing: its containers are not here."""
+        return ContainerOwner("the recording", ContainerCapabilities())
+
+    def open_container_logs(self, container_id: str, *, tail: int, follow: bool) -> LogReader:
+        """Refused: a recording holds no logs."""
+        from gputui.collect.docker.logs import LogStreamError
+
+        raise LogStreamError(REPLAY_REASON)
+
+    def container_action(self, container_id: str, action: str) -> str | None:
+        """Refused: the recorded containers are not here."""
+        return REPLAY_REASON
+
     def signal_process(self, pid: int, signum: int, start_time: float | None) -> str | None:
         """Refused: a recorded PID may be anyone's process today."""
         return REPLAY_REASON
+
+    def parent_chain(
+        self, pid: int, start_time: float | None
+    ) -> tuple[tuple[ParentLink, ...], str | None]:
+        """None read: a recording's PIDs are not this machine's."""
+        return (), "not read: a recording's PIDs are not this machine's"
 
     def close(self) -> None:
         """Release the recording's files."""

@@ -462,6 +462,11 @@ def _table(rows: list[list[str]], right: Iterable[int] = ()) -> list[str]:
     return out
 
 
+def _source_label(key: str) -> str:
+    """How the text report names a source (a recording's names are outside text)."""
+    return {"nvml": "NVML", "docker": "Docker"}.get(key) or fmt.safe_text(key, 20)
+
+
 def _source_line(name: str, s: SourceStatus | None) -> str:
     if s is None:
         return f"{name}: n/a"
@@ -659,21 +664,21 @@ def snapshot_to_text(
     a section of their own.
     """
     h = snapshot.host
+    # NVML, then each container source in the collector's order (Docker alone, as wired today).
+    engines = [key for key in snapshot.sources if key not in ("nvml", "procs")]
+    keys = ["nvml", *(engines or ["docker"])]
     marker = {"demo": "  [DEMO: simulated machine]", "scenario": "  [SCENARIO: NVML replaced]"}
     lines = [
         f"gputui {__version__}  {fmt.safe_text(h.hostname, 60)}  {iso(snapshot.taken_at)}  "
         # Versions come from the driver, a scenario or a recording: untrusted text like any.
         f"driver {fmt.safe_text(h.driver_version or None, 40)}  "
         f"CUDA {fmt.safe_text(h.cuda_driver_version or None, 40)}" + marker.get(snapshot.mode, ""),
-        "  ".join(
-            _source_line(label, snapshot.sources.get(key))
-            for key, label in (("nvml", "NVML"), ("docker", "Docker"))
-        ),
+        "  ".join(_source_line(_source_label(key), snapshot.sources.get(key)) for key in keys),
     ]
     host = host_line(snapshot.host_stats)
     if host:
         lines.append(host)
-    for key in ("nvml", "docker"):
+    for key in keys:
         s = snapshot.sources.get(key)
         if s is not None and not s.ok and s.fix:
             lines.append(f"  fix: {fmt.safe_text(s.fix, 400)}")
@@ -760,7 +765,12 @@ def snapshot_to_text(
         c = u.info
         status = c.status + (" (idle GPU reservation)" if u.idle_reserved else "")
         if u.not_in_engine:
-            status = f"not in Docker ({c.name.split('-')[0]})"
+            listed = " or ".join(_source_label(key) for key in engines) or "any engine"
+            # A report read back has no cgroup_runtime: its processes still name the runtime.
+            runtime = u.cgroup_runtime or next(
+                (p.info.runtime for p in snapshot.processes if p.container_id == c.id), None
+            )
+            status = f"not in {listed} ({runtime or 'cgroup only'})"
         elif c.inspect_problem:
             status = f"{c.status} (inspect over cap)"
         elif not u.known_to_engine:

@@ -65,11 +65,6 @@ def build_collector(
         )
     from gputui.collect.linux.proc_reader import ProcSource
 
-    def docker_source() -> ContainerSource:
-        from gputui.collect.docker.source import DockerSource
-
-        return DockerSource(timeout=DOCKER_READ_S)
-
     gpu: GpuSource
     if settings.scenario is not None:
         from gputui.collect.standins.scenario import ScenarioSource
@@ -84,7 +79,7 @@ def build_collector(
     return Collector(
         gpu,
         early.procs if early is not None else ProcSource(),
-        DeferredContainers(docker_source),
+        container_sources(),
         mode=settings.mode,
         health=run_checks if health else None,
         health_interval=settings.health_interval,
@@ -97,6 +92,24 @@ def build_collector(
         cpu_window=ONCE_CPU_WINDOW_S if once else 0.0,
         cpu_primed_at=early.taken_at if early is not None and once else None,
     )
+
+
+def container_sources() -> list[ContainerSource]:
+    """The container engines a live (or scenario) collector reads, one entry per engine.
+
+    Each is built on its first read, on its own read thread. The first one listed wins when
+    two engines list the same container id, and its status and engine facts are what the
+    Docker health checks judge.
+    """
+    return [
+        DeferredContainers(_docker_source, name="docker"),
+    ]
+
+
+def _docker_source() -> ContainerSource:
+    from gputui.collect.docker.source import DockerSource  # on the read thread (see above)
+
+    return DockerSource(timeout=DOCKER_READ_S)
 
 
 #: The simulated host's files, for the file-reading health checks: what a host with the driver,

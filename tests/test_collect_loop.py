@@ -10,8 +10,10 @@ from contextlib import contextmanager
 
 import pytest
 
+from gputui.collect.docker.logs import LogReader, LogStreamError
+from gputui.collect.linux.parent_chain import ParentLink
 from gputui.collect.loop import SLICE_S, CollectLoop
-from gputui.collect.sources import CollectorProtocol
+from gputui.collect.sources import CollectorProtocol, ContainerOwner
 from gputui.derive.alerts import AlertRule
 from gputui.derive.analysis import Analysis, Analyzer
 from gputui.model import ExecResult, GpuSample, HostInfo, Snapshot
@@ -135,6 +137,20 @@ class Flaky:
 
     def signal_process(self, pid: int, signum: int, start_time: float | None) -> str | None:
         return "no"
+
+    def container_owner(self, container_id: str) -> ContainerOwner | None:
+        return None
+
+    def open_container_logs(self, container_id: str, *, tail: int, follow: bool) -> LogReader:
+        raise LogStreamError("no logs here")
+
+    def container_action(self, container_id: str, action: str) -> str | None:
+        return "no containers here"
+
+    def parent_chain(
+        self, pid: int, start_time: float | None
+    ) -> tuple[tuple[ParentLink, ...], str | None]:
+        return (), "no processes here"
 
     def close(self) -> None:
         """Nothing to release."""

@@ -24,7 +24,6 @@ from gputui.collect.docker.logs import (
     parse_line,
 )
 from gputui.collect.docker.source import DockerSource
-from gputui.collect.sources import ContainerControl, container_control
 
 
 def frame(stream: int, payload: bytes) -> bytes:
@@ -167,30 +166,39 @@ def _wait_exited(container: Any, timeout: float = 20.0) -> None:
     raise AssertionError(f"{container.name} did not exit: {container.status}")
 
 
-def test_the_source_is_a_container_control(free_run_id: str, docker_engine: Any) -> None:
-    source = DockerSource(label=f"gputui-test={free_run_id}")
-    assert isinstance(source, ContainerControl)
-    assert container_control(source) is source
-    assert container_control(object()) is None
+def test_the_docker_source_offers_logs_and_lifecycle() -> None:
+    source = DockerSource()
+    try:
+        assert source.name == "docker"
+        offers = source.capabilities()
+        assert offers.exec and offers.logs and offers.lifecycle
+    finally:
+        source.close()
 
 
-def test_the_wirings_lazy_source_yields_the_real_control(docker_engine: Any) -> None:
-    """The collector the wiring builds wraps its Docker source in a lazily built forwarder.
-
-    ``isinstance`` on Python 3.12+ does not see methods forwarded by ``__getattr__``, so the
-    lookup must reach the real source, on every Python, or logs and stop/start/restart would
-    be missing for users of 3.12.
-    """
-    from gputui.collect.collector import DeferredContainers
+def test_the_wirings_collector_routes_logs_to_the_docker_source(
+    run_container: Callable[..., Any], free_run_id: str
+) -> None:
+    """The collector the wiring builds (its Docker source built lazily) opens a container's
+    logs through the source that lists it, and says so when none does."""
     from gputui.settings import Settings
     from gputui.wiring import build_collector
 
-    collector = build_collector(Settings())
+    container = run_container(
+        ["sh", "-c", "echo routed-1"], name=f"logs-routed-{free_run_id}", network_mode="none"
+    )
+    _wait_exited(container)
+    collector = build_collector(Settings(), health=False)
     try:
-        assert isinstance(collector.containers, DeferredContainers)
-        found = container_control(collector)
-        assert isinstance(found, DockerSource)
-        assert not isinstance(found, DeferredContainers)
+        deadline = time.monotonic() + 60  # a loaded engine may miss a refresh's 2 s wait
+        while (owner := collector.container_owner(container.id)) is None:
+            assert time.monotonic() < deadline, "the engine never listed the container"
+            collector.collect()
+        assert owner.source == "docker" and owner.capabilities.logs
+        lines = read_all(collector.open_container_logs(container.id, tail=10, follow=False))
+        assert [x.text for x in lines] == ["routed-1"]
+        with pytest.raises(LogStreamError, match="no connected engine lists container f00d"):
+            collector.open_container_logs("f00d" * 16, tail=10, follow=False)
     finally:
         collector.close()
 

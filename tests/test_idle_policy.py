@@ -20,7 +20,6 @@ from typing import Any
 
 import pytest
 
-from gputui.collect.sources import container_control
 from gputui.derive.analysis import Analysis
 from gputui.derive.idle_policy import IdlePolicy, IdlePolicyEngine, Notice, Stage
 from gputui.model import (
@@ -34,7 +33,7 @@ from gputui.model import (
 )
 from gputui.notify.audit import AuditLog, read_audit
 from gputui.notify.config import NotifyTarget
-from gputui.notify.policy import PolicyRunner
+from gputui.notify.policy import PolicyRunner, live_control
 from gputui.notify.worker import Notifier
 from gputui.settings import Settings
 from gputui.wiring import build_collector
@@ -297,7 +296,7 @@ def test_an_automatic_stop_needs_both_opt_ins_and_is_audited(
             policy,
             AuditLog(audit),
             "gpu-host-1",
-            control=container_control(collector),
+            control=live_control(collector),
             read_only=read_only,
             engine=IdlePolicyEngine(policy, utc_minute),
         )

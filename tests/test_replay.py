@@ -13,6 +13,9 @@ from pathlib import Path
 
 import pytest
 
+from gputui.collect.docker.logs import LogReader, LogStreamError
+from gputui.collect.linux.parent_chain import ParentLink
+from gputui.collect.sources import ContainerOwner
 from gputui.model import ExecResult, HostInfo, Snapshot
 from gputui.replay import (
     RecordingError,
@@ -62,6 +65,20 @@ class Counting:
 
     def signal_process(self, pid: int, signum: int, start_time: float | None) -> str | None:
         return "not a process"
+
+    def container_owner(self, container_id: str) -> ContainerOwner | None:
+        return None
+
+    def open_container_logs(self, container_id: str, *, tail: int, follow: bool) -> LogReader:
+        raise LogStreamError("no logs here")
+
+    def container_action(self, container_id: str, action: str) -> str | None:
+        return "no containers here"
+
+    def parent_chain(
+        self, pid: int, start_time: float | None
+    ) -> tuple[tuple[ParentLink, ...], str | None]:
+        return (), "no processes here"
 
     def close(self) -> None:
         pass

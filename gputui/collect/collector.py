@@ -1,8 +1,14 @@
 """The collector: reads every source once and joins GPU PIDs, host processes and containers.
 
 ``Collector.collect()`` is the only entry point the UI and the reports use. It blocks (NVML,
-/proc, Docker) and therefore runs on the collector thread, never on the UI thread. Expected
-failures of a source become a ``SourceStatus`` in the snapshot; nothing here raises for them.
+/proc, the container engines) and therefore runs on the collector thread, never on the UI
+thread. Expected failures of a source become a ``SourceStatus`` in the snapshot; nothing here
+raises for them.
+
+It takes any number of container sources (one per engine). Each is read on its own daemon
+thread, all at once; their containers are merged by id (the first source given wins a clash),
+and the collector remembers which source lists which container, so exec, logs and the
+lifecycle actions go to that source.
 """
 
 from __future__ import annotations
@@ -12,16 +18,20 @@ import os
 import queue
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
-from typing import Any
+from functools import partial
+from typing import TYPE_CHECKING, Any
 
 from gputui.collect.sources import (
+    ContainerCapabilities,
+    ContainerOwner,
     ContainerSource,
     GpuSource,
     HealthInputs,
     Player,
     ProcessSource,
+    refusal,
 )
 from gputui.model import (
     ContainerInfo,
@@ -43,9 +53,14 @@ from gputui.model import (
 )
 from gputui.startup_trace import mark
 
+if TYPE_CHECKING:
+    from gputui.collect.docker.logs import LogReader
+    from gputui.collect.linux.parent_chain import ParentLink
+
 HealthRunner = Callable[[HealthInputs], tuple[HealthCheck, ...]]
 
-#: Seconds a snapshot waits for the container source; NVML data never waits longer than this.
+#: Seconds a snapshot waits for each container source (all are read at once); NVML data never
+#: waits longer than this.
 DOCKER_WAIT_S = 2.0
 #: The longest a one-shot waits for its early CPU sample of every process after NVML answered.
 PRIME_JOIN_S = 0.3
@@ -98,15 +113,16 @@ class Collector:
     Args:
         gpu: The NVML (or scenario, or demo) source.
         procs: The /proc source.
-        containers: The Docker (or demo) source.
+        containers: The container sources (the Docker engine, the demo's), or one of them. Their
+            names must differ; the first lists a container when two list the same id.
         mode: ``live``, ``scenario`` or ``demo``.
         health: Runs the runtime-health checks; None disables them.
         health_interval: Seconds between health runs (they also run on request).
         read_only: Refuse every action (exec, signals).
         clock: Wall clock for ``Snapshot.taken_at``.
         hostname: Shown in the header; the real host name when None.
-        docker_wait: Seconds a container read may take before the snapshot goes out without
-            it (with the containers last seen and a ``slow`` Docker status).
+        docker_wait: Seconds a container source's read may take before the snapshot goes out
+            without it (with its containers last seen and a ``slow`` status).
         cpu_window: For a single collection (``--once``): seconds over which CPU % is measured
             (a first /proc sample before the Docker wait, the second at least this much later);
             0 leaves CPU % to the next collection, as a live loop does.
@@ -123,7 +139,7 @@ class Collector:
         self,
         gpu: GpuSource,
         procs: ProcessSource,
-        containers: ContainerSource,
+        containers: ContainerSource | Sequence[ContainerSource],
         *,
         mode: str = "live",
         health: HealthRunner | None = None,
@@ -139,7 +155,13 @@ class Collector:
     ) -> None:
         self.gpu = gpu
         self.procs = procs
-        self.containers = containers
+        #: The container sources, in the order given (the first wins a clash of ids).
+        self.container_sources: tuple[ContainerSource, ...] = (
+            tuple(containers) if isinstance(containers, Sequence) else (containers,)
+        )
+        names = [source.name for source in self.container_sources]
+        if len(set(names)) != len(names):
+            raise ValueError(f"container sources need distinct names, got {names}")
         self.mode = mode
         self.read_only = read_only
         self._health = health
@@ -150,15 +172,27 @@ class Collector:
         self._health_requested = threading.Event()
         self._checks: tuple[HealthCheck, ...] = ()
         self._health_state: tuple[object, ...] | None = None
-        self._last_good_containers: tuple[ContainerInfo, ...] = ()
-        self._last_engine: EngineInfo | None = None
-        # The Docker read runs beside the NVML and /proc reads: NVML's ctypes calls release the
-        # GIL, so the engine's round trips overlap them. At most one read is in flight: one that
-        # outlives a snapshot is picked up by a later one, never doubled.
+        # Per container source, by position: what it last listed while it answered, and its
+        # engine facts; kept while it is away.
+        count = len(self.container_sources)
+        self._last_good_containers: list[tuple[ContainerInfo, ...]] = [()] * count
+        self._last_engine: list[EngineInfo | None] = [None] * count
+        # Each container source's read runs beside the NVML and /proc reads (and beside the
+        # other sources'): NVML's ctypes calls release the GIL, so the engines' round trips
+        # overlap them. At most one read per source is in flight: one that outlives a snapshot
+        # is picked up by a later one, never doubled.
         self._docker_wait = docker_wait
-        self._docker_read: _BackgroundRead | None = None
-        # Through self.containers at each read: a source swapped in later is the one read.
-        self._reads = _ContainerReads(lambda: self.containers.read())
+        self._pending: list[_BackgroundRead | None] = [None] * count
+        # Through self.container_sources at each read: a source swapped in later is the one read.
+        self._reads = [
+            _ContainerReads(partial(self._read_source, i), name=source.name)
+            for i, source in enumerate(self.container_sources)
+        ]
+        # Read by the UI thread without a lock: container id -> the position of the source
+        # that lists it (replaced whole by each collection), and each source's capabilities by
+        # position (one slot each, set by the source's read thread after each read).
+        self._owners: dict[str, int] = {}
+        self._capabilities: list[ContainerCapabilities] = [ContainerCapabilities()] * count
         self._tune_gc = tune_gc
         self._gc_sweep_s = gc_sweep_s
         self._next_sweep: float | None = None
@@ -174,14 +208,26 @@ class Collector:
         """Make the next :meth:`collect` re-run the health checks (thread-safe)."""
         self._health_requested.set()
 
+    def _read_source(self, index: int) -> ContainerReading:
+        """On the source's read thread: its reading, then its capabilities (kept for the UI)."""
+        source = self.container_sources[index]
+        reading = source.read()
+        try:
+            self._capabilities[index] = source.capabilities()
+        except Exception:  # a source must not raise; if it does, it offers nothing this time
+            self._capabilities[index] = ContainerCapabilities()
+        return reading
+
     def collect(self) -> Snapshot:
         """Read every source once and return the joined snapshot (blocking).
 
-        Waits for the container source at most ``docker_wait`` seconds from the start of its
-        read; a Docker engine that is slow or stuck never holds back the GPU data.
+        Waits for each container source at most ``docker_wait`` seconds from the start of its
+        read (they are read at once); an engine that is slow or stuck never holds back the GPU
+        data, nor another engine's containers.
         """
-        if self._docker_read is None:
-            self._docker_read = self._reads.start()
+        for i, reads in enumerate(self._reads):
+            if self._pending[i] is None:
+                self._pending[i] = reads.start()
         primed = 0.0
         priming: threading.Thread | None = None
         if self._cpu_window > 0 and self._cpu_primed_at is not None:
@@ -209,25 +255,29 @@ class Collector:
         # The container read overlaps the NVML read (whose ctypes calls release the GIL) but not
         # the /proc read: both of those are Python work plus syscalls, and two such threads
         # only take turns on the GIL, each waiting out the other's switch interval.
-        docker = self._docker_reading()
+        readings = [self._source_reading(i) for i in range(len(self.container_sources))]
         mark("docker-read")
         if self._cpu_window > 0:
             time.sleep(max(0.0, primed + self._cpu_window - time.monotonic()))
         infos = self.procs.read(pids)
-        if docker.status.ok:
-            self._last_good_containers = docker.containers
-            self._last_engine = docker.engine
-        elif not docker.containers:
-            # Keep what we knew while the engine is away: names still explain cgroup ids, and
-            # the header says the engine is unreachable. Never lose state on an outage.
-            docker = replace(docker, containers=self._last_good_containers)
+        for i, got in enumerate(readings):
+            if got.status.ok:
+                self._last_good_containers[i] = got.containers
+                self._last_engine[i] = got.engine
+            elif not got.containers:
+                # Keep what we knew while the engine is away: names still explain cgroup ids,
+                # and the header says the engine is unreachable. Never lose state on an outage.
+                readings[i] = replace(got, containers=self._last_good_containers[i])
+        docker, owners = merge_readings(readings)
+        self._owners = owners
+        statuses = {got.status.name: got.status for got in readings}
         processes = join_processes(reading, infos)
         visibility = self.procs.visibility()
         host_stats = self.procs.host_stats()
         now = self._clock()
         # A GPU falling off the bus or a source going away (or coming back) re-runs the checks
         # at once: the health view must explain it now, not at the next 30 s run.
-        state = _health_state(reading, docker)
+        state = _health_state(reading, readings)
         if self._health is not None and (
             self._health_requested.is_set()
             or time.monotonic() >= self._health_due
@@ -236,7 +286,9 @@ class Collector:
             self._health_state = state
             self._health_requested.clear()
             self._health_due = time.monotonic() + self._health_interval
-            self._checks = self._health(HealthInputs(reading, docker, processes, visibility))
+            self._checks = self._health(
+                HealthInputs(reading, docker, processes, visibility, container_sources=statuses)
+            )
             mark("health-checks")
         snapshot = Snapshot(
             taken_at=now,
@@ -249,14 +301,16 @@ class Collector:
                 cuda_driver_version=reading.cuda_driver_version,
                 nvml_version=reading.nvml_version,
             ),
-            sources={
-                "nvml": reading.status,
-                "docker": docker.status,
-            },
+            sources={"nvml": reading.status, **statuses},
             gpus=reading.gpus,
             processes=processes,
             containers=attribute_containers(
-                docker, processes, gpu_data=reading.status.ok, gpus=reading.gpus
+                docker,
+                processes,
+                gpu_data=reading.status.ok,
+                gpus=reading.gpus,
+                listed_by={cid: readings[i].status for cid, i in owners.items()},
+                every_source_answered=all(got.status.ok for got in readings),
             ),
             engine=docker.engine,
             visibility=visibility,
@@ -277,19 +331,74 @@ class Collector:
             gc.collect()
             self._next_sweep = time.monotonic() + self._gc_sweep_s
 
+    def _owner(self, container_id: str) -> tuple[ContainerSource, ContainerCapabilities] | None:
+        index = self._owners.get(container_id)
+        if index is None:
+            return None
+        return self.container_sources[index], self._capabilities[index]
+
+    def container_owner(self, container_id: str) -> ContainerOwner | None:
+        """The source that listed the container at the last collection (no I/O)."""
+        owner = self._owner(container_id)
+        if owner is None:
+            return None
+        return ContainerOwner(owner[0].name, owner[1])
+
     def exec_in_container(
         self, container_id: str, argv: Sequence[str], timeout_s: float
     ) -> ExecResult:
-        """Run ``argv`` in a container (blocking; never through a shell)."""
+        """Run ``argv`` in a container through its source (blocking; never through a shell)."""
         if self.read_only:
             return ExecResult(tuple(argv), None, error=READ_ONLY_REASON)
-        return self.containers.exec(container_id, argv, timeout_s)
+        owner = self._owner(container_id)
+        if owner is None:
+            return ExecResult(tuple(argv), None, error=unlisted(container_id))
+        source, offers = owner
+        if not offers.exec:
+            return ExecResult(tuple(argv), None, error=refusal(source.name, "exec", offers.note))
+        return source.exec(container_id, argv, timeout_s)
 
     def interactive_exec_argv(self, container_id: str, argv: Sequence[str]) -> list[str] | None:
-        """``docker exec -it`` argv for running ``argv`` on the terminal, None when unavailable."""
-        if self.read_only:
+        """The owning source's argv for ``argv`` on the terminal, None when unavailable."""
+        owner = self._owner(container_id)
+        if self.read_only or owner is None or not owner[1].interactive_exec:
             return None
-        return self.containers.interactive_exec_argv(container_id, argv)
+        return owner[0].interactive_exec_argv(container_id, argv)
+
+    def open_container_logs(self, container_id: str, *, tail: int, follow: bool) -> LogReader:
+        """Open a container's logs through its source (blocking; allowed under read-only).
+
+        Raises:
+            LogStreamError: no source lists the container or offers logs, or the stream
+                cannot be opened.
+        """
+        from gputui.collect.docker.logs import LogStreamError  # only when logs are opened
+
+        owner = self._owner(container_id)
+        if owner is None:
+            raise LogStreamError(unlisted(container_id))
+        source, offers = owner
+        if not offers.logs:
+            raise LogStreamError(refusal(source.name, "logs", offers.note))
+        return source.open_logs(container_id, tail=tail, follow=follow)
+
+    def container_action(self, container_id: str, action: str) -> str | None:
+        """Stop, start or restart a container through its source (blocking)."""
+        if self.read_only:
+            return READ_ONLY_REASON
+        owner = self._owner(container_id)
+        if owner is None:
+            return unlisted(container_id)
+        source, offers = owner
+        if not offers.lifecycle:
+            return refusal(source.name, "lifecycle", offers.note)
+        return source.container_action(container_id, action)
+
+    def parent_chain(
+        self, pid: int, start_time: float | None
+    ) -> tuple[tuple[ParentLink, ...], str | None]:
+        """A process's ancestors, from the process source (blocking, bounded by it)."""
+        return self.procs.parent_chain(pid, start_time)
 
     def signal_process(self, pid: int, signum: int, start_time: float | None) -> str | None:
         """Send a signal to a GPU process; None on success, else why not."""
@@ -297,44 +406,80 @@ class Collector:
             return READ_ONLY_REASON
         return self.procs.send_signal(pid, signum, start_time)
 
-    def _docker_reading(self) -> ContainerReading:
-        """The in-flight container read's result, or a ``slow`` status when it is late."""
-        pending = self._docker_read
+    def _source_reading(self, index: int) -> ContainerReading:
+        """A source's in-flight read's result, or its ``slow`` status when it is late.
+
+        The sources were all started at once, so waiting for each in turn costs the slowest
+        one's time, at most ``docker_wait`` from its start.
+        """
+        pending = self._pending[index]
         assert pending is not None
         late_by = time.monotonic() - pending.started
         result = pending.wait(self._docker_wait - late_by)
+        source = self.container_sources[index]
         if result is not None:
-            self._docker_read = None
+            self._pending[index] = None
+            if result.status.name != source.name:  # the key is the source's, whatever it says
+                result = replace(result, status=replace(result.status, name=source.name))
             return result
         waited = time.monotonic() - pending.started
-        status = SourceStatus(
-            "docker",
-            ok=False,
-            error=f"the Docker engine has not answered for {waited:.0f} s; "
-            "showing the containers last seen",
-            kind="slow",
-            fix="Check `docker info`, the engine's load and its log (journalctl -u docker); "
-            "GPU data keeps updating meanwhile.",
-        )
-        return ContainerReading(status, self._last_good_containers, self._last_engine)
+        status = source.slow_status(waited)
+        return ContainerReading(status, self._last_good_containers[index], self._last_engine[index])
 
     def close(self) -> None:
         """Release every source; never waits for a stuck container read (a daemon thread)."""
         self.gpu.close()
-        self.containers.close()
+        for source in self.container_sources:
+            source.close()
         close_procs = getattr(self.procs, "close", None)  # kept /proc descriptors, if any
         if close_procs is not None:
             close_procs()
-        self._docker_read = None
-        self._reads.close()
+        self._pending = [None] * len(self._pending)
+        for reads in self._reads:
+            reads.close()
+
+
+def unlisted(container_id: str) -> str:
+    """Why nothing can act on a container no connected source lists (seen only in cgroups)."""
+    return f"no connected engine lists container {container_id[:12]}"
+
+
+def merge_readings(
+    readings: Sequence[ContainerReading],
+) -> tuple[ContainerReading, dict[str, int]]:
+    """Every source's containers as one reading, and which source lists each container.
+
+    Args:
+        readings: One reading per source, in the sources' order.
+
+    Returns:
+        The merged reading (the first source's status and engine facts; containers in the
+        sources' order, an id listed twice taken from the first source that lists it) and
+        container id -> the position of that source.
+    """
+    if not readings:
+        return ContainerReading(SourceStatus("containers", ok=True)), {}
+    if len(readings) == 1:  # the common case: nothing to merge
+        only = readings[0]
+        return only, {c.id: 0 for c in only.containers}
+    owners: dict[str, int] = {}
+    merged: list[ContainerInfo] = []
+    for index, got in enumerate(readings):
+        for info in got.containers:
+            if info.id not in owners:
+                owners[info.id] = index
+                merged.append(info)
+    first = readings[0]
+    return ContainerReading(first.status, tuple(merged), first.engine), owners
 
 
 class _BackgroundRead:
     """One container read, done by :class:`_ContainerReads`' thread; waited for with a deadline."""
 
-    def __init__(self, read: Callable[[], ContainerReading]) -> None:
+    def __init__(self, read: Callable[[], ContainerReading], name: str) -> None:
         self.started = time.monotonic()
         self._read = read
+        self._name = name
         self._result: ContainerReading | None = None
         self._done = threading.Event()
 
@@ -346,7 +491,7 @@ class _BackgroundRead:
             text = " ".join(str(exc).split())[:200] or type(exc).__name__
             self._result = ContainerReading(
                 SourceStatus(
-                    "docker", ok=False, error=f"{type(exc).__name__}: {text}", kind="error"
+                    self._name, ok=False, error=f"{type(exc).__name__}: {text}", kind="error"
                 )
             )
         finally:
@@ -370,20 +515,21 @@ class _ContainerReads:
     not keep one forever), and the next read starts another.
     """
 
-    def __init__(self, read: Callable[[], ContainerReading]) -> None:
+    def __init__(self, read: Callable[[], ContainerReading], name: str) -> None:
         self._read = read
+        self._name = name
         self._queue: queue.SimpleQueue[_BackgroundRead | None] = queue.SimpleQueue()
         self._lock = threading.Lock()
         self._thread: threading.Thread | None = None
 
     def start(self) -> _BackgroundRead:
         """Begin a read now (on the running thread, or a new one)."""
-        pending = _BackgroundRead(self._read)
+        pending = _BackgroundRead(self._read, self._name)
         with self._lock:
             self._queue.put(pending)  # before the check: an idle thread ending sees it
             if self._thread is None:
                 self._thread = threading.Thread(
-                    target=self._serve, name="gputui-docker-read", daemon=True
+                    target=self._serve, name=f"gputui-{self._name}-read", daemon=True
                 )
                 self._thread.start()
         return pending
@@ -410,14 +556,19 @@ class _ContainerReads:
                 self._thread = None
 
 
-class DeferredContainers:
+class DeferredContainers(ContainerSource):
     """A container source built on its first use, on the thread that first uses it.
 
     Importing the Docker SDK costs about 90 ms; deferring it to the first read lets it run on
     the Docker worker thread while NVML initialises (``--once`` start-up).
+
+    Args:
+        factory: Builds the real source.
+        name: The real source's name (known before it is built: the snapshot's key).
     """
 
-    def __init__(self, factory: Callable[[], ContainerSource]) -> None:
+    def __init__(self, factory: Callable[[], ContainerSource], name: str) -> None:
+        self.name = name
         self._factory = factory
         self._source: ContainerSource | None = None
         self._lock = threading.Lock()
@@ -432,23 +583,32 @@ class DeferredContainers:
         """The wrapped source's reading."""
         return self._get().read()
 
+    def capabilities(self) -> ContainerCapabilities:
+        """The wrapped source's capabilities."""
+        return self._get().capabilities()
+
+    def slow_status(self, waited_s: float) -> SourceStatus:
+        """The wrapped source's, once it is built (it is, by the time a read is late)."""
+        source = self._source
+        if source is None:
+            return super().slow_status(waited_s)
+        return source.slow_status(waited_s)
+
     def exec(self, container_id: str, argv: Sequence[str], timeout_s: float) -> ExecResult:
         """Run ``argv`` in a container through the wrapped source."""
         return self._get().exec(container_id, argv, timeout_s)
 
     def interactive_exec_argv(self, container_id: str, argv: Sequence[str]) -> list[str] | None:
-        """The wrapped source's ``docker exec -it`` argv, when it has one."""
+        """The wrapped source's argv for ``argv`` on the terminal, when it has one."""
         return self._get().interactive_exec_argv(container_id, argv)
 
-    @property
-    def wrapped(self) -> ContainerSource:
-        """The real source (built now if it was not yet), for capability lookups.
+    def open_logs(self, container_id: str, *, tail: int, follow: bool) -> LogReader:
+        """The wrapped source's logs stream."""
+        return self._get().open_logs(container_id, tail=tail, follow=follow)
 
-        ``isinstance`` against a runtime-checkable protocol does not see methods forwarded by
-        ``__getattr__`` on Python 3.12 and later (it looks attributes up statically), so
-        callers that ask what the source can do ask the real one.
-        """
-        return self._get()
+    def container_action(self, container_id: str, action: str) -> str | None:
+        """Stop, start or restart through the wrapped source."""
+        return self._get().container_action(container_id, action)
 
     def close(self) -> None:
         """Close the wrapped source if it was ever built."""
@@ -461,10 +621,13 @@ class DeferredContainers:
         return getattr(self._get(), name)
 
 
-def _health_state(reading: GpuReading, docker: ContainerReading) -> tuple[object, ...]:
+def _health_state(
+    reading: GpuReading, containers: Sequence[ContainerReading]
+) -> tuple[object, ...]:
     """What, when it changes, makes the health checks stale: lost GPUs and source states."""
     lost = tuple(g.index for g in reading.gpus if g.lost)
-    return (lost, reading.status.ok, reading.status.kind, docker.status.ok, docker.status.kind)
+    engines = tuple((c.status.ok, c.status.kind) for c in containers)
+    return (lost, reading.status.ok, reading.status.kind, engines)
 
 
 def join_processes(reading: GpuReading, infos: dict[int, ProcessInfo]) -> tuple[GpuProcess, ...]:
@@ -493,6 +656,8 @@ def attribute_containers(
     *,
     gpu_data: bool = True,
     gpus: Sequence[GpuSample] = (),
+    listed_by: Mapping[str, SourceStatus] | None = None,
+    every_source_answered: bool | None = None,
 ) -> tuple[ContainerUsage, ...]:
     """Per-container GPU totals; containers only seen in cgroups get a stub entry.
 
@@ -500,6 +665,13 @@ def attribute_containers(
     container is then judged idle.
 
     ``gpus`` names the MIG devices (``0:1``) the processes run on, from the GPUs' MIG layout.
+
+    ``listed_by`` maps a container id to the status of the source that lists it (several
+    sources; None: ``docker``'s status is every container's). A listed container's
+    ``engine_answered`` is its source's; a stub's is ``every_source_answered`` (any silent
+    source might list it; None: ``docker``'s status). A stub
+    keeps the runtime its cgroup path names (``cgroup_runtime``) and is shown as
+    ``<runtime>-<id12>``; no connected source lists it.
 
     Ordered for people: GPU users by GPU memory, then idle GPU reservations, then other running
     containers, then stopped ones; by name within each group.
@@ -510,15 +682,22 @@ def attribute_containers(
         if proc.container_id is not None:
             by_container.setdefault(proc.container_id, []).append(proc)
     known = {c.id: c for c in docker.containers}
+    all_answered = docker.status.ok if every_source_answered is None else every_source_answered
     usages = []
     for cid in known.keys() | by_container.keys():
         procs = by_container.get(cid, [])
         info = known.get(cid)
+        runtime = None
+        answered = all_answered
         if info is None:
             runtime = next((p.info.runtime for p in procs if p.info.runtime), None)
+            # Only a display name: the id and the cgroup's runtime are all that is known.
             info = ContainerInfo(
                 id=cid, name=f"{runtime or 'container'}-{cid[:12]}", image="", status="unknown"
             )
+        elif listed_by is not None:
+            owner = listed_by.get(cid)
+            answered = docker.status.ok if owner is None else owner.ok
         usages.append(
             ContainerUsage(
                 info=info,
@@ -527,9 +706,10 @@ def attribute_containers(
                 gpu_indexes=tuple(sorted({p.sample.gpu_index for p in procs})),
                 sm_util=per_gpu_sm(procs),
                 known_to_engine=cid in known,
-                engine_answered=docker.status.ok,
+                engine_answered=answered,
                 gpu_data=gpu_data,
                 mig_devices=_mig_devices(by_index, procs),
+                cgroup_runtime=runtime,
             )
         )
 

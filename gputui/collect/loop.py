@@ -16,10 +16,14 @@ import math
 import threading
 import time
 from collections.abc import Callable, Sequence
-from typing import Generic, TypeVar
+from typing import TYPE_CHECKING, Generic, TypeVar
 
-from gputui.collect.sources import CollectorProtocol, Player
+from gputui.collect.sources import CollectorProtocol, ContainerOwner, Player
 from gputui.model import ExecResult, Snapshot
+
+if TYPE_CHECKING:
+    from gputui.collect.docker.logs import LogReader
+    from gputui.collect.linux.parent_chain import ParentLink
 
 A = TypeVar("A")
 
@@ -252,9 +256,27 @@ class Prefetched:
         """Pass on."""
         return self.inner.interactive_exec_argv(container_id, argv)
 
+    def container_owner(self, container_id: str) -> ContainerOwner | None:
+        """Pass on."""
+        return self.inner.container_owner(container_id)
+
+    def open_container_logs(self, container_id: str, *, tail: int, follow: bool) -> LogReader:
+        """Pass on."""
+        return self.inner.open_container_logs(container_id, tail=tail, follow=follow)
+
+    def container_action(self, container_id: str, action: str) -> str | None:
+        """Pass on."""
+        return self.inner.container_action(container_id, action)
+
     def signal_process(self, pid: int, signum: int, start_time: float | None) -> str | None:
         """Pass on."""
         return self.inner.signal_process(pid, signum, start_time)
+
+    def parent_chain(
+        self, pid: int, start_time: float | None
+    ) -> tuple[tuple[ParentLink, ...], str | None]:
+        """Pass on."""
+        return self.inner.parent_chain(pid, start_time)
 
     def close(self) -> None:
         """Close the wrapped collector (a first collection still running is not waited for)."""

@@ -9,13 +9,19 @@ thread.
 takes: the live :class:`~gputui.collect.collector.Collector` and the replay of a recording
 (``gputui.replay.ReplayCollector``) both implement it. Replay controls are an explicit optional
 capability, :attr:`CollectorProtocol.player`, never guessed from the object's attributes.
+
+Container runtimes meet the rest of gputui at :class:`ContainerSource`: a name, a read, and the
+actions it offers (:class:`ContainerCapabilities`, one call). A collector takes several and
+routes each container's actions to the source that lists it (:meth:`CollectorProtocol.
+container_owner`); the front-ends never reach a source, or the machine, but through the
+collector.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Protocol, runtime_checkable
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Literal, Protocol
 
 from gputui.model import (
     ContainerReading,
@@ -25,11 +31,13 @@ from gputui.model import (
     HostStats,
     ProcessInfo,
     Snapshot,
+    SourceStatus,
     Visibility,
 )
 
 if TYPE_CHECKING:
     from gputui.collect.docker.logs import LogReader
+    from gputui.collect.linux.parent_chain import ParentLink
 
 
 class GpuSource(Protocol):
@@ -71,48 +79,114 @@ class ProcessSource(Protocol):
         """
         ...
 
+    def parent_chain(
+        self, pid: int, start_time: float | None
+    ) -> tuple[tuple[ParentLink, ...], str | None]:
+        """The ancestors of ``pid``, nearest first, if it is still the process started then.
+
+        Returns:
+            ``(parents, note)``: ``note`` says why the chain is empty or stops early, None when
+            it is complete.
+        """
+        ...
+
+
+#: What a container source may offer beyond reading, by :class:`ContainerCapabilities` field.
+Capability = Literal["exec", "interactive_exec", "logs", "lifecycle"]
+
+#: How a sentence names each capability ("docker does not offer container logs").
+CAPABILITY_TEXT: dict[Capability, str] = {
+    "exec": "exec",
+    "interactive_exec": "interactive exec",
+    "logs": "container logs",
+    "lifecycle": "container stop/start/restart",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class ContainerCapabilities:
+    """What a container source can do besides listing containers, said once per read.
+
+    Attributes:
+        exec: Runs a command in a container and captures its output (``x``, the shell probe).
+        interactive_exec: Gives the argv of a command on the terminal (``X``, ``E``).
+        logs: Streams a container's logs (``l``).
+        lifecycle: Stops, starts and restarts containers (``D`` / ``U`` / ``R``).
+        note: Why what is missing is missing, when there is something to say (a simulated
+            machine), else empty.
+    """
+
+    exec: bool = False
+    interactive_exec: bool = False
+    logs: bool = False
+    lifecycle: bool = False
+    note: str = ""
+
+    def offers(self, capability: Capability) -> bool:
+        """Whether the source offers ``capability``."""
+        return bool(getattr(self, capability))
+
+
+def refusal(source: str, capability: Capability, note: str = "") -> str:
+    """The one sentence for a capability a container source lacks."""
+    why = f" ({note})" if note else ""
+    return f"{source} does not offer {CAPABILITY_TEXT[capability]}{why}"
+
 
 class ContainerSource(Protocol):
-    """Containers and engine facts (the Docker engine, or the demo machine)."""
+    """One container runtime (the Docker engine, the demo machine, any other engine).
+
+    A source lists containers and says, through :meth:`capabilities`, what else it offers; the
+    collector reads every source it was given and routes each action to the source that lists
+    the container. The action methods here refuse (a source lacking a capability need not
+    write them: subclass this protocol to inherit the refusals).
+
+    Attributes:
+        name: The source's name: its key in ``Snapshot.sources`` and in the JSON report, the
+            ``source`` label of the exporter, and how messages name it (``docker``).
+    """
+
+    name: str
 
     def read(self) -> ContainerReading:
         """The current container set; cheap when nothing changed (kept fresh by events).
 
         Returns within the source's own deadline however slow the engine is, and never raises:
-        failures are a ``SourceStatus``. The collector still waits for it only so long.
+        failures are a ``SourceStatus`` named :attr:`name`. The collector still waits for it
+        only so long.
         """
         ...
+
+    def capabilities(self) -> ContainerCapabilities:
+        """What the source offers besides reading (asked on the read thread after each read)."""
+        ...
+
+    def slow_status(self, waited_s: float) -> SourceStatus:
+        """The status shown while a read has taken ``waited_s`` seconds and is not over."""
+        return SourceStatus(
+            self.name,
+            ok=False,
+            error=f"the {self.name} source has not answered for {waited_s:.0f} s; "
+            "showing the containers last seen",
+            kind="slow",
+            fix="GPU data keeps updating meanwhile.",
+        )
 
     def exec(self, container_id: str, argv: Sequence[str], timeout_s: float) -> ExecResult:
         """Run ``argv`` (no shell) inside a running container and capture its output.
 
-        ``container_id`` is a full 64-hex id; the call returns by ``timeout_s`` with bounded
-        output and leaves no thread reading behind.
+        ``container_id`` is the source's full id; the call returns by ``timeout_s`` with
+        bounded output and leaves no thread reading behind.
         """
-        ...
+        return ExecResult(tuple(argv), None, error=refusal(self.name, "exec"))
 
     def interactive_exec_argv(self, container_id: str, argv: Sequence[str]) -> list[str] | None:
-        """The ``docker exec -it`` argv that runs ``argv`` on the terminal.
+        """The argv that runs ``argv`` in the container on the terminal (e.g. ``docker exec -it``).
 
         Returns:
-            None when there is no such command: no docker CLI, a malformed id, a simulated
-            container.
+            None when there is no such command (a malformed id, a simulated container).
         """
-        ...
-
-    def close(self) -> None:
-        """Stop background threads and close the client (idempotent, never waits long)."""
-        ...
-
-
-@runtime_checkable
-class ContainerControl(Protocol):
-    """A container source that also reads logs and stops, starts and restarts containers.
-
-    The Docker engine's source has it; the demo machine and recordings do not. Found behind a
-    collector by :func:`container_control`; the front-end refuses the actions (logs stay)
-    before calling under ``--read-only``.
-    """
+        return None
 
     def open_logs(self, container_id: str, *, tail: int, follow: bool) -> LogReader:
         """Open a container's logs: the last ``tail`` lines, then new ones while ``follow``.
@@ -120,40 +194,34 @@ class ContainerControl(Protocol):
         Raises:
             LogStreamError: the stream cannot be opened (one line).
         """
-        ...
+        # Imported here: a session that never opens logs does not load their module. The logs
+        # vocabulary (the reader protocol, its one error) lives beside Docker's stream decoder
+        # but names no engine.
+        from gputui.collect.docker.logs import LogStreamError
+
+        raise LogStreamError(refusal(self.name, "logs"))
 
     def container_action(self, container_id: str, action: str) -> str | None:
         """``stop``, ``start`` or ``restart`` a container; None on success, else why not."""
+        return refusal(self.name, "lifecycle")
+
+    def close(self) -> None:
+        """Stop background threads and close the client (idempotent, never waits long)."""
         ...
 
 
-def container_control(collector: object) -> ContainerControl | None:
-    """The container controls behind a collector, None when it has none.
+@dataclass(frozen=True, slots=True)
+class ContainerOwner:
+    """The source that lists a container, and what it offers.
 
-    Looks through a wrapper's ``inner`` collector and a collector's ``containers`` source (a
-    collector built by the wiring), at most a few levels deep.
-
-    Args:
-        collector: A :class:`CollectorProtocol` (or one of its sources).
-
-    Returns:
-        The object to call, or None (the demo machine, a recording). Read-only mode is the
-        caller's to enforce: logs are allowed there, the container actions are not.
+    Attributes:
+        source: The source's name (``docker``), or how a collector without sources names
+            itself (``the recording``).
+        capabilities: What that source offers.
     """
-    current: object = collector
-    for _ in range(5):
-        # A lazily built source forwards through __getattr__, which isinstance does not see
-        # on Python 3.12+: look at the real source it wraps.
-        wrapped = getattr(current, "wrapped", None)
-        if wrapped is not None:
-            current = wrapped
-            continue
-        if isinstance(current, ContainerControl):
-            return current
-        current = getattr(current, "inner", None) or getattr(current, "containers", None)
-        if current is None:
-            return None
-    return None
+
+    source: str
+    capabilities: ContainerCapabilities
 
 
 @dataclass(frozen=True)
@@ -162,15 +230,20 @@ class HealthInputs:
 
     Attributes:
         gpu: The latest NVML reading.
-        containers: The latest Docker reading.
+        containers: Every container source's containers, merged by id, with the status and
+            engine facts of the first source (the Docker engine's, as wired today: the Docker
+            checks judge those).
         processes: GPU processes joined with their containers.
         visibility: Whether gputui sees the host PID and cgroup namespaces.
+        container_sources: Each container source's status, by source name, in the order the
+            collector was given them.
     """
 
     gpu: GpuReading
     containers: ContainerReading
     processes: tuple[GpuProcess, ...]
     visibility: Visibility
+    container_sources: Mapping[str, SourceStatus] = field(default_factory=dict)
 
 
 class Player(Protocol):
@@ -253,11 +326,44 @@ class CollectorProtocol(Protocol):
         ...
 
     def interactive_exec_argv(self, container_id: str, argv: Sequence[str]) -> list[str] | None:
-        """``docker exec -it`` argv for running ``argv`` on the terminal, None when unavailable."""
+        """The owning source's argv for ``argv`` on the terminal, None when unavailable."""
+        ...
+
+    def container_owner(self, container_id: str) -> ContainerOwner | None:
+        """The source that listed the container at the last collection, and what it offers.
+
+        A dictionary look-up (no I/O): the UI thread may ask it before choosing an action.
+
+        Returns:
+            None when no connected source lists it (a container seen only in cgroups).
+        """
+        ...
+
+    def open_container_logs(self, container_id: str, *, tail: int, follow: bool) -> LogReader:
+        """Open a container's logs through its source (blocking: call it off the UI thread).
+
+        Raises:
+            LogStreamError: no source offers them, or the stream cannot be opened (one line).
+        """
+        ...
+
+    def container_action(self, container_id: str, action: str) -> str | None:
+        """``stop``, ``start`` or ``restart`` a container through its source (blocking).
+
+        Returns:
+            None on success, else why not (read-only, no source lists it, or the engine's
+            answer).
+        """
         ...
 
     def signal_process(self, pid: int, signum: int, start_time: float | None) -> str | None:
         """Send a signal to a GPU process; None on success, else why not."""
+        ...
+
+    def parent_chain(
+        self, pid: int, start_time: float | None
+    ) -> tuple[tuple[ParentLink, ...], str | None]:
+        """A process's ancestors from the process source (blocking, bounded; see ProcessSource)."""
         ...
 
     def close(self) -> None:

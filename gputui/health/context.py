@@ -64,8 +64,9 @@ class CheckContext:
 
     @property
     def docker_ok(self) -> bool:
-        """True when the Docker engine answered."""
-        return self.inputs.containers.status.ok
+        """True when the Docker engine answered (the first container source, when it is one)."""
+        status = self.inputs.containers.status
+        return status.ok and status.name == "docker"
 
     def running_containers(self) -> tuple[ContainerInfo, ...]:
         """Containers whose processes can run."""

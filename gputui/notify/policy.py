@@ -16,7 +16,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from gputui.collect.sources import ContainerControl, container_control
+from gputui.collect.sources import CollectorProtocol
 from gputui.derive.analysis import Analysis
 from gputui.derive.fmt import safe_text
 from gputui.derive.idle_policy import IdlePolicy, IdlePolicyEngine, Notice, Stage
@@ -80,7 +80,7 @@ class PolicyRunner:
         host: str,
         *,
         notifier: Notifier | None = None,
-        control: ContainerControl | None = None,
+        control: CollectorProtocol | None = None,
         read_only: bool = True,
         log: Callable[[str], None] = lambda line: None,
         engine: IdlePolicyEngine | None = None,
@@ -178,7 +178,7 @@ def start_policy(
     host: str,
     *,
     notifier: Notifier | None,
-    collector: object,
+    collector: CollectorProtocol | None,
     read_only: bool,
     log: Callable[[str], None] = lambda line: None,
 ) -> PolicyRunner | None:
@@ -188,8 +188,8 @@ def start_policy(
         policy: The policy.
         host: This host's name.
         notifier: Where its events go (None: audited only).
-        collector: The collector whose Docker source stops containers (found with
-            :func:`~gputui.collect.sources.container_control`; none for the demo or a replay).
+        collector: The collector that stops containers through their owning source
+            (:func:`live_control`: none for the demo, a scenario or a replay).
         read_only: Refuse every stop.
         log: One line per problem.
     """
@@ -201,7 +201,18 @@ def start_policy(
         AuditLog(path),
         host,
         notifier=notifier,
-        control=container_control(collector),
+        control=live_control(collector),
         read_only=read_only,
         log=log,
     )
+
+
+def live_control(collector: CollectorProtocol | None) -> CollectorProtocol | None:
+    """The collector when it acts on this machine's containers (live, not playing a recording).
+
+    A demo's, a scenario's or a replay's containers are not this machine's to stop; the owning
+    source's own refusals (read-only, no lifecycle) still come back from ``container_action``.
+    """
+    if collector is None or collector.player is not None or collector.mode != "live":
+        return None
+    return collector

@@ -459,6 +459,10 @@ class GpuTuiApp(CrashSafeApp):
             return f"{title}: PID {process.pid} runs outside any container."
         if container is None:
             return f"{title}: select a container (or one of its processes) first."
+        if not container.known_to_engine:  # seen only in cgroups: nobody's to act on
+            from gputui.ui.machine_actions import unlisted
+
+            return f"{title}: {unlisted(container)}"
         name = fmt.safe_text(container.info.name, 60)
         status = fmt.safe_text(container.info.status, 20)
         return f"{title}: container {name} is {status}; it needs a running container."
@@ -701,10 +705,9 @@ class GpuTuiApp(CrashSafeApp):
         if process is None or snapshot is None:
             self.notify("Select a process first.", severity="warning")
             return
-        from gputui.collect.linux.parent_chain import parent_chain
         from gputui.ui.screens.process_detail import ChainReader, ProcessDetailScreen
 
-        reader: ChainReader | None = parent_chain
+        reader: ChainReader | None = self.collector.parent_chain
         off = None
         if self.collector.player is not None or self.collector.mode in ("demo", "replay"):
             reader, off = None, "not read: a demo's or a recording's PIDs are not this machine's"

@@ -1,5 +1,9 @@
 """The actions that reach into the machine: nvidia-smi in a container, signals to a process.
 
+Everything goes through the collector (:class:`~gputui.collect.sources.CollectorProtocol`),
+which routes a container's actions to the engine that lists it; before acting, a key asks that
+engine's capabilities, and says which engine lacks what when it does.
+
 A collaborator of the app, not a part of it: it is handed what it acts with (the app to show
 screens and toasts on, the collector, the settings, the monitor screen whose selection it acts
 on, and a way to hold collecting while the terminal belongs to another program) and owns the
@@ -24,7 +28,7 @@ from typing import TYPE_CHECKING
 from textual.app import App, SuspendNotSupported
 from textual.content import Content
 
-from gputui.collect.sources import CollectorProtocol, ContainerControl, container_control
+from gputui.collect.sources import Capability, CollectorProtocol, refusal
 from gputui.derive import fmt
 from gputui.model import ContainerUsage, ExecResult, GpuProcess
 from gputui.settings import Settings
@@ -127,7 +131,12 @@ class MachineActions:
         if self.refused():
             return
         container, _ = self.main.selection()
-        if container is None or not container.info.running:
+        if container is None:
+            self.app.notify("Select a running container first.", severity="warning")
+            return
+        if not self._offers(container, "exec"):
+            return
+        if not container.info.running:
             self.app.notify("Select a running container first.", severity="warning")
             return
         from gputui.ui.screens.exec_modal import ExecRun, ExecScreen
@@ -187,12 +196,18 @@ class MachineActions:
         if self.refused():
             return
         container, _ = self.main.selection()
-        if container is None or not container.info.running:
+        if container is None:
+            self.app.notify("Select a running container first.", severity="warning")
+            return
+        if not self._offers(container, "interactive_exec"):
+            return
+        if not container.info.running:
             self.app.notify("Select a running container first.", severity="warning")
             return
         argv = self.collector.interactive_exec_argv(container.info.id, ["nvidia-smi"])
         if argv is None:
-            self.app.notify("Interactive exec needs the docker CLI (not in demo mode); use x.")
+            name = fmt.safe_text(container.info.name, 60)
+            self.app.notify(f"No command runs nvidia-smi on this terminal in {name}; use x.")
             return
         # No collecting while the terminal belongs to someone else.
         with self.hold_collection():
@@ -296,13 +311,32 @@ class MachineActions:
 
     # ------------------------------------------------------------------------ containers
 
-    def _selected(self, running: bool = False) -> ContainerUsage | None:
-        """The selected container, or None after saying what to select."""
+    def _offers(self, container: ContainerUsage, *capabilities: Capability) -> bool:
+        """Whether the engine that lists ``container`` offers every one; if not, says so.
+
+        A container seen only in cgroups (no connected engine lists it) is nobody's to act on;
+        one whose engine lacks a capability is named with the engine.
+        """
+        owner = self.collector.container_owner(container.info.id)
+        if owner is None:
+            self.app.notify(unlisted(container), severity="warning")
+            return False
+        for capability in capabilities:
+            if not owner.capabilities.offers(capability):
+                text = refusal(owner.source, capability, owner.capabilities.note)
+                self.app.notify(f"{fmt.safe_text(text, 200)}.", severity="warning")
+                return False
+        return True
+
+    def _selected(self, *needs: Capability, running: bool = False) -> ContainerUsage | None:
+        """The selected container if its engine offers ``needs``, else None after saying why."""
         container, _ = self.main.selection()
         if container is None:
             self.app.notify(
                 "Select a container (or one of its processes) first.", severity="warning"
             )
+            return None
+        if not self._offers(container, *needs):
             return None
         if running and not container.info.running:
             name = fmt.safe_text(container.info.name, 60)
@@ -311,25 +345,12 @@ class MachineActions:
             return None
         return container
 
-    def _control(self) -> ContainerControl | None:
-        """The engine's container controls, or None after saying why there are none."""
-        control = container_control(self.collector)
-        if control is None:
-            self.app.notify(
-                "Container logs and actions need a Docker engine (not the demo or a recording).",
-                severity="warning",
-            )
-        return control
-
     def logs(self) -> None:
         """The selected container's logs on their own screen (read-only mode too: it reads)."""
         if self.settings.hide_sensitive:  # the action table hides it; this holds regardless
             return
-        container = self._selected()
+        container = self._selected("logs")
         if container is None:
-            return
-        control = self._control()
-        if control is None:
             return
         info = container.info
         name = fmt.safe_text(info.name, 60)
@@ -337,7 +358,9 @@ class MachineActions:
         from gputui.collect.docker.logs import DEFAULT_TAIL
         from gputui.ui.screens.logs import LogsScreen
 
-        opener = partial(control.open_logs, info.id, tail=DEFAULT_TAIL, follow=info.running)
+        opener = partial(
+            self.collector.open_container_logs, info.id, tail=DEFAULT_TAIL, follow=info.running
+        )
         self.app.push_screen(LogsScreen(name, subtitle, opener, follow=info.running))
 
     def shell(self) -> None:
@@ -348,7 +371,7 @@ class MachineActions:
         """
         if self.refused():
             return
-        container = self._selected(running=True)
+        container = self._selected("exec", "interactive_exec", running=True)
         if container is None:
             return
         cid, name = container.info.id, fmt.safe_text(container.info.name, 60)
@@ -356,7 +379,7 @@ class MachineActions:
             self.app.notify(f"{name}: an action is already under way.", severity="warning")
             return
         if self.collector.interactive_exec_argv(cid, ["sh"]) is None:
-            self.app.notify("A shell needs the docker CLI and a Docker engine (not the demo).")
+            self.app.notify(f"No command runs a shell on this terminal in {name}.")
             return
         self.busy.add(cid)
         self.app.notify(f"Looking for a shell in {name}…", timeout=2)
@@ -394,16 +417,16 @@ class MachineActions:
             return
         argv = self.collector.interactive_exec_argv(cid, [shell])
         if argv is None:
-            self.app.notify("A shell needs the docker CLI and a Docker engine (not the demo).")
+            self.app.notify(f"No command runs a shell on this terminal in {name}.")
             return
         with self.hold_collection():
             try:
                 with self.app.suspend():
                     code = self.shell_runner(argv)
             except SuspendNotSupported:
+                command = fmt.safe_text(" ".join(argv).replace(cid, cid[:12]), 200)
                 self.app.notify(
-                    f"This terminal cannot be suspended here: run docker exec -it {cid[:12]} "
-                    f"{shell} in another one.",
+                    f"This terminal cannot be suspended here: run {command} in another one.",
                     severity="warning",
                 )
                 return
@@ -418,7 +441,7 @@ class MachineActions:
         if self.refused():
             return
         verb, _, note = LIFECYCLE[action]
-        container = self._selected(running=action == "stop")
+        container = self._selected("lifecycle", running=action == "stop")
         if container is None:
             return
         info = container.info
@@ -428,9 +451,6 @@ class MachineActions:
             return
         if info.id in self.busy:
             self.app.notify(f"{name}: an action is already under way.", severity="warning")
-            return
-        control = self._control()
-        if control is None:
             return
         from gputui.ui.screens.confirm import ConfirmScreen
 
@@ -454,17 +474,17 @@ class MachineActions:
             self.main.ctree.mark_pending(container, PENDING_STATUS[action])
             threading.Thread(
                 target=self._run_lifecycle,
-                args=(control, cid, name, action),
+                args=(cid, name, action),
                 name="gputui-container-action",
                 daemon=True,
             ).start()
 
         self.app.push_screen(ConfirmScreen(f"{verb} {name}", body), answered)
 
-    def _run_lifecycle(self, control: ContainerControl, cid: str, name: str, action: str) -> None:
+    def _run_lifecycle(self, cid: str, name: str, action: str) -> None:
         """On a thread (stop waits up to 10 s for the container): act, then say how it went."""
         try:
-            error = control.container_action(cid, action)
+            error = self.collector.container_action(cid, action)
         except Exception as exc:  # the source reports refusals as text; this one did not
             error = f"{type(exc).__name__}: {redact(str(exc), 200)}"
         with contextlib.suppress(RuntimeError):  # the app closed meanwhile
@@ -482,6 +502,19 @@ class MachineActions:
         else:
             text = f"{verb} {name} failed: {fmt.safe_text(error, 200)}"
             self.app.notify(text, severity="error")
+
+
+def unlisted(container: ContainerUsage) -> str:
+    """Why nothing acts on a container no connected engine lists (one sentence)."""
+    name = fmt.safe_text(container.info.name, 60)
+    if container.known_to_engine:  # listed by the snapshot shown, gone from the engine since
+        return f"No connected engine lists {name} now: nothing here can act on it."
+    runtime = fmt.safe_text(container.cgroup_runtime, 30) if container.cgroup_runtime else None
+    where = f"a {runtime} cgroup" if runtime else "a container cgroup"
+    return (
+        f"{name} is seen only in {where}: no connected engine lists it, "
+        "so nothing here can act on it."
+    )
 
 
 def _run_interactive(argv: Sequence[str]) -> int:

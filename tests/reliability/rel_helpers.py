@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from gputui.collect.sources import ContainerCapabilities, ContainerSource
 from gputui.model import ContainerReading, ExecResult, SourceStatus
 
 REPO = Path(__file__).resolve().parents[2]
@@ -72,8 +73,13 @@ def gpu(index: int = 0, pids: list[int] | tuple[int, ...] = (), **fields: Any) -
     return base
 
 
-class NoDocker:
+class NoDocker(ContainerSource):
     """A container source with no engine, for tests about NVML or parsing: Docker stays out."""
+
+    name = "docker"
+
+    def capabilities(self) -> ContainerCapabilities:
+        return ContainerCapabilities(exec=True, interactive_exec=True)
 
     def read(self) -> ContainerReading:
         return ContainerReading(SourceStatus("docker", False, "not used", "not_found"))

@@ -64,8 +64,8 @@ def test_environment_values_never_leave(run_container: Callable[..., Any], tmp_p
         snapshot = collector.collect()
         assert snapshot.container(ct.id) is not None
         assert secret not in repr(snapshot)
-        assert secret not in repr(collector.containers.read())
-        assert secret not in repr(vars(collector.containers))
+        assert secret not in repr(collector.container_sources[0].read())
+        assert secret not in repr(vars(collector.container_sources[0]))
     finally:
         collector.close()
 
@@ -82,13 +82,14 @@ def test_read_only_refuses_every_action(
     try:
         snap = collector.collect()
         [gp] = snap.processes
-        calls = collector.containers.api_calls  # type: ignore[attr-defined]
+        calls = collector.container_sources[0].api_calls  # type: ignore[attr-defined]
         result = collector.exec_in_container(ct.id, ["nvidia-smi"], 5)
         assert result.error == READ_ONLY_REASON and result.exit_code is None
         assert collector.interactive_exec_argv(ct.id, ["sh"]) is None
+        assert collector.container_action(ct.id, "stop") == READ_ONLY_REASON
         for signum in (signal.SIGTERM, signal.SIGKILL, signal.SIGSTOP):
             assert collector.signal_process(gp.pid, signum, gp.info.start_time) == READ_ONLY_REASON
-        assert collector.containers.api_calls == calls  # type: ignore[attr-defined]
+        assert collector.container_sources[0].api_calls == calls  # type: ignore[attr-defined]
     finally:
         collector.close()
     assert proc.poll() is None  # still running, never stopped

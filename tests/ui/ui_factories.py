@@ -7,6 +7,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from gputui.collect.docker.logs import LogReader, LogStreamError
+from gputui.collect.linux.parent_chain import ParentLink, parent_chain
+from gputui.collect.sources import ContainerCapabilities, ContainerOwner
 from gputui.model import (
     ContainerInfo,
     ContainerUsage,
@@ -238,6 +241,29 @@ class FakeCollector:
     def signal_process(self, pid: int, signum: int, start_time: float | None) -> str | None:
         self.signals.append((pid, signum, start_time))
         return self.signal_answer
+
+    def container_owner(self, container_id: str) -> ContainerOwner | None:
+        """A ``docker`` source with exec (and interactive exec when there is an argv), for every
+        container the snapshot last handed out lists; no logs, no lifecycle."""
+        shown = self.snapshots[max(0, min(self.calls, len(self.snapshots)) - 1)]
+        usage = shown.container(container_id)
+        if usage is None or not usage.known_to_engine:
+            return None
+        offers = ContainerCapabilities(
+            exec=True, interactive_exec=self.interactive_argv is not None
+        )
+        return ContainerOwner("docker", offers)
+
+    def open_container_logs(self, container_id: str, *, tail: int, follow: bool) -> LogReader:
+        raise LogStreamError("docker does not offer container logs")
+
+    def container_action(self, container_id: str, action: str) -> str | None:
+        return "docker does not offer container stop/start/restart"
+
+    def parent_chain(
+        self, pid: int, start_time: float | None
+    ) -> tuple[tuple[ParentLink, ...], str | None]:
+        return parent_chain(pid, start_time)  # the real /proc: the tests' PIDs are real
 
     def close(self) -> None:
         self.closed = True

@@ -1,4 +1,4 @@
-"""The Docker engine as a :class:`~gputui.collect.sources.ContainerSource`.
+"""The Docker engine as a :class:`~gputui.collect.sources.ContainerSource` (named ``docker``).
 
 This is the only module that imports ``docker``, and only for ``ssh://`` engines. Design, in
 short:
@@ -60,6 +60,7 @@ from gputui.collect.docker.engine_api import (
 )
 from gputui.collect.docker.logs import EngineLogReader, LogStreamError
 from gputui.collect.linux.cgroup_usage import CgroupSampler
+from gputui.collect.sources import ContainerCapabilities, ContainerSource
 from gputui.model import ContainerInfo, ContainerReading, EngineInfo, ExecResult, SourceStatus
 
 _T = TypeVar("_T")
@@ -323,12 +324,26 @@ def _sentence(exc: BaseException, url: str | None) -> str:
     return _one_line(exc)
 
 
-class DockerSource:
-    """Containers, engine facts and exec, from a Docker engine.
+#: What the Docker engine offers: everything; exec on the terminal runs the docker CLI. An
+#: ``ssh://`` engine's logs and actions are refused by the calls themselves, with the reason.
+DOCKER_CAPABILITIES = ContainerCapabilities(
+    exec=True, interactive_exec=True, logs=True, lifecycle=True
+)
+#: The same without the docker CLI on PATH.
+DOCKER_WITHOUT_CLI = dataclasses.replace(
+    DOCKER_CAPABILITIES, interactive_exec=False, note="the docker CLI is not on PATH"
+)
+
+
+class DockerSource(ContainerSource):
+    """Containers, engine facts, exec, logs and stop/start/restart, from a Docker engine.
 
     Attributes:
+        name: ``docker``: the key of its status in the snapshot and the reports.
         api_calls: Docker API requests made so far (read, events, exec), for tests and benchmarks.
     """
+
+    name = "docker"
 
     def __init__(
         self,
@@ -352,6 +367,7 @@ class DockerSource:
                 ``docker ps --filter label=...`` does; None watches every container.
         """
         self.api_calls = 0
+        self._cli: bool | None = None  # whether the docker CLI is on PATH, once looked for
         self._label_filter: dict[str, list[str]] = {"label": [label]} if label else {}
         self._base_url = base_url
         self._timeout = timeout
@@ -379,6 +395,27 @@ class DockerSource:
         self._events_thread: threading.Thread | None = None
         #: Execs started and not yet over: exec id -> container id (guarded by _lock).
         self._live_execs: dict[str, str] = {}
+
+    def capabilities(self) -> ContainerCapabilities:
+        """Exec, logs and lifecycle; exec on the terminal while the docker CLI is on PATH.
+
+        The CLI is looked for once (on the read thread): PATH does not change under gputui.
+        """
+        if self._cli is None:
+            self._cli = docker_cli_available()
+        return DOCKER_CAPABILITIES if self._cli else DOCKER_WITHOUT_CLI
+
+    def slow_status(self, waited_s: float) -> SourceStatus:
+        """The engine has not answered a read for ``waited_s`` seconds (it goes on)."""
+        return SourceStatus(
+            self.name,
+            ok=False,
+            error=f"the Docker engine has not answered for {waited_s:.0f} s; "
+            "showing the containers last seen",
+            kind="slow",
+            fix="Check `docker info`, the engine's load and its log (journalctl -u docker); "
+            "GPU data keeps updating meanwhile.",
+        )
 
     # --- connection ------------------------------------------------------------------------
 

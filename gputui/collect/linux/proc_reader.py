@@ -47,6 +47,7 @@ from gputui.collect.linux.membership import (
     parse_cgroup,
     parse_nspid_fields,
 )
+from gputui.collect.linux.parent_chain import ParentLink, parent_chain
 from gputui.collect.linux.proc_parse import (
     MAX_STAT_BYTES,
     PID_MAX_LIMIT,
@@ -331,6 +332,12 @@ class ProcSource:
     def tracked_pids(self) -> dict[str, frozenset[int]]:
         """The PIDs each per-process cache holds (for leak checks: churn tests and soaks)."""
         return {"tracked": frozenset(self._tracked), "file_facts": frozenset(self._file_facts)}
+
+    def parent_chain(
+        self, pid: int, start_time: float | None
+    ) -> tuple[tuple[ParentLink, ...], str | None]:
+        """The drill-down's parent chain of ``pid`` (see :func:`parent_chain`), from ``/proc``."""
+        return parent_chain(pid, start_time)
 
     def close(self) -> None:
         """Close every kept descriptor (the source still works: it opens them again)."""

@@ -14,8 +14,9 @@ import math
 import time
 from collections.abc import Iterable, Sequence
 from dataclasses import replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from gputui.collect.sources import ContainerCapabilities, ContainerSource
 from gputui.model import (
     GPU_GAUGES,
     ContainerInfo,
@@ -27,6 +28,9 @@ from gputui.model import (
     SourceStatus,
     Visibility,
 )
+
+if TYPE_CHECKING:
+    from gputui.collect.linux.parent_chain import ParentLink
 
 # --- The four GPUs, as a scenario played through the real NVML adapter.
 _STEPS = 120
@@ -503,11 +507,21 @@ _USAGE: dict[str, tuple[float, float | None, float, float]] = {
 }
 
 
-class DemoContainers:
-    """Containers of the simulated machine (a :class:`ContainerSource`)."""
+class DemoContainers(ContainerSource):
+    """Containers of the simulated machine, as a Docker engine would list them.
+
+    Attributes:
+        name: ``docker``: the simulated machine runs Docker.
+    """
+
+    name = "docker"
 
     def __init__(self) -> None:
         self._step = 0
+
+    def capabilities(self) -> ContainerCapabilities:
+        """A simulated nvidia-smi only: no terminal, no logs, no lifecycle."""
+        return ContainerCapabilities(exec=True, note="the demo's containers are simulated")
 
     def read(self) -> ContainerReading:
         """The fixed container set, with CPU, memory and throttling that move a little."""
@@ -649,6 +663,12 @@ class DemoProcesses:
     def send_signal(self, pid: int, signum: int, start_time: float | None) -> str | None:
         """Signals are not sent in the demo; say so."""
         return f"demo mode: signal {signum} not sent to PID {pid}"
+
+    def parent_chain(
+        self, pid: int, start_time: float | None
+    ) -> tuple[tuple[ParentLink, ...], str | None]:
+        """None read: the demo's PIDs are not this machine's."""
+        return (), "not read: a demo's PIDs are not this machine's"
 
 
 def demo_clock(start: float = DEMO_EPOCH, step: float = 1.0) -> Any:

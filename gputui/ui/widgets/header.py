@@ -141,11 +141,13 @@ def _short_host(stats: HostStats | None) -> list[Part] | None:
 def _sources(snapshot: Snapshot) -> Segment | None:
     parts: list[Part] = [SEP]
     bad: list[Part] = [SEP]
-    for name in ("nvml", "docker", "procs"):
+    # NVML first, then every container source in the collector's order (a recording's names
+    # are outside text: sanitised).
+    for name in ("nvml", *(n for n in snapshot.sources if n != "nvml")):
         status = snapshot.sources.get(name)
         if status is None:
             continue
-        label = _SOURCE_LABELS.get(name, name)
+        label = _SOURCE_LABELS.get(name) or fmt.safe_text(name, 20)
         style = "$text-success" if status.ok else "bold $text-error"
         item: list[Part] = [(f"{label} ", "$text-muted"), (source_text(status), style)]
         parts += [" ", *item] if len(parts) > 1 else item
