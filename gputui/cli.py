@@ -279,11 +279,11 @@ def _print_snapshot(analysis: Analysis, as_json: bool) -> int:
     if as_json:
         # ensure_ascii: control characters, bidi overrides and lone surrogates all become \u
         # escapes, so the document is inert on a terminal and exact for a parser.
-        doc = snapshot_to_json(snapshot, findings, alerts)
+        doc = snapshot_to_json(snapshot, findings, alerts, analysis.totals)
         _write(json.dumps(doc, indent=2, ensure_ascii=True))
         _write("\n")
     else:
-        _write(snapshot_to_text(snapshot, findings, alerts))
+        _write(snapshot_to_text(snapshot, findings, alerts, analysis.totals))
     mark("report-written")
     return 0
 

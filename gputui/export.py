@@ -37,7 +37,7 @@ from gputui.collect.sources import CollectorProtocol
 from gputui.derive.alerts import AlertRule
 from gputui.derive.analysis import Analysis, Analyzer
 from gputui.derive.fmt import safe_text
-from gputui.derive.users import user_label, user_usage
+from gputui.derive.users import UserTotals, user_label, user_usage
 from gputui.metrics_server import HttpLimits as HttpLimits  # part of serve()'s signature
 from gputui.metrics_server import MetricsServer
 from gputui.model import (
@@ -434,14 +434,15 @@ def dropped_family(
     return dropped
 
 
-def user_families(snapshot: Snapshot) -> tuple[list[Metric], int]:
+def user_families(snapshot: Snapshot, totals: UserTotals | None = None) -> tuple[list[Metric], int]:
     """Per-user GPU memory, processes and SM (``--user-series``), and how many users were left out.
 
     A user is the host uid of the processes, named from the host's passwd, or ``uid N
     (container)`` (see :mod:`gputui.derive.users`); at most :data:`MAX_USER_SERIES` users, those
-    with the most GPU memory, get series.
+    with the most GPU memory, get series. ``totals`` are the analysis's (the rows the TUI and
+    ``--once`` show); None computes them here.
     """
-    rows = user_usage(snapshot)
+    rows = totals.users if totals is not None else user_usage(snapshot)
     memory = _gauge(
         "gputui_user_gpu_memory_used_bytes",
         "GPU memory held by a user's processes, on every GPU.",
@@ -638,7 +639,8 @@ class SnapshotMetrics:
             families += container_families(snapshot, pid_labels=self.pid_labels)
             users_dropped = None
             if self.user_series:
-                users, users_dropped = user_families(snapshot)
+                totals = analysis.totals if analysis is not None else None
+                users, users_dropped = user_families(snapshot, totals)
                 families += users
             families += status_families(snapshot, analysis, users_dropped)
         # One place adds the host label, so no family (today's or a future one) goes without it

@@ -32,6 +32,7 @@ __all__ = [
     "SORTS",
     "UNKNOWN_PLACE",
     "ProjectUsage",
+    "UserTotals",
     "UserUsage",
     "gpu_list",
     "place_of",
@@ -39,6 +40,7 @@ __all__ = [
     "sort_rows",
     "user_label",
     "user_of",
+    "user_totals",
     "user_usage",
 ]
 
@@ -246,6 +248,28 @@ def project_usage(snapshot: Snapshot) -> tuple[ProjectUsage, ...]:
         for project, s in sums.items()
     ]
     return tuple(sort_rows(rows, "memory"))
+
+
+@dataclass(frozen=True, slots=True)
+class UserTotals:
+    """One snapshot's users and compose projects, computed once for every front-end.
+
+    The analysis computes them on the collector's thread (:class:`~gputui.derive.analysis.
+    Analysis` carries them), so the Users tab, ``--once`` (text and JSON) and the exporter's
+    user series show the same rows from one computation.
+
+    Attributes:
+        users: :func:`user_usage` of the snapshot.
+        projects: :func:`project_usage` of the snapshot.
+    """
+
+    users: tuple[UserUsage, ...]
+    projects: tuple[ProjectUsage, ...]
+
+
+def user_totals(snapshot: Snapshot) -> UserTotals:
+    """:class:`UserTotals` of ``snapshot``."""
+    return UserTotals(user_usage(snapshot), project_usage(snapshot))
 
 
 Row = TypeVar("Row", UserUsage, ProjectUsage)
