@@ -148,6 +148,19 @@ class Analyzer:
         """
         self._interval = interval
 
+    @property
+    def followed(self) -> frozenset[ProcessKey]:
+        """The processes :meth:`follow` asked for."""
+        return self._followed
+
+    def _resize(self) -> bool:
+        """Apply the interval :meth:`set_interval` asked for; True when the buffers changed."""
+        wanted = self._interval
+        if self.history is None or wanted is None or wanted == self.history.interval:
+            return False
+        self.history.set_interval(wanted)
+        return True
+
     def analyse(self, snapshot: Snapshot) -> Analysis:
         """Feed one snapshot to both engines and the history, and return what it means.
 
@@ -158,6 +171,8 @@ class Analyzer:
         """
         last = self._last
         if last is not None and snapshot is last.snapshot:
+            if self._resize() and self.history is not None:
+                return replace(last, started=(), history=self.history.view())
             return replace(last, started=())
         if last is not None and snapshot.taken_at < last.snapshot.taken_at:
             self._findings = FindingsEngine()
@@ -174,9 +189,7 @@ class Analyzer:
         sums = refresh_sums(snapshot)
         history_view = process_view = None
         if self.history is not None and self.process_history is not None:
-            wanted = self._interval
-            if wanted is not None and wanted != self.history.interval:
-                self.history.set_interval(wanted)
+            self._resize()
             self.history.record(snapshot)
             self.process_history.record(snapshot, self._followed, sums)
             history_view = self.history.view()

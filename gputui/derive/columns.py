@@ -122,7 +122,7 @@ class Columns:
             self._sealed += (current,)
             self._sealed_len += len(current[0])
             current = self._open = self._new()
-        for col, value in zip(current, row, strict=True):
+        for col, value in zip(current, row):  # noqa: B905 (one value per column: hot path)
             col.append(value)
 
     def last(self, column: int) -> float:
@@ -188,7 +188,7 @@ class Columns:
         """A view of the rows as they are now (a few references, no copy)."""
         current = self._open
         n = len(current[0])
-        last = tuple(col[-1] for col in current) if n else ()
+        last = tuple([col[-1] for col in current]) if n else ()
         return Frozen(self._sealed, self._head, current, n, last)
 
     def nbytes(self) -> int:
