@@ -689,9 +689,10 @@ def _replay_once(player: ReplayCollector, rules: Sequence[AlertRule], as_json: b
             and player.time_at(first - 1) >= shown.taken_at - lookback
         ):
             first -= 1
-        analyzer = Analyzer(rules)
+        analyzer = Analyzer(rules, totals=False)  # user totals for the snapshot shown only
         for index in range(first, position):
             analyzer.analyse(player.snapshot_at(index))
+        analyzer.totals = True
         return _print_snapshot(analyzer.analyse(shown), as_json)
     finally:
         player.close()
@@ -922,7 +923,7 @@ def free_command(argv: Sequence[str]) -> int:
         snapshot, settled = _collect_settled(collector)
     finally:
         collector.close()
-    findings = Analyzer(()).analyse(snapshot).findings
+    findings = Analyzer((), totals=False).analyse(snapshot).findings
     answer = free_gpus(snapshot, FreeRules(args.min_free_memory, args.max_util), findings)
     if not settled:
         answer = replace(answer, caveats=(*answer.caveats, FREE_UNSETTLED))

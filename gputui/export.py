@@ -805,7 +805,7 @@ def render_once(
     ``for`` duration is pending).
     """
     metrics = SnapshotMetrics(pid_labels=pid_labels, user_series=user_series)
-    metrics.publish(snapshot, Analyzer(rules).analyse(snapshot))
+    metrics.publish(snapshot, Analyzer(rules, totals=user_series).analyse(snapshot))
     metrics.rebuild()
     return metrics.exposition()
 
@@ -876,7 +876,8 @@ def serve(
     server.start()
     # One loop (and so one Analyzer) for the exporter's life: a restarted thread runs it again,
     # keeping the trends and the alerts' ``for`` durations.
-    collecting = collect_loop(collector, metrics, interval=effective, analyzer=Analyzer(rules))
+    analyzer = Analyzer(rules, totals=user_series)  # the user totals only for user series
+    collecting = collect_loop(collector, metrics, interval=effective, analyzer=analyzer)
 
     def start_collector() -> threading.Thread:
         thread = threading.Thread(

@@ -111,6 +111,8 @@ class Analyzer:
         history_seconds: How far back the GPU, container and per-process history reaches; None
             keeps no history (a front-end that draws none: ``--once``, the exporter).
         interval: The refresh period the history buffers are sized for.
+        totals: Compute the users and projects (:attr:`Analysis.totals`); an exporter without
+            user series, or a look-back whose snapshots are not shown, needs none.
     """
 
     def __init__(
@@ -119,8 +121,11 @@ class Analyzer:
         *,
         history_seconds: float | None = None,
         interval: float = 1.0,
+        totals: bool = True,
     ) -> None:
         self.rules = tuple(rules)
+        #: Whether :meth:`analyse` computes the user totals (may change between analyses).
+        self.totals = totals
         self._findings = FindingsEngine()
         self._alerts = AlertEngine(self.rules)
         self._last: Analysis | None = None
@@ -204,7 +209,7 @@ class Analyzer:
             dict(self._findings.throttling),
             build_groups(snapshot),
             sums,
-            user_totals(snapshot),
+            user_totals(snapshot) if self.totals else None,
             history_view,
             process_view,
         )
