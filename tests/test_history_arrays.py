@@ -14,8 +14,8 @@ def test_samples_are_flat_doubles_bounded_by_maxlen() -> None:
     for t in range(1, 1001):
         history.add(key, float(t), float(t % 7))
     series = history._series[key]
-    values = series.cols.column(1)
-    assert isinstance(values, array) and values.typecode == "d"
+    column = series.cols.column(1)
+    assert isinstance(column, array) and column.typecode == "d"
     assert len(series.cols) <= 100 + 100 // SLACK
     # Rows cut but still in their chunk: at most one chunk more.
     assert series.cols.allocated <= 100 + 2 * (100 // SLACK)
