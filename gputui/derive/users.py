@@ -120,6 +120,16 @@ def user_of(snapshot: Snapshot, proc: GpuProcess) -> tuple[str, str, str]:
         snapshot: The snapshot the process is part of (names its container).
         proc: The process.
     """
+    return _user_of(proc, lambda cid: _container_name(snapshot, cid))
+
+
+def _names(snapshot: Snapshot) -> Callable[[str], str]:
+    """:func:`_container_name` over one snapshot, from a dict built once (the totals' hot path)."""
+    names = {u.info.id: u.info.name or u.info.id[:12] for u in snapshot.containers}
+    return lambda cid: names.get(cid) or cid[:12]
+
+
+def _user_of(proc: GpuProcess, name_of: Callable[[str], str]) -> tuple[str, str, str]:
     info = proc.info
     if not info.exists:
         return "unknown", "PIDs nobody can find", "unknown"
@@ -130,7 +140,7 @@ def user_of(snapshot: Snapshot, proc: GpuProcess) -> tuple[str, str, str]:
         return "unreadable", "user unknown (no permission)", "unreadable"
     if user.isascii() and user.isdigit():
         if proc.container_id is not None:
-            name = _container_name(snapshot, proc.container_id)
+            name = name_of(proc.container_id)
             return f"uid:{user}@{proc.container_id}", f"uid {user} ({name})", "uid"
         return f"uid:{user}", f"uid {user}", "uid"
     return f"user:{user}", user, "user"
@@ -174,8 +184,12 @@ def place_of(snapshot: Snapshot, proc: GpuProcess) -> str:
     ``host`` only when ``/proc`` showed it in no container (:attr:`GpuProcess.on_host`); a
     process ``/proc`` hides or nobody can find is ``unknown``.
     """
+    return _place_of(proc, lambda cid: _container_name(snapshot, cid))
+
+
+def _place_of(proc: GpuProcess, name_of: Callable[[str], str]) -> str:
     if proc.container_id is not None:
-        return _container_name(snapshot, proc.container_id)
+        return name_of(proc.container_id)
     return HOST if proc.on_host else UNKNOWN_PLACE
 
 
@@ -190,10 +204,14 @@ def user_usage(snapshot: Snapshot) -> tuple[UserUsage, ...]:
     """
     sums: dict[str, _Sum] = {}
     meta: dict[str, tuple[str, str]] = {}
+    name_of = _names(snapshot)
     for proc in snapshot.processes:
-        key, label, kind = user_of(snapshot, proc)
+        key, label, kind = _user_of(proc, name_of)
         meta[key] = (label, kind)
-        sums.setdefault(key, _Sum()).add(proc, place_of(snapshot, proc))
+        row = sums.get(key)
+        if row is None:
+            row = sums[key] = _Sum()
+        row.add(proc, _place_of(proc, name_of))
     rows = [
         UserUsage(
             key=key,
@@ -226,15 +244,16 @@ def project_usage(snapshot: Snapshot) -> tuple[ProjectUsage, ...]:
         if project and (usage.pids or usage.info.gpu_request is not None):
             sums.setdefault(project, _Sum()).places.add(usage.info.name)
             users.setdefault(project, set())
+    name_of = _names(snapshot)
+    projects = {u.info.id: u.info.compose_project for u in snapshot.containers}
     for proc in snapshot.processes:
         if proc.container_id is None:
             continue
-        owner = snapshot.container(proc.container_id)
-        project = owner.info.compose_project if owner is not None else None
+        project = projects.get(proc.container_id)
         if not project:
             continue
-        sums.setdefault(project, _Sum()).add(proc, place_of(snapshot, proc))
-        users.setdefault(project, set()).add(user_of(snapshot, proc)[1])
+        sums.setdefault(project, _Sum()).add(proc, _place_of(proc, name_of))
+        users.setdefault(project, set()).add(_user_of(proc, name_of)[1])
     rows = [
         ProjectUsage(
             project=project,
