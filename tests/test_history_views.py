@@ -195,7 +195,13 @@ def test_an_analyzer_without_history_carries_none_and_one_with_it_carries_views(
     assert back.process_history is not None and back.process_history.last_time == 1.5
     # The interval asked for from another thread sizes the buffers with the next analysis.
     analyzer.set_interval(0.5)
-    assert analyzer.analyse(_snap(3.0, 1)).history.maxlen == 120  # type: ignore[union-attr]
+    third = _snap(3.0, 1)
+    assert analyzer.analyse(third).history.maxlen == 120  # type: ignore[union-attr]
+    # Asked for while the collector hands the same snapshot again (a stalled source, a paused
+    # replay): that repeat and every later one carry the new size.
+    analyzer.set_interval(2.0)
+    assert analyzer.analyse(third).history.maxlen == 30  # type: ignore[union-attr]
+    assert analyzer.analyse(third).history.maxlen == 30  # type: ignore[union-attr]
 
 
 def test_a_followed_process_is_kept_whatever_its_memory() -> None:

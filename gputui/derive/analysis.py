@@ -177,7 +177,8 @@ class Analyzer:
         last = self._last
         if last is not None and snapshot is last.snapshot:
             if self._resize() and self.history is not None:
-                return replace(last, started=(), history=self.history.view())
+                # Kept as the previous answer too, so the next repeat shows the new size.
+                last = self._last = replace(last, history=self.history.view())
             return replace(last, started=())
         if last is not None and snapshot.taken_at < last.snapshot.taken_at:
             self._findings = FindingsEngine()
