@@ -283,11 +283,11 @@ def _print_snapshot(analysis: Analysis, as_json: bool) -> int:
     if as_json:
         # ensure_ascii: control characters, bidi overrides and lone surrogates all become \u
         # escapes, so the document is inert on a terminal and exact for a parser.
-        doc = snapshot_to_json(snapshot, findings, alerts)
+        doc = snapshot_to_json(snapshot, findings, alerts, analysis.totals)
         _write(json.dumps(doc, indent=2, ensure_ascii=True))
         _write("\n")
     else:
-        _write(snapshot_to_text(snapshot, findings, alerts))
+        _write(snapshot_to_text(snapshot, findings, alerts, analysis.totals))
     mark("report-written")
     return 0
 
@@ -745,9 +745,10 @@ def _replay_once(player: ReplayCollector, rules: Sequence[AlertRule], as_json: b
             and player.time_at(first - 1) >= shown.taken_at - lookback
         ):
             first -= 1
-        analyzer = Analyzer(rules)
+        analyzer = Analyzer(rules, totals=False)  # user totals for the snapshot shown only
         for index in range(first, position):
             analyzer.analyse(player.snapshot_at(index))
+        analyzer.totals = True
         return _print_snapshot(analyzer.analyse(shown), as_json)
     finally:
         player.close()
@@ -978,7 +979,7 @@ def free_command(argv: Sequence[str]) -> int:
         snapshot, settled = _collect_settled(collector)
     finally:
         collector.close()
-    findings = Analyzer(()).analyse(snapshot).findings
+    findings = Analyzer((), totals=False).analyse(snapshot).findings
     answer = free_gpus(snapshot, FreeRules(args.min_free_memory, args.max_util), findings)
     if not settled:
         answer = replace(answer, caveats=(*answer.caveats, FREE_UNSETTLED))

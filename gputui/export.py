@@ -37,7 +37,7 @@ from gputui.collect.sources import CollectorProtocol
 from gputui.derive.alerts import AlertRule
 from gputui.derive.analysis import Analysis, Analyzer
 from gputui.derive.fmt import safe_text
-from gputui.derive.users import user_label, user_usage
+from gputui.derive.users import UserTotals, user_label, user_usage
 from gputui.ledger.counters import LedgerCounters
 from gputui.metrics_server import HttpLimits as HttpLimits  # part of serve()'s signature
 from gputui.metrics_server import MetricsServer
@@ -435,14 +435,15 @@ def dropped_family(
     return dropped
 
 
-def user_families(snapshot: Snapshot) -> tuple[list[Metric], int]:
+def user_families(snapshot: Snapshot, totals: UserTotals | None = None) -> tuple[list[Metric], int]:
     """Per-user GPU memory, processes and SM (``--user-series``), and how many users were left out.
 
     A user is the host uid of the processes, named from the host's passwd, or ``uid N
     (container)`` (see :mod:`gputui.derive.users`); at most :data:`MAX_USER_SERIES` users, those
-    with the most GPU memory, get series.
+    with the most GPU memory, get series. ``totals`` are the analysis's (the rows the TUI and
+    ``--once`` show); None computes them here.
     """
-    rows = user_usage(snapshot)
+    rows = totals.users if totals is not None else user_usage(snapshot)
     memory = _gauge(
         "gputui_user_gpu_memory_used_bytes",
         "GPU memory held by a user's processes, on every GPU.",
@@ -646,7 +647,8 @@ class SnapshotMetrics:
             families += container_families(snapshot, pid_labels=self.pid_labels)
             users_dropped = None
             if self.user_series:
-                users, users_dropped = user_families(snapshot)
+                totals = analysis.totals if analysis is not None else None
+                users, users_dropped = user_families(snapshot, totals)
                 families += users
             families += status_families(snapshot, analysis, users_dropped)
             families += ledger_families(self.ledger)
@@ -866,7 +868,7 @@ def render_once(
     ``for`` duration is pending).
     """
     metrics = SnapshotMetrics(pid_labels=pid_labels, user_series=user_series)
-    metrics.publish(snapshot, Analyzer(rules).analyse(snapshot))
+    metrics.publish(snapshot, Analyzer(rules, totals=user_series).analyse(snapshot))
     metrics.rebuild()
     return metrics.exposition()
 
@@ -942,8 +944,10 @@ def serve(
     server.start()
     # One loop (and so one Analyzer) for the exporter's life: a restarted thread runs it again,
     # keeping the trends and the alerts' ``for`` durations.
+    # The user totals only for user series.
+    analyzer = Analyzer(rules, sinks, totals=user_series)
     collecting = collect_loop(
-        collector, metrics, interval=effective, analyzer=Analyzer(rules, sinks), observe=observe
+        collector, metrics, interval=effective, analyzer=analyzer, observe=observe
     )
 
     def start_collector() -> threading.Thread:

@@ -17,12 +17,12 @@ from gputui.derive.activity import Activity, activity_estimates
 from gputui.derive.alerts import Alert, AlertState
 from gputui.derive.users import (
     ProjectUsage,
+    UserTotals,
     UserUsage,
     gpu_list,
     place_of,
-    project_usage,
     user_label,
-    user_usage,
+    user_totals,
 )
 from gputui.model import (
     FINDING_RANK,
@@ -387,14 +387,19 @@ def free_explanation(answer: FreeAnswer, wanted: int, enough: bool) -> list[str]
 
 
 def snapshot_to_json(
-    snapshot: Snapshot, findings: Iterable[Finding] = (), alerts: AlertState | None = None
+    snapshot: Snapshot,
+    findings: Iterable[Finding] = (),
+    alerts: AlertState | None = None,
+    totals: UserTotals | None = None,
 ) -> dict[str, Any]:
     """The snapshot in the documented JSON schema (docs/json-schema.md).
 
-    ``findings`` and ``alerts`` are the snapshot's ``Analysis`` (what the TUI shows); the
-    ``alerts`` key lists its pending and firing alerts (none when ``alerts`` is None).
+    ``findings``, ``alerts`` and ``totals`` are the snapshot's ``Analysis`` (what the TUI
+    shows); the ``alerts`` key lists its pending and firing alerts (none when ``alerts`` is
+    None); ``totals`` None computes the users and projects here.
     """
     engine = snapshot.engine
+    totals = totals if totals is not None else user_totals(snapshot)
     return {
         "version": __version__,
         "taken_at": iso(snapshot.taken_at),
@@ -434,8 +439,8 @@ def snapshot_to_json(
         "findings": [finding_to_json(f) for f in findings],
         "alerts": [alert_to_json(a) for a in (alerts.active if alerts is not None else ())],
         "host_stats": _host_stats(snapshot.host_stats),
-        "users": [user_to_json(u) for u in user_usage(snapshot)],
-        "compose_projects": [project_to_json(p) for p in project_usage(snapshot)],
+        "users": [user_to_json(u) for u in totals.users],
+        "compose_projects": [project_to_json(p) for p in totals.projects],
         "gpu_activity": [activity_to_json(a) for a in activity_estimates(snapshot)],
         "xid_events": [
             {"gpu_index": e.gpu_index, "xid": e.xid, "at": iso(e.at)} for e in snapshot.xid_events
@@ -509,9 +514,9 @@ def host_line(h: HostStats | None) -> str | None:
     )
 
 
-def _users_text(snapshot: Snapshot) -> list[str]:
+def _users_text(totals: UserTotals) -> list[str]:
     """The ``Users`` section (and ``Compose projects`` when any project uses GPUs)."""
-    users = user_usage(snapshot)
+    users = totals.users
     if not users:
         return []
     lines = ["", "Users"]
@@ -528,7 +533,7 @@ def _users_text(snapshot: Snapshot) -> list[str]:
             ]
         )
     lines += ["  " + r for r in _table(rows, right=(1, 2, 3))]
-    projects = project_usage(snapshot)
+    projects = totals.projects
     if projects:
         lines += ["", "Compose projects"]
         rows = [["PROJECT", "GPU-MEM", "SM", "PROCS", "GPUS", "CONTAINERS", "USERS"]]
@@ -656,12 +661,15 @@ def _process_gpu(snapshot: Snapshot, p: GpuProcess) -> str:
 
 
 def snapshot_to_text(
-    snapshot: Snapshot, findings: Iterable[Finding] = (), alerts: AlertState | None = None
+    snapshot: Snapshot,
+    findings: Iterable[Finding] = (),
+    alerts: AlertState | None = None,
+    totals: UserTotals | None = None,
 ) -> str:
     """A readable report of one snapshot: GPUs, GPU processes, containers, problems.
 
-    ``findings`` and ``alerts`` are the snapshot's ``Analysis``; pending and firing alerts get
-    a section of their own.
+    ``findings``, ``alerts`` and ``totals`` are the snapshot's ``Analysis``; pending and firing
+    alerts get a section of their own; ``totals`` None computes the users and projects here.
     """
     h = snapshot.host
     # NVML, then each container source in the collector's order (Docker alone, as wired today).
@@ -804,7 +812,7 @@ def snapshot_to_text(
             f"  {fmt.size(total)} of GPU memory held by PIDs that do not exist here: "
             + ", ".join(str(p.pid) for p in orphans)
         )
-    lines += _users_text(snapshot)
+    lines += _users_text(totals if totals is not None else user_totals(snapshot))
     found = list(findings)
     if found:
         lines += ["", "Findings"]

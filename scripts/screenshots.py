@@ -167,9 +167,8 @@ async def shoot(
         collector = ReplayCollector(snapshots[-1], demo_collector())
         app = GpuTuiApp(collector, Settings(demo=True, interval=1.0))
         for snapshot in snapshots[:-1]:
-            app.history.record(snapshot)
-            app.process_history.record(snapshot)
-            app.analyzer.analyse(snapshot)  # trends and alert durations, as if it had run
+            # History, trends and alert durations, as if it had run.
+            app.analyzer.analyse(snapshot)
         async with app.run_test(size=size) as pilot:
             for _ in range(200):
                 if app.main.snapshot is not None and app.main.health_title:

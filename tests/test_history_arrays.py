@@ -14,8 +14,11 @@ def test_samples_are_flat_doubles_bounded_by_maxlen() -> None:
     for t in range(1, 1001):
         history.add(key, float(t), float(t % 7))
     series = history._series[key]
-    assert isinstance(series.values, array) and series.values.typecode == "d"
-    assert len(series.times) <= 100 + 100 // SLACK
+    column = series.cols.column(1)
+    assert isinstance(column, array) and column.typecode == "d"
+    assert len(series.cols) <= 100 + 100 // SLACK
+    # Rows cut but still in their chunk: at most one chunk more.
+    assert series.cols.allocated <= 100 + 2 * (100 // SLACK)
     # Exactly the newest 100 come back, oldest first, whatever the slack holds.
     assert history.series(key, 1e9) == tuple(float(t % 7) for t in range(901, 1001))
     times, values = history.timed(key, 10.0)
@@ -24,8 +27,10 @@ def test_samples_are_flat_doubles_bounded_by_maxlen() -> None:
     history.last_time = 1000.0  # what record() sets
     assert history.covered([key], 1e9) == 99.0  # from the oldest kept sample, not the slack
     # 8 bytes a sample and a value, where a deque of floats took about 32 each.
-    per_sample = (sys.getsizeof(series.times) + sys.getsizeof(series.values)) / len(series.times)
+    frozen = series.cols.freeze()
+    per_sample = (sys.getsizeof(frozen.column(0)) + sys.getsizeof(frozen.column(1))) / len(frozen)
     assert per_sample < 20
+    assert series.cols.nbytes() <= 16 * series.cols.allocated
 
 
 def test_resize_keeps_the_newest() -> None:

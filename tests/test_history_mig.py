@@ -64,7 +64,7 @@ def test_mig_series_are_bounded_like_the_others() -> None:
         history.record(_snap(1000.0 + step, gpu))
     key = mig_key(gpu, _inst(0, 0.0))
     assert len(history.series(key, 1e9)) == history.maxlen == 20
-    assert len(history._series[key].times) <= 20 + 20 // 8
+    assert len(history._series[key].cols) <= 20 + 20 // 8
 
 
 def test_a_device_its_gpu_stops_listing_is_dropped_but_a_lost_gpu_keeps_its_devices() -> None:

@@ -1,20 +1,31 @@
-"""Findings, alerts and GPU shares for each snapshot, computed on the collector thread.
+"""Findings, alerts, GPU shares, history and user totals for each snapshot, on the collector thread.
 
 No Textual imports: the collector worker calls :meth:`Analyzer.analyse` right after ``collect()``
 and posts the result with the snapshot, so the UI thread only draws. The engines keep state
-between snapshots (trends, ``for`` durations), which is why one :class:`Analyzer` lives as long
-as the app.
+between snapshots (trends, ``for`` durations), and so do the history buffers, which is why one
+:class:`Analyzer` lives as long as the app. The buffers are written here only; each
+:class:`Analysis` carries frozen views of them (:class:`~gputui.derive.history.HistoryView`,
+:class:`~gputui.derive.process_history.ProcessHistoryView`) that later appends never change,
+so the UI thread reads them while this thread records the next snapshot.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 
 from gputui.derive.alerts import Alert, AlertEngine, AlertRule, AlertState
 from gputui.derive.findings import FindingsEngine, Share, Throttling, gpu_shares
-from gputui.derive.process_history import RefreshSums, refresh_sums
+from gputui.derive.history import History, HistoryView
+from gputui.derive.process_history import (
+    ProcessHistory,
+    ProcessHistoryView,
+    ProcessKey,
+    RefreshSums,
+    refresh_sums,
+)
 from gputui.derive.tree import Group, Markers, build_groups, node_markers
+from gputui.derive.users import UserTotals, user_totals
 from gputui.model import AlertSeverity, Finding, Snapshot
 
 #: Alert severities, worst first.
@@ -36,6 +47,12 @@ class Analysis:
             figure the ``cpu_throttled`` finding and the tree marker print).
         groups: The snapshot's processes under their containers (the Containers tab's groups).
         process_sums: Each process summed over its GPUs (what the per-process history records).
+        totals: GPU use per user and per compose project (the Users tab, ``--once``, the
+            exporter's user series).
+        history: The GPU, MIG and container series up to this snapshot; None when the
+            analyzer keeps no history (``--once``, the exporter).
+        process_history: The per-process series up to this snapshot (the drill-down); None
+            as for ``history``.
     """
 
     snapshot: Snapshot
@@ -49,6 +66,9 @@ class Analysis:
     # refresh at 2,000 processes); None only in an Analysis built by hand.
     groups: tuple[Group, ...] | None = None
     process_sums: RefreshSums | None = None
+    totals: UserTotals | None = None
+    history: HistoryView | None = None
+    process_history: ProcessHistoryView | None = None
 
     @classmethod
     def bare(cls, snapshot: Snapshot) -> Analysis:
@@ -60,6 +80,7 @@ class Analysis:
             markers=node_markers((), shares),
             groups=build_groups(snapshot),
             process_sums=refresh_sums(snapshot),
+            totals=user_totals(snapshot),
         )
 
     def findings_for(self, container_id: str, pids: Iterable[int] = ()) -> tuple[Finding, ...]:
@@ -83,7 +104,7 @@ def worst_severity(alerts: Iterable[Alert]) -> AlertSeverity | None:
 
 
 class Analyzer:
-    """Runs the findings and alert engines on each snapshot, in order.
+    """Runs the findings and alert engines on each snapshot, in order, and records history.
 
     Args:
         rules: The alert rules in force (``load_config(...).alert_rules``).
@@ -91,41 +112,102 @@ class Analyzer:
             idle-GPU policy), after it is computed; not called again for the same snapshot.
             They must return at once (queue, never send): a sink that raises is counted in
             :attr:`sink_errors` and the analysis goes on.
+        history_seconds: How far back the GPU, container and per-process history reaches; None
+            keeps no history (a front-end that draws none: ``--once``, the exporter).
+        interval: The refresh period the history buffers are sized for.
+        totals: Compute the users and projects (:attr:`Analysis.totals`); an exporter without
+            user series, or a look-back whose snapshots are not shown, needs none.
     """
 
     def __init__(
-        self, rules: Iterable[AlertRule], sinks: Iterable[Callable[[Analysis], None]] = ()
+        self,
+        rules: Iterable[AlertRule],
+        sinks: Iterable[Callable[[Analysis], None]] = (),
+        *,
+        history_seconds: float | None = None,
+        interval: float = 1.0,
+        totals: bool = True,
     ) -> None:
         self.rules = tuple(rules)
         self.sinks = tuple(sinks)
         #: Sink calls that raised.
         self.sink_errors = 0
+        #: Whether :meth:`analyse` computes the user totals (may change between analyses).
+        self.totals = totals
         self._findings = FindingsEngine()
         self._alerts = AlertEngine(self.rules)
         self._last: Analysis | None = None
         # Alerts already announced; kept across resets so a replay jumping back does not toast
         # an alert that is still firing a second time.
         self._announced: set[tuple[str, str]] = set()
+        #: The buffers, written by :meth:`analyse` only (the collector's thread).
+        self.history = None if history_seconds is None else History(history_seconds, interval)
+        self.process_history = None if history_seconds is None else ProcessHistory(history_seconds)
+        # Set from other threads (the UI's); each is one reference, read once per analysis.
+        self._followed: frozenset[ProcessKey] = frozenset()
+        self._interval: float | None = None
+
+    def follow(self, keys: Collection[ProcessKey]) -> None:
+        """Keep the history of these processes whatever their memory (the drill-downs' own).
+
+        Safe from any thread: it takes effect with the next snapshot analysed.
+        """
+        self._followed = frozenset(keys)
+
+    def set_interval(self, interval: float) -> None:
+        """Size the history for a new refresh period, from the next snapshot analysed on.
+
+        Safe from any thread (the buffers are resized on the analysing one).
+        """
+        self._interval = interval
+
+    @property
+    def followed(self) -> frozenset[ProcessKey]:
+        """The processes :meth:`follow` asked for."""
+        return self._followed
+
+    def _resize(self) -> bool:
+        """Apply the interval :meth:`set_interval` asked for; True when the buffers changed."""
+        wanted = self._interval
+        if self.history is None or wanted is None or wanted == self.history.interval:
+            return False
+        self.history.set_interval(wanted)
+        return True
 
     def analyse(self, snapshot: Snapshot) -> Analysis:
-        """Feed one snapshot to both engines and return what it means.
+        """Feed one snapshot to both engines and the history, and return what it means.
 
         The same snapshot object again (a paused replay, a stalled test collector) returns the
         previous answer without feeding the engines twice; a snapshot older than the previous one
-        (a replay seeking back) restarts the engines, whose trends only run forwards.
+        (a replay seeking back) restarts the engines, whose trends only run forwards, and
+        forgets the history (its samples are that snapshot's future).
         """
         last = self._last
         if last is not None and snapshot is last.snapshot:
+            if self._resize() and self.history is not None:
+                # Kept as the previous answer too, so the next repeat shows the new size.
+                last = self._last = replace(last, history=self.history.view())
             return replace(last, started=())
         if last is not None and snapshot.taken_at < last.snapshot.taken_at:
             self._findings = FindingsEngine()
             self._alerts = AlertEngine(self.rules)
+            if self.history is not None and self.process_history is not None:
+                self.history.clear()
+                self.process_history.clear()
         findings = self._findings.update(snapshot)
         alerts = self._alerts.update(snapshot)
         firing = {(a.rule, a.subject): a for a in alerts.firing}
         started = tuple(a for key, a in firing.items() if key not in self._announced)
         self._announced = set(firing)
         shares = gpu_shares(snapshot)
+        sums = refresh_sums(snapshot)
+        history_view = process_view = None
+        if self.history is not None and self.process_history is not None:
+            self._resize()
+            self.history.record(snapshot)
+            self.process_history.record(snapshot, self._followed, sums)
+            history_view = self.history.view()
+            process_view = self.process_history.view()
         self._last = Analysis(
             snapshot,
             findings,
@@ -135,7 +217,10 @@ class Analyzer:
             started,
             dict(self._findings.throttling),
             build_groups(snapshot),
-            refresh_sums(snapshot),
+            sums,
+            user_totals(snapshot) if self.totals else None,
+            history_view,
+            process_view,
         )
         for sink in self.sinks:
             try:

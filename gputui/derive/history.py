@@ -6,10 +6,10 @@ only repaints when its ``data`` attribute is assigned a new object).
 
 from __future__ import annotations
 
-from array import array
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
 from gputui.derive import fmt
+from gputui.derive.columns import Columns, Frozen, Values
 from gputui.derive.fmt import ratio
 from gputui.model import ContainerUsage, GpuSample, MigInstance, Snapshot
 
@@ -174,21 +174,22 @@ def gpu_values(gpu: GpuSample) -> dict[str, float | None]:
 
 
 class _Series:
-    """Parallel time and value arrays; times let windows stay right when the interval changes.
+    """Parallel time and value columns; times let windows stay right when the interval changes.
 
     Flat ``array('d')`` buffers hold 8 bytes a sample where a deque of floats held 32 (the
     float object and its slot): at 8 GPUs and 200 containers, 632 series of 1,800 samples take
-    18 MB instead of 73 MB. Appends go to the end; once the buffer is :data:`SLACK` past its
-    length the oldest samples are cut in one move, so an append costs O(1) amortised.
+    18 MB instead of 73 MB. They are chunked (:class:`~gputui.derive.columns.Columns`) so that
+    the view handed to the UI with each refresh (:meth:`freeze`) costs a few references, not a
+    copy. Appends go to the end; once the series is :data:`SLACK` past its length the oldest
+    samples are cut in one move, so an append costs O(1) amortised.
     """
 
-    __slots__ = ("maxlen", "start", "times", "values")
+    __slots__ = ("cols", "maxlen", "start")
 
     def __init__(self, maxlen: int) -> None:
         self.maxlen = maxlen
         self.start = 0.0  # when the newest point's step began (see ``fold_s``)
-        self.times = array("d")
-        self.values = array("d")
+        self.cols = Columns("dd", _chunk(maxlen))
 
     def append(self, at: float, value: float, fold_s: float = 0.0) -> None:
         """Add a sample; within ``fold_s`` of the newest point's start it joins that point.
@@ -196,31 +197,54 @@ class _Series:
         A joined point keeps the larger value (sparklines draw each cell's maximum) and the
         newer time (so the series' end and its pruning follow the newest sample).
         """
-        times, values = self.times, self.values
-        if fold_s and times and at - self.start < fold_s:
-            times[-1] = at
-            if value > values[-1]:
-                values[-1] = value
+        cols = self.cols
+        if fold_s and len(cols) and at - self.start < fold_s:
+            cols.set_last(0, at)
+            if value > cols.last(1):
+                cols.set_last(1, value)
             return
         self.start = at
-        times.append(at)
-        values.append(value)
-        excess = len(times) - self.maxlen
+        cols.append((at, value))
+        excess = len(cols) - self.maxlen
         if excess > self.maxlen // SLACK:
-            del times[:excess]
-            del values[:excess]
+            cols.cut(excess)
 
-    def window(self, first: int) -> tuple[int, int]:
-        """The buffer's index range holding the newest :attr:`maxlen` samples from ``first``."""
-        n = len(self.times)
-        return max(first, n - self.maxlen), n
+    def newest(self) -> float | None:
+        """The newest sample's time (None: no sample)."""
+        return self.cols.last(0) if len(self.cols) else None
 
     def resize(self, maxlen: int) -> None:
         self.maxlen = maxlen
-        excess = len(self.times) - maxlen
-        if excess > 0:
-            del self.times[:excess]
-            del self.values[:excess]
+        self.cols.chunk = _chunk(maxlen)
+        self.cols.keep_newest(maxlen)
+
+    def freeze(self) -> _Frozen:
+        """The series as it is now, for a :class:`HistoryView`."""
+        return _Frozen(self.cols.freeze(), self.maxlen)
+
+
+def _chunk(maxlen: int) -> int:
+    """Rows per chunk of a series of ``maxlen`` points: the slack that a cut may leave."""
+    return max(1, maxlen // SLACK)
+
+
+class _Frozen:
+    """One series as a view saw it: its rows and the point budget in force then."""
+
+    __slots__ = ("maxlen", "rows")
+
+    def __init__(self, rows: Frozen, maxlen: int) -> None:
+        self.rows = rows
+        self.maxlen = maxlen
+
+    def arrays(self) -> tuple[Values, Values]:
+        """Times and values of the newest :attr:`maxlen` samples, oldest first."""
+        times, values = self.rows.column(0), self.rows.column(1)
+        excess = len(times) - self.maxlen
+        if excess > 0:  # the slack a cut leaves, or samples kept past a shorter budget
+            del times[:excess]
+            del values[:excess]
+        return times, values
 
 
 #: A series may hold up to ``maxlen + maxlen // SLACK`` samples before its oldest are cut.
@@ -234,7 +258,79 @@ SLACK = 8
 MAX_POINTS = 3600
 
 
-class History:
+class HistoryReader:
+    """The reads every holder of history answers.
+
+    :class:`History` (the writer's own), :class:`HistoryView` (one refresh's, handed to the
+    front-ends) and :class:`ShownHistory` (the view a front-end shows).
+    """
+
+    __slots__ = ()
+
+    #: The newest recorded snapshot's time (None: none yet).
+    last_time: float | None
+
+    def _frozen(self, key: SeriesKey) -> _Frozen | None:
+        raise NotImplementedError
+
+    def series(
+        self, key: SeriesKey, window_s: float, now: float | None = None
+    ) -> tuple[float, ...]:
+        """The values of one series within the last ``window_s`` seconds, oldest first.
+
+        Args:
+            key: Which series.
+            window_s: Window length in seconds.
+            now: End of the window; defaults to the newest recorded snapshot time.
+
+        Returns:
+            A fresh tuple (empty when the series is unknown).
+        """
+        return self.timed(key, window_s, now)[1]
+
+    def timed(
+        self, key: SeriesKey, window_s: float, now: float | None = None
+    ) -> tuple[tuple[float, ...], tuple[float, ...]]:
+        """Times and values of one series within the window, oldest first (see :meth:`series`)."""
+        s = self._frozen(key)
+        if s is None or not len(s.rows):
+            return (), ()
+        times, values = s.arrays()
+        start = self._window_start(times, window_s, now)
+        return tuple(times[start:]), tuple(values[start:])
+
+    def _window_start(self, times: Sequence[float], window_s: float, now: float | None) -> int:
+        """Index of the first sample within ``window_s`` before ``now`` (or the newest time).
+
+        Walks from the newest sample back: the cost is the window, not the whole buffer.
+        """
+        end = self.last_time if now is None else now
+        if end is None:
+            end = times[-1]
+        start = end - window_s
+        count = 0
+        for t in reversed(times):
+            if t < start:
+                break
+            count += 1
+        return len(times) - count
+
+    def covered(self, keys: Iterable[SeriesKey], window_s: float) -> float:
+        """Seconds of the window the longest of ``keys`` actually covers (0: no samples)."""
+        end = self.last_time
+        best = 0.0
+        for key in keys:
+            s = self._frozen(key)
+            if end is None or s is None or not len(s.rows):
+                continue
+            times, _ = s.arrays()
+            oldest = next((t for t in times if t >= end - window_s), None)
+            if oldest is not None:
+                best = max(best, end - oldest)
+        return min(best, window_s)
+
+
+class History(HistoryReader):
     """Ring buffers sized by time: ``history_seconds / interval`` points per series (or fewer).
 
     Below half a second, samples within one step share a point (see :data:`MAX_POINTS`).
@@ -338,8 +434,8 @@ class History:
         stale = [
             key
             for key, s in self._series.items()
-            if not s.times
-            or s.times[-1] < horizon
+            if (newest := s.newest()) is None
+            or newest < horizon
             or (
                 live_containers is not None
                 and key[0] == "container"
@@ -352,64 +448,17 @@ class History:
         for key in stale:
             del self._series[key]
 
-    def series(
-        self, key: SeriesKey, window_s: float, now: float | None = None
-    ) -> tuple[float, ...]:
-        """The values of one series within the last ``window_s`` seconds, oldest first.
+    def view(self) -> HistoryView:
+        """Every series as it is now, for another thread to read while this one appends.
 
-        Args:
-            key: Which series.
-            window_s: Window length in seconds.
-            now: End of the window; defaults to the newest recorded snapshot time.
-
-        Returns:
-            A fresh tuple (empty when the series is unknown).
+        A few references per series, no copy of the samples (see :mod:`gputui.derive.columns`).
         """
+        frozen = {key: s.freeze() for key, s in self._series.items()}
+        return HistoryView(frozen, self.last_time, self.maxlen)
+
+    def _frozen(self, key: SeriesKey) -> _Frozen | None:
         s = self._series.get(key)
-        if s is None or not s.times:
-            return ()
-        start, end = s.window(self._window_start(s.times, window_s, now))
-        return tuple(s.values[start:end])
-
-    def timed(
-        self, key: SeriesKey, window_s: float, now: float | None = None
-    ) -> tuple[tuple[float, ...], tuple[float, ...]]:
-        """Times and values of one series within the window, oldest first (see :meth:`series`)."""
-        s = self._series.get(key)
-        if s is None or not s.times:
-            return (), ()
-        start, end = s.window(self._window_start(s.times, window_s, now))
-        return tuple(s.times[start:end]), tuple(s.values[start:end])
-
-    def _window_start(self, times: Sequence[float], window_s: float, now: float | None) -> int:
-        """Index of the first sample within ``window_s`` before ``now`` (or the newest time).
-
-        Walks from the newest sample back: the cost is the window, not the whole buffer.
-        """
-        end = self.last_time if now is None else now
-        if end is None:
-            end = times[-1]
-        start = end - window_s
-        count = 0
-        for t in reversed(times):
-            if t < start:
-                break
-            count += 1
-        return len(times) - count
-
-    def covered(self, keys: Iterable[SeriesKey], window_s: float) -> float:
-        """Seconds of the window the longest of ``keys`` actually covers (0: no samples)."""
-        end = self.last_time
-        best = 0.0
-        for key in keys:
-            s = self._series.get(key)
-            if end is None or s is None or not s.times:
-                continue
-            first, _ = s.window(0)
-            oldest = next((t for t in s.times[first:] if t >= end - window_s), None)
-            if oldest is not None:
-                best = max(best, end - oldest)
-        return min(best, window_s)
+        return None if s is None else s.freeze()
 
     def keys(self) -> Iterable[SeriesKey]:
         """Every series currently kept."""
@@ -417,6 +466,78 @@ class History:
 
     def __len__(self) -> int:
         return len(self._series)
+
+
+class HistoryView(HistoryReader):
+    """Every series of a :class:`History` at one refresh; later appends never change it.
+
+    Built on the collector's thread with each analysis (:meth:`History.view`) and read on the
+    UI's, so the UI never reads a buffer that the collector is appending to.
+
+    Args:
+        series: Each series' frozen rows.
+        last_time: The newest recorded snapshot's time.
+        maxlen: Points kept per series when the view was taken.
+    """
+
+    __slots__ = ("_series", "last_time", "maxlen")
+
+    def __init__(
+        self,
+        series: Mapping[SeriesKey, _Frozen] | None = None,
+        last_time: float | None = None,
+        maxlen: int = 0,
+    ) -> None:
+        self._series: Mapping[SeriesKey, _Frozen] = series if series is not None else {}
+        self.last_time = last_time
+        self.maxlen = maxlen
+
+    def _frozen(self, key: SeriesKey) -> _Frozen | None:
+        return self._series.get(key)
+
+    def keys(self) -> Iterable[SeriesKey]:
+        """Every series the view holds."""
+        return self._series.keys()
+
+    def __len__(self) -> int:
+        return len(self._series)
+
+
+class ShownHistory(HistoryReader):
+    """The history a front-end shows: the view of the last refresh it applied.
+
+    The UI thread swaps the view (:meth:`show`) when it applies a snapshot and at no other
+    time, so a paused monitor keeps showing the history as it was when it paused.
+    """
+
+    __slots__ = ("view",)
+
+    def __init__(self, view: HistoryView | None = None) -> None:
+        self.view = view if view is not None else HistoryView()
+
+    def show(self, view: HistoryView) -> None:
+        """Show ``view`` from now on."""
+        self.view = view
+
+    @property
+    def last_time(self) -> float | None:  # type: ignore[override]
+        """The shown view's newest snapshot time."""
+        return self.view.last_time
+
+    @property
+    def maxlen(self) -> int:
+        """Points kept per series in the shown view."""
+        return self.view.maxlen
+
+    def _frozen(self, key: SeriesKey) -> _Frozen | None:
+        return self.view._frozen(key)
+
+    def keys(self) -> Iterable[SeriesKey]:
+        """Every series the shown view holds."""
+        return self.view.keys()
+
+    def __len__(self) -> int:
+        return len(self.view)
 
 
 def next_window(current: float) -> float:

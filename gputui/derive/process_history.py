@@ -20,6 +20,7 @@ from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from gputui.derive.columns import Columns, Frozen
 from gputui.model import GpuProcess, Snapshot
 
 #: Processes followed at once (the ones holding the most GPU memory), besides the viewed ones.
@@ -148,46 +149,62 @@ def totals(processes: Iterable[GpuProcess]) -> dict[ProcessKey, ProcessTotals]:
 
 
 class _Track:
-    """One process's samples: parallel times and values, NaN where a metric had no figure."""
+    """One process's samples: times, memory and SM % columns, NaN where a metric had no figure.
 
-    __slots__ = ("last_seen", "mem", "sm", "times")
+    Chunked (:class:`~gputui.derive.columns.Columns`), so that the view handed to the UI with
+    each refresh takes a few references, not a copy.
+    """
 
-    def __init__(self) -> None:
-        self.times = array("d")
-        self.mem = array("f")
-        self.sm = array("f")
+    __slots__ = ("cols", "last_seen")
+
+    def __init__(self, chunk: int) -> None:
+        self.cols = Columns("dff", chunk)
         self.last_seen = -math.inf
 
     def append(self, at: float, mem: int | None, sm: int | None) -> None:
-        self.times.append(at)
-        self.mem.append(math.nan if mem is None else mem)
-        self.sm.append(math.nan if sm is None else sm)
+        self.cols.append((at, math.nan if mem is None else mem, math.nan if sm is None else sm))
         self.last_seen = at
 
+    def __len__(self) -> int:
+        return len(self.cols)
+
     def drop_before(self, horizon: float) -> None:
-        """Forget the samples older than ``horizon`` (one slice delete, not one per sample)."""
-        cut = bisect_left(self.times, horizon)
-        if cut:
-            del self.times[:cut]
-            del self.mem[:cut]
-            del self.sm[:cut]
+        """Forget the samples older than ``horizon`` (an offset moved, nothing deleted in place)."""
+        self.cols.cut(self.cols.count_below(0, horizon))
 
     def thin(self) -> None:
         """Keep every other sample, each the larger of its pair (the newest always kept)."""
-        n = len(self.times)
+        old = self.cols.freeze()
+        old_times, old_mem, old_sm = old.column(0), old.column(1), old.column(2)
+        n = len(old_times)
         # Pairs end at the newest sample, so the latest figure is never merged away.
         start = n % 2
-        times = array("d", self.times[:start])
-        mem = array("f", self.mem[:start])
-        sm = array("f", self.sm[:start])
+        times = array("d", old_times[:start])
+        mem = array("f", old_mem[:start])
+        sm = array("f", old_sm[:start])
         for i in range(start, n, 2):
-            times.append(self.times[i + 1])
-            mem.append(_larger(self.mem[i], self.mem[i + 1]))
-            sm.append(_larger(self.sm[i], self.sm[i + 1]))
-        self.times, self.mem, self.sm = times, mem, sm
+            times.append(old_times[i + 1])
+            mem.append(_larger(old_mem[i], old_mem[i + 1]))
+            sm.append(_larger(old_sm[i], old_sm[i + 1]))
+        # New arrays: a view taken before still holds the old ones, whole.
+        self.cols.replace((times, mem, sm))
+
+    def freeze(self) -> _FrozenTrack:
+        """The track as it is now, for a :class:`ProcessHistoryView`."""
+        return _FrozenTrack(self.cols.freeze(), self.last_seen)
 
     def nbytes(self) -> int:
-        return sum(a.itemsize * len(a) for a in (self.times, self.mem, self.sm))
+        return self.cols.nbytes()
+
+
+class _FrozenTrack:
+    """One process's samples as a view saw them."""
+
+    __slots__ = ("last_seen", "rows")
+
+    def __init__(self, rows: Frozen, last_seen: float) -> None:
+        self.rows = rows
+        self.last_seen = last_seen
 
 
 def _larger(a: float, b: float) -> float:
@@ -199,7 +216,65 @@ def _larger(a: float, b: float) -> float:
     return max(a, b)
 
 
-class ProcessHistory:
+class ProcessHistoryReader:
+    """The reads every holder of per-process history answers.
+
+    :class:`ProcessHistory` (the writer's own), :class:`ProcessHistoryView` (one refresh's,
+    handed to the front-ends) and :class:`ShownProcessHistory` (the view a front-end shows).
+    """
+
+    __slots__ = ()
+
+    #: The newest recorded refresh's time (None: none yet).
+    last_time: float | None
+
+    def _frozen(self, key: ProcessKey) -> _FrozenTrack | None:
+        raise NotImplementedError
+
+    def timed(
+        self, key: ProcessKey, metric: str, window_s: float, now: float | None = None
+    ) -> tuple[tuple[float, ...], tuple[float, ...]]:
+        """Times and values of one metric within the last ``window_s`` seconds, oldest first.
+
+        Args:
+            key: The process.
+            metric: ``mem`` (bytes) or ``sm`` (%).
+            window_s: Window length in seconds.
+            now: End of the window; defaults to the newest recorded refresh.
+
+        Returns:
+            Fresh tuples; samples without a figure are left out (empty for an unknown process).
+        """
+        track = self._frozen(key)
+        if track is None or not len(track.rows):
+            return (), ()
+        times = track.rows.column(0)
+        values = track.rows.column(1 if metric == "mem" else 2)
+        end = self.last_time if now is None else now
+        first = bisect_left(times, (end if end is not None else times[-1]) - window_s)
+        pairs = [
+            (t, v) for t, v in zip(times[first:], values[first:], strict=True) if not math.isnan(v)
+        ]
+        return tuple(t for t, _ in pairs), tuple(v for _, v in pairs)
+
+    def covered(self, key: ProcessKey, window_s: float) -> float:
+        """Seconds of the window the process's samples cover (0: none)."""
+        track = self._frozen(key)
+        if track is None or not len(track.rows) or self.last_time is None:
+            return 0.0
+        times = track.rows.column(0)
+        first = bisect_left(times, self.last_time - window_s)
+        if first >= len(times):
+            return 0.0
+        return min(window_s, self.last_time - times[first])
+
+    def last_seen(self, key: ProcessKey) -> float | None:
+        """When the process was last recorded; None when it is not followed."""
+        track = self._frozen(key)
+        return None if track is None else track.last_seen
+
+
+class ProcessHistory(ProcessHistoryReader):
     """GPU memory and SM % per process over a time window, bounded in processes and points.
 
     Args:
@@ -221,6 +296,8 @@ class ProcessHistory:
         self.max_points = max_points
         self.last_time: float | None = None
         self._tracks: dict[ProcessKey, _Track] = {}
+        # A thinned track restarts at half its budget: a chunk an eighth of it cuts finely.
+        self._chunk = max(16, max_points // 8)
 
     def record(
         self,
@@ -250,7 +327,7 @@ class ProcessHistory:
         for key in keys:
             track = tracks.get(key)
             if track is None:
-                track = tracks[key] = _Track()
+                track = tracks[key] = _Track(self._chunk)
             mem, sm, _ = found[key]
             track.append(at, mem, sm)
         self._prune(at, viewed)
@@ -261,7 +338,7 @@ class ProcessHistory:
             del self._tracks[key]
         for track in self._tracks.values():
             track.drop_before(horizon)
-            if len(track.times) > self.max_points:
+            if len(track) > self.max_points:
                 track.thin()
         excess = len(self._tracks) - self.max_processes - len(viewed)
         if excess > 0:
@@ -273,47 +350,17 @@ class ProcessHistory:
             for key in spare[:excess]:
                 del self._tracks[key]
 
-    def timed(
-        self, key: ProcessKey, metric: str, window_s: float, now: float | None = None
-    ) -> tuple[tuple[float, ...], tuple[float, ...]]:
-        """Times and values of one metric within the last ``window_s`` seconds, oldest first.
+    def view(self) -> ProcessHistoryView:
+        """Every followed process as it is now, for another thread to read while this one records.
 
-        Args:
-            key: The process.
-            metric: ``mem`` (bytes) or ``sm`` (%).
-            window_s: Window length in seconds.
-            now: End of the window; defaults to the newest recorded refresh.
-
-        Returns:
-            Fresh tuples; samples without a figure are left out (empty for an unknown process).
+        A few references per process, no copy of the samples.
         """
-        track = self._tracks.get(key)
-        if track is None or not track.times:
-            return (), ()
-        values = track.mem if metric == "mem" else track.sm
-        end = self.last_time if now is None else now
-        first = bisect_left(track.times, (end if end is not None else track.times[-1]) - window_s)
-        pairs = [
-            (t, v)
-            for t, v in zip(track.times[first:], values[first:], strict=True)
-            if not math.isnan(v)
-        ]
-        return tuple(t for t, _ in pairs), tuple(v for _, v in pairs)
+        tracks = {key: t.freeze() for key, t in self._tracks.items()}
+        return ProcessHistoryView(tracks, self.last_time)
 
-    def covered(self, key: ProcessKey, window_s: float) -> float:
-        """Seconds of the window the process's samples cover (0: none)."""
+    def _frozen(self, key: ProcessKey) -> _FrozenTrack | None:
         track = self._tracks.get(key)
-        if track is None or not track.times or self.last_time is None:
-            return 0.0
-        first = bisect_left(track.times, self.last_time - window_s)
-        if first >= len(track.times):
-            return 0.0
-        return min(window_s, self.last_time - track.times[first])
-
-    def last_seen(self, key: ProcessKey) -> float | None:
-        """When the process was last recorded; None when it is not followed."""
-        track = self._tracks.get(key)
-        return None if track is None else track.last_seen
+        return None if track is None else track.freeze()
 
     def clear(self) -> None:
         """Forget everything (a replay jumped back in time)."""
@@ -329,3 +376,60 @@ class ProcessHistory:
 
     def __len__(self) -> int:
         return len(self._tracks)
+
+
+class ProcessHistoryView(ProcessHistoryReader):
+    """Every followed process of a :class:`ProcessHistory` at one refresh, never changed later.
+
+    Built on the collector's thread with each analysis and read on the UI's (the drill-down).
+
+    Args:
+        tracks: Each process's frozen samples.
+        last_time: The newest recorded refresh's time.
+    """
+
+    __slots__ = ("_tracks", "last_time")
+
+    def __init__(
+        self,
+        tracks: Mapping[ProcessKey, _FrozenTrack] | None = None,
+        last_time: float | None = None,
+    ) -> None:
+        self._tracks: Mapping[ProcessKey, _FrozenTrack] = tracks if tracks is not None else {}
+        self.last_time = last_time
+
+    def _frozen(self, key: ProcessKey) -> _FrozenTrack | None:
+        return self._tracks.get(key)
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._tracks
+
+    def __len__(self) -> int:
+        return len(self._tracks)
+
+
+class ShownProcessHistory(ProcessHistoryReader):
+    """The per-process history a front-end shows: the view of the last refresh it applied."""
+
+    __slots__ = ("view",)
+
+    def __init__(self, view: ProcessHistoryView | None = None) -> None:
+        self.view = view if view is not None else ProcessHistoryView()
+
+    def show(self, view: ProcessHistoryView) -> None:
+        """Show ``view`` from now on."""
+        self.view = view
+
+    @property
+    def last_time(self) -> float | None:  # type: ignore[override]
+        """The shown view's newest refresh time."""
+        return self.view.last_time
+
+    def _frozen(self, key: ProcessKey) -> _FrozenTrack | None:
+        return self.view._frozen(key)
+
+    def __contains__(self, key: object) -> bool:
+        return key in self.view
+
+    def __len__(self) -> int:
+        return len(self.view)

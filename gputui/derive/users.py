@@ -32,6 +32,7 @@ __all__ = [
     "SORTS",
     "UNKNOWN_PLACE",
     "ProjectUsage",
+    "UserTotals",
     "UserUsage",
     "gpu_list",
     "place_of",
@@ -39,6 +40,7 @@ __all__ = [
     "sort_rows",
     "user_label",
     "user_of",
+    "user_totals",
     "user_usage",
 ]
 
@@ -118,6 +120,16 @@ def user_of(snapshot: Snapshot, proc: GpuProcess) -> tuple[str, str, str]:
         snapshot: The snapshot the process is part of (names its container).
         proc: The process.
     """
+    return _user_of(proc, lambda cid: _container_name(snapshot, cid))
+
+
+def _names(snapshot: Snapshot) -> Callable[[str], str]:
+    """:func:`_container_name` over one snapshot, from a dict built once (the totals' hot path)."""
+    names = {u.info.id: u.info.name or u.info.id[:12] for u in snapshot.containers}
+    return lambda cid: names.get(cid) or cid[:12]
+
+
+def _user_of(proc: GpuProcess, name_of: Callable[[str], str]) -> tuple[str, str, str]:
     info = proc.info
     if not info.exists:
         return "unknown", "PIDs nobody can find", "unknown"
@@ -128,7 +140,7 @@ def user_of(snapshot: Snapshot, proc: GpuProcess) -> tuple[str, str, str]:
         return "unreadable", "user unknown (no permission)", "unreadable"
     if user.isascii() and user.isdigit():
         if proc.container_id is not None:
-            name = _container_name(snapshot, proc.container_id)
+            name = name_of(proc.container_id)
             return f"uid:{user}@{proc.container_id}", f"uid {user} ({name})", "uid"
         return f"uid:{user}", f"uid {user}", "uid"
     return f"user:{user}", user, "user"
@@ -172,8 +184,12 @@ def place_of(snapshot: Snapshot, proc: GpuProcess) -> str:
     ``host`` only when ``/proc`` showed it in no container (:attr:`GpuProcess.on_host`); a
     process ``/proc`` hides or nobody can find is ``unknown``.
     """
+    return _place_of(proc, lambda cid: _container_name(snapshot, cid))
+
+
+def _place_of(proc: GpuProcess, name_of: Callable[[str], str]) -> str:
     if proc.container_id is not None:
-        return _container_name(snapshot, proc.container_id)
+        return name_of(proc.container_id)
     return HOST if proc.on_host else UNKNOWN_PLACE
 
 
@@ -188,10 +204,14 @@ def user_usage(snapshot: Snapshot) -> tuple[UserUsage, ...]:
     """
     sums: dict[str, _Sum] = {}
     meta: dict[str, tuple[str, str]] = {}
+    name_of = _names(snapshot)
     for proc in snapshot.processes:
-        key, label, kind = user_of(snapshot, proc)
+        key, label, kind = _user_of(proc, name_of)
         meta[key] = (label, kind)
-        sums.setdefault(key, _Sum()).add(proc, place_of(snapshot, proc))
+        row = sums.get(key)
+        if row is None:
+            row = sums[key] = _Sum()
+        row.add(proc, _place_of(proc, name_of))
     rows = [
         UserUsage(
             key=key,
@@ -224,15 +244,16 @@ def project_usage(snapshot: Snapshot) -> tuple[ProjectUsage, ...]:
         if project and (usage.pids or usage.info.gpu_request is not None):
             sums.setdefault(project, _Sum()).places.add(usage.info.name)
             users.setdefault(project, set())
+    name_of = _names(snapshot)
+    projects = {u.info.id: u.info.compose_project for u in snapshot.containers}
     for proc in snapshot.processes:
         if proc.container_id is None:
             continue
-        owner = snapshot.container(proc.container_id)
-        project = owner.info.compose_project if owner is not None else None
+        project = projects.get(proc.container_id)
         if not project:
             continue
-        sums.setdefault(project, _Sum()).add(proc, place_of(snapshot, proc))
-        users.setdefault(project, set()).add(user_of(snapshot, proc)[1])
+        sums.setdefault(project, _Sum()).add(proc, _place_of(proc, name_of))
+        users.setdefault(project, set()).add(_user_of(proc, name_of)[1])
     rows = [
         ProjectUsage(
             project=project,
@@ -246,6 +267,28 @@ def project_usage(snapshot: Snapshot) -> tuple[ProjectUsage, ...]:
         for project, s in sums.items()
     ]
     return tuple(sort_rows(rows, "memory"))
+
+
+@dataclass(frozen=True, slots=True)
+class UserTotals:
+    """One snapshot's users and compose projects, computed once for every front-end.
+
+    The analysis computes them on the collector's thread (:class:`~gputui.derive.analysis.
+    Analysis` carries them), so the Users tab, ``--once`` (text and JSON) and the exporter's
+    user series show the same rows from one computation.
+
+    Attributes:
+        users: :func:`user_usage` of the snapshot.
+        projects: :func:`project_usage` of the snapshot.
+    """
+
+    users: tuple[UserUsage, ...]
+    projects: tuple[ProjectUsage, ...]
+
+
+def user_totals(snapshot: Snapshot) -> UserTotals:
+    """:class:`UserTotals` of ``snapshot``."""
+    return UserTotals(user_usage(snapshot), project_usage(snapshot))
 
 
 Row = TypeVar("Row", UserUsage, ProjectUsage)

@@ -39,8 +39,8 @@ from gputui.config import (
 from gputui.derive import fmt
 from gputui.derive.alerts import Alert
 from gputui.derive.analysis import Analysis, Analyzer
-from gputui.derive.history import WINDOWS, History, next_window, window_label
-from gputui.derive.process_history import ProcessHistory, ProcessKey
+from gputui.derive.history import WINDOWS, ShownHistory, next_window, window_label
+from gputui.derive.process_history import ProcessKey, ShownProcessHistory
 from gputui.ledger.writer import announcing, writer_for
 from gputui.model import Snapshot
 from gputui.notify.policy import PolicyRunner, start_policy
@@ -96,9 +96,11 @@ class GpuTuiApp(CrashSafeApp):
         self.settings = settings
         self.interval = max(settings.interval, 0.1)
         self.window = WINDOWS[1] if settings.history_seconds >= WINDOWS[1] else WINDOWS[0]
-        self.history = History(settings.history_seconds, self.interval)
+        # Recorded on the collector's thread by the analysis; what is shown is the view of the
+        # last snapshot applied (so a pause freezes it).
+        self.history = ShownHistory()
         #: GPU memory and SM % per process, for the process drill-down.
-        self.process_history = ProcessHistory(settings.history_seconds)
+        self.process_history = ShownProcessHistory()
         self.paused = False
         self._binding_state: tuple[object, ...] = ()
         # The CLI validated the files before starting; if one has since become invalid the
@@ -141,7 +143,10 @@ class GpuTuiApp(CrashSafeApp):
             self.main.table.sort_index = SORTS.index(self.prefs.sort)
         # Used only by the collector thread once running (and by callers priming it before).
         self.analyzer = Analyzer(
-            rules, [s.observe for s in (self.notifier, self.policy) if s is not None]
+            rules,
+            [s.observe for s in (self.notifier, self.policy) if s is not None],
+            history_seconds=settings.history_seconds,
+            interval=self.interval,
         )
         # The ledger: written from the loop's thread when this monitor holds the store's lock
         # (a replay is no new time); its status changes are notifications.
@@ -318,11 +323,12 @@ class GpuTuiApp(CrashSafeApp):
         if self.paused:
             return
         snapshot, analysis = message.snapshot, message.analysis
-        if self.history.last_time is not None and snapshot.taken_at < self.history.last_time:
-            self.history.clear()  # a replay jumped back: the buffered samples are its future
-            self.process_history.clear()
-        self.history.record(snapshot)
-        self.process_history.record(snapshot, self._viewed_processes(), analysis.process_sums)
+        # Recorded by the analysis (a replay jumping back restarts it there); only shown here.
+        if analysis.history is not None:
+            self.history.show(analysis.history)
+        if analysis.process_history is not None:
+            self.process_history.show(analysis.process_history)
+        self.analyzer.follow(self._viewed_processes())
         self.analysis = analysis
         self._replay_at = message.replay
         try:
@@ -717,6 +723,7 @@ class GpuTuiApp(CrashSafeApp):
             process, snapshot, self.process_history, self.window, reader, off
         )
         self.push_screen(screen)
+        self.analyzer.follow(self._viewed_processes() | {screen.key})
 
     def action_evidence(self) -> None:
         """Everything about the selected container on one screen."""
@@ -770,7 +777,7 @@ class GpuTuiApp(CrashSafeApp):
     def action_interval(self, direction: int) -> None:
         """Step the refresh interval (+ slower, - faster); applies from the next wait."""
         self.interval = step_interval(self.interval, direction)
-        self.history.set_interval(self.interval)
+        self.analyzer.set_interval(self.interval)  # the buffers resize with the next analysis
         self.loop.interval = self.interval  # ends the wait in progress: the new one applies
         self._rerender()
         self.remember(interval=self.interval)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import TypeVar
 
 from rich.text import Text
@@ -10,6 +11,7 @@ from textual.screen import Screen
 from textual.widget import Widget
 from textual.widgets.tree import TreeNode
 
+from gputui.derive.analysis import Analysis
 from gputui.model import Snapshot
 from gputui.ui.app import GpuTuiApp
 from gputui.ui.messages import SnapshotReady
@@ -34,11 +36,25 @@ async def push(pilot: Pilot[None], snapshot: Snapshot, analyse: bool = False) ->
     """Deliver a snapshot the way the collector thread does.
 
     ``analyse`` runs the app's findings and alert engines on it first, as the collector thread
-    does (call it only while that thread waits out its interval, so the engines see one feeder).
+    does (call it only while that thread waits out its interval, so the engines see one feeder);
+    without it only the history is recorded (the same way, same caveat).
     """
     app = pilot.app
     assert isinstance(app, GpuTuiApp)
-    analysis = app.analyzer.analyse(snapshot) if analyse else None
+    if analyse:
+        analysis = app.analyzer.analyse(snapshot)
+    else:
+        # No findings or alerts, but the history recorded in the analyzer's buffers, as the
+        # collector thread's analysis records it.
+        analysis = Analysis.bare(snapshot)
+        history, processes = app.analyzer.history, app.analyzer.process_history
+        if history is not None and processes is not None:
+            if history.last_time is not None and snapshot.taken_at < history.last_time:
+                history.clear()  # back in time, as the analysis does
+                processes.clear()
+            history.record(snapshot)
+            processes.record(snapshot, app.analyzer.followed, analysis.process_sums)
+            analysis = replace(analysis, history=history.view(), process_history=processes.view())
     app.post_message(SnapshotReady(snapshot, analysis))
     await pilot.pause()
     await pilot.pause()

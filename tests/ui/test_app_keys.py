@@ -143,6 +143,11 @@ async def test_plus_minus_step_interval_within_bounds(make_app: AppFactory) -> N
         assert "every 2s" in app.main.header.text
         await pilot.press("minus", "minus")
         assert app.interval == 0.5
+        # The buffers are resized by the next analysis, on the collector's thread.
+        for _ in range(100):
+            if app.history.maxlen == 3600:
+                break
+            await pilot.pause(0.05)
         assert app.history.maxlen == 3600
         for _ in range(10):
             await pilot.press("minus")

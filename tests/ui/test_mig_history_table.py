@@ -12,7 +12,7 @@ from pilot_helpers import push, ready, screen_lines
 from textual.widgets import Label
 from ui_factories import demo_app, demo_snapshots, proc
 
-from gputui.derive.history import mig_devices, mig_key
+from gputui.derive.history import History, mig_devices, mig_key
 from gputui.model import GpuProcess
 from gputui.ui.widgets.history import HistoryPanel
 from gputui.ui.widgets.process_table import (
@@ -72,8 +72,9 @@ async def test_mig_rows_go_when_the_device_goes() -> None:
         assert len(panel.mig_rows[gpu3.uuid or ""]) == 3
         fewer = replace(gpu3, mig_instances=gpu3.mig_instances[:1])
         gpus = (*snap.gpus[:3], fewer)
-        app.history.record(replace(snap, taken_at=snap.taken_at + 1, gpus=gpus))
-        panel.show(gpus, app.history, 60.0, None)
+        history = History(1800.0, 1.0)  # the app's own is written by its collector thread
+        history.record(replace(snap, taken_at=snap.taken_at + 1, gpus=gpus))
+        panel.show(gpus, history, 60.0, None)
         await pilot.pause()
         assert [str(r.name_label.content) for r in panel.mig_rows[gpu3.uuid or ""].values()] == [
             "3:0 3g.71gb"

@@ -17,7 +17,6 @@ from textual.pilot import Pilot
 from ui_factories import (
     FakeCollector,
     demo_app,
-    demo_snapshots,
     proc,
     snapshot,
     standard,
@@ -346,9 +345,7 @@ async def test_demo_and_hidden_processes_do_not_read_proc(make_app: AppFactory) 
 
 def test_snapshot_process_detail(snap_compare: Any) -> None:
     """The demo's trainer process, with its history filled from earlier refreshes."""
-    app = demo_app()
-    for earlier in demo_snapshots(330)[:-1]:
-        app.process_history.record(earlier)
+    app = demo_app()  # its analyzer recorded the earlier refreshes' per-process history
 
     async def run_before(pilot: Any) -> None:
         await ready(pilot)

@@ -295,9 +295,10 @@ def demo_snapshots(count: int) -> list[Snapshot]:
 def demo_app(refreshes: int = 330, **settings: object) -> Any:
     """The app on the demo machine after ``refreshes`` refreshes, deterministic (fixed clock).
 
-    The history and the findings / alert engines are fed the earlier refreshes and the collector
-    then returns the last one forever (re-applying it changes nothing), so a screenshot never
-    depends on timing. 330 refreshes (s) let the 5-minute GPU-utilization alert fire.
+    The analyzer (history, findings and alert engines) is fed the earlier refreshes and the
+    collector then returns the last one forever (re-applying it changes nothing), so a
+    screenshot never depends on timing. 330 refreshes (s) let the 5-minute GPU-utilization
+    alert fire.
     """
     from gputui.settings import Settings
     from gputui.ui.app import GpuTuiApp
@@ -306,6 +307,5 @@ def demo_app(refreshes: int = 330, **settings: object) -> Any:
     settings.setdefault("interval", 1.0)
     app = GpuTuiApp(FakeCollector([snapshots[-1]], mode="demo"), Settings(demo=True, **settings))  # type: ignore[arg-type]
     for earlier in snapshots[:-1]:
-        app.history.record(earlier)
-        app.analyzer.analyse(earlier)
+        app.analyzer.analyse(earlier)  # records the history too, as on the collector's thread
     return app

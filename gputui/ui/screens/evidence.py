@@ -19,7 +19,7 @@ from gputui.derive import fmt
 from gputui.derive.activity import activity_estimates
 from gputui.derive.analysis import Analysis
 from gputui.derive.findings import FindingRules, Throttling
-from gputui.derive.history import UNITS, History, container_key, coverage_label
+from gputui.derive.history import UNITS, HistoryReader, container_key, coverage_label
 from gputui.model import ContainerUsage, GpuSample, Snapshot
 from gputui.ui.styles import MUTED, severity_style
 from gputui.ui.widgets.history import SeriesRow
@@ -291,7 +291,7 @@ class EvidenceScreen(Screen[None]):
     """
 
     def __init__(
-        self, container_id: str, history: History, window: float, analysis: Analysis
+        self, container_id: str, history: HistoryReader, window: float, analysis: Analysis
     ) -> None:
         super().__init__()
         self.container_id = container_id

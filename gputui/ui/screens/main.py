@@ -17,8 +17,9 @@ from textual.widgets import Footer, Input, Static, TabbedContent, TabPane, Tree
 from gputui.derive import fmt
 from gputui.derive.analysis import Analysis, worst_severity
 from gputui.derive.freshness import container_stats_note, process_figures_note
-from gputui.derive.history import History
+from gputui.derive.history import HistoryReader
 from gputui.derive.tree import build_groups
+from gputui.derive.users import user_totals
 from gputui.model import ContainerUsage, GpuProcess, HealthStatus, Snapshot, worst_status
 from gputui.ui import action_table
 from gputui.ui.empty_states import containers_empty, gpus_empty, processes_empty
@@ -83,7 +84,7 @@ class MainScreen(Screen[None]):
     }
     """
 
-    def __init__(self, history: History, rules: int = 0) -> None:
+    def __init__(self, history: HistoryReader, rules: int = 0) -> None:
         super().__init__()
         self.history = history
         self.rules = rules
@@ -224,7 +225,10 @@ class MainScreen(Screen[None]):
         elif tab == "alerts":
             self.alerts.show(analysis.alerts if analysis else None, self.rules)
         elif tab == "users":
-            self.users_view.show(snapshot)
+            totals = analysis.totals if analysis is not None else None
+            if totals is None or analysis is None or analysis.snapshot is not snapshot:
+                totals = user_totals(snapshot)  # else computed on the collector's thread
+            self.users_view.show(snapshot, totals)
 
     def _update_health_title(self, snapshot: Snapshot) -> None:
         worst = worst_status(snapshot.health)

@@ -26,7 +26,7 @@ from gputui.derive.freshness import age_text
 from gputui.derive.history import coverage_label, resample, value_summary
 from gputui.derive.process_history import (
     UNITS,
-    ProcessHistory,
+    ProcessHistoryReader,
     ProcessKey,
     identity_of,
     totals,
@@ -273,7 +273,7 @@ class ProcessSeries(Horizontal):
         self.value = Label("", classes="value")
         self.name_label = Label(name, classes="name")
         self.values: tuple[float, ...] = ()
-        self._args: tuple[ProcessHistory, ProcessKey, str, float, float | None] | None = None
+        self._args: tuple[ProcessHistoryReader, ProcessKey, str, float, float | None] | None = None
 
     def compose(self) -> ComposeResult:
         """Name, sparkline, numbers."""
@@ -283,7 +283,7 @@ class ProcessSeries(Horizontal):
 
     def show(
         self,
-        history: ProcessHistory,
+        history: ProcessHistoryReader,
         key: ProcessKey,
         metric: str,
         window: float,
@@ -346,7 +346,7 @@ class ProcessDetailScreen(Screen[None]):
         self,
         process: GpuProcess,
         snapshot: Snapshot,
-        history: ProcessHistory,
+        history: ProcessHistoryReader,
         window: float,
         chain_reader: ChainReader | None,
         chain_off: str | None = None,

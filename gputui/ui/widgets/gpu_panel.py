@@ -18,7 +18,7 @@ from textual.widgets import Static
 
 from gputui.derive import fmt
 from gputui.derive.findings import Share
-from gputui.derive.history import History, gpu_key
+from gputui.derive.history import HistoryReader, gpu_key
 from gputui.model import GpuSample, mig_device_name
 from gputui.ui.layout import CARD_HEIGHT, GpuStyle
 from gputui.ui.widgets.repaint import LineCachedWidget
@@ -509,7 +509,7 @@ class GpuCard(Widget):
     def show(
         self,
         sample: GpuSample,
-        history: History,
+        history: HistoryReader,
         window: float,
         sparks: bool,
         shares: tuple[Share, ...] = (),
@@ -578,7 +578,7 @@ class GpuPanel(VerticalScroll):
     def show(
         self,
         gpus: tuple[GpuSample, ...],
-        history: History,
+        history: HistoryReader,
         window: float,
         shares: Mapping[int, tuple[Share, ...]] | None = None,
     ) -> None:

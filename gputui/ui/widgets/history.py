@@ -21,7 +21,7 @@ from gputui.derive.history import (
     GPM_METRICS,
     GPU_METRICS,
     UNITS,
-    History,
+    HistoryReader,
     SeriesKey,
     container_key,
     coverage_label,
@@ -79,7 +79,7 @@ class SeriesRow(Horizontal):
         self.values: tuple[float, ...] = ()
         # What show_timed drew last, to place it again once the sparkline's width is known or
         # changes (a first draw before layout is one cell per sample).
-        self._timed: tuple[History, SeriesKey, float, float | None] | None = None
+        self._timed: tuple[HistoryReader, SeriesKey, float, float | None] | None = None
 
     def compose(self) -> ComposeResult:
         """Name, sparkline, numbers."""
@@ -93,7 +93,7 @@ class SeriesRow(Horizontal):
 
     def show_timed(
         self,
-        history: History,
+        history: HistoryReader,
         key: SeriesKey,
         window: float,
         high: float | None = None,
@@ -158,7 +158,7 @@ class HistoryPanel(VerticalScroll):
     def show(
         self,
         gpus: tuple[GpuSample, ...],
-        history: History,
+        history: HistoryReader,
         window: float,
         container: ContainerUsage | None,
     ) -> None:
@@ -222,7 +222,7 @@ class HistoryPanel(VerticalScroll):
                 row.show_timed(history, gpu_key(gpu, metric), window, high)
             self._show_mig(ident, gpu, history, window)
 
-    def _show_mig(self, ident: str, gpu: GpuSample, history: History, window: float) -> None:
+    def _show_mig(self, ident: str, gpu: GpuSample, history: HistoryReader, window: float) -> None:
         """One memory row per MIG device of ``gpu``, under the GPU's rows; gone devices go."""
         rows = self.mig_rows.setdefault(ident, {})
         devices = {mig_key(gpu, inst): inst for inst in mig_devices(gpu)}

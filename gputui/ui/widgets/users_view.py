@@ -3,7 +3,10 @@
 A user is the host uid of the processes (a container's root is the host's root); a uid the
 host has no name for is shown with its container, ``uid 1000 (notebook)``
 (:mod:`gputui.derive.users` has the rules). ``s`` / ``S`` sort both tables by the same column.
-Every name passes :func:`gputui.derive.fmt.safe_text` here, at the output boundary.
+The rows are the analysis's (:attr:`gputui.derive.analysis.Analysis.totals`, computed once per
+snapshot on the collector's thread, the same rows ``--once`` and the exporter print): this
+widget only sorts and draws them. Every name passes :func:`gputui.derive.fmt.safe_text` here,
+at the output boundary.
 """
 
 from __future__ import annotations
@@ -18,11 +21,10 @@ from gputui.derive import fmt
 from gputui.derive.users import (
     SORTS,
     ProjectUsage,
+    UserTotals,
     UserUsage,
     gpu_list,
-    project_usage,
     sort_rows,
-    user_usage,
 )
 from gputui.model import Snapshot
 
@@ -146,13 +148,18 @@ class UsersView(Vertical):
         """The sort column's header, with an arrow when reversed."""
         return SORT_LABELS[self.sort_key] + (" ↑" if self.sort_reverse else "")
 
-    def show(self, snapshot: Snapshot) -> None:
-        """Display one snapshot's users and projects (no-op for the same snapshot)."""
+    def show(self, snapshot: Snapshot, totals: UserTotals) -> None:
+        """Display one snapshot's users and projects (no-op for the same snapshot).
+
+        Args:
+            snapshot: The refresh.
+            totals: Its users and projects, as the analysis computed them.
+        """
         if snapshot is self.snapshot:
             return
         self.snapshot = snapshot
-        self.users = user_usage(snapshot)
-        self.project_rows = project_usage(snapshot)
+        self.users = totals.users
+        self.project_rows = totals.projects
         self._rebuild()
 
     def cycle_sort(self) -> None:
