@@ -283,6 +283,12 @@ def test_an_automatic_stop_needs_both_opt_ins_and_is_audited(
     labels = (("gputui.idle-policy", "reclaim"),) if label else ()
     policy = replace(POLICY, auto_reclaim=auto, dry_run=dry_run)
     collector = build_collector(Settings(read_only=read_only), once=True, health=False)
+    # Actions go to the source that listed the container at the last collection: collect
+    # until Docker has listed it (a loaded engine may miss one read's deadline).
+    deadline = time.monotonic() + 60
+    while collector.container_owner(real) is None and time.monotonic() < deadline:
+        collector.collect()
+    assert collector.container_owner(real) is not None, "Docker never listed the container"
 
     def with_real(t: float) -> Snapshot:
         snap = machine(t, labels)

@@ -189,7 +189,7 @@ def start_policy(
         host: This host's name.
         notifier: Where its events go (None: audited only).
         collector: The collector that stops containers through their owning source
-            (:func:`live_control`: none for the demo, a scenario or a replay).
+            (:func:`live_control`: none for the demo or a replay).
         read_only: Refuse every stop.
         log: One line per problem.
     """
@@ -208,11 +208,12 @@ def start_policy(
 
 
 def live_control(collector: CollectorProtocol | None) -> CollectorProtocol | None:
-    """The collector when it acts on this machine's containers (live, not playing a recording).
+    """The collector when its containers are this machine's (not the demo, not a recording).
 
-    A demo's, a scenario's or a replay's containers are not this machine's to stop; the owning
-    source's own refusals (read-only, no lifecycle) still come back from ``container_action``.
+    A scenario replaces NVML only: its containers are the engine's, so they can be stopped.
+    The owning source's own refusals (read-only, no lifecycle) come back from
+    ``container_action``.
     """
-    if collector is None or collector.player is not None or collector.mode != "live":
+    if collector is None or collector.player is not None or collector.mode in ("demo", "replay"):
         return None
     return collector
