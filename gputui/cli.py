@@ -161,6 +161,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--bell", action="store_true", help="ring the terminal bell when an alert starts firing"
     )
+    _add_kernel_log(parser)
     parser.add_argument(
         "--replay",
         metavar="FILE",
@@ -174,6 +175,15 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"gputui {__version__}")
     return parser
+
+
+def _add_kernel_log(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--kernel-log",
+        metavar="PATH",
+        default=None,
+        help="read XID lines and OOM kills from PATH (default /dev/kmsg when live), or 'off'",
+    )
 
 
 def _add_config(parser: argparse.ArgumentParser) -> None:
@@ -200,6 +210,7 @@ def _settings(args: argparse.Namespace) -> Settings:
         scenario=scenario,
         config=args.config,
         bell=args.bell,
+        kernel_log=getattr(args, "kernel_log", None),
     )
 
 

@@ -14,7 +14,7 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from gputui.collect.sources import (
     ContainerSource,
@@ -29,11 +29,13 @@ from gputui.model import (
     ContainerUsage,
     EngineInfo,
     ExecResult,
+    FaultCount,
     GpuProcess,
     GpuReading,
     GpuSample,
     HealthCheck,
     HostInfo,
+    KernelFault,
     ProcessInfo,
     Snapshot,
     SourceStatus,
@@ -42,6 +44,9 @@ from gputui.model import (
     per_gpu_sm,
 )
 from gputui.startup_trace import mark
+
+if TYPE_CHECKING:
+    from gputui.collect.fault_attribution import KernelFaultTracker
 
 HealthRunner = Callable[[HealthInputs], tuple[HealthCheck, ...]]
 
@@ -117,6 +122,8 @@ class Collector:
             monitor (:func:`tune_gc_for_monitor`), and then run a full collection every
             ``gc_sweep_s`` seconds, after a collection (between refreshes).
         gc_sweep_s: Seconds between those full collections.
+        faults: Follows the kernel log for XID lines and OOM kills and attributes them; None
+            reads no kernel log (scenario, demo, tests).
     """
 
     def __init__(
@@ -136,8 +143,10 @@ class Collector:
         gc_sweep_s: float = GC_SWEEP_S,
         cpu_window: float = 0.0,
         cpu_primed_at: float | None = None,
+        faults: KernelFaultTracker | None = None,
     ) -> None:
         self.gpu = gpu
+        self._faults = faults
         self.procs = procs
         self.containers = containers
         self.mode = mode
@@ -225,6 +234,13 @@ class Collector:
         visibility = self.procs.visibility()
         host_stats = self.procs.host_stats()
         now = self._clock()
+        sources = {"nvml": reading.status, "docker": docker.status}
+        kernel_faults: tuple[KernelFault, ...] = ()
+        fault_counts: tuple[FaultCount, ...] = ()
+        if self._faults is not None:
+            kernel_faults, fault_counts, sources["kmsg"] = self._faults.update(
+                reading.gpus, processes, docker.containers, time.time()
+            )
         # A GPU falling off the bus or a source going away (or coming back) re-runs the checks
         # at once: the health view must explain it now, not at the next 30 s run.
         state = _health_state(reading, docker)
@@ -236,7 +252,9 @@ class Collector:
             self._health_state = state
             self._health_requested.clear()
             self._health_due = time.monotonic() + self._health_interval
-            self._checks = self._health(HealthInputs(reading, docker, processes, visibility))
+            self._checks = self._health(
+                HealthInputs(reading, docker, processes, visibility, sources.get("kmsg"))
+            )
             mark("health-checks")
         snapshot = Snapshot(
             taken_at=now,
@@ -249,10 +267,7 @@ class Collector:
                 cuda_driver_version=reading.cuda_driver_version,
                 nvml_version=reading.nvml_version,
             ),
-            sources={
-                "nvml": reading.status,
-                "docker": docker.status,
-            },
+            sources=sources,
             gpus=reading.gpus,
             processes=processes,
             containers=attribute_containers(
@@ -263,6 +278,8 @@ class Collector:
             health=self._checks,
             xid_events=reading.xid_events,
             host_stats=host_stats,
+            kernel_faults=kernel_faults,
+            fault_counts=fault_counts,
         )
         if self._tune_gc:
             tune_gc_for_monitor()
@@ -322,6 +339,8 @@ class Collector:
         """Release every source; never waits for a stuck container read (a daemon thread)."""
         self.gpu.close()
         self.containers.close()
+        if self._faults is not None:
+            self._faults.close()
         close_procs = getattr(self.procs, "close", None)  # kept /proc descriptors, if any
         if close_procs is not None:
             close_procs()

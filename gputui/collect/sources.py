@@ -25,6 +25,7 @@ from gputui.model import (
     HostStats,
     ProcessInfo,
     Snapshot,
+    SourceStatus,
     Visibility,
 )
 
@@ -165,12 +166,15 @@ class HealthInputs:
         containers: The latest Docker reading.
         processes: GPU processes joined with their containers.
         visibility: Whether gputui sees the host PID and cgroup namespaces.
+        kmsg: Whether the kernel log could be read for XID lines and OOM kills; None when
+            gputui does not read it (scenario, demo).
     """
 
     gpu: GpuReading
     containers: ContainerReading
     processes: tuple[GpuProcess, ...]
     visibility: Visibility
+    kmsg: SourceStatus | None = None
 
 
 class Player(Protocol):
