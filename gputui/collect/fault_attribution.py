@@ -182,6 +182,8 @@ class FaultAttributor:
         while len(self._names) > MAX_NAMES:
             self._names.popitem(last=False)
         for p in processes:
+            if not p.info.exists:
+                continue  # NVML still lists a PID that is gone: it tells nothing new
             key = (p.pid, p.info.start_time, p.sample.gpu_index)
             seen = self._seen.get(key)
             if seen is None:

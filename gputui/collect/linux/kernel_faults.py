@@ -79,7 +79,7 @@ _CONTEXT_TAIL_RE = re.compile(
     r",task=(?P<task>.{0,64}?),pid=(?P<pid>\d{1,10}),uid=(?P<uid>\d{1,10})\s*$"
 )
 _TASK_IN_RE = re.compile(
-    r"^Task in (?P<task>\S{1,1024}) killed as a result of limit of (?P<oom>\S{1,1024})"
+    r"Task in (?P<task>\S{1,1024}) killed as a result of limit of (?P<oom>\S{1,1024})"
 )
 
 
