@@ -414,6 +414,7 @@ def _source_args(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--interval", metavar="SECONDS", type=_interval, default=1.0, help="refresh period"
     )
+    _add_kernel_log(parser)
 
 
 def _source_settings(args: argparse.Namespace) -> Settings | str:
@@ -428,7 +429,13 @@ def _source_settings(args: argparse.Namespace) -> Settings | str:
         except ScenarioError as exc:
             return str(exc)
     # Nothing recorded or exported may act on the machine.
-    return Settings(interval=args.interval, read_only=True, demo=args.demo, scenario=args.scenario)
+    return Settings(
+        interval=args.interval,
+        read_only=True,
+        demo=args.demo,
+        scenario=args.scenario,
+        kernel_log=getattr(args, "kernel_log", None),
+    )
 
 
 def _stop_on_signals() -> threading.Event:
@@ -1043,6 +1050,30 @@ def serve_command(argv: Sequence[str]) -> int:
     return 0
 
 
+def faults_command(argv: Sequence[str]) -> int:
+    """``gputui faults``: XID errors and OOM kills from the kernel log, attributed.
+
+    Returns:
+        0, 1 when the kernel log cannot be read, 2 for bad input.
+    """
+    parser = _Parser(
+        prog="gputui faults",
+        description=(
+            "XID errors and OOM kills the kernel log still holds, each with its GPU, process, "
+            "container, class and fix."
+        ),
+    )
+    parser.add_argument(
+        "--since", metavar="SPAN", default="7d", help="how far back: 90s, 30m, 12h, 7d (7d)"
+    )
+    parser.add_argument("--json", action="store_true", help="machine-readable output")
+    _add_kernel_log(parser)
+    args = parser.parse_args(argv)
+    from gputui.faults_command import faults_main
+
+    return faults_main(args.since, as_json=args.json, kernel_log=args.kernel_log)
+
+
 _SUBCOMMANDS = {
     "serve": serve_command,
     "export": export,
@@ -1050,4 +1081,5 @@ _SUBCOMMANDS = {
     "replay": replay_command,
     "free": free_command,
     "fleet": fleet,
+    "faults": faults_command,
 }

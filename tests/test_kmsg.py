@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from prometheus_client.parser import text_string_to_metric_families
 
 from gputui.collect.fault_attribution import FaultAttributor, KernelFaultTracker
 from gputui.collect.linux.kernel_faults import KmsgRecord, OomKill, XidLine, parse_line
@@ -216,6 +217,32 @@ def test_once_json_attributes_a_live_containerised_pid_and_lists_candidates(
         if c["xid"] == 31 and c["container"] and c["container"]["id"] == trainer.id
     ]
     assert counted and counted[0]["count"] >= 1
+    exported = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "gputui",
+            "export",
+            "--once",
+            "--scenario",
+            str(_scenario(tmp_path, pid)),
+            "--kernel-log",
+            KMSG_PATH,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert exported.returncode == 0, exported.stderr
+    series = {
+        (s.labels["gpu"], s.labels["xid"], s.labels["class"], s.labels["container"]): s.value
+        for family in text_string_to_metric_families(exported.stdout)
+        if family.name == "gputui_xid"
+        for s in family.samples
+        if s.name == "gputui_xid_total"
+    }
+    assert series[("0", "31", "application", f"xid-{free_run_id}")] >= 1
+    assert series[("0", "79", "bus", "")] >= 1
 
 
 @needs_kmsg
@@ -328,3 +355,50 @@ def test_tracker_counts_survive_the_fault_buffer() -> None:
     faults, counts, _ = tracker.update([], [], [])
     assert len(faults) == 256  # bounded
     assert [(c.xid, c.fault_class, c.count) for c in counts] == [(79, "bus", 300)]
+
+
+@needs_kmsg
+def test_faults_command_lists_attributed_faults_of_the_span(
+    run_container: Callable[..., Any], free_run_id: str
+) -> None:
+    job = run_container(["sleep", "300"], name=f"hist-{free_run_id}", network_mode="none")
+    pid = _host_pid(job)
+    marker = _marker()
+    write_kmsg(
+        f"NVRM: Xid (PCI:0000:3b:00): 13, pid={pid}, name=sleep, Graphics Exception {marker}"
+    )
+    done = subprocess.run(
+        [sys.executable, "-m", "gputui", "faults", "--since", "10m", "--json"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    doc = json.loads(done.stdout)
+    mine = [f for f in doc["faults"] if marker in f["raw"]]
+    assert len(mine) == 1
+    assert mine[0]["container"] == {"id": job.id, "name": f"hist-{free_run_id}"}
+    assert mine[0]["attribution"] == "process" and mine[0]["class"] == "application"
+    text = subprocess.run(
+        [sys.executable, "-m", "gputui", "faults", "--since", "10m"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert text.returncode == 0
+    assert any(
+        f"hist-{free_run_id}" in line and "XID 13" in line for line in text.stdout.splitlines()
+    )
+
+
+def test_faults_command_refuses_a_bad_span_in_one_line() -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "gputui", "faults", "--since", "7x"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 2
+    assert done.stdout == ""
+    assert done.stderr.count("\n") == 1 and "--since" in done.stderr
+    assert "Traceback" not in done.stderr

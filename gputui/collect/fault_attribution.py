@@ -153,12 +153,14 @@ class FaultAttributor:
     Args:
         live: Reads a live PID's start time, name and container (``/proc``; a test may stub it).
         memory_s: Seconds a process is remembered after it was last seen.
+        max_faults: Attributed faults kept (the newest).
     """
 
     def __init__(
         self,
         live: Callable[[int], LiveProcess | None] = read_live_process,
         memory_s: float = MEMORY_S,
+        max_faults: int = MAX_FAULTS,
     ) -> None:
         self._live = live
         self._memory_s = memory_s
@@ -166,7 +168,7 @@ class FaultAttributor:
             collections.OrderedDict()
         )
         self._names: collections.OrderedDict[str, str] = collections.OrderedDict()
-        self._faults: collections.deque[KernelFault] = collections.deque(maxlen=MAX_FAULTS)
+        self._faults: collections.deque[KernelFault] = collections.deque(maxlen=max_faults)
         self._counts: dict[tuple[str, int | None, int | None, str, str | None], int] = {}
 
     # -- memory ----------------------------------------------------------------------------
