@@ -509,6 +509,7 @@ def fault_families(snapshot: Snapshot) -> list[Metric]:
     # Two containers of one name (or ids cut to 12) give one series: summed, never doubled.
     sums: dict[tuple[str, ...], float] = {}
     for count in snapshot.fault_counts:
+        key: tuple[str, ...]
         if count.kind == "xid":
             gpu = "" if count.gpu_index is None else str(count.gpu_index)
             xid = "" if count.xid is None else str(count.xid)

@@ -217,6 +217,16 @@ def test_once_json_attributes_a_live_containerised_pid_and_lists_candidates(
         if c["xid"] == 31 and c["container"] and c["container"]["id"] == trainer.id
     ]
     assert counted and counted[0]["count"] >= 1
+    # The container and its process carry the fault as a finding (the tree's XID badge); the
+    # candidates of the bus error are not marked.
+    marked = {
+        (f["subject"], f["figures"]["xid"], f["severity"])
+        for f in doc["findings"]
+        if f["kind"] == "kernel_fault"
+    }
+    assert (f"container:{trainer.id}", 31, "warn") in marked
+    assert (f"pid:{pid}", 31, "warn") in marked
+    assert not any(xid == 79 for _, xid, _ in marked if _.endswith(trainer.id))
     exported = subprocess.run(
         [
             sys.executable,
@@ -402,3 +412,64 @@ def test_faults_command_refuses_a_bad_span_in_one_line() -> None:
     assert done.stdout == ""
     assert done.stderr.count("\n") == 1 and "--since" in done.stderr
     assert "Traceback" not in done.stderr
+
+
+def test_fault_badges_and_evidence_lines() -> None:
+    from gputui.derive.analysis import Analyzer
+    from gputui.derive.tree import BADGES
+    from gputui.model import ContainerInfo, ContainerUsage, HostInfo, KernelFault, Snapshot
+    from gputui.ui.screens.evidence import evidence_content
+
+    cid = "c" * 64
+    now = time.time()
+    app = KernelFault(
+        "xid",
+        now - 5,
+        1,
+        "NVRM: Xid (PCI:0000:3b:00): 31, pid=7, name=py\x1b[31m",
+        "application",
+        "GPU memory page fault",
+        "fix or restart the container; the GPU is fine",
+        xid=31,
+        gpu_index=0,
+        pid=7,
+        container_id=cid,
+        attribution="process",
+    )
+    bus = KernelFault(
+        "xid",
+        now - 4,
+        2,
+        "NVRM: Xid (PCI:0000:3b:00): 79, GPU has fallen off the bus.",
+        "bus",
+        "the GPU has fallen off the bus",
+        "the node: drain it",
+        xid=79,
+        gpu_index=0,
+        container_id=cid,
+        attribution="process",
+    )
+    oom = KernelFault(
+        "oom",
+        now - 3,
+        3,
+        "Memory cgroup out of memory: Killed process 9 (tail)",
+        "memory_limit",
+        "killed",
+        "raise its limit",
+        pid=9,
+        container_id=cid,
+        attribution="cgroup",
+    )
+    usage = ContainerUsage(ContainerInfo(cid, "trainer", "img", "running"))
+    snapshot = Snapshot(
+        now, "live", HostInfo("h"), containers=(usage,), kernel_faults=(app, bus, oom)
+    )
+    analysis = Analyzer(()).analyse(snapshot)
+    badges = {(m.badge, str(m.severity)) for m in analysis.markers[f"container:{cid}"]}
+    assert {("XID 31", "warn"), ("XID 79", "fail"), ("OOMK", "warn")} <= badges
+    assert {m.badge for m in analysis.markers["pid:7"]} == {"XID 31"}
+    assert {"XID n", "OOMK"} <= {b for b, _ in BADGES}
+    text = evidence_content(usage, analysis).plain
+    assert "Kernel log" in text and "XID 79" in text and "fallen off the bus" in text
+    assert "\x1b" not in text  # the raw line went through the sanitiser

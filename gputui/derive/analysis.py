@@ -12,6 +12,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 
 from gputui.derive.alerts import Alert, AlertEngine, AlertRule, AlertState
+from gputui.derive.fault_findings import fault_findings
 from gputui.derive.findings import FindingsEngine, Share, Throttling, gpu_shares
 from gputui.derive.process_history import RefreshSums, refresh_sums
 from gputui.derive.tree import Group, Markers, build_groups, node_markers
@@ -111,7 +112,7 @@ class Analyzer:
         if last is not None and snapshot.taken_at < last.snapshot.taken_at:
             self._findings = FindingsEngine()
             self._alerts = AlertEngine(self.rules)
-        findings = self._findings.update(snapshot)
+        findings = self._findings.update(snapshot) + fault_findings(snapshot)
         alerts = self._alerts.update(snapshot)
         firing = {(a.rule, a.subject): a for a in alerts.firing}
         started = tuple(a for key, a in firing.items() if key not in self._announced)
