@@ -31,7 +31,10 @@ def corpus() -> list[tuple[dict[str, str], str]]:
         assert sep, raw
         words = expect.split()
         facts = {"type": words[0].split("=")[0]}
-        facts.update(w.split("=", 1) for w in words if "=" in w)  # type: ignore[arg-type]
+        for word in words:
+            key, sep, value = word.partition("=")
+            if sep:
+                facts[key] = value
         out.append((facts, line))
     return out
 

@@ -110,10 +110,10 @@ def test_reader_follows_new_lines_and_keeps_the_recent_past() -> None:
     reader.start()
     try:
         first = _deadline_poll(lambda: [f for f in reader.take() if marker in f.record.message])
-        assert [f.parsed.process_name for f in first] == ["before"]  # type: ignore[union-attr]
+        assert [f.parsed.process_name for f in first] == ["before"]
         write_kmsg(f"{marker} NVRM: Xid (PCI:0000:3b:00): 31, pid=1, name=after, Ch 00000010")
         later = _deadline_poll(lambda: [f for f in reader.take() if marker in f.record.message])
-        assert [f.parsed.process_name for f in later] == ["after"]  # type: ignore[union-attr]
+        assert [f.parsed.process_name for f in later] == ["after"]
         assert reader.status().ok
     finally:
         reader.close()
