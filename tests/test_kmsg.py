@@ -417,7 +417,16 @@ def test_faults_command_refuses_a_bad_span_in_one_line() -> None:
 def test_fault_badges_and_evidence_lines() -> None:
     from gputui.derive.analysis import Analyzer
     from gputui.derive.tree import BADGES
-    from gputui.model import ContainerInfo, ContainerUsage, HostInfo, KernelFault, Snapshot
+    from gputui.model import (
+        ContainerInfo,
+        ContainerUsage,
+        GpuProcess,
+        GpuProcessSample,
+        HostInfo,
+        KernelFault,
+        ProcessInfo,
+        Snapshot,
+    )
     from gputui.ui.screens.evidence import evidence_content
 
     cid = "c" * 64
@@ -462,8 +471,14 @@ def test_fault_badges_and_evidence_lines() -> None:
         attribution="cgroup",
     )
     usage = ContainerUsage(ContainerInfo(cid, "trainer", "img", "running"))
+    process = GpuProcess(GpuProcessSample(7, 0, 1 << 20), ProcessInfo(7), container_id=cid)
     snapshot = Snapshot(
-        now, "live", HostInfo("h"), containers=(usage,), kernel_faults=(app, bus, oom)
+        now,
+        "live",
+        HostInfo("h"),
+        processes=(process,),
+        containers=(usage,),
+        kernel_faults=(app, bus, oom),
     )
     analysis = Analyzer(()).analyse(snapshot)
     badges = {(m.badge, str(m.severity)) for m in analysis.markers[f"container:{cid}"]}
@@ -473,3 +488,7 @@ def test_fault_badges_and_evidence_lines() -> None:
     text = evidence_content(usage, analysis).plain
     assert "Kernel log" in text and "XID 79" in text and "fallen off the bus" in text
     assert "\x1b" not in text  # the raw line went through the sanitiser
+    # A container the snapshot no longer lists, a PID that holds no GPU memory: no row, no
+    # finding (the faults stay in kernel_faults).
+    gone = Analyzer(()).analyse(replace(snapshot, containers=(), processes=(), taken_at=now + 1))
+    assert not [f for f in gone.findings if f.kind == "kernel_fault"]

@@ -49,14 +49,19 @@ def _summary(fault: KernelFault, count: int) -> str:
 def fault_findings(snapshot: Snapshot, recent_s: float = RECENT_S) -> tuple[Finding, ...]:
     """One finding per container and per process with faults in the last ``recent_s``."""
     since = snapshot.taken_at - recent_s
+    # Only rows the snapshot shows: a container it lists, a GPU process it lists. A line naming
+    # a PID that runs no GPU work (or a container gone since) stays in kernel_faults and the
+    # Evidence view, not in the findings.
+    containers = {u.info.id for u in snapshot.containers}
+    gpu_pids = {p.pid for p in snapshot.processes}
     groups: dict[tuple[str, str, int | None], list[KernelFault]] = {}
     for fault in snapshot.kernel_faults:
         if fault.at < since or fault.attribution == "candidates":
             continue
         subjects: Iterable[str] = ()
-        if fault.container_id is not None:
+        if fault.container_id in containers:
             subjects = (f"container:{fault.container_id}",)
-        if fault.pid is not None and fault.attribution in ("process", "recent_process"):
+        if fault.pid in gpu_pids and fault.attribution in ("process", "recent_process"):
             subjects = (*subjects, f"pid:{fault.pid}")
         for subject in subjects:
             groups.setdefault((subject, fault.kind, fault.xid), []).append(fault)
