@@ -170,6 +170,9 @@ class FaultAttributor:
         self._names: collections.OrderedDict[str, str] = collections.OrderedDict()
         self._faults: collections.deque[KernelFault] = collections.deque(maxlen=max_faults)
         self._counts: dict[tuple[str, int | None, int | None, str, str | None], int] = {}
+        self._live_cache: dict[int, LiveProcess | None] = {}
+        self._by_pid: dict[int, list[_Seen]] = {}
+        self._by_gpu: dict[int, list[_Seen]] = {}
 
     # -- memory ----------------------------------------------------------------------------
 
@@ -214,8 +217,8 @@ class FaultAttributor:
 
     def _remembered(self, pid: int, at: float) -> _Seen | None:
         best: _Seen | None = None
-        for seen in self._seen.values():
-            if seen.pid != pid or seen.last_seen < at - self._memory_s:
+        for seen in self._by_pid.get(pid, ()):
+            if seen.last_seen < at - self._memory_s:
                 continue
             if seen.start_time is not None and seen.start_time > at + START_SLACK_S:
                 continue  # a later process with the same PID
@@ -228,6 +231,14 @@ class FaultAttributor:
     def attribute(self, lines: Sequence[FaultLine], gpus: Sequence[GpuSample]) -> None:
         """Attribute new fault lines (after :meth:`observe` of the same refresh)."""
         by_pci = {normalise_pci(g.pci_bus_id): g for g in gpus if g.pci_bus_id}
+        # A flood of one XID names the same PIDs and GPUs again and again: /proc is read once
+        # per PID, and the memory indexed once, per call.
+        self._live_cache = {}
+        self._by_pid = {}
+        self._by_gpu = {}
+        for seen in self._seen.values():
+            self._by_pid.setdefault(seen.pid, []).append(seen)
+            self._by_gpu.setdefault(seen.gpu_index, []).append(seen)
         for line in lines:
             if isinstance(line.parsed, XidLine):
                 fault = self._xid(line, line.parsed, by_pci)
@@ -276,7 +287,7 @@ class FaultAttributor:
             injected=line.record.facility != 0,
         )
         if xid.pid is not None:
-            return self._by_pid(base, xid.pid, line.at)
+            return self._for_pid(base, xid.pid, line.at)
         if gpu is None:
             return base
         candidates = self._candidates(gpu.index, xid.gpu_instance, line.at)
@@ -284,8 +295,10 @@ class FaultAttributor:
             return base
         return _replace(base, attribution="candidates", candidates=candidates)
 
-    def _by_pid(self, base: KernelFault, pid: int, at: float) -> KernelFault:
-        live = self._live(pid)
+    def _for_pid(self, base: KernelFault, pid: int, at: float) -> KernelFault:
+        if pid not in self._live_cache:
+            self._live_cache[pid] = self._live(pid)
+        live = self._live_cache[pid]
         if live is not None and (live.start_time is None or live.start_time <= at + START_SLACK_S):
             return _replace(
                 base,
@@ -307,8 +320,8 @@ class FaultAttributor:
 
     def _candidates(self, gpu: int, gi: int | None, at: float) -> tuple[FaultCandidate, ...]:
         out: dict[int, FaultCandidate] = {}
-        for seen in reversed(self._seen.values()):
-            if seen.gpu_index != gpu or (gi is not None and seen.gpu_instance != gi):
+        for seen in reversed(self._by_gpu.get(gpu, [])):
+            if gi is not None and seen.gpu_instance != gi:
                 continue
             if seen.first_seen > at + START_SLACK_S or seen.last_seen < at - CANDIDATE_SLACK_S:
                 continue
