@@ -26,6 +26,8 @@ from gputui.collect.fault_attribution import FaultAttributor, KernelFaultTracker
 from gputui.collect.linux.kernel_faults import KmsgRecord, OomKill, XidLine, parse_line
 from gputui.collect.linux.kmsg import KMSG_FIX, KMSG_PATH, FaultLine, KmsgReader, read_history
 from gputui.model import SourceStatus
+from gputui.report import snapshot_to_json
+from gputui.serialize import snapshot_from_report
 from gputui.settings import Settings
 from gputui.wiring import build_collector
 
@@ -205,6 +207,7 @@ def test_once_json_attributes_a_live_containerised_pid_and_lists_candidates(
     mmu, bus = faults
     assert mmu["gpu_index"] == 0 and mmu["pci_bus_id"] == "0000:3b:00"
     assert mmu["pid"] == pid and mmu["attribution"] == "process"
+    assert doc["sources"]["docker"]["ok"] is True, doc["sources"]["docker"]
     assert mmu["container"] == {"id": trainer.id, "name": f"xid-{free_run_id}"}
     assert mmu["class"] == "application" and "the GPU is fine" in mmu["fix"]
     assert mmu["injected"] is True
@@ -217,6 +220,10 @@ def test_once_json_attributes_a_live_containerised_pid_and_lists_candidates(
         if c["xid"] == 31 and c["container"] and c["container"]["id"] == trainer.id
     ]
     assert counted and counted[0]["count"] >= 1
+    # A replay of the report (gputui --replay report.json) reads the faults back as written.
+    again = snapshot_to_json(snapshot_from_report(doc))
+    assert again["kernel_faults"] == doc["kernel_faults"]
+    assert again["fault_counts"] == doc["fault_counts"]
     # The container and its process carry the fault as a finding (the tree's XID badge); the
     # candidates of the bus error are not marked.
     marked = {

@@ -67,6 +67,9 @@ ALLOWED: dict[str, str] = {
     "gputui/collect/linux/processes.py:read_capped": "/proc/<pid>/ files, read capped",
     "gputui/collect/linux/processes.py:ProcSource._read_stat": "/proc/<pid>/stat, kept open",
     "gputui/collect/linux/processes.py:ProcSource._open_statm": "/proc/<pid>/statm, kept open",
+    # The kernel log device (or the path --kernel-log names: read-only, non-blocking, one
+    # record per read, each bounded; never written).
+    "gputui/collect/linux/kmsg.py:_open": "/dev/kmsg, read only and non-blocking",
     # Host files under the health checks' roots (/proc, /sys, /etc, /dev: root's files).
     "gputui/health/readings.py:read_text": "host files under HealthRoots (/proc, /sys, /etc)",
     "gputui/health/mig_mps.py:_read_bytes": "/proc/<pid>/environ of the MPS daemon",

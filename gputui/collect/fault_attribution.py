@@ -389,8 +389,25 @@ class FaultAttributor:
     # -- what the snapshot carries ---------------------------------------------------------
 
     def faults(self) -> tuple[KernelFault, ...]:
-        """The attributed faults kept, oldest first."""
-        return tuple(self._faults)
+        """The attributed faults kept, oldest first.
+
+        Container names are filled in from the latest names known: a fault read while the
+        engine had not answered yet gets its container's name once it does.
+        """
+        return tuple(self._named(f) for f in self._faults)
+
+    def _named(self, fault: KernelFault) -> KernelFault:
+        if fault.container_id is not None and fault.container_name is None:
+            name = self._name(fault.container_id)
+            if name is not None:
+                fault = _replace(fault, container_name=name)
+        if any(c.container_id is not None and c.container_name is None for c in fault.candidates):
+            candidates = tuple(
+                _replace_candidate(c, self._name(c.container_id)) if c.container_name is None else c
+                for c in fault.candidates
+            )
+            fault = _replace(fault, candidates=candidates)
+        return fault
 
     def counts(self) -> tuple[FaultCount, ...]:
         """Faults seen since the start, by kind, GPU, XID, class and container."""
@@ -406,6 +423,12 @@ def _replace(fault: KernelFault, **changes: object) -> KernelFault:
     from dataclasses import replace
 
     return replace(fault, **changes)  # type: ignore[arg-type]
+
+
+def _replace_candidate(candidate: FaultCandidate, name: str | None) -> FaultCandidate:
+    from dataclasses import replace
+
+    return replace(candidate, container_name=name)
 
 
 class KernelFaultTracker:
