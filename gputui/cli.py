@@ -165,6 +165,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--bell", action="store_true", help="ring the terminal bell when an alert starts firing"
     )
+    _add_kernel_log(parser)
     parser.add_argument(
         "--replay",
         metavar="FILE",
@@ -178,6 +179,15 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"gputui {__version__}")
     return parser
+
+
+def _add_kernel_log(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--kernel-log",
+        metavar="PATH",
+        default=None,
+        help="read XID lines and OOM kills from PATH (default /dev/kmsg when live), or 'off'",
+    )
 
 
 def _add_config(parser: argparse.ArgumentParser) -> None:
@@ -204,6 +214,7 @@ def _settings(args: argparse.Namespace) -> Settings:
         scenario=scenario,
         config=args.config,
         bell=args.bell,
+        kernel_log=getattr(args, "kernel_log", None),
     )
 
 
@@ -407,6 +418,7 @@ def _source_args(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--interval", metavar="SECONDS", type=_interval, default=1.0, help="refresh period"
     )
+    _add_kernel_log(parser)
 
 
 def _source_settings(args: argparse.Namespace) -> Settings | str:
@@ -421,7 +433,13 @@ def _source_settings(args: argparse.Namespace) -> Settings | str:
         except ScenarioError as exc:
             return str(exc)
     # Nothing recorded or exported may act on the machine.
-    return Settings(interval=args.interval, read_only=True, demo=args.demo, scenario=args.scenario)
+    return Settings(
+        interval=args.interval,
+        read_only=True,
+        demo=args.demo,
+        scenario=args.scenario,
+        kernel_log=getattr(args, "kernel_log", None),
+    )
 
 
 def _stop_on_signals() -> threading.Event:
@@ -1152,6 +1170,30 @@ def daemon_entry(argv: Sequence[str]) -> int:
     return daemon(argv, _ledger_kit())
 
 
+def faults_command(argv: Sequence[str]) -> int:
+    """``gputui faults``: XID errors and OOM kills from the kernel log, attributed.
+
+    Returns:
+        0, 1 when the kernel log cannot be read, 2 for bad input.
+    """
+    parser = _Parser(
+        prog="gputui faults",
+        description=(
+            "XID errors and OOM kills the kernel log still holds, each with its GPU, process, "
+            "container, class and fix."
+        ),
+    )
+    parser.add_argument(
+        "--since", metavar="SPAN", default="7d", help="how far back: 90s, 30m, 12h, 7d (7d)"
+    )
+    parser.add_argument("--json", action="store_true", help="machine-readable output")
+    _add_kernel_log(parser)
+    args = parser.parse_args(argv)
+    from gputui.faults_command import faults_main
+
+    return faults_main(args.since, as_json=args.json, kernel_log=args.kernel_log)
+
+
 _SUBCOMMANDS = {
     "serve": serve_command,
     "reclaim": reclaim_command,
@@ -1162,4 +1204,5 @@ _SUBCOMMANDS = {
     "fleet": fleet,
     "ledger": ledger_entry,
     "daemon": daemon_entry,
+    "faults": faults_command,
 }

@@ -46,6 +46,7 @@ from gputui.model import (
     GPU_GAUGES,
     MIG_GPM_FIELDS,
     ExportedGauge,
+    FaultCount,
     Finding,
     GpuGauge,
     GpuSample,
@@ -483,6 +484,46 @@ def finding_family(findings: Iterable[Finding]) -> tuple[Metric, int]:
     return family, max(0, len(ranked) - MAX_FINDING_SERIES)
 
 
+def _fault_container(count: FaultCount) -> str:
+    if count.container_id is None:
+        return ""
+    return _label(count.container_name or count.container_id[:12])
+
+
+def fault_families(snapshot: Snapshot) -> list[Metric]:
+    """Kernel-log faults counted since gputui started (the snapshot's ``fault_counts``).
+
+    XIDs by GPU, XID, class and container; OOM kills by container and class. The families are
+    there only when the kernel log is read.
+    """
+    if "kmsg" not in snapshot.sources:
+        return []
+    xids = CounterMetricFamily(
+        "gputui_xid",
+        "XID errors in the kernel log, by GPU, XID, class and the container they hit.",
+        labels=["gpu", "xid", "class", "container"],
+    )
+    ooms = CounterMetricFamily(
+        "gputui_oom_kills",
+        "Processes the kernel killed for memory, by container and class.",
+        labels=["container", "class"],
+    )
+    # Two containers of one name (or ids cut to 12) give one series: summed, never doubled.
+    sums: dict[tuple[str, ...], float] = {}
+    for count in snapshot.fault_counts:
+        key: tuple[str, ...]
+        if count.kind == "xid":
+            gpu = "" if count.gpu_index is None else str(count.gpu_index)
+            xid = "" if count.xid is None else str(count.xid)
+            key = ("xid", gpu, xid, _label(count.fault_class), _fault_container(count))
+        else:
+            key = ("oom", _fault_container(count), _label(count.fault_class))
+        sums[key] = sums.get(key, 0.0) + count.count
+    for key, value in sums.items():
+        (xids if key[0] == "xid" else ooms).add_metric(list(key[1:]), value)
+    return [xids, ooms]
+
+
 def status_families(
     snapshot: Snapshot, analysis: Analysis | None, users_dropped: int | None = None
 ) -> list[Metric]:
@@ -652,6 +693,7 @@ class SnapshotMetrics:
                 families += users
             families += status_families(snapshot, analysis, users_dropped)
             families += ledger_families(self.ledger)
+            families += fault_families(snapshot)
         # One place adds the host label, so no family (today's or a future one) goes without it
         # and series of same-named containers on different hosts never merge.
         return [with_host_label(family, self._host) for family in families]

@@ -32,6 +32,7 @@ from gputui.model import (
     STATUS_RANK,
     ContainerInfo,
     ContainerUsage,
+    FaultCount,
     Finding,
     GpuGauge,
     GpuProcess,
@@ -39,6 +40,7 @@ from gputui.model import (
     HealthCheck,
     HealthStatus,
     HostStats,
+    KernelFault,
     MigInstance,
     Snapshot,
     SourceStatus,
@@ -445,6 +447,58 @@ def snapshot_to_json(
         "xid_events": [
             {"gpu_index": e.gpu_index, "xid": e.xid, "at": iso(e.at)} for e in snapshot.xid_events
         ],
+        "kernel_faults": [fault_to_json(f) for f in snapshot.kernel_faults],
+        "fault_counts": [fault_count_to_json(c) for c in snapshot.fault_counts],
+    }
+
+
+def fault_to_json(f: KernelFault) -> dict[str, Any]:
+    """One kernel-log fault in the JSON schema's ``kernel_faults[]`` shape."""
+    return {
+        "kind": f.kind,
+        "at": iso(f.at),
+        "seq": f.seq,
+        "xid": f.xid,
+        "class": f.fault_class,
+        "meaning": f.meaning,
+        "fix": f.fix,
+        "pci_bus_id": f.pci_bus_id,
+        "gpu_index": f.gpu_index,
+        "mig_device": f.mig_device,
+        "gpu_instance": f.gpu_instance,
+        "compute_instance": f.compute_instance,
+        "pid": f.pid,
+        "process_name": f.process_name,
+        "container": None
+        if f.container_id is None
+        else {"id": f.container_id, "name": f.container_name},
+        "attribution": f.attribution,
+        "candidates": [
+            {
+                "pid": c.pid,
+                "process_name": c.process_name,
+                "container": None
+                if c.container_id is None
+                else {"id": c.container_id, "name": c.container_name},
+            }
+            for c in f.candidates
+        ],
+        "injected": f.injected,
+        "raw": fmt.safe_text(f.raw, 1024, na=""),
+    }
+
+
+def fault_count_to_json(c: FaultCount) -> dict[str, Any]:
+    """One counter in the JSON schema's ``fault_counts[]`` shape."""
+    return {
+        "kind": c.kind,
+        "gpu_index": c.gpu_index,
+        "xid": c.xid,
+        "class": c.fault_class,
+        "container": None
+        if c.container_id is None
+        else {"id": c.container_id, "name": c.container_name},
+        "count": c.count,
     }
 
 

@@ -398,4 +398,69 @@ def snapshot_from_report(doc: Any) -> Snapshot:
             for e in doc.get("xid_events", [])
         ),
         host_stats=None if stats is None else _pick(model.HostStats, stats, "host_stats"),
+        kernel_faults=_report_faults(doc),
+        fault_counts=_report_fault_counts(doc),
+    )
+
+
+#: Kernel faults and counters read back from a report at most (what the collector keeps).
+_MAX_REPORT_FAULTS = 256
+_MAX_REPORT_COUNTS = 512
+
+
+def _container_of(entry: dict[str, Any], where: str) -> dict[str, Any]:
+    """``{"container": {id, name}}`` of the report as the dataclass's two fields."""
+    container = entry.get("container")
+    if container is None:
+        return {"container_id": None, "container_name": None}
+    if not isinstance(container, dict):
+        raise SerializeError(f"{where}.container: expected an object or null")
+    return {"container_id": container.get("id"), "container_name": container.get("name")}
+
+
+def _entries(doc: dict[str, Any], key: str, limit: int) -> list[tuple[str, dict[str, Any]]]:
+    items = doc.get(key, [])
+    if not isinstance(items, list):
+        raise SerializeError(f"{key}: expected a list")
+    out = []
+    for i, item in enumerate(items[-limit:]):
+        if not isinstance(item, dict):
+            raise SerializeError(f"{key}[{i}]: expected an object")
+        out.append((f"{key}[{i}]", item))
+    return out
+
+
+def _report_faults(doc: dict[str, Any]) -> tuple[model.KernelFault, ...]:
+    """The report's ``kernel_faults`` (absent in reports before it: none)."""
+    faults = []
+    for where, f in _entries(doc, "kernel_faults", _MAX_REPORT_FAULTS):
+        raw_candidates = f.get("candidates", [])
+        if not isinstance(raw_candidates, list):
+            raise SerializeError(f"{where}.candidates: expected a list")
+        candidates = []
+        for k, c in enumerate(raw_candidates[:64]):
+            if not isinstance(c, dict):
+                raise SerializeError(f"{where}.candidates[{k}]: expected an object")
+            overrides = _container_of(c, f"{where}.candidates[{k}]")
+            candidates.append(_pick(model.FaultCandidate, c, where, **overrides))
+        overrides = _container_of(f, where)
+        faults.append(
+            _pick(
+                model.KernelFault,
+                f,
+                where,
+                at=_epoch(f.get("at")) or 0.0,
+                fault_class=f.get("class"),
+                candidates=tuple(candidates),
+                **overrides,
+            )
+        )
+    return tuple(faults)
+
+
+def _report_fault_counts(doc: dict[str, Any]) -> tuple[model.FaultCount, ...]:
+    """The report's ``fault_counts`` (absent in reports before it: none)."""
+    return tuple(
+        _pick(model.FaultCount, c, where, fault_class=c.get("class"), **_container_of(c, where))
+        for where, c in _entries(doc, "fault_counts", _MAX_REPORT_COUNTS)
     )

@@ -31,6 +31,9 @@ class Settings:
         config: The config file (``--config``); None reads the default XDG location, where a
             missing file means the default alert rules.
         bell: Ring the terminal bell when an alert starts firing (``--bell``).
+        kernel_log: Where to read kernel-log faults (XID lines, OOM kills) from
+            (``--kernel-log``): None for the default (``/dev/kmsg`` on a live machine, nothing
+            with a scenario or the demo), ``off`` for nowhere, else a path.
     """
 
     interval: float = 1.0
@@ -44,6 +47,7 @@ class Settings:
     exec_timeout: float = 15.0
     config: Path | None = None
     bell: bool = False
+    kernel_log: str | None = None
 
     @property
     def mode(self) -> str:

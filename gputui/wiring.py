@@ -20,6 +20,7 @@ from gputui.model import HealthCheck
 from gputui.settings import Settings
 
 if TYPE_CHECKING:
+    from gputui.collect.fault_attribution import KernelFaultTracker
     from gputui.collect.linux.proc_reader import EarlyCpuSample
 
 #: Seconds one Docker read may spend on the engine, all its requests together.
@@ -91,6 +92,7 @@ def build_collector(
         # the previous refresh). 0.1 s is 10 clock ticks per process, 10 per core for the host.
         cpu_window=ONCE_CPU_WINDOW_S if once else 0.0,
         cpu_primed_at=early.taken_at if early is not None and once else None,
+        faults=kernel_faults(settings, once=once),
     )
 
 
@@ -110,6 +112,21 @@ def _docker_source() -> ContainerSource:
     from gputui.collect.docker.source import DockerSource  # on the read thread (see above)
 
     return DockerSource(timeout=DOCKER_READ_S)
+
+
+def kernel_faults(settings: Settings, *, once: bool = False) -> KernelFaultTracker | None:
+    """The kernel-log reader for ``settings`` (``--kernel-log``), None when none is read.
+
+    Live, gputui reads ``/dev/kmsg``; with a scenario (the GPUs are not this machine's) or the
+    demo it reads nothing unless ``--kernel-log`` names a path.
+    """
+    path = settings.kernel_log
+    if path == "off" or (path is None and (settings.demo or settings.scenario is not None)):
+        return None
+    from gputui.collect.fault_attribution import KernelFaultTracker
+    from gputui.collect.linux.kmsg import KMSG_PATH, KmsgReader
+
+    return KernelFaultTracker(KmsgReader(path or KMSG_PATH, background=not once))
 
 
 #: The simulated host's files, for the file-reading health checks: what a host with the driver,

@@ -65,6 +65,9 @@ ALLOWED: dict[str, str] = {
     "gputui/collect/linux/fileio.py:_read_whole": "/proc and /sys pseudo-files",
     "gputui/collect/linux/fileio.py:read_capped": "/proc and /sys pseudo-files, read capped",
     "gputui/collect/linux/fileio.py:KeptFiles.read_raw": "/proc and /sys pseudo-files, kept open",
+    # The kernel log device (or the path --kernel-log names: read-only, non-blocking, one
+    # record per read, each bounded; never written).
+    "gputui/collect/linux/kmsg.py:_open": "/dev/kmsg, read only and non-blocking",
     # Host files under the health checks' roots (/proc, /sys, /etc, /dev: root's files).
     "gputui/health/readings.py:read_text": "host files under HealthRoots (/proc, /sys, /etc)",
     "gputui/health/mig_mps.py:_read_bytes": "/proc/<pid>/environ of the MPS daemon",

@@ -39,11 +39,13 @@ from gputui.model import (
     ContainerUsage,
     EngineInfo,
     ExecResult,
+    FaultCount,
     GpuProcess,
     GpuReading,
     GpuSample,
     HealthCheck,
     HostInfo,
+    KernelFault,
     ProcessInfo,
     Snapshot,
     SourceStatus,
@@ -55,6 +57,7 @@ from gputui.startup_trace import mark
 
 if TYPE_CHECKING:
     from gputui.collect.docker.logs import LogReader
+    from gputui.collect.fault_attribution import KernelFaultTracker
     from gputui.collect.linux.parent_chain import ParentLink
 
 HealthRunner = Callable[[HealthInputs], tuple[HealthCheck, ...]]
@@ -133,6 +136,8 @@ class Collector:
             monitor (:func:`tune_gc_for_monitor`), and then run a full collection every
             ``gc_sweep_s`` seconds, after a collection (between refreshes).
         gc_sweep_s: Seconds between those full collections.
+        faults: Follows the kernel log for XID lines and OOM kills and attributes them; None
+            reads no kernel log (scenario, demo, tests).
     """
 
     def __init__(
@@ -152,8 +157,10 @@ class Collector:
         gc_sweep_s: float = GC_SWEEP_S,
         cpu_window: float = 0.0,
         cpu_primed_at: float | None = None,
+        faults: KernelFaultTracker | None = None,
     ) -> None:
         self.gpu = gpu
+        self._faults = faults
         self.procs = procs
         #: The container sources, in the order given (the first wins a clash of ids).
         self.container_sources: tuple[ContainerSource, ...] = (
@@ -275,6 +282,13 @@ class Collector:
         visibility = self.procs.visibility()
         host_stats = self.procs.host_stats()
         now = self._clock()
+        sources = {"nvml": reading.status, **statuses}
+        kernel_faults: tuple[KernelFault, ...] = ()
+        fault_counts: tuple[FaultCount, ...] = ()
+        if self._faults is not None:
+            kernel_faults, fault_counts, sources["kmsg"] = self._faults.update(
+                reading.gpus, processes, docker.containers, time.time()
+            )
         # A GPU falling off the bus or a source going away (or coming back) re-runs the checks
         # at once: the health view must explain it now, not at the next 30 s run.
         state = _health_state(reading, readings)
@@ -287,7 +301,14 @@ class Collector:
             self._health_requested.clear()
             self._health_due = time.monotonic() + self._health_interval
             self._checks = self._health(
-                HealthInputs(reading, docker, processes, visibility, container_sources=statuses)
+                HealthInputs(
+                    reading,
+                    docker,
+                    processes,
+                    visibility,
+                    sources.get("kmsg"),
+                    container_sources=statuses,
+                )
             )
             mark("health-checks")
         snapshot = Snapshot(
@@ -301,7 +322,7 @@ class Collector:
                 cuda_driver_version=reading.cuda_driver_version,
                 nvml_version=reading.nvml_version,
             ),
-            sources={"nvml": reading.status, **statuses},
+            sources=sources,
             gpus=reading.gpus,
             processes=processes,
             containers=attribute_containers(
@@ -317,6 +338,8 @@ class Collector:
             health=self._checks,
             xid_events=reading.xid_events,
             host_stats=host_stats,
+            kernel_faults=kernel_faults,
+            fault_counts=fault_counts,
         )
         if self._tune_gc:
             tune_gc_for_monitor()
@@ -431,6 +454,8 @@ class Collector:
         self.gpu.close()
         for source in self.container_sources:
             source.close()
+        if self._faults is not None:
+            self._faults.close()
         close_procs = getattr(self.procs, "close", None)  # kept /proc descriptors, if any
         if close_procs is not None:
             close_procs()

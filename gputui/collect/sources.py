@@ -235,6 +235,8 @@ class HealthInputs:
             checks judge those).
         processes: GPU processes joined with their containers.
         visibility: Whether gputui sees the host PID and cgroup namespaces.
+        kmsg: Whether the kernel log could be read for XID lines and OOM kills; None when
+            gputui does not read it (scenario, demo).
         container_sources: Each container source's status, by source name, in the order the
             collector was given them.
     """
@@ -243,6 +245,7 @@ class HealthInputs:
     containers: ContainerReading
     processes: tuple[GpuProcess, ...]
     visibility: Visibility
+    kmsg: SourceStatus | None = None
     container_sources: Mapping[str, SourceStatus] = field(default_factory=dict)
 
 

@@ -15,6 +15,7 @@ from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 
 from gputui.derive.alerts import Alert, AlertEngine, AlertRule, AlertState
+from gputui.derive.fault_findings import fault_findings
 from gputui.derive.findings import FindingsEngine, Share, Throttling, gpu_shares
 from gputui.derive.history import History, HistoryView
 from gputui.derive.process_history import (
@@ -194,7 +195,7 @@ class Analyzer:
             if self.history is not None and self.process_history is not None:
                 self.history.clear()
                 self.process_history.clear()
-        findings = self._findings.update(snapshot)
+        findings = self._findings.update(snapshot) + fault_findings(snapshot)
         alerts = self._alerts.update(snapshot)
         firing = {(a.rule, a.subject): a for a in alerts.firing}
         started = tuple(a for key, a in firing.items() if key not in self._announced)

@@ -224,6 +224,8 @@ BADGES: tuple[tuple[str, str], ...] = (
     ("SHARED", "shares a GPU (or MIG device) with another container or the host"),
     ("THR n%", "CPU-throttled: n % of its CPU periods hit the --cpus quota"),
     ("OOM", "killed for memory (OOM) since it started"),
+    ("XID n", "the kernel log names it in XID error n (class and fix in the Evidence view)"),
+    ("OOMK", "the kernel log shows one of its processes OOM-killed (last 24 h)"),
     ("MEM n%", "its memory use is n % of its memory limit"),
     ("LEAK", "GPU memory grows steadily (full in the time the flag's text says)"),
     ("RST n", "restarted n times"),
@@ -278,6 +280,12 @@ def finding_marker(finding: Finding) -> Marker | None:
         return Marker(kind, f"mem {share} of limit", severity, f"MEM {share}")
     if kind == "oom_killed":
         return Marker(kind, "OOM-killed", severity, "OOM")
+    if kind == "kernel_fault":
+        if finding.figure("fault") == "oom":
+            return Marker(kind, "OOM kill (kernel log)", severity, "OOMK")
+        xid = finding.figure("xid")
+        cls = finding.figure("class")
+        return Marker(kind, f"XID {xid} ({cls})", severity, f"XID {xid}")
     if kind == "restarting":
         count = _number(finding, "restart_count") or 0
         return Marker(kind, f"restarts {count:.0f}", severity, f"RST {count:.0f}")

@@ -197,6 +197,16 @@ ACTIONS: tuple[ActionRow, ...] = (
         main_only=True,
         needs=Needs.CONTAINER,
     ),
+    ActionRow(
+        "faults",
+        "F",
+        "faults",
+        "Faults",
+        "Kernel-log faults",
+        "XID errors and OOM kills from the kernel log, with the container they hit and the fix",
+        main_only=True,
+        footer=False,
+    ),
     # Enter on a process opens its drill-down; anywhere else Enter keeps its widget's meaning
     # (expand / collapse a container, submit the filter): the app skips the binding there.
     ActionRow(

@@ -56,12 +56,14 @@ from gputui.userfiles import UserFileError
 if TYPE_CHECKING:
     from gputui.ui.machine_actions import MachineActions
     from gputui.ui.screens.evidence import EvidenceScreen
+    from gputui.ui.screens.faults import FaultsScreen
     from gputui.ui.screens.process_detail import ProcessDetailScreen
 
 # The screens a key opens (evidence, drill-down, help, dialogs) are imported when first opened,
 # so a session that never opens them does not load them. Until one is loaded no screen of its
 # kind can exist, which is how the checks below answer without importing it.
 _EVIDENCE = "gputui.ui.screens.evidence"
+_FAULTS = "gputui.ui.screens.faults"
 _DETAIL = "gputui.ui.screens.process_detail"
 
 
@@ -72,6 +74,15 @@ def _is_evidence(screen: object) -> TypeGuard[EvidenceScreen]:
     from gputui.ui.screens.evidence import EvidenceScreen
 
     return isinstance(screen, EvidenceScreen)
+
+
+def _is_faults(screen: object) -> TypeGuard[FaultsScreen]:
+    """Whether ``screen`` is the Faults view (never imports it while none was opened)."""
+    if _FAULTS not in sys.modules:
+        return False
+    from gputui.ui.screens.faults import FaultsScreen
+
+    return isinstance(screen, FaultsScreen)
 
 
 def _is_detail(screen: object) -> TypeGuard[ProcessDetailScreen]:
@@ -336,6 +347,8 @@ class GpuTuiApp(CrashSafeApp):
                 self.main.apply(snapshot, self.ui_state, self.window, analysis)
                 if _is_evidence(self.screen):
                     self.screen.show(analysis, self.window)
+                elif _is_faults(self.screen):
+                    self.screen.show(snapshot)
                 for screen in self._detail_screens():
                     screen.show(snapshot, self.window)
         except (NoMatches, ScreenStackError):
@@ -735,6 +748,15 @@ class GpuTuiApp(CrashSafeApp):
 
         screen = EvidenceScreen(container.info.id, self.history, self.window, self.analysis)
         self.push_screen(screen)
+
+    def action_faults(self) -> None:
+        """The kernel-log faults (XID errors, OOM kills) on one screen."""
+        if self.analysis is None:
+            self.notify("No snapshot yet.", severity="warning")
+            return
+        from gputui.ui.screens.faults import FaultsScreen
+
+        self.push_screen(FaultsScreen(self.analysis.snapshot))
 
     def action_replay_step(self, delta: int) -> None:
         """Replay: pause and show the previous / next recorded snapshot."""

@@ -354,7 +354,12 @@ class NvmlSource:
     def _lost_sample(self, index: int, error: str) -> GpuSample:
         static = self._static.get(index, {})
         return GpuSample(
-            index=index, uuid=static.get("uuid"), name=static.get("name"), lost=True, error=error
+            index=index,
+            uuid=static.get("uuid"),
+            name=static.get("name"),
+            lost=True,
+            error=error,
+            pci_bus_id=static.get("pci_bus_id"),
         )
 
     def _system(self, fn: Callable[[], Any]) -> Any:
@@ -410,9 +415,19 @@ class NvmlSource:
                 "uuid": uuid.decode() if isinstance(uuid, bytes) else uuid,
                 "sm_max": self._q(index, nv.nvmlDeviceGetMaxClockInfo, handle, nv.NVML_CLOCK_SM),
                 "mem_max": self._q(index, nv.nvmlDeviceGetMaxClockInfo, handle, nv.NVML_CLOCK_MEM),
+                "pci_bus_id": self._pci_bus_id(index, nv, handle),
             }
             self._static[index] = static
         return static
+
+    def _pci_bus_id(self, index: int, nv: Any, handle: Any) -> str | None:
+        """``00000000:3B:00.0``: how the kernel log's XID lines name this GPU (read once)."""
+        getter = getattr(nv, "nvmlDeviceGetPciInfo", None)
+        info = None if getter is None else self._q(index, getter, handle)
+        bus_id = getattr(info, "busId", None)
+        if isinstance(bus_id, bytes):
+            bus_id = bus_id.decode(errors="replace")
+        return bus_id[:32] if isinstance(bus_id, str) and bus_id else None
 
     def _read_medium(self, nv: Any, index: int, handle: Any) -> dict[str, Any]:
         now = self._clock()
@@ -528,6 +543,7 @@ class NvmlSource:
         return GpuSample(
             index=index,
             uuid=static["uuid"],
+            pci_bus_id=static.get("pci_bus_id"),
             name=static["name"],
             utilization_gpu=None if util is None else int(util.gpu),
             utilization_memory=None if util is None else int(util.memory),

@@ -428,6 +428,12 @@ class ScenarioNvml:
         default = f"GPU-00000000-0000-0000-0000-{handle.pos:012d}"
         return str(self._gpu(handle, "uuid").get("uuid", default))
 
+    def nvmlDeviceGetPciInfo(self, handle: _Handle) -> SimpleNamespace:
+        bus_id = self._gpu(handle, "pci_bus_id").get("pci_bus_id")
+        if bus_id is None:
+            raise error_class("NotSupported")()
+        return SimpleNamespace(busId=str(bus_id))
+
     def _procs(self, handle: _Handle, kinds: tuple[str, ...]) -> list[SimpleNamespace]:
         gpu = self._gpu(handle, "processes")
         listed = gpu.get("processes", [])

@@ -24,7 +24,7 @@ FIELD_ERRORS = ("NotSupported", "NoPermission", "GpuIsLost", "Unknown", "Timeout
 
 #: The keys of a scenario's GPU object that are no gauge, and the ``errors`` keys of the queries
 #: that read no gauge (``*``: every query of the GPU).
-FACT_KEYS = ("index", "uuid", "name", "errors", "processes", "mig_instances")
+FACT_KEYS = ("index", "uuid", "name", "errors", "processes", "mig_instances", "pci_bus_id")
 FACT_ERROR_KEYS = (
     "*",
     "name",
@@ -288,6 +288,9 @@ def _validate_gpu(gpu: Any, where: str, keys: GpuKeys) -> None:
     for key in ("uuid", "name"):
         if key in gpu and not isinstance(gpu[key], str):
             raise ScenarioError(f"{where}: {key} must be a string")
+    bus_id = gpu.get("pci_bus_id")
+    if bus_id is not None and not (isinstance(bus_id, str) and 0 < len(bus_id) <= 32):
+        raise ScenarioError(f"{where}: pci_bus_id must be a string of at most 32 characters")
     for key, (low, high) in keys.numbers.items():
         if key in gpu:
             _series(

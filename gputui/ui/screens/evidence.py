@@ -15,9 +15,12 @@ from textual.content import Content
 from textual.screen import Screen
 from textual.widgets import Footer, Static
 
+from gputui import timestamps
+from gputui.collect.xid_catalog import HARDWARE_CLASSES
 from gputui.derive import fmt
 from gputui.derive.activity import activity_estimates
 from gputui.derive.analysis import Analysis
+from gputui.derive.fault_findings import faults_of
 from gputui.derive.findings import FindingRules, Throttling
 from gputui.derive.history import UNITS, HistoryReader, container_key, coverage_label
 from gputui.model import ContainerUsage, GpuSample, Snapshot
@@ -26,6 +29,9 @@ from gputui.ui.widgets.history import SeriesRow
 from gputui.ui.widgets.tree_labels import HIDDEN_TEXT
 
 Part = str | tuple[str, str]
+
+#: Kernel-log lines shown per container (the newest).
+MAX_FAULT_LINES = 8
 
 
 def _section(title: str) -> list[Part]:
@@ -242,6 +248,28 @@ def _memory(usage: ContainerUsage, snapshot: Snapshot) -> list[Part]:
     return parts
 
 
+def _kernel_faults(usage: ContainerUsage, snapshot: Snapshot) -> list[Part]:
+    faults = faults_of(snapshot, usage.info.id)
+    if not faults:
+        return []
+    parts = _section("Kernel log")
+    for fault in faults[-MAX_FAULT_LINES:]:
+        hardware = fault.fault_class in HARDWARE_CLASSES
+        what = f"XID {fault.xid}" if fault.kind == "xid" else "OOM kill"
+        how = "candidate: no PID in the line" if fault.attribution == "candidates" else ""
+        parts += [
+            ("  " + timestamps.utc(fault.at) + "  ", "$text-muted"),
+            (what, "bold $text-error" if hardware else "bold $text-warning"),
+            "  ",
+            fmt.safe_text(f"{fault.fault_class}: {fault.fix}", 160),
+            (f"  ({how})" if how else "", "$text-muted"),
+            "\n",
+            ("    " + fmt.safe_text(fault.raw, 300), "$text-muted"),
+            "\n",
+        ]
+    return parts
+
+
 def evidence_content(usage: ContainerUsage, analysis: Analysis) -> Content:
     """The text sections of the evidence view (untrusted text through ``safe_text``).
 
@@ -261,6 +289,7 @@ def evidence_content(usage: ContainerUsage, analysis: Analysis) -> Content:
     return Content.assemble(
         *problem,
         *_findings(usage, analysis),
+        *_kernel_faults(usage, snapshot),
         *_processes(usage, snapshot),
         *_gpus(usage, analysis),
         *_cpu(usage, analysis.throttling.get(usage.info.id), FindingRules().throttle_ratio),
