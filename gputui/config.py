@@ -24,6 +24,7 @@ from types import ModuleType
 from typing import Any
 
 from gputui.derive.alerts import DEFAULT_RULES, METRICS, AlertRule
+from gputui.process_fields import sort_names
 from gputui.settings import MAX_INTERVAL_S, MIN_INTERVAL_S
 from gputui.userfiles import CONFIG_LIMIT, UserFileError, read_user_text, replace_user_file
 
@@ -66,8 +67,9 @@ THEMES: tuple[str, ...] = (
     "ansi-dark",
     "ansi-light",
 )
-#: Process-table sort orders ``[ui] sort`` accepts (the table's columns; a test checks them).
-SORTS: tuple[str, ...] = ("mem", "sm", "cpu", "pid", "container", "elapsed")
+#: Process-table sort orders ``[ui] sort`` accepts: the per-process field table's, in ``s``'s
+#: order.
+SORTS: tuple[str, ...] = sort_names()
 #: ``auto`` picks by terminal size; ``top`` always stacks the GPUs above the tabs; ``side``
 #: puts them in a column beside the tabs whenever the terminal is wide enough for both.
 LAYOUTS: tuple[str, ...] = ("auto", "top", "side")
