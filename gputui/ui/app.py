@@ -437,6 +437,27 @@ class GpuTuiApp(CrashSafeApp):
         if inspect.isawaitable(result):
             await result
 
+    async def on_event(self, event: events.Event) -> None:
+        """A key typed before a filter box took the focus goes into that box, not to a command.
+
+        Keys typed fast are routed as they arrive, to the widget focused then; ``/`` opens a
+        filter only when its binding runs, after the keys behind it were routed (to the tree or
+        the screen), and they came back here unconsumed: ``1/er`` opened the evidence view and
+        re-ran the health checks. A printable key the focused input never saw goes into it.
+        """
+        if (
+            isinstance(event, events.Key)
+            and event.is_forwarded
+            and event.is_printable
+            and event.character is not None
+            and isinstance(self.focused, Input)
+        ):
+            event.stop()
+            # Queued behind the input's own Focus event (which selects what it holds).
+            self.focused.post_message(events.Key(event.key, event.character))
+            return
+        await super().on_event(event)
+
     def on_key(self, event: events.Key) -> None:
         """Keys that cannot act now say why: T / K under --read-only, dimmed keys always."""
         if self.screen is self.main and self.main.is_too_small:

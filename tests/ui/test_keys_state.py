@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 from pilot_helpers import current_screen, ready, screen_lines
+from textual import events
 from textual.app import App
 from textual.content import Content
 from textual.pilot import Pilot
@@ -98,9 +99,16 @@ async def test_typing_right_after_1_slash_goes_to_the_filter(make_app: AppFactor
         await ready(pilot)
         await pilot.press("2", "slash", "x", "enter")  # a filter used on the Processes tab
         await pilot.pause()
-        # Every key of one burst, before the tab's activation message is handled.
-        await pilot.press("1", "slash", "e", "r")
-        await pilot.pause()
+        # One burst, as a fast typist's keys reach the app: all queued before any is handled,
+        # so the tab's activation message comes after the filter was opened.
+        driver = app._driver
+        assert driver is not None
+        for key, char in (("1", "1"), ("slash", "/"), ("e", "e"), ("r", "r")):
+            event = events.Key(key, char)
+            event.set_sender(app)
+            driver.send_message(event)  # as the terminal driver delivers them, no wait between
+        for _ in range(5):
+            await pilot.pause()
         assert app.main.active_tab == "containers"
         assert current_screen(app) is app.main  # "e" did not open the evidence view
         assert app.collector.health_requests == 0  # type: ignore[attr-defined]  # nor "r"

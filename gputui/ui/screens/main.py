@@ -485,9 +485,14 @@ class MainScreen(Screen[None]):
             opener(self)
 
     def open_process_filter(self) -> None:
-        """Show and focus the process table's filter input."""
+        """Show and focus the process table's filter input.
+
+        Focused at once, not with ``focus()`` (which waits for the next message): keys typed
+        right after ``/`` are already queued, and until the input has the focus they would run
+        as commands (``e`` opened the evidence view).
+        """
         self.filter_input.display = True
-        self.filter_input.focus()
+        self.set_focus(self.filter_input)
 
     def action_close_filter(self) -> None:
         """Escape: clear and hide the filter when it is focused."""
