@@ -139,8 +139,9 @@ async def test_the_drill_down_is_not_read_only_under_a_dialog(make_app: AppFacto
         assert "read-only" not in str(detail.keys_line.content)
         await pilot.press("n")
         await pilot.pause()
-        assert current_screen(app) is detail
-        assert "T SIGTERM  K SIGKILL" in str(detail.keys_line.content)
+        back = current_screen(app)
+        assert isinstance(back, ProcessDetailScreen)
+        assert "T SIGTERM  K SIGKILL" in str(back.keys_line.content)
 
 
 def _ready_for(app: GpuTuiApp) -> SnapshotReady:
