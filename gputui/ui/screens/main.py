@@ -380,12 +380,12 @@ class MainScreen(Screen[None]):
             # Behind the message no key acts: the focused widget (the tree's arrows, Enter)
             # lets go, the app's and this screen's keys are refused (``is_too_small``), and the
             # focus comes back where it was when the terminal grows.
-            body = self.query_one("#body")
+            body = self.query("#body")  # empty before the screen is composed
             if small:
                 self._focus_before_small = self.focused or self._focus_before_small
-                body.disabled = True  # nothing in it can hold the focus or take a key
+                body.set(disabled=True)  # nothing in it can hold the focus or take a key
             else:
-                body.disabled = False
+                body.set(disabled=False)
                 if self._focus_before_small is not None:
                     self.set_focus(self._focus_before_small)
                     self._focus_before_small = None
