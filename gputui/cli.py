@@ -127,10 +127,7 @@ def build_parser() -> argparse.ArgumentParser:
         prog="gputui",
         description=(
             "Who is using my NVIDIA GPUs, in which Docker container, and is the GPU container "
-            "runtime healthy? Subcommands: doctor (runtime-health checks), export (Prometheus "
-            "metrics), record FILE / replay FILE (record snapshots, play them back), free (the "
-            "GPUs a new job can use now), serve (the monitor in a web browser), reclaim (idle "
-            "GPU reservations the idle policy found; stop one with a typed confirmation)."
+            f"runtime healthy? Subcommands: {subcommand_list()}."
         ),
     )
     parser.add_argument("--once", action="store_true", help="print one snapshot and exit")
@@ -1045,7 +1042,7 @@ def serve_command(argv: Sequence[str]) -> int:
         prog="gputui serve",
         description=(
             "The monitor in a web browser, one gputui per tab (textual-serve). Read-only unless "
-            "--allow-actions; from another machine, use an SSH tunnel (docs/serve.md)."
+            "--allow-actions; from another machine, reach it through an SSH tunnel (ssh -L)."
         ),
     )
     parser.add_argument(
@@ -1206,3 +1203,25 @@ _SUBCOMMANDS = {
     "daemon": daemon_entry,
     "faults": faults_command,
 }
+
+#: What each subcommand is for, in ``gputui --help``'s order: (usage, summary). ``doctor``
+#: is dispatched before the others; every other name is a key of ``_SUBCOMMANDS``, and a
+#: subcommand missing here is missing from --help (tests/test_cli_help.py checks both ways).
+SUBCOMMAND_SUMMARIES: dict[str, tuple[str, str]] = {
+    "doctor": ("doctor", "runtime-health checks"),
+    "export": ("export", "Prometheus metrics"),
+    "record": ("record FILE", "record snapshots"),
+    "replay": ("replay FILE", "play a recording back"),
+    "free": ("free", "the GPUs a new job can use now"),
+    "serve": ("serve", "the monitor in a web browser"),
+    "fleet": ("fleet", "the GPU hosts a Prometheus scrapes, one row each"),
+    "ledger": ("ledger", "GPU-hours, energy and cost per container, project or GPU"),
+    "daemon": ("daemon", "collect and keep the ledger, nothing else"),
+    "faults": ("faults", "XID errors and OOM kills from the kernel log, attributed"),
+    "reclaim": ("reclaim", "idle GPU reservations the idle policy found; stop one"),
+}
+
+
+def subcommand_list() -> str:
+    """``doctor (runtime-health checks), export (Prometheus metrics), …`` for ``--help``."""
+    return ", ".join(f"{usage} ({summary})" for usage, summary in SUBCOMMAND_SUMMARIES.values())

@@ -32,6 +32,7 @@ from gputui.notify.config import (
     parse_idle_policy,
     parse_targets,
 )
+from gputui.process_fields import sort_names
 from gputui.settings import MAX_INTERVAL_S, MIN_INTERVAL_S
 from gputui.userfiles import CONFIG_LIMIT, UserFileError, read_user_text, replace_user_file
 
@@ -74,8 +75,9 @@ THEMES: tuple[str, ...] = (
     "ansi-dark",
     "ansi-light",
 )
-#: Process-table sort orders ``[ui] sort`` accepts (the table's columns; a test checks them).
-SORTS: tuple[str, ...] = ("mem", "sm", "cpu", "pid", "container", "elapsed")
+#: Process-table sort orders ``[ui] sort`` accepts: the per-process field table's, in ``s``'s
+#: order.
+SORTS: tuple[str, ...] = sort_names()
 #: ``auto`` picks by terminal size; ``top`` always stacks the GPUs above the tabs; ``side``
 #: puts them in a column beside the tabs whenever the terminal is wide enough for both.
 LAYOUTS: tuple[str, ...] = ("auto", "top", "side")

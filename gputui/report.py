@@ -47,6 +47,7 @@ from gputui.model import (
     mig_device_name,
     mig_instance_of,
 )
+from gputui.process_fields import process_to_json
 
 if TYPE_CHECKING:  # `gputui free` builds these; the report only reads them
     from gputui.derive.free import FreeAnswer, GpuChoice
@@ -145,50 +146,8 @@ def gpu_to_json(g: GpuSample, gauges: Sequence[GpuGauge] = GPU_GAUGES) -> dict[s
     return out
 
 
-def _container_ref(snapshot: Snapshot, cid: str | None) -> dict[str, Any] | None:
-    if cid is None:
-        return None
-    usage = snapshot.container(cid)
-    info = usage.info if usage else None
-    return {
-        "id": cid,
-        "name": info.name if info else None,
-        "image": (info.image or None) if info else None,
-        "known_to_engine": bool(usage and usage.known_to_engine),
-    }
-
-
 def _process(snapshot: Snapshot, p: GpuProcess) -> dict[str, Any]:
-    gpu = next((g for g in snapshot.gpus if g.index == p.sample.gpu_index), None)
-    mig = _mig_of(snapshot, p)
-    return {
-        "pid": p.pid,
-        "container_pid": p.info.container_pid if p.container_id else None,
-        "gpu_index": p.sample.gpu_index,
-        "gpu_uuid": gpu.uuid if gpu else None,
-        "gpu_memory_bytes": p.sample.used_memory_bytes,
-        "sm_util": p.sample.sm_util,
-        "mem_util": p.sample.mem_util,
-        "type": p.sample.kind,
-        "mps_client": p.sample.mps,
-        "mig_device": None if mig is None else mig_device_name(p.sample.gpu_index, mig.index),
-        "mig_uuid": None if mig is None else mig.uuid,
-        "gpu_instance_id": p.sample.mig_gi_id,
-        "compute_instance_id": p.sample.mig_ci_id,
-        "exists": p.info.exists,
-        "command": p.info.command if p.info.exists else None,
-        "name": p.info.name,
-        "user": p.info.user,
-        "cpu_percent": p.info.cpu_percent,
-        "rss_bytes": p.info.rss_bytes,
-        # When CPU % and RSS were read, if before this snapshot (many processes are read in
-        # turn); null: read by this refresh.
-        "cpu_rss_sampled_at": iso(p.info.sampled_at),
-        "start_time": iso(p.info.start_time),
-        "runtime": p.info.runtime,
-        "pod_uid": p.info.pod_uid,
-        "container": _container_ref(snapshot, p.container_id),
-    }
+    return process_to_json(snapshot, p)
 
 
 def _request(value: str | tuple[str, ...] | None) -> str | list[str] | None:

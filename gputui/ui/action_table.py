@@ -2,8 +2,9 @@
 
 The table generates the app's and the main screen's ``BINDINGS``, the command palette entries,
 the help screen's rows and the policy ``check_action`` applies (hidden under ``--read-only``,
-only while replaying, only with the monitor's tabs on screen, dimmed until the selection fits).
-Adding a tab or an action is one row here plus its ``action_*`` method.
+only while replaying, only with the monitor's tabs on screen, dimmed until the selection or the
+tab fits). Adding an action is one row here plus its ``action_*`` method; the tab keys are
+generated from the tab table (:mod:`gputui.ui.tab_table`) and bound by the app that shows them.
 
 Every binding carries an id (``gputui.<name>``), so keys can be remapped through Textual's keymap
 (``App.set_keymap({"gputui.exec-smi": "ctrl+x"})``) without touching this table.
@@ -18,7 +19,7 @@ from enum import Enum
 from textual.binding import Binding, BindingType
 
 from gputui.model import ContainerUsage, GpuProcess
-from gputui.ui.state import TABS
+from gputui.ui.tab_table import TABS, TabRow, TabTable
 
 #: Seconds ``<`` / ``>`` (and ``[`` / ``]``) jump back / forward in a replay.
 SEEK_SECONDS = 60
@@ -28,10 +29,15 @@ BINDING_ID_PREFIX = "gputui."
 
 
 class Scope(Enum):
-    """Where a binding is declared: on the app (every screen) or on the monitor screen only."""
+    """Where a binding is declared.
+
+    On the app (every screen), on the monitor screen only, or on the app from its tab table
+    (the tab keys: one per tab the app shows).
+    """
 
     APP = "app"
     MAIN = "main"
+    TAB = "tab"
 
 
 class Needs(Enum):
@@ -41,6 +47,8 @@ class Needs(Enum):
     CONTAINER = "container"  # a container, or one of its processes, is selected
     RUNNING_CONTAINER = "running container"
     PROCESS = "process"  # a process (a row of the table, a process node of the tree)
+    SORT = "sort"  # a tab whose view sorts (the tab table's ``sort``)
+    FILTER = "filter"  # a tab with a filter (the tab table's ``filter``)
 
 
 @dataclass(frozen=True, slots=True)
@@ -126,22 +134,34 @@ class Policy:
     sensitive: bool = False
 
 
-_TAB_ROWS = tuple(
-    ActionRow(
-        f"show_tab('{tab}')",
-        str(number),
-        f"tab.{tab}",
-        f"{tab.title()} tab",
-        f"Show {tab.title()} tab",
-        f"Switch to the {tab} tab",
-        main_only=True,
-        footer=False,
-    )
-    for number, tab in enumerate(TABS, 1)
-)
+def tab_rows(tabs: TabTable) -> tuple[ActionRow, ...]:
+    """The key of each tab (``1`` for the first), from a tab table.
 
-#: Every action, in the order the help screen and the palette list them.
-ACTIONS: tuple[ActionRow, ...] = (
+    Args:
+        tabs: The tabs the app shows.
+
+    Returns:
+        One row per tab, in the tab bar's order; its binding id is ``tab.<id>``.
+    """
+    return tuple(
+        ActionRow(
+            f"show_tab('{tab.id}')",
+            tabs.key(tab.id),
+            f"tab.{tab.id}",
+            f"{tab.title} tab",
+            f"Show {tab.title} tab",
+            f"Switch to the {tab.title.lower()} tab",
+            main_only=True,
+            footer=False,
+            scope=Scope.TAB,
+        )
+        for tab in tabs
+    )
+
+
+#: Every action but the tab keys (:func:`tab_rows`), in the order the help screen and the palette
+#: list them; :func:`actions` puts the tab keys after the help.
+_ACTIONS: tuple[ActionRow, ...] = (
     ActionRow("quit", "q", "quit", "Quit", "Quit", "Quit gputui", palette=False),
     # Ctrl+C quits as in htop, nvitop, k9s and lazydocker; before the widgets' "copy".
     ActionRow(
@@ -157,7 +177,6 @@ ACTIONS: tuple[ActionRow, ...] = (
         priority=True,
     ),
     ActionRow("help", "question_mark", "help", "Help", "Keys", "List every key", key_display="?"),
-    *_TAB_ROWS,
     ActionRow(
         "filter",
         "slash",
@@ -167,6 +186,7 @@ ACTIONS: tuple[ActionRow, ...] = (
         "Filter containers (name, image, compose, pod, process command or user) or processes",
         key_display="/",
         main_only=True,
+        needs=Needs.FILTER,
     ),
     ActionRow(
         "sort",
@@ -176,6 +196,7 @@ ACTIONS: tuple[ActionRow, ...] = (
         "Cycle sort",
         "Next sort column of the container tree, the process table or the users view",
         main_only=True,
+        needs=Needs.SORT,
     ),
     ActionRow(
         "sort_reverse",
@@ -185,6 +206,7 @@ ACTIONS: tuple[ActionRow, ...] = (
         "Reverse sort",
         "Reverse the sort of the container tree, the process table or the users view",
         main_only=True,
+        needs=Needs.SORT,
         footer=False,
     ),
     ActionRow(
@@ -435,7 +457,7 @@ ACTIONS: tuple[ActionRow, ...] = (
         "interval.slower",
         "Slower",
         "Slower refresh",
-        "Increase the refresh interval",
+        "Slower refresh: a longer interval between refreshes",
         key_display="+",
         footer=False,
     ),
@@ -445,7 +467,7 @@ ACTIONS: tuple[ActionRow, ...] = (
         "interval.faster",
         "Faster",
         "Faster refresh",
-        "Decrease the refresh interval",
+        "Faster refresh: a shorter interval between refreshes",
         key_display="-",
         footer=False,
     ),
@@ -519,7 +541,24 @@ def policies(rows: Iterable[ActionRow]) -> dict[str, Policy]:
     return found
 
 
-#: Action name -> when it is offered (``check_action`` reads only this).
+def actions(tabs: TabTable = TABS) -> tuple[ActionRow, ...]:
+    """Every action of an app showing ``tabs``: the table with its tab keys after the help.
+
+    Args:
+        tabs: The tabs the app shows.
+
+    Returns:
+        The rows in the order the help screen and the palette list them.
+    """
+    split = next(i for i, row in enumerate(_ACTIONS) if row.name == "help") + 1
+    return (*_ACTIONS[:split], *tab_rows(tabs), *_ACTIONS[split:])
+
+
+#: Every action of the monitor with its own tabs.
+ACTIONS: tuple[ActionRow, ...] = actions()
+
+#: Action name -> when it is offered (``check_action`` reads only this). The tab keys share one
+#: policy whatever the tabs, so any tab table's actions have these policies.
 POLICIES: Mapping[str, Policy] = policies(ACTIONS)
 
 #: Action names whose key availability depends on the selection or the tab.
@@ -528,25 +567,33 @@ SELECTION_DEPENDENT: tuple[str, ...] = tuple(
 )
 
 
-def bindings(scope: Scope) -> list[BindingType]:
+def bindings(scope: Scope, rows: Iterable[ActionRow] = ACTIONS) -> list[BindingType]:
     """The Textual bindings of one scope, in table order (a class's ``BINDINGS``)."""
-    return [row.binding() for row in ACTIONS if row.scope is scope]
+    return [row.binding() for row in rows if row.scope is scope]
 
 
 def needs_met(
-    needs: Needs, container: ContainerUsage | None, process: GpuProcess | None = None
+    needs: Needs,
+    container: ContainerUsage | None,
+    process: GpuProcess | None = None,
+    tab: TabRow | None = None,
 ) -> bool:
-    """Whether the monitor's selection lets an action apply.
+    """Whether the monitor's selection (and visible tab) lets an action apply.
 
     Args:
         needs: The action's requirement.
         container: The selected container (a process row's container counts; None on tabs
             without a selection).
         process: The selected process (None on a container node or tabs without one).
+        tab: The visible tab (None: no tab is on screen, so nothing sorts or filters).
 
     Returns:
         True when the action can act now.
     """
+    if needs is Needs.SORT:
+        return tab is not None and tab.sort is not None
+    if needs is Needs.FILTER:
+        return tab is not None and tab.filter is not None
     if needs is Needs.PROCESS:
         return process is not None
     if needs is Needs.CONTAINER:

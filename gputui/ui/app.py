@@ -51,6 +51,8 @@ from gputui.ui.crash import CrashSafeApp
 from gputui.ui.messages import ExecFinished, SelectionChanged, SnapshotReady
 from gputui.ui.screens.main import MainScreen
 from gputui.ui.state import UiState, interval_label, step_interval
+from gputui.ui.tab_table import TABS, TabTable
+from gputui.ui.textual_compat import bind_on_instance
 from gputui.userfiles import UserFileError
 
 if TYPE_CHECKING:
@@ -94,6 +96,10 @@ def _is_detail(screen: object) -> TypeGuard[ProcessDetailScreen]:
     return isinstance(screen, ProcessDetailScreen)
 
 
+#: Actions that still act behind the "terminal too small" message.
+_ALWAYS = frozenset({"quit", "interrupt"})
+
+
 class GpuTuiApp(CrashSafeApp):
     """Who is using the GPUs, in which container, and is the GPU runtime healthy."""
 
@@ -101,8 +107,13 @@ class GpuTuiApp(CrashSafeApp):
     TITLE = "gputui"
     BINDINGS = action_table.bindings(action_table.Scope.APP)
 
-    def __init__(self, collector: CollectorProtocol, settings: Settings) -> None:
+    def __init__(
+        self, collector: CollectorProtocol, settings: Settings, tabs: TabTable = TABS
+    ) -> None:
         super().__init__()
+        #: Every action of this app: the action table with the keys of ``tabs``.
+        self.actions = action_table.actions(tabs)
+        bind_on_instance(self, action_table.bindings(action_table.Scope.TAB, self.actions))
         self.collector = collector
         self.settings = settings
         self.interval = max(settings.interval, 0.1)
@@ -147,7 +158,7 @@ class GpuTuiApp(CrashSafeApp):
         # [keys] of the config file: binding names to the keys that run them.
         self._unknown_keys = self._apply_user_keys(config.keys)
         self._save_failed = False
-        self.main = MainScreen(self.history, len(rules))
+        self.main = MainScreen(self.history, len(rules), tabs)
         self.main.layout_preference = self.prefs.layout or "auto"
         self.main.gpus_collapsed = "gpus" in (self.prefs.collapsed or ())
         if self.prefs.sort is not None and self.prefs.sort in SORTS:
@@ -194,7 +205,7 @@ class GpuTuiApp(CrashSafeApp):
         # Keys of the write actions that still say why they do nothing under --read-only.
         self._explained_keys = frozenset(
             key.strip()
-            for row in action_table.ACTIONS
+            for row in self.actions
             if row.write and row.explain_read_only
             for key in row.keys.split(",")
         )
@@ -212,7 +223,7 @@ class GpuTuiApp(CrashSafeApp):
 
     def _apply_user_keys(self, keys: Mapping[str, str]) -> list[str]:
         """The config file's ``[keys]``: remap by binding id; the names that match no action."""
-        names = {row.name for row in action_table.ACTIONS}
+        names = {row.name for row in self.actions}
         known = {name: keys for name, keys in keys.items() if name in names}
         if known:
             self.set_keymap(
@@ -271,7 +282,7 @@ class GpuTuiApp(CrashSafeApp):
         if self._unknown_keys:
             self.notify(
                 f"[keys] in the config file: no action is called {', '.join(self._unknown_keys)};"
-                " docs/alerts.md lists the names",
+                " the help (?) lists the binding ids",
                 severity="warning",
             )
         if self._config_error:
@@ -434,6 +445,8 @@ class GpuTuiApp(CrashSafeApp):
         """False hides an action (read-only); None shows its key dimmed (cannot apply now)."""
         if not self._offered(action, self.screen):
             return False
+        if self.screen is self.main and self.main.is_too_small and action not in _ALWAYS:
+            return False  # behind the "terminal too small" message only quitting acts
         modal = isinstance(self.screen, ModalScreen) and not isinstance(self.screen, CommandPalette)
         if modal and action in action_table.POLICIES and action != "interrupt":
             # A dialog's keys are its own (Textual stops at it): none of ours works there, so
@@ -461,12 +474,19 @@ class GpuTuiApp(CrashSafeApp):
         if policy is None or self.screen is not self.main:
             return None
         container, process = self.main.selection()
-        tab = self.main.active_tab
-        if action_table.needs_met(policy.needs, container, process):
+        tab = self.main.active_row
+        tabs = self.main.tabs
+        if action_table.needs_met(policy.needs, container, process, tab):
             return None
-        title = next(r.title for r in action_table.ACTIONS if r.action_name == action)
-        if tab in ("health", "alerts"):
-            return f"{title}: it acts on the Containers or Processes tab; press 1 or 2 first."
+        title = next(r.title for r in self.actions if r.action_name == action)
+        if policy.needs is action_table.Needs.SORT:
+            where = tabs.where(lambda row: row.sort is not None)
+            return f"{title}: the {tab.title} tab has nothing to sort; it sorts on {where}."
+        if policy.needs is action_table.Needs.FILTER:
+            where = tabs.where(lambda row: row.filter is not None)
+            return f"{title}: the {tab.title} tab has no filter; it filters on {where}."
+        if not tab.has_container_selection:
+            return f"{title}: it acts on {tabs.where_to_go()}."
         if policy.needs is action_table.Needs.PROCESS:
             return f"{title}: select a process (a row of the Processes tab, or one in the tree)."
         if container is None and process is not None:
@@ -492,7 +512,7 @@ class GpuTuiApp(CrashSafeApp):
             if command.title == "Keys":
                 continue  # Textual's key panel: the help ("?", also "Keys" here) lists more
             yield command
-        for row in action_table.ACTIONS:
+        for row in self.actions:
             if row.palette and self._offered(row.action_name, screen):
                 yield SystemCommand(row.title, row.help, partial(self._run_from_palette, row))
 
@@ -507,8 +527,31 @@ class GpuTuiApp(CrashSafeApp):
         if inspect.isawaitable(result):
             await result
 
+    async def on_event(self, event: events.Event) -> None:
+        """A key typed before a filter box took the focus goes into that box, not to a command.
+
+        Keys typed fast are routed as they arrive, to the widget focused then; ``/`` opens a
+        filter only when its binding runs, after the keys behind it were routed (to the tree or
+        the screen), and they came back here unconsumed: ``1/er`` opened the evidence view and
+        re-ran the health checks. A printable key the focused input never saw goes into it.
+        """
+        if (
+            isinstance(event, events.Key)
+            and event.is_forwarded
+            and event.is_printable
+            and event.character is not None
+            and isinstance(self.focused, Input)
+        ):
+            event.stop()
+            # Queued behind the input's own Focus event (which selects what it holds).
+            self.focused.post_message(events.Key(event.key, event.character))
+            return
+        await super().on_event(event)
+
     def on_key(self, event: events.Key) -> None:
         """Keys that cannot act now say why: T / K under --read-only, dimmed keys always."""
+        if self.screen is self.main and self.main.is_too_small:
+            return  # nothing acts (nor explains) behind the "terminal too small" message
         if event.key in self._explained_keys:
             self.machine.explain_refused_key()
             return
@@ -535,13 +578,13 @@ class GpuTuiApp(CrashSafeApp):
         state = ("toggle_pause", "resume")
         rows = [
             row
-            for row in action_table.ACTIONS
+            for row in self.actions
             if self._offered(row.action_name, screen)
             and not (row.action_name in state and self.check_action(row.action_name, ()) is False)
         ]
         from gputui.ui.screens.help import HelpScreen, help_rows
 
-        self.push_screen(HelpScreen(help_rows(rows, bound)))
+        self.push_screen(HelpScreen(help_rows(rows, bound), [row.name for row in rows]))
 
     def action_toggle_theme(self) -> None:
         """Light / dark (remembered by the theme signal)."""
@@ -617,10 +660,9 @@ class GpuTuiApp(CrashSafeApp):
                 return
             self.machine.signal(signum, target)
             return
-        if self.screen is self.main and self.main.active_tab in ("health", "alerts"):
+        if self.screen is self.main and not self.main.active_row.has_container_selection:
             self.notify(
-                "Signals act on the process under the cursor of the Containers or Processes "
-                "tab; press 1 or 2 first.",
+                f"Signals act on the process under the cursor of {self.main.tabs.where_to_go()}.",
                 severity="warning",
             )
             return
@@ -664,7 +706,7 @@ class GpuTuiApp(CrashSafeApp):
                 self.loop.resume()
 
     def action_show_tab(self, tab: str) -> None:
-        """Switch tabs (1-5)."""
+        """Switch tabs (1-N, in the tab table's order)."""
         self.main.show_tab(tab)
 
     def action_filter(self) -> None:
@@ -672,8 +714,10 @@ class GpuTuiApp(CrashSafeApp):
         self.main.open_filter()
 
     def action_sort(self) -> None:
-        """Cycle the sort column of the visible tree or table (the table's is remembered)."""
+        """Cycle the sort column of the visible tab's view (the process table's is remembered)."""
         self.main.cycle_sort()
+        if self.main.sort_target is not self.main.process_sort:
+            return  # the tree's and the users view's sorts last the session
         index = self.main.table.sort_index
         if 0 <= index < len(SORTS):
             self.remember(sort=SORTS[index])
@@ -685,8 +729,7 @@ class GpuTuiApp(CrashSafeApp):
     def action_window(self) -> None:
         """Cycle the sparkline window (1 / 5 / 30 min)."""
         self.window = next_window(self.window)
-        self.main.sync_tab("history", force=True)
-        self._rerender()
+        self._rerender()  # every tab is drawn again for the new window, paused or not
         self.notify(f"History window: {window_label(self.window)}", timeout=2)
 
     def action_rerun_health(self) -> None:
@@ -710,10 +753,7 @@ class GpuTuiApp(CrashSafeApp):
         """
         if not self.is_running or self.screen is not self.main:
             return False
-        if isinstance(self.focused, Input) or self.main.active_tab not in (
-            "containers",
-            "processes",
-        ):
+        if isinstance(self.focused, Input) or not self.main.active_row.shows_rows:
             return None  # the History tab charts the tree's selection but does not show it
         return True if self.main.selection()[1] is not None else None
 

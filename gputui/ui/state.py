@@ -6,9 +6,6 @@ from dataclasses import dataclass
 
 from gputui.settings import MIN_INTERVAL_S
 
-#: Tab pane ids in order (keys 1-6, Tab / shift+Tab).
-TABS: tuple[str, ...] = ("containers", "processes", "health", "history", "alerts", "users")
-
 #: The refresh periods ``+``/``-`` step through, in seconds.
 INTERVAL_STEPS: tuple[float, ...] = (0.1, 0.25, 0.5, 1.0, 2.0, 5.0, 10.0, 30.0)
 

@@ -19,6 +19,8 @@ from typing import Any, Generic, Protocol, TypeVar
 from rich.console import RenderableType
 from rich.text import Text
 from textual.app import App
+from textual.binding import Binding, BindingType
+from textual.dom import DOMNode
 from textual.widgets import Tree
 from textual.widgets._tree import TOGGLE_STYLE
 from textual.widgets.tree import TreeNode
@@ -275,3 +277,16 @@ def end_app_after_crash(app: App[Any], error: Exception, report: RenderableType)
         app._exception_event.set()
     app._exit_renderables.append(report)
     app._close_messages_no_wait()
+
+
+def bind_on_instance(node: DOMNode, bindings: Iterable[BindingType]) -> None:
+    """Add ``bindings`` to one node, not its class (``DOMNode._bindings``, a per-instance copy).
+
+    The tab keys come from the tab table the app is given, so they cannot be class
+    ``BINDINGS``. Textual builds every key lookup (and applies the keymap, so ``[keys]`` can
+    move them) from ``node._bindings``.
+    """
+    keys = node._bindings.key_to_bindings
+    for binding in Binding.make_bindings(bindings):
+        # A new list: the instance's map shares its lists with the class's merged bindings.
+        keys[binding.key] = [*keys.get(binding.key, ()), binding]

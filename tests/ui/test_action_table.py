@@ -10,6 +10,7 @@ from textual.pilot import Pilot
 from ui_factories import FakeCollector, standard
 
 from gputui.replay import ReplayCollector
+from gputui.settings import Settings
 from gputui.ui import action_table
 from gputui.ui.action_table import ACTIONS, ActionRow, Needs, Scope, policies
 from gputui.ui.app import GpuTuiApp
@@ -23,7 +24,13 @@ def _bindings(scope: Scope) -> dict[str | None, Binding]:
 
 
 def test_every_row_is_a_binding_with_its_id_keys_and_texts() -> None:
+    app = GpuTuiApp(FakeCollector(), Settings())
+    tab_keys = {b.id: b for _, b in app._bindings if b.id and b.id.startswith("gputui.tab.")}
     for row in ACTIONS:
+        if row.scope is Scope.TAB:
+            binding = tab_keys[row.binding_id]  # bound on the app from its tab table
+            assert binding.key == row.keys
+            continue
         binding = _bindings(row.scope)[row.binding_id]
         assert (binding.key, binding.action, binding.description) == (
             row.keys,
@@ -31,7 +38,7 @@ def test_every_row_is_a_binding_with_its_id_keys_and_texts() -> None:
             row.label,
         )
         assert (binding.show, binding.tooltip) == (row.footer, row.help)
-    declared = [*GpuTuiApp.BINDINGS, *MainScreen.BINDINGS]
+    declared = [*GpuTuiApp.BINDINGS, *MainScreen.BINDINGS, *tab_keys.values()]
     assert len(declared) == len(ACTIONS)  # nothing bound outside the table
 
 
@@ -43,6 +50,9 @@ def test_one_policy_per_action_and_unique_ids() -> None:
     with pytest.raises(ValueError, match="used twice"):
         policies([base, ActionRow("signal(9)", "K", "a", "B", "B", "b", write=True)])
     assert set(action_table.SELECTION_DEPENDENT) == {
+        "filter",
+        "sort",
+        "sort_reverse",
         "evidence",
         "process_detail",
         "exec_smi",

@@ -13,7 +13,9 @@ from gputui.derive.history import WINDOWS
 from gputui.ui.action_table import POLICIES
 from gputui.ui.app import GpuTuiApp
 from gputui.ui.screens.help import HelpScreen
-from gputui.ui.state import TABS
+from gputui.ui.tab_table import TABS as TAB_TABLE
+
+TABS = TAB_TABLE.ids
 
 
 async def test_first_snapshot_fills_header_and_collects_off_ui_thread(make_app: AppFactory) -> None:

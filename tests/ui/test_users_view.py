@@ -11,7 +11,9 @@ from ui_factories import FakeCollector, cid, container, demo_app, proc, snapshot
 
 from gputui.derive.users import SORTS
 from gputui.model import Snapshot
-from gputui.ui.state import TABS
+from gputui.ui.tab_table import TABS as TAB_TABLE
+
+TABS = TAB_TABLE.ids
 
 
 def _cells(app_table: object) -> list[list[str]]:

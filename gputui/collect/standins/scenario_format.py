@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from gputui.model import GPU_GAUGES, MIG_GPM_FIELDS, GpuGauge, is_nvml_uuid
+from gputui.process_fields import scenario_bounds, scenario_keys
 from gputui.userfiles import SCENARIO_LIMIT, UserFileError, read_user_text
 
 _CUDA_VERSION_RE = re.compile(r"[0-9]{1,4}(\.[0-9]{1,2})?")
@@ -73,7 +74,10 @@ NUMBER_FIELDS: dict[str, tuple[float, float]] = gpu_keys().numbers
 #: Scenario GPU keys holding a boolean (or a time series of booleans).
 BOOL_FIELDS: tuple[str, ...] = gpu_keys().booleans
 GPU_KEYS: frozenset[str] = gpu_keys().keys
-PROCESS_KEYS = {"pid", "used_memory_mib", "sm_util", "mem_util", "type"}
+#: The keys of a scenario process object and the ranges of its numbers (from the per-process
+#: field table, :data:`gputui.process_fields.PROCESS_FIELDS`).
+PROCESS_KEYS: frozenset[str] = scenario_keys()
+PROCESS_NUMBERS: dict[str, tuple[float, float]] = scenario_bounds()
 #: The process types: compute, graphics, both, and an MPS client (NVML's MPS list).
 PROCESS_TYPES = ("C", "G", "C+G", "M+C")
 #: The keys of one ``mig_instances`` entry: a MIG device (a compute instance of a GPU
@@ -384,13 +388,13 @@ def _validate_processes(processes: Any, where: str) -> None:
             raise ScenarioError(f"{pw}.pid: must be a positive integer up to {MAX_PID}")
         if proc.get("type", "C") not in PROCESS_TYPES:
             raise ScenarioError(f"{pw}.type: must be C, G, C+G or M+C")
-        for key, hi in (("used_memory_mib", 1e9), ("sm_util", 100), ("mem_util", 100)):
+        for key, (low, hi) in PROCESS_NUMBERS.items():
             if key in proc:
                 _series(
                     proc[key],
                     f"{pw}.{key}",
-                    functools.partial(_in_range, low=0, high=hi, nullable=True),
-                    f"null or a number in [0, {hi:g}]",
+                    functools.partial(_in_range, low=low, high=hi, nullable=True),
+                    f"null or a number in [{low:g}, {hi:g}]",
                 )
 
 

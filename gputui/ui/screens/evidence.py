@@ -25,6 +25,7 @@ from gputui.derive.findings import FindingRules, Throttling
 from gputui.derive.history import UNITS, HistoryReader, container_key, coverage_label
 from gputui.model import ContainerUsage, GpuSample, Snapshot
 from gputui.ui.styles import MUTED, severity_style
+from gputui.ui.widgets.hanging import HangingStatic
 from gputui.ui.widgets.history import SeriesRow
 from gputui.ui.widgets.tree_labels import HIDDEN_TEXT
 
@@ -329,7 +330,7 @@ class EvidenceScreen(Screen[None]):
         self.analysis = analysis
         self.usage: ContainerUsage | None = None
         self.title_line = Static("", id="ev-title")
-        self.body = Static("", id="ev-body")
+        self.body = HangingStatic(id="ev-body")
         self.history_title = Static("", id="ev-history-title")
         self.rows = {
             "gpu_mem": SeriesRow("GPU memory", UNITS[("container", "gpu_mem")]),

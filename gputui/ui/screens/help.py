@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -38,6 +38,17 @@ TREE_LEGEND: tuple[tuple[str, str], ...] = (
     ("GPUS", "the GPUs its processes use; req …: what it asked for, while it uses none"),
     ("SM%", "SM % per GPU: its processes' figures added up on each GPU, mean over its GPUs"),
     ("stopping…", "an action asked of Docker, until Docker reports the outcome"),
+)
+
+
+#: The header's and the GPU panel's marks, for the help screen's legend.
+SCREEN_LEGEND: tuple[tuple[str, str], ...] = (
+    ("⇄", "after a GPU's name: two or more parties (containers, host processes) use that GPU"),
+    ("N firing", "header: alert rules firing now (the Alerts tab lists them)"),
+    (
+        "N pending",
+        "header: alert rules whose condition holds, not yet for their `for` duration",
+    ),
 )
 
 
@@ -87,9 +98,11 @@ class HelpScreen(ModalScreen[None]):
 
     BINDINGS = [Binding("escape,q,question_mark", "dismiss_help", "Close")]
 
-    def __init__(self, rows: list[tuple[str, str]]) -> None:
+    def __init__(self, rows: list[tuple[str, str]], binding_ids: Sequence[str] = ()) -> None:
         super().__init__()
         self.rows = rows
+        #: The names ``[keys]`` in the config file remaps (``gputui.`` left out).
+        self.binding_ids = tuple(binding_ids)
 
     def compose(self) -> ComposeResult:
         """A scrollable two-column list."""
@@ -98,6 +111,14 @@ class HelpScreen(ModalScreen[None]):
             yield Static(help_content(self.rows), id="help-keys")
             yield Static(Content.styled("Containers tab", "bold"), classes="dialog-title")
             yield Static(help_content(list(TREE_LEGEND)), id="help-legend")
+            yield Static(Content.styled("Header and GPU panel", "bold"), classes="dialog-title")
+            yield Static(help_content(list(SCREEN_LEGEND)), id="help-screen-legend")
+            if self.binding_ids:
+                yield Static(
+                    Content.styled("Binding ids ([keys] in the config file)", "bold"),
+                    classes="dialog-title",
+                )
+                yield Static(binding_ids_content(self.binding_ids), id="help-binding-ids")
             yield Static(Content.styled(IN_TURN_TEXT, "$text-muted"), id="help-in-turn")
             yield Static(
                 Content.styled("Esc, q or ? closes this screen.", "$text-muted"), id="help-foot"
@@ -108,6 +129,19 @@ class HelpScreen(ModalScreen[None]):
     def action_dismiss_help(self) -> None:
         """Close."""
         self.dismiss(None)
+
+
+def binding_ids_content(names: Iterable[str]) -> Content:
+    """The binding ids, with an example line: ``[keys]`` takes ``name = "key"``."""
+    listed = " · ".join(names)
+    return Content.assemble(
+        (listed, ""),
+        "\n",
+        (
+            'e.g. [keys] exec-smi = "ctrl+x" (each id is also gputui.<id> in a Textual keymap)',
+            "$text-muted",
+        ),
+    )
 
 
 def help_rows(rows: Iterable[ActionRow], bound: Mapping[str, list[str]]) -> list[tuple[str, str]]:

@@ -334,6 +334,9 @@ class LogsScreen(Screen[None]):
     class Arrived(Message):
         """Lines are waiting in the screen's buffer (at most one such message is pending)."""
 
+    class Opened(Message):
+        """The stream is open: the status line stops saying "opening…" (lines may never come)."""
+
     class Ended(Message):
         """The stream ended (the container stopped, or the tail was all), or failed.
 
@@ -371,6 +374,8 @@ class LogsScreen(Screen[None]):
         self.skipped = 0
         self._closing = False
         self._reader: LogReader | None = None
+        #: Set on the UI thread once the stream is open (the reader itself is the thread's).
+        self.opened = False
         self._thread: threading.Thread | None = None
 
     def compose(self) -> ComposeResult:
@@ -391,7 +396,11 @@ class LogsScreen(Screen[None]):
 
     def _status(self) -> Content:
         view = self.view
-        count = f"{len(view.lines):,} lines"
+        shown = len(view.lines)
+        if shown == 0 and self.opened and not view.dropped and not self.skipped:
+            count = "no output" if self.ended else "no output yet"
+        else:
+            count = f"{shown:,} line{'' if shown == 1 else 's'}"
         notes = [f"the oldest {view.dropped:,} dropped"] if view.dropped else []
         if self.skipped:
             notes.append(f"{self.skipped:,} skipped: too fast to show")
@@ -401,7 +410,7 @@ class LogsScreen(Screen[None]):
             state: tuple[str, str] = (f"stream failed: {self.error}", "$text-error")
         elif self.ended:
             state = ("stream ended", "$text-warning")
-        elif self._reader is None:
+        elif not self.opened:
             state = ("opening…", "$text-warning")
         elif not self.following_stream:
             state = ("reading…", "$text-warning")
@@ -463,6 +472,9 @@ class LogsScreen(Screen[None]):
             reader.close()
             return
         self.tty = reader.tty
+        # A container that prints nothing sends no line: without this the status line said
+        # "opening…" for as long as it stayed silent.
+        self.post_message(self.Opened())
         error: str | None = None
         try:
             while (lines := reader.read()) is not None:
@@ -488,6 +500,11 @@ class LogsScreen(Screen[None]):
         """Bytes of lines read and not yet shown (at most the buffer's bound)."""
         with self._lock:
             return self._pending.bytes
+
+    def on_logs_screen_opened(self, message: Opened) -> None:
+        """The stream is open: the status line says so (and that nothing came yet)."""
+        self.opened = True
+        self.update_status()
 
     def on_logs_screen_arrived(self, message: Arrived) -> None:
         """Show the lines waiting in the buffer, at most :data:`FRAME_BYTES` of them now."""

@@ -1,17 +1,19 @@
-"""The monitor screen: header, GPU panel, the six tabs, footer.
+"""The monitor screen: header, GPU panel, the tabs of its tab table, footer.
 
 Only this screen holds the snapshot. ``apply`` hands each widget its slice; widgets on hidden
-tabs are skipped and caught up when their tab is shown, so a refresh costs what is visible.
+tabs are skipped and caught up when their tab is shown, so a refresh costs what is visible. The
+tabs, their order, their sync and what their keys act on come from :mod:`gputui.ui.tab_table`.
 """
 
 from __future__ import annotations
 
 from textual.app import ComposeResult
-from textual.containers import Container, Vertical
+from textual.containers import Container
 from textual.content import Content
 from textual.css.query import NoMatches
 from textual.events import Resize
 from textual.screen import Screen
+from textual.widget import Widget
 from textual.widgets import Footer, Input, Static, TabbedContent, TabPane, Tree
 
 from gputui.derive import fmt
@@ -25,7 +27,8 @@ from gputui.ui import action_table
 from gputui.ui.empty_states import containers_empty, gpus_empty, processes_empty
 from gputui.ui.layout import SIDE_HYSTERESIS, SIDE_WIDTH, Layout, choose_layout, wants_side
 from gputui.ui.messages import SelectionChanged
-from gputui.ui.state import TABS, UiState
+from gputui.ui.state import UiState
+from gputui.ui.tab_table import TABS, Selection, Sortable, TabRow, TabTable
 from gputui.ui.widgets.alerts_panel import AlertsPanel
 from gputui.ui.widgets.container_tree import ContainerPane, ContainerTree, NodeRef
 from gputui.ui.widgets.gpu_panel import GpuPanel
@@ -84,33 +87,37 @@ class MainScreen(Screen[None]):
     }
     """
 
-    def __init__(self, history: HistoryReader, rules: int = 0) -> None:
+    def __init__(self, history: HistoryReader, rules: int = 0, tabs: TabTable = TABS) -> None:
         super().__init__()
-        self.history = history
-        self.rules = rules
+        #: The tabs shown, in order (:data:`gputui.ui.tab_table.TABS` unless a test adds one).
+        self.tabs = tabs
+        self.history: HistoryReader = history
+        self.rules: int = rules
         self.snapshot: Snapshot | None = None
         self.analysis: Analysis | None = None
         self.state = UiState(interval=1.0)
-        self.window = 300.0
-        self.header = HeaderBar(id="header")
-        self.gpus = GpuPanel(id="gpus")
-        self.ctree = ContainerTree(id="tree")
-        self.cpane = ContainerPane(self.ctree, id="tree-pane")
-        self.table = ProcessTable(id="procs")
-        self.health = HealthPanel(id="health-panel")
-        self.history_panel = HistoryPanel(id="history-panel")
-        self.alerts = AlertsPanel(id="alerts-panel")
-        self.users_view = UsersView(id="users-view")
-        self.filter_input = Input(
+        self.window: float = 300.0
+        self.header: HeaderBar = HeaderBar(id="header")
+        self.gpus: GpuPanel = GpuPanel(id="gpus")
+        self.ctree: ContainerTree = ContainerTree(id="tree")
+        self.cpane: ContainerPane = ContainerPane(self.ctree, id="tree-pane")
+        self.table: ProcessTable = ProcessTable(id="procs")
+        #: The process table's sort as ``s`` / ``S`` see it (the status line follows).
+        self.process_sort: Sortable = _ProcessSort(self)
+        self.health: HealthPanel = HealthPanel(id="health-panel")
+        self.history_panel: HistoryPanel = HistoryPanel(id="history-panel")
+        self.alerts: AlertsPanel = AlertsPanel(id="alerts-panel")
+        self.users_view: UsersView = UsersView(id="users-view")
+        self.filter_input: Input = Input(
             placeholder="filter: command, container, user or PID", id="filter"
         )
-        self.proc_status = Static("", id="proc-status")
+        self.proc_status: Static = Static("", id="proc-status")
         #: Above the tree, only while container CPU/memory are read in turn (many containers).
-        self.tree_note = Static("", id="tree-note")
+        self.tree_note: Static = Static("", id="tree-note")
         self._tree_note_text: str | None = None
-        self.proc_empty = EmptyNote(id="proc-empty")
-        self.too_small = Static("", id="too-small")
-        self._synced: dict[str, Snapshot | None] = dict.fromkeys(TABS)
+        self.proc_empty: EmptyNote = EmptyNote(id="proc-empty")
+        self.too_small: Static = Static("", id="too-small")
+        self._synced: dict[str, Snapshot | None] = dict.fromkeys(tabs.ids)
         self._tabs: TabbedContent | None = None
         self._health_title: str = ""
         self._alerts_title: str = ""
@@ -122,6 +129,7 @@ class MainScreen(Screen[None]):
         self.gpus_collapsed = False
         #: The arrangement in use (None until the first fit).
         self.arrangement: Layout | None = None
+        self._focus_before_small: Widget | None = None
 
     def compose(self) -> ComposeResult:
         """Header, body (GPU panel + tabs), footer."""
@@ -129,23 +137,9 @@ class MainScreen(Screen[None]):
         yield self.header
         with Container(id="body"):
             yield self.gpus
-            with TabbedContent(id="tabs", initial="containers"):
-                with TabPane("Containers", id="containers"):
-                    yield self.tree_note
-                    yield self.cpane
-                with TabPane("Processes", id="processes"), Vertical():
-                    yield self.filter_input
-                    yield self.proc_status
-                    yield self.proc_empty
-                    yield self.table
-                with TabPane("Health", id="health"):
-                    yield self.health
-                with TabPane("History", id="history"):
-                    yield self.history_panel
-                with TabPane("Alerts", id="alerts"):
-                    yield self.alerts
-                with TabPane("Users", id="users"):
-                    yield self.users_view
+            with TabbedContent(id="tabs", initial=self.tabs.ids[0]):
+                for tab in self.tabs:
+                    yield TabPane(tab.title, *tab.content(self), id=tab.id)
         yield Footer()
 
     def on_mount(self) -> None:
@@ -163,7 +157,12 @@ class MainScreen(Screen[None]):
         tabs = self._tabs
         if tabs is None:  # looked up once: the app asks for every key binding's state
             tabs = self._tabs = self.query_one(TabbedContent)
-        return tabs.active or TABS[0]
+        return tabs.active or self.tabs.ids[0]
+
+    @property
+    def active_row(self) -> TabRow:
+        """The tab table's row of the visible tab."""
+        return self.tabs.row(self.active_tab)
 
     def apply(
         self,
@@ -196,6 +195,11 @@ class MainScreen(Screen[None]):
         self.gpus.show(self.snapshot.gpus, self.history, window, shares)
         self._update_health_title(self.snapshot)
         self._update_alerts_title()
+        if snapshot is None:
+            # A re-render (the window, the interval, a pause): the tabs show the same snapshot
+            # in a new way, so none of them is up to date any more (paused, no new snapshot
+            # would ever catch them up: ``w`` said the window changed but the chart did not).
+            self._synced = dict.fromkeys(self.tabs.ids)
         self.sync_tab(self.active_tab)
 
     def sync_tab(self, tab: str, force: bool = False) -> None:
@@ -204,31 +208,33 @@ class MainScreen(Screen[None]):
         if snapshot is None or (self._synced.get(tab) is snapshot and not force):
             return
         self._synced[tab] = snapshot
+        self.tabs.row(tab).sync(self, snapshot)
+
+    def sync_containers(self, snapshot: Snapshot) -> None:
+        """The Containers tab: the tree from the analysis's groups, its empty state and note."""
         analysis = self.analysis
-        if tab == "containers":
-            docker = snapshot.sources.get("docker")
-            stale = docker is not None and not docker.ok
-            markers = analysis.markers if analysis else None
-            groups = analysis.groups if analysis is not None else None
-            if groups is None or analysis is None or analysis.snapshot is not snapshot:
-                groups = build_groups(snapshot)  # else built on the collector's thread
-            self.ctree.sync(groups, markers, stale, snapshot.taken_at)
-            self.cpane.show_empty(None if groups else containers_empty(snapshot))
-            self._update_tree_note(container_stats_note(snapshot))
-        elif tab == "processes":
-            self.table.sync(snapshot)
-            self._update_proc_status()
-        elif tab == "health":
-            self.health.show(snapshot.health)
-        elif tab == "history":
-            self.history_panel.show(snapshot.gpus, self.history, self.window, self.tree_container)
-        elif tab == "alerts":
-            self.alerts.show(analysis.alerts if analysis else None, self.rules)
-        elif tab == "users":
-            totals = analysis.totals if analysis is not None else None
-            if totals is None or analysis is None or analysis.snapshot is not snapshot:
-                totals = user_totals(snapshot)  # else computed on the collector's thread
-            self.users_view.show(snapshot, totals)
+        docker = snapshot.sources.get("docker")
+        stale = docker is not None and not docker.ok
+        markers = analysis.markers if analysis else None
+        groups = analysis.groups if analysis is not None else None
+        if groups is None or analysis is None or analysis.snapshot is not snapshot:
+            groups = build_groups(snapshot)  # else built on the collector's thread
+        self.ctree.sync(groups, markers, stale, snapshot.taken_at)
+        self.cpane.show_empty(None if groups else containers_empty(snapshot))
+        self._update_tree_note(container_stats_note(snapshot))
+
+    def sync_users(self, snapshot: Snapshot) -> None:
+        """The Users tab: the analysis's totals (computed here only for a hand-built analysis)."""
+        analysis = self.analysis
+        totals = analysis.totals if analysis is not None else None
+        if totals is None or analysis is None or analysis.snapshot is not snapshot:
+            totals = user_totals(snapshot)  # else computed on the collector's thread
+        self.users_view.show(snapshot, totals)
+
+    def sync_processes(self, snapshot: Snapshot) -> None:
+        """The Processes tab: the table and its status line."""
+        self.table.sync(snapshot)
+        self._update_proc_status()
 
     def _update_health_title(self, snapshot: Snapshot) -> None:
         worst = worst_status(snapshot.health)
@@ -320,13 +326,15 @@ class MainScreen(Screen[None]):
     def selection(self) -> tuple[ContainerUsage | None, GpuProcess | None]:
         """The container and process the keys act on.
 
-        The table's row on the Processes tab, the tree's node on the Containers and History tabs
-        (the History tab charts the tree's container); nothing on the Health, Alerts and Users
-        tabs, whose rows are no container, so no key acts on a selection the user cannot see.
+        What the visible tab's :attr:`~gputui.ui.tab_table.TabRow.selection` says: the table's
+        row on the Processes tab, the tree's node on the Containers and History tabs (the History
+        tab charts the tree's container); nothing on the Health, Alerts and Users tabs, whose
+        rows are no container, so no key acts on a selection the user cannot see.
         """
-        if self.active_tab in ("health", "alerts", "users"):
+        selection = self.active_row.selection
+        if selection is Selection.NONE:
             return None, None
-        if self.active_tab == "processes":
+        if selection is Selection.TABLE:
             process = self.table.selected
             if process is None:
                 return None, None
@@ -349,6 +357,15 @@ class MainScreen(Screen[None]):
         """Back from a dialog: the terminal may have been resized meanwhile."""
         self.fit_layout()
 
+    @property
+    def is_too_small(self) -> bool:
+        """The terminal is below the minimum size: the message covers the monitor."""
+        return self.has_class("-too-small")
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """This screen's keys (Tab, shift+Tab, Escape) do nothing behind the too-small message."""
+        return not self.is_too_small
+
     def fit_layout(self) -> None:
         """Choose the layout for the terminal's size (``App.size``) and the GPU count.
 
@@ -369,6 +386,18 @@ class MainScreen(Screen[None]):
             self.too_small.update(too_small_text(width, height))
         if small != self.has_class("-too-small"):
             self.set_class(small, "-too-small")
+            # Behind the message no key acts: the focused widget (the tree's arrows, Enter)
+            # lets go, the app's and this screen's keys are refused (``is_too_small``), and the
+            # focus comes back where it was when the terminal grows.
+            body = self.query("#body")  # empty before the screen is composed
+            if small:
+                self._focus_before_small = self.focused or self._focus_before_small
+                body.set(disabled=True)  # nothing in it can hold the focus or take a key
+            else:
+                body.set(disabled=False)
+                if self._focus_before_small is not None:
+                    self.set_focus(self._focus_before_small)
+                    self._focus_before_small = None
         was_side = None if self._narrow is None else not self._narrow
         layout = choose_layout(
             width,
@@ -408,19 +437,18 @@ class MainScreen(Screen[None]):
         return self.gpus_collapsed
 
     def on_tabbed_content_tab_activated(self, event: TabbedContent.TabActivated) -> None:
-        """Catch the newly visible tab up and focus its main widget."""
+        """Catch the newly visible tab up and focus its main widget.
+
+        The focus stays where it is when it is already inside the shown pane: keys typed before
+        this message arrived (``1`` then ``/``) opened that pane's filter, and taking the focus
+        from it would send the text typed next to the monitor's keys.
+        """
         tab = event.pane.id or ""
         self.sync_tab(tab)
-        focus = {
-            "containers": self.ctree,
-            "processes": self.table,
-            "health": self.health.table,
-            "history": self.history_panel,
-            "alerts": self.alerts.active,
-            "users": self.users_view.table,
-        }
-        widget = focus.get(tab)
-        if widget is not None and not (tab == "processes" and self.filter_input.has_focus):
+        focused = self.focused
+        inside = focused is not None and event.pane in focused.ancestors_with_self
+        widget = self.tabs.row(tab).focus(self)
+        if widget is not None and not inside:
             widget.focus()
         self.post_message(SelectionChanged())
 
@@ -455,17 +483,25 @@ class MainScreen(Screen[None]):
 
     def action_cycle_tab(self, step: int) -> None:
         """Next / previous tab."""
-        index = TABS.index(self.active_tab) if self.active_tab in TABS else 0
-        self.show_tab(TABS[(index + step) % len(TABS)])
+        ids = self.tabs.ids
+        index = ids.index(self.active_tab) if self.active_tab in ids else 0
+        self.show_tab(ids[(index + step) % len(ids)])
 
     def open_filter(self) -> None:
-        """Show and focus the filter input: the tree's on the Containers tab, else the table's."""
-        if self.active_tab == "containers":
-            self.cpane.open_filter()
-            return
-        self.show_tab("processes")
+        """Show and focus the visible tab's filter (none: nothing happens; the key is dimmed)."""
+        opener = self.active_row.filter
+        if opener is not None:
+            opener(self)
+
+    def open_process_filter(self) -> None:
+        """Show and focus the process table's filter input.
+
+        Focused at once, not with ``focus()`` (which waits for the next message): keys typed
+        right after ``/`` are already queued, and until the input has the focus they would run
+        as commands (``e`` opened the evidence view).
+        """
         self.filter_input.display = True
-        self.filter_input.focus()
+        self.set_focus(self.filter_input)
 
     def action_close_filter(self) -> None:
         """Escape: clear and hide the filter when it is focused."""
@@ -476,24 +512,39 @@ class MainScreen(Screen[None]):
             self.filter_input.display = False
             self.table.focus()
 
+    @property
+    def sort_target(self) -> Sortable | None:
+        """What ``s`` / ``S`` re-sort on the visible tab (None: nothing sorts here)."""
+        sort = self.active_row.sort
+        return None if sort is None else sort(self)
+
     def cycle_sort(self) -> None:
-        """Next sort column of the container tree or the process table (the visible one)."""
-        if self.active_tab == "containers":
-            self.ctree.cycle_sort()
-            return
-        if self.active_tab == "users":
-            self.users_view.cycle_sort()
-            return
-        self.table.cycle_sort()
-        self._update_proc_status()
+        """Next sort column of the visible tab's view (nothing on a tab without one)."""
+        target = self.sort_target
+        if target is not None:
+            target.cycle_sort()
 
     def reverse_sort(self) -> None:
-        """Reverse the sort of the container tree or the process table (the visible one)."""
-        if self.active_tab == "containers":
-            self.ctree.reverse_sort()
-            return
-        if self.active_tab == "users":
-            self.users_view.reverse_sort()
-            return
-        self.table.reverse_sort()
+        """Reverse the sort of the visible tab's view (nothing on a tab without one)."""
+        target = self.sort_target
+        if target is not None:
+            target.reverse_sort()
+
+    def update_proc_status(self) -> None:
+        """Redraw the Processes tab's status line (after a sort or filter change)."""
         self._update_proc_status()
+
+
+class _ProcessSort:
+    """The process table's sort as ``s`` / ``S`` see it: the status line names the new order."""
+
+    def __init__(self, screen: MainScreen) -> None:
+        self._screen = screen
+
+    def cycle_sort(self) -> None:
+        self._screen.table.cycle_sort()
+        self._screen.update_proc_status()
+
+    def reverse_sort(self) -> None:
+        self._screen.table.reverse_sort()
+        self._screen.update_proc_status()

@@ -34,6 +34,7 @@ from gputui.derive.process_history import (
 from gputui.model import ContainerUsage, GpuProcess, Snapshot
 from gputui.ui.action_table import ACTIONS
 from gputui.ui.styles import MUTED
+from gputui.ui.widgets.hanging import HangingStatic
 from gputui.ui.widgets.spark import Spark
 from gputui.ui.widgets.tree_labels import HIDDEN_TEXT, since
 
@@ -376,7 +377,7 @@ class ProcessDetailScreen(Screen[None]):
         self._chain_at: float | None = None
         self._chain_worker: Worker[tuple[tuple[ParentLink, ...], str | None]] | None = None
         self.title_line = Static("", id="pd-title")
-        self.body = Static("", id="pd-body")
+        self.body = HangingStatic(id="pd-body")
         self.command = Static("", id="pd-command")
         self.history_title = Static("", id="pd-history-title")
         self.series = {
@@ -485,8 +486,13 @@ class ProcessDetailScreen(Screen[None]):
             row.show(self.history, self.key, metric, self.window, scales[metric])
 
     def _show_keys(self) -> None:
-        """The signal keys as bound now (none under ``--read-only``: the app hides them)."""
-        if not self.is_attached:
+        """The signal keys as bound now (none under ``--read-only``: the app hides them).
+
+        Only while this screen is the one shown: under a dialog (the signal's confirmation, the
+        help) no key of this screen is active, which is not read-only; the line is redrawn when
+        the screen comes back (``on_screen_resume``).
+        """
+        if not self.is_attached or self.app.screen is not self:
             return
         names = {f"gputui.{name}" for name in SIGNAL_ROWS}
         labels = {row.binding_id: row.label for row in ACTIONS if row.name in SIGNAL_ROWS}

@@ -877,9 +877,9 @@ class ContainerPane(Vertical):
         return header_text(self.ctree.columns)[round(self.ctree.scroll_x) :]
 
     def open_filter(self) -> None:
-        """``/``: show and focus the filter input."""
+        """``/``: show and focus the filter input (at once: see ``open_process_filter``)."""
         self.filter_input.display = True
-        self.filter_input.focus()
+        self.screen.set_focus(self.filter_input)
 
     def close_filter(self) -> bool:
         """Escape: clear and hide the filter; True when there was one to close."""

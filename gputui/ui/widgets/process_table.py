@@ -2,7 +2,10 @@
 
 Fixed-width columns first and the variable-width COMMAND last, so everything else stays on
 screen; PID stays put while the table scrolls sideways. The sort column's header carries ▼ / ▲;
-``s`` picks the next column, ``S`` reverses it; Home / End go to the first / last row.
+``s`` picks the next column, ``S`` reverses it; Home / End go to the first / last row. The
+columns, their order and the sort orders come from the per-process field table
+(:data:`gputui.process_fields.PROCESS_FIELDS`); this module adds the styled cells of its own
+columns, and a column it has no builder for is drawn from the field's text.
 
 Rows are keyed by ``"<pid>:<gpu index>"`` and kept as the raw values behind their cells
 (:func:`row_inputs`). Only the lines on screen are drawn: a row's cells are built when it is
@@ -14,7 +17,7 @@ builds the ~40 lines on screen, not 22,000 cells.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from rich.cells import cell_len
@@ -33,24 +36,30 @@ from textual.widgets import Static
 from gputui.derive import fmt
 from gputui.derive.tree import process_key
 from gputui.model import ContainerUsage, GpuProcess, Snapshot, mig_device_name
+from gputui.process_fields import (
+    PROCESS_FIELDS,
+    ProcessColumn,
+    ProcessField,
+    SortValue,
+    gpu_order,
+    sort_orders,
+)
+from gputui.process_fields import columns as field_columns
 from gputui.ui.messages import SelectionChanged
 from gputui.ui.styles import EMPH, ERROR, MUTED, themed
 from gputui.ui.widgets.tree_labels import HIDDEN_TEXT, SIDE_STEP, elapsed_key, since
 
 #: (column key, header, width) in display order; widths leave room for the sort arrow.
-COLUMNS: tuple[tuple[str, str, int | None], ...] = (
-    ("pid", "PID", 7),
-    ("container", "CONTAINER", 14),
-    ("gpu", "GPU", 5),
-    ("mem", "GPU MEM", 10),
-    ("sm", "SM%", 5),
-    ("cpu", "CPU%", 6),
-    ("user", "USER", 8),
-    ("cpid", "CPID", 7),
-    ("rss", "RSS", 9),
-    ("elapsed", "ELAPSED", 9),
-    ("command", "COMMAND", None),
-)
+Layout = tuple[tuple[str, str, int | None], ...]
+
+
+def layout_of(fields: Sequence[ProcessField] = PROCESS_FIELDS) -> Layout:
+    """(column key, header, width) of every column of a field table, in display order."""
+    return tuple((c.key, c.header, c.width) for c in field_columns(fields))
+
+
+#: The columns of :data:`~gputui.process_fields.PROCESS_FIELDS`.
+COLUMNS: Layout = layout_of()
 
 #: The columns a narrow table leaves out, first to last, so COMMAND keeps :data:`MIN_COMMAND`
 #: cells (as nvitop gives the command what is left).
@@ -61,16 +70,17 @@ DROPPED_FIRST: tuple[str, ...] = ("cpid", "rss", "user", "elapsed")
 MIN_COMMAND = 20
 
 
-def fit_columns(width: int) -> tuple[int, ...]:
+def fit_columns(width: int, layout: Layout = COLUMNS) -> tuple[int, ...]:
     """The widths of the columns before COMMAND for a table ``width`` cells wide (0: left out).
 
     Args:
         width: The table's width (0 before it has one: every column).
+        layout: The table's columns.
 
     Returns:
-        One width per column of :data:`COLUMNS` but the last.
+        One width per column of ``layout`` but the last.
     """
-    widths = {key: (w or len(title)) for key, title, w in COLUMNS[:-1]}
+    widths = {key: (w or len(title)) for key, title, w in layout[:-1]}
     if width <= 0:
         return tuple(widths.values())
 
@@ -80,7 +90,8 @@ def fit_columns(width: int) -> tuple[int, ...]:
     for key in DROPPED_FIRST:
         if left() >= MIN_COMMAND:
             break
-        widths[key] = 0
+        if key in widths:
+            widths[key] = 0
     return tuple(widths.values())
 
 
@@ -88,14 +99,16 @@ def fit_columns(width: int) -> tuple[int, ...]:
 FIXED_COLUMNS = 1
 
 #: Sort orders ``s`` cycles through: (column key, label, descending).
-SORTS: tuple[tuple[str, str, bool], ...] = (
-    ("mem", "GPU mem", True),
-    ("sm", "SM %", True),
-    ("cpu", "CPU %", True),
-    ("pid", "PID", False),
-    ("container", "container", False),
-    ("elapsed", "elapsed", True),
-)
+Sorts = tuple[tuple[str, str, bool], ...]
+
+
+def sorts_of(fields: Sequence[ProcessField] = PROCESS_FIELDS) -> Sorts:
+    """The sort orders of a field table: (column key, label, descending), in the cycle's order."""
+    return tuple((c.key, order.label, order.descending) for c, order in sort_orders(fields))
+
+
+#: The sort orders of :data:`~gputui.process_fields.PROCESS_FIELDS`.
+SORTS: Sorts = sorts_of()
 
 #: The header's marks of the sort column: descending, ascending.
 DOWN, UP = "▼", "▲"
@@ -155,26 +168,28 @@ def _name(process: GpuProcess, names: dict[str, str]) -> str:
     return names.get(process.container_id) or process.container_id[:12]
 
 
-def row_inputs(process: GpuProcess, container: str, now: float | None = None) -> tuple[object, ...]:
-    """The raw values behind each cell, one entry per column of :data:`COLUMNS`, in order.
-
-    Equal entries mean equal cells, so a refresh builds only the cells whose values moved. The
-    elapsed time enters as the text it shows: it changes once a minute after the first hour.
-    """
-    info, sample = process.info, process.sample
-    return (
-        process.pid,
-        (container, info.exists),
-        (sample.gpu_index, sample.mig_index),
-        sample.used_memory_bytes,
-        sample.sm_util,
-        info.cpu_percent,
-        (info.user, info.proc_hidden),
-        info.container_pid,
-        info.rss_bytes,
-        (info.start_time, elapsed_key(info.start_time, now)),
-        (info.exists, info.proc_hidden, info.command, info.name, sample.mps),
-    )
+#: The raw values behind the cells of this module's own columns, by column key. Equal values
+#: mean equal cells. The elapsed time enters as the text it shows: it changes once a minute
+#: after the first hour.
+ROW_INPUTS: dict[str, Callable[[GpuProcess, str, float | None], object]] = {
+    "pid": lambda p, c, n: p.pid,
+    "container": lambda p, c, n: (c, p.info.exists),
+    "gpu": lambda p, c, n: (p.sample.gpu_index, p.sample.mig_index),
+    "mem": lambda p, c, n: p.sample.used_memory_bytes,
+    "sm": lambda p, c, n: p.sample.sm_util,
+    "cpu": lambda p, c, n: p.info.cpu_percent,
+    "user": lambda p, c, n: (p.info.user, p.info.proc_hidden),
+    "cpid": lambda p, c, n: p.info.container_pid,
+    "rss": lambda p, c, n: p.info.rss_bytes,
+    "elapsed": lambda p, c, n: (p.info.start_time, elapsed_key(p.info.start_time, n)),
+    "command": lambda p, c, n: (
+        p.info.exists,
+        p.info.proc_hidden,
+        p.info.command,
+        p.info.name,
+        p.sample.mps,
+    ),
+}
 
 
 #: The COMMAND cell's mark of an MPS client (nvidia-smi's ``M+C``), as the container tree says it.
@@ -187,13 +202,6 @@ def gpu_text(process: GpuProcess) -> str:
     if sample.mig_index is None:
         return str(sample.gpu_index)
     return mig_device_name(sample.gpu_index, sample.mig_index)
-
-
-def gpu_order(process: GpuProcess) -> float:
-    """The GPU column's sort value: by GPU, then by MIG device (whole-GPU rows first)."""
-    sample = process.sample
-    mig = -1 if sample.mig_index is None else sample.mig_index
-    return sample.gpu_index + (mig + 1) / 1000  # MIG device indexes stay well under 1,000
 
 
 #: The COMMAND text of a process whose PID is gone.
@@ -261,6 +269,91 @@ CELL_BUILDERS: dict[str, Callable[[GpuProcess, str, float | None], Cell]] = {
 }
 
 
+def _sort_key(value: SortValue) -> tuple[int, float | str]:
+    """A raw value as a sort key: a missing value sorts below every number, texts case-blind."""
+    if value is None:
+        return (0, 0.0)
+    if isinstance(value, str):
+        return (1, value.lower())
+    return (1, float(value))
+
+
+@dataclass(frozen=True, slots=True)
+class Columns:
+    """Everything the table draws and sorts by, generated from a per-process field table.
+
+    Attributes:
+        fields: The column of each key.
+        layout: (key, header, width) per column, in display order.
+        index: Each column's position in the layout (and in a row's inputs and cells).
+        sorts: The orders ``s`` cycles through.
+    """
+
+    fields: Mapping[str, ProcessColumn]
+    layout: Layout
+    index: Mapping[str, int]
+    sorts: Sorts
+
+    @classmethod
+    def of(cls, fields: Sequence[ProcessField] = PROCESS_FIELDS) -> Columns:
+        """The columns of a field table."""
+        found = field_columns(fields)
+        layout = tuple((c.key, c.header, c.width) for c in found)
+        return cls(
+            {c.key: c for c in found},
+            layout,
+            {key: i for i, (key, _, _) in enumerate(layout)},
+            sorts_of(fields),
+        )
+
+    def inputs(self, process: GpuProcess, container: str, now: float | None) -> tuple[object, ...]:
+        """The raw values behind each cell, one per column, in display order."""
+        out: list[object] = []
+        for key, _, _ in self.layout:
+            own = ROW_INPUTS.get(key)
+            if own is not None:
+                out.append(own(process, container, now))
+            else:
+                column = self.fields[key]
+                out.append((column.value(process, container), column.cell_text(process, container)))
+        return tuple(out)
+
+    def cell(self, key: str, process: GpuProcess, container: str, now: float | None) -> Cell:
+        """One cell: this module's styled builder, else the field's text (sanitised)."""
+        build = CELL_BUILDERS.get(key)
+        if build is not None:
+            return build(process, container, now)
+        column = self.fields[key]
+        value = column.value(process, container)
+        text = fmt.safe_text(column.cell_text(process, container), 80, na="")
+        if column.numeric:
+            return Cell(Text(text, justify="right", no_wrap=True), _sort_key(value))
+        return Cell(Text(text, no_wrap=True, overflow="ellipsis"), _sort_key(value))
+
+    def sort_value(self, key: str, process: GpuProcess, container: str) -> tuple[int, float | str]:
+        """The value a row sorts by in column ``key``, from raw values (no cell is built).
+
+        Raises:
+            ValueError: No column has that key.
+        """
+        column = self.fields.get(key)
+        if column is None:
+            raise ValueError(f"no sort by {key!r}")
+        return _sort_key(column.value(process, container))
+
+
+#: The columns of :data:`~gputui.process_fields.PROCESS_FIELDS`.
+DEFAULT_COLUMNS = Columns.of()
+
+
+def row_inputs(process: GpuProcess, container: str, now: float | None = None) -> tuple[object, ...]:
+    """The raw values behind each cell, one entry per column of :data:`COLUMNS`, in order.
+
+    Equal entries mean equal cells, so a refresh builds only the cells whose values moved.
+    """
+    return DEFAULT_COLUMNS.inputs(process, container, now)
+
+
 def row_cells(process: GpuProcess, container: str, now: float | None = None) -> dict[str, Cell]:
     """The cells of one process row, by column key.
 
@@ -272,7 +365,9 @@ def row_cells(process: GpuProcess, container: str, now: float | None = None) -> 
     Returns:
         One :class:`Cell` per column of :data:`COLUMNS`.
     """
-    return {column: CELL_BUILDERS[column](process, container, now) for column, _, _ in COLUMNS}
+    return {
+        column: DEFAULT_COLUMNS.cell(column, process, container, now) for column, _, _ in COLUMNS
+    }
 
 
 def matches(process: GpuProcess, container: str, needle: str) -> bool:
@@ -320,29 +415,11 @@ def sort_value(column: str, process: GpuProcess, container: str) -> tuple[int, f
 
     The same order as the cells' :attr:`Cell.sort_key`: a missing value sorts below every number.
     """
-    sample, info = process.sample, process.info
-    value: float | None
-    if column == "pid":
-        value = process.pid
-    elif column == "container":
-        return (1, container.lower())
-    elif column == "gpu":
-        value = gpu_order(process)
-    elif column == "mem":
-        value = sample.used_memory_bytes
-    elif column == "sm":
-        value = sample.sm_util
-    elif column == "cpu":
-        value = info.cpu_percent
-    elif column == "elapsed":
-        value = None if info.start_time is None else -info.start_time
-    else:
-        raise ValueError(f"no sort by {column!r}")
-    return (0, 0.0) if value is None else (1, float(value))
+    return DEFAULT_COLUMNS.sort_value(column, process, container)
 
 
 #: Index of each column in :data:`COLUMNS` (and in a row's inputs and cells).
-COLUMN_INDEX: dict[str, int] = {key: i for i, (key, _, _) in enumerate(COLUMNS)}
+COLUMN_INDEX: Mapping[str, int] = DEFAULT_COLUMNS.index
 
 #: Blank cells on either side of every cell (as a DataTable draws them).
 PAD = 1
@@ -457,8 +534,12 @@ class ProcessTable(ScrollView, can_focus=True):
     #: Whether the cursor row is highlighted.
     show_cursor = True
 
-    def __init__(self, *, id: str | None = None) -> None:
+    def __init__(
+        self, *, id: str | None = None, fields: Sequence[ProcessField] = PROCESS_FIELDS
+    ) -> None:
         super().__init__(id=id)
+        #: The columns and sort orders, from the per-process field table.
+        self.columns = DEFAULT_COLUMNS if fields is PROCESS_FIELDS else Columns.of(fields)
         self.sort_index = 0
         self.reverse = False
         self.filter_text = ""
@@ -466,7 +547,7 @@ class ProcessTable(ScrollView, can_focus=True):
         self._rows: dict[str, ProcessRow] = {}
         self._order: list[str] = []
         self._index: dict[str, int] | None = {}
-        self._widths: tuple[int, ...] = tuple(w or len(h) for _, h, w in COLUMNS)
+        self._widths: tuple[int, ...] = tuple(w or len(h) for _, h, w in self.columns.layout)
         #: Row key -> (what the line was drawn from, the drawn line at full width).
         self._lines: dict[str, tuple[tuple[object, ...], Strip]] = {}
         self._header_line: tuple[tuple[object, ...], Strip] | None = None
@@ -487,21 +568,21 @@ class ProcessTable(ScrollView, can_focus=True):
     @property
     def descending(self) -> bool:
         """The active sort's direction (its natural one unless reversed with ``S``)."""
-        return SORTS[self.sort_index][2] != self.reverse
+        return self.columns.sorts[self.sort_index][2] != self.reverse
 
     @property
     def sort_label(self) -> str:
         """The active sort, e.g. ``GPU mem ▼`` (``▲``: ascending)."""
-        return f"{SORTS[self.sort_index][1]} {DOWN if self.descending else UP}"
+        return f"{self.columns.sorts[self.sort_index][1]} {DOWN if self.descending else UP}"
 
     def _header(self, key: str, title: str) -> Text:
-        if key != SORTS[self.sort_index][0]:
+        if key != self.columns.sorts[self.sort_index][0]:
             return Text(title, no_wrap=True)
         return Text(f"{title} {DOWN if self.descending else UP}", style="bold", no_wrap=True)
 
     def header_labels(self) -> list[str]:
         """The column headers as shown, in order (for tests)."""
-        return [self._header(key, title).plain for key, title, _ in COLUMNS]
+        return [self._header(key, title).plain for key, title, _ in self.columns.layout]
 
     def row_keys(self) -> Sequence[str]:
         """Row keys in display order."""
@@ -519,7 +600,7 @@ class ProcessTable(ScrollView, can_focus=True):
 
     def get_cell(self, key: str, column: str) -> Cell:
         """One cell of row ``key``."""
-        return self._cells_of(self._rows[key])[COLUMN_INDEX[column]]
+        return self._cells_of(self._rows[key])[self.columns.index[column]]
 
     @property
     def selected(self) -> GpuProcess | None:
@@ -536,7 +617,7 @@ class ProcessTable(ScrollView, can_focus=True):
 
     def cycle_sort(self) -> None:
         """Move to the next sort order (in its natural direction) and re-sort now."""
-        self.sort_index = (self.sort_index + 1) % len(SORTS)
+        self.sort_index = (self.sort_index + 1) % len(self.columns.sorts)
         self.reverse = False
         self._resort_all()
 
@@ -546,19 +627,18 @@ class ProcessTable(ScrollView, can_focus=True):
         self._resort_all()
 
     def _resort_all(self) -> None:
-        column = SORTS[self.sort_index][0]
+        column = self.columns.sorts[self.sort_index][0]
         for row in self._rows.values():
             row.sort = self._sort_key(column, row)
         self._header_line = None
         self._sort(self._cursor_key())
         self.refresh()
 
-    @staticmethod
-    def _sort_key(column: str, row: ProcessRow) -> tuple[tuple[int, float | str], ...]:
+    def _sort_key(self, column: str, row: ProcessRow) -> tuple[tuple[int, float | str], ...]:
         # Ties (same memory, same container) fall back to PID then GPU so the order is stable.
         p = row.process
         return (
-            sort_value(column, p, row.name),
+            self.columns.sort_value(column, p, row.name),
             (1, float(p.pid)),
             (1, float(p.sample.gpu_index)),
         )
@@ -591,9 +671,9 @@ class ProcessTable(ScrollView, can_focus=True):
         keep = self._cursor_key()
         now = snapshot.taken_at
         names = _names(snapshot)
-        column = SORTS[self.sort_index][0]
+        column = self.columns.sorts[self.sort_index][0]
         # The sort value is a function of this input (PID and GPU are the row's key).
-        sort_input = COLUMN_INDEX[column]
+        sort_input = self.columns.index[column]
         needle = self.filter_text
         rows = self._rows
         seen: set[str] = set()
@@ -607,7 +687,7 @@ class ProcessTable(ScrollView, can_focus=True):
             if key in seen:
                 continue  # one row per key: the first
             seen.add(key)
-            inputs = row_inputs(process, name, now)
+            inputs = self.columns.inputs(process, name, now)
             row = rows.get(key)
             if row is None:
                 row = rows[key] = ProcessRow(key, process, name, inputs, now)
@@ -645,14 +725,14 @@ class ProcessTable(ScrollView, can_focus=True):
 
     def _measure(self) -> tuple[int, ...]:
         """Column widths: the fixed ones, and COMMAND as wide as its widest text."""
-        widest = len(COLUMNS[-1][1])
+        widest = len(self.columns.layout[-1][1])
         for row in self._rows.values():
             command = row.inputs[-1]
             if command != row.command:
                 row.command, row.width = command, cell_len(_command_text(row.process))
             if row.width > widest:
                 widest = row.width
-        return (*fit_columns(self.size.width), widest)
+        return (*fit_columns(self.size.width, self.columns.layout), widest)
 
     def on_resize(self) -> None:
         """A new width: the columns that fit, and every line drawn again."""
@@ -786,18 +866,18 @@ class ProcessTable(ScrollView, can_focus=True):
         if built == inputs:
             return row.cells
         if built is None:
-            row.cells = [self.build_cell(row, column) for column, _, _ in COLUMNS]
+            row.cells = [self.build_cell(row, column) for column, _, _ in self.columns.layout]
         else:
             cells = row.cells
             for i, (old, new) in enumerate(zip(built, inputs, strict=True)):
                 if old != new:
-                    cells[i] = self.build_cell(row, COLUMNS[i][0])
+                    cells[i] = self.build_cell(row, self.columns.layout[i][0])
         row.built = inputs
         return row.cells
 
     def build_cell(self, row: ProcessRow, column: str) -> Cell:
         """Build one cell of ``row`` (only for rows being drawn or read, only moved columns)."""
-        return CELL_BUILDERS[column](row.process, row.name, row.now)
+        return self.columns.cell(column, row.process, row.name, row.now)
 
     def _draw(self, texts: Sequence[Text], style: Style, fixed: Style) -> Strip:
         """One line at full width: cells padded and cut to their columns."""
@@ -825,7 +905,7 @@ class ProcessTable(ScrollView, can_focus=True):
         style = self.get_component_rich_style("process-table--header")
         key = (style, self._widths, self.sort_index, self.reverse)
         if self._header_line is None or self._header_line[0] != key:
-            texts = [self._header(k, title) for k, title, _ in COLUMNS]
+            texts = [self._header(k, title) for k, title, _ in self.columns.layout]
             self._header_line = (key, self._draw(texts, style, style))
         return self._header_line[1]
 
