@@ -38,6 +38,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import NamedTuple
 
+from gputui.collect.linux.ancestry import RuntimeAncestry
 from gputui.collect.linux.fileio import fd_budget
 from gputui.collect.linux.membership import (
     MAX_CGROUP_CHARS,
@@ -358,6 +359,7 @@ class ProcSource:
         self._clock = clock
         self._tracked: dict[int, _Tracked] = {}
         self._file_facts: dict[int, tuple[float | None, _FileFacts]] = {}
+        self._ancestry = RuntimeAncestry(self._root)
         self._host_pid_ns: bool | None = None
         self._relative_seen = False
         self._hidepid: str | None = None
@@ -873,9 +875,15 @@ class ProcSource:
         if cgroup_text is not None:
             self._relative_seen = self._relative_seen or has_relative_path(cgroup_text)
             match = parse_cgroup(cgroup_text)
+        # No container in the cgroup (a rootless engine on cgroup v1, ``ctr run``'s named ids),
+        # or one of no known runtime: the runtime's monitor among the parents tells. A cgroup
+        # that names a container keeps it (an engine nested in a container: the outer one).
+        monitor = self._ancestry.resolve(pid) if match is None or match.runtime is None else None
+        if monitor is not None and match is not None and monitor.container_id != match.container_id:
+            monitor = None
         facts = _FileFacts(
-            container_id=match.container_id if match else None,
-            runtime=match.runtime if match else None,
+            container_id=monitor.container_id if monitor else match.container_id if match else None,
+            runtime=monitor.runtime if monitor else match.runtime if match else None,
             pod_uid=match.pod_uid if match else None,
             container_pid=parse_nspid(status_text) if status_text is not None else None,
             name=_status_field(status_text, "Name") if status_text is not None else None,
