@@ -541,10 +541,15 @@ def test_cgroup_candidates_v1_prefers_proc_path() -> None:
     got = cg.cgroup_candidates("1", CID, "cgroupfs", None, PROC_CGROUP_V1)
     assert got[0] == (0, f"cpuacct/docker/{CID}", "cpuacct.usage")
     assert (1, f"memory/docker/{CID}", "memory.usage_in_bytes") in got
-    custom = "4:memory:/mine/x\n2:cpuacct:/mine/x\n"
+    # ``--cgroup-parent=/mine``: the engine puts the container at ``/mine/<id>``.
+    custom = f"4:memory:/mine/{CID}\n2:cpuacct:/mine/{CID}\n"
     got = cg.cgroup_candidates("1", CID, "cgroupfs", None, custom)
-    assert got[0] == (0, "cpuacct/mine/x", "cpuacct.usage")
-    assert next(c for c in got if c[0] == 1) == (1, "memory/mine/x", "memory.usage_in_bytes")
+    assert got[0] == (0, f"cpuacct/mine/{CID}", "cpuacct.usage")
+    assert next(c for c in got if c[0] == 1) == (1, f"memory/mine/{CID}", "memory.usage_in_bytes")
+    # A path that does not name the container (a shared session cgroup) is not its cgroup.
+    shared = "4:memory:/mine/x\n2:cpuacct:/mine/x\n"
+    got = cg.cgroup_candidates("1", CID, "cgroupfs", None, shared)
+    assert not any("mine" in c[1] for c in got)
 
 
 def test_cgroup_candidates_v2_defaults() -> None:

@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from gputui.collect.linux.fileio import KeptFiles, fd_budget, read_small
+from gputui.collect.linux.membership import path_names_container
 from gputui.model import ContainerInfo, EngineInfo
 
 _CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
@@ -235,8 +236,11 @@ def cgroup_candidates(
     """Where to look for a container's cgroup directories, best guess first.
 
     The init PID's own ``/proc/<pid>/cgroup`` line is exact for any driver or
-    ``--cgroup-parent``; the engine's default layout is the fallback when ``/proc`` is not the
-    host's.
+    ``--cgroup-parent``, when it names the container: a container without a cgroup of its own
+    (a rootless engine on cgroup v1, whose ``CgroupDriver`` is ``none``) sits in its user's
+    session cgroup, whose figures are the whole session's (200 % CPU, the session's memory), so
+    that line is not taken. The engine's default layout is the fallback when ``/proc`` is not
+    the host's; it exists only for a container that has it.
 
     Args:
         version: ``"1"`` or ``"2"``.
@@ -266,6 +270,8 @@ def cgroup_candidates(
     out: list[tuple[int, str, str]] = []
     for slot, controller, mounts, probe in controllers:
         own = cgroup_path_from_proc(proc_cgroup, controller)
+        if own is not None and not path_names_container(own, container_id):
+            own = None
         for path in ([own] if own else []) + defaults:
             out += [(slot, f"{m}/{path.lstrip('/')}".lstrip("/"), probe) for m in mounts]
     return out

@@ -14,16 +14,21 @@ from dataclasses import dataclass
 
 __all__ = [
     "MAX_CGROUP_CHARS",
+    "MAX_MONITOR_ARGS",
     "MAX_MOUNTINFO_CHARS",
     "MAX_STATUS_CHARS",
     "CgroupMatch",
+    "MonitorMatch",
     "ProcMount",
     "has_relative_path",
     "hides_other_users",
     "parse_cgroup",
+    "parse_monitor_cmdline",
     "parse_nspid",
     "parse_nspid_fields",
     "parse_proc_mount",
+    "parse_stat_ppid",
+    "path_names_container",
 ]
 
 #: A cgroup file has one line per hierarchy (about 13 on cgroup v1, one on v2), each path at most
@@ -41,11 +46,12 @@ MAX_MOUNTINFO_CHARS = 1024 * 1024
 MAX_MOUNTINFO_LINES = 20_000
 
 # One path component that names a container: an optional runtime prefix, the 64-hex id, and an
-# optional systemd ``.scope`` suffix. Matched against WHOLE components, which is what skips the
+# optional systemd ``.scope`` suffix (``nerdctl-<id>.scope`` is nerdctl's unit under the systemd
+# driver). Matched against WHOLE components, which is what skips the
 # look-alikes: a ``docker-<id>.mount`` unit, and the ``crio-conmon-<id>.scope`` /
 # ``libpod-conmon-<id>.scope`` monitor processes that sit next to a container but are not in it.
 _ID_RE = re.compile(
-    r"(?:(docker|libpod|cri-containerd|crio|containerd)-)?([0-9a-f]{64})(?:\.scope)?"
+    r"(?:(docker|libpod|cri-containerd|crio|containerd|nerdctl)-)?([0-9a-f]{64})(?:\.scope)?"
 )
 # Kubernetes pod UID, written with ``-`` (cgroupfs driver) or ``_`` (systemd driver, which reserves
 # ``-`` as its slice separator): ``pod<uid>`` or ``kubepods-burstable-pod<uid>.slice``.
@@ -59,6 +65,7 @@ _PREFIX_RUNTIME = {
     "cri-containerd": "containerd",
     "containerd": "containerd",
     "crio": "crio",
+    "nerdctl": "containerd",
 }
 # The middle field of the systemd-driver form ``<slice>:<runtime>:<id>`` (kubelet's cgroup name
 # for a container when the runtime is given a systemd slice but not a scope).
@@ -327,3 +334,150 @@ def hides_other_users(mount: ProcMount | None, euid: int, groups: frozenset[int]
     if mount is None or mount.hidepid is None or euid == 0:
         return False
     return mount.gid is None or mount.gid not in groups
+
+
+#: A runtime monitor's command line is a few hundred bytes to a few KiB (conmon's lists its log
+#: and exit paths); the options that name the container come first, so more than this is not
+#: looked at.
+MAX_MONITOR_ARGS = 256
+#: containerd ids are ``[A-Za-z0-9]+([._-][A-Za-z0-9]+)*`` of at most 76 characters, podman's are
+#: 64-hex; a longer or otherwise shaped value is not an id a runtime would have accepted.
+_MONITOR_ID_RE = re.compile(r"[A-Za-z0-9]+(?:[._-][A-Za-z0-9]+)*")
+_MONITOR_ID_MAX = 76
+#: The containerd namespace of the Kubernetes CRI plugin. Its shims serve a whole pod: ``-id``
+#: names the pod's sandbox, not the container a process runs in, so it attributes nothing.
+CRI_NAMESPACE = "k8s.io"
+_NAMESPACE_RUNTIME = {"moby": "docker"}
+
+
+@dataclass(frozen=True, slots=True)
+class MonitorMatch:
+    """The container a runtime's monitor process (``conmon``, ``containerd-shim``) serves.
+
+    Attributes:
+        container_id: The id as the runtime gave it (64-hex, or a name such as ``ctr run``'s).
+        runtime: ``podman``, ``crio``, ``docker`` (containerd namespace ``moby``) or
+            ``containerd``.
+        namespace: The containerd namespace (``moby``, ``default``...), None for conmon.
+    """
+
+    container_id: str
+    runtime: str
+    namespace: str | None
+
+
+def _option(args: list[str], names: tuple[str, ...]) -> str | None:
+    """The value of the first of ``names`` (``-x value`` or ``-x=value``), or None."""
+    for at, arg in enumerate(args):
+        if arg in names:
+            return args[at + 1] if at + 1 < len(args) else None
+        key, eq, value = arg.partition("=")
+        if eq and key in names:
+            return value
+    return None
+
+
+def _monitor_id(value: str | None) -> str | None:
+    if value is None or len(value) > _MONITOR_ID_MAX or not _MONITOR_ID_RE.fullmatch(value):
+        return None
+    return value
+
+
+def parse_monitor_cmdline(args: list[str]) -> MonitorMatch | None:
+    """The container a monitor process serves, from its command line.
+
+    Every runtime keeps a monitor as the parent of a container's first process (and of the
+    processes ``exec`` starts in it): podman's and CRI-O's ``conmon -c <id>``, containerd's
+    ``containerd-shim-runc-v2 -namespace <ns> -id <id>`` (also Docker's and nerdctl's, which run
+    on containerd), and the v1 ``containerd-shim -namespace <ns> -workdir .../<ns>/<id>``. Where
+    a container has no cgroup of its own (rootless engines on cgroup v1) or one whose name no
+    rule recognises (``ctr run`` with a named id), this parent is what tells which it is.
+
+    Args:
+        args: The command line split at NUL bytes (``/proc/<pid>/cmdline``).
+
+    Returns:
+        The container, or None when the process is not a monitor, is a shim of the Kubernetes
+        CRI namespace (whose ``-id`` is the pod's sandbox), or names no valid id.
+    """
+    args = args[:MAX_MONITOR_ARGS]
+    if not args:
+        return None
+    program = args[0].rsplit("/", 1)[-1]
+    if program == "conmon":
+        container_id = _monitor_id(_option(args, ("-c", "--cid")))
+        if container_id is None:
+            return None
+        # CRI-O's conmon writes its exit files under CRI-O's own state directory; podman passes
+        # an ``--exit-command`` that runs podman itself.
+        exit_dir = _option(args, ("--exit-dir",)) or ""
+        runtime = "crio" if "crio" in exit_dir.split("/") else "podman"
+        return MonitorMatch(container_id, runtime, None)
+    if not program.startswith("containerd-shim"):
+        return None
+    namespace = _monitor_id(_option(args, ("-namespace", "--namespace")))
+    if namespace is None or namespace == CRI_NAMESPACE:
+        return None
+    container_id = _option(args, ("-id", "--id"))
+    if container_id is None:  # the v1 shim names its bundle directory, whose name is the id
+        workdir = _option(args, ("-workdir", "--workdir"))
+        container_id = workdir.rstrip("/").rsplit("/", 1)[-1] if workdir else None
+    container_id = _monitor_id(container_id)
+    if container_id is None:
+        return None
+    return MonitorMatch(container_id, _NAMESPACE_RUNTIME.get(namespace, "containerd"), namespace)
+
+
+def parse_stat_ppid(stat_text: str) -> int | None:
+    """The parent PID from ``/proc/<pid>/stat`` text (the field after the state).
+
+    The command name in parentheses may itself hold ``)`` and spaces, hence the split at the
+    last ``)``.
+
+    Args:
+        stat_text: Contents of ``/proc/<pid>/stat``.
+
+    Returns:
+        The parent PID (0 for PID 1 and for the first process of a PID namespace whose parent
+        the reader cannot see), or None when the text is garbled.
+    """
+    _, paren, rest = stat_text[:4096].rpartition(")")
+    fields = rest.split(maxsplit=3)
+    if not paren or len(fields) < 2 or not _NSPID_FIELD_RE.fullmatch(fields[1]):
+        return None
+    return int(fields[1])
+
+
+def path_names_container(path: str, container_id: str) -> bool:
+    """Whether a cgroup path is a container's own cgroup (or one below it).
+
+    A process of a container without a cgroup of its own (a rootless engine on cgroup v1)
+    sits in its user's session cgroup, and that cgroup's figures are every process's of the
+    session: only a path that names the container is its cgroup. Accepted components: the id
+    itself (cgroupfs: ``/docker/<id>``, containerd's ``/<namespace>/<id>``), any runtime's
+    ``<prefix>-<id>[.scope]`` (``docker-``, ``libpod-``, ``nerdctl-``...), and the
+    ``<slice>:<runtime>:<id>`` form.
+
+    Args:
+        path: A cgroup path (one line's third field of ``/proc/<pid>/cgroup``).
+        container_id: The container's id as its engine gives it.
+
+    Returns:
+        True when some whole component of ``path`` names ``container_id``.
+    """
+    if not container_id or len(path) > _PATH_MAX:
+        return False
+    for component in path.split("/"):
+        if component == container_id:
+            return True
+        if container_id not in component:
+            continue
+        hit = _component_id(component)
+        if hit is not None and hit[0] == container_id:
+            return True
+        prefix, dash, rest = component.removesuffix(".scope").rpartition("-")
+        if dash and rest == container_id and prefix in _PREFIX_RUNTIME:
+            return True
+        if component.endswith(":" + container_id):
+            return True
+    return False

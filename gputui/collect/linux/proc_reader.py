@@ -38,6 +38,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from gputui.collect.linux import signals
+from gputui.collect.linux.ancestry import RuntimeAncestry
 from gputui.collect.linux.fileio import KeptFiles, fd_budget, read_capped
 from gputui.collect.linux.host_view import HostView, boot_time
 from gputui.collect.linux.membership import (
@@ -184,6 +185,7 @@ class ProcSource:
         self._clock = clock
         self._tracked: dict[int, _Tracked] = {}
         self._file_facts: dict[int, tuple[float | None, _FileFacts]] = {}
+        self._ancestry = RuntimeAncestry(self._root)
         self._host = HostView(self._root, self._fixture)
         #: Descriptors of per-process files and pidfds kept open, by PID.
         self._files = KeptFiles(kept_fd_budget())
@@ -652,10 +654,16 @@ class ProcSource:
         if cgroup_text is not None:
             self._host.note_cgroup(cgroup_text)
             match = parse_cgroup(cgroup_text)
+        # No container in the cgroup (a rootless engine on cgroup v1, ``ctr run``'s named ids),
+        # or one of no known runtime: the runtime's monitor among the parents tells. A cgroup
+        # that names a container keeps it (an engine nested in a container: the outer one).
+        monitor = self._ancestry.resolve(pid) if match is None or match.runtime is None else None
+        if monitor is not None and match is not None and monitor.container_id != match.container_id:
+            monitor = None
         name = None if status_text is None else status_field(status_text, "Name", MAX_STATUS_CHARS)
         facts = _FileFacts(
-            container_id=match.container_id if match else None,
-            runtime=match.runtime if match else None,
+            container_id=monitor.container_id if monitor else match.container_id if match else None,
+            runtime=monitor.runtime if monitor else match.runtime if match else None,
             pod_uid=match.pod_uid if match else None,
             container_pid=self._container_pid(status_text, match, ppid),
             name=name,
