@@ -33,11 +33,12 @@ from prometheus_client.registry import CollectorRegistry
 from gputui.collect.nvml.gpm import gpm_metrics
 from gputui.collect.nvml.source import NvmlSource
 from gputui.derive.activity import activity_estimates
-from gputui.export import gpu_families
-from gputui.model import MIG_GPM_FIELDS, GpuSample, Snapshot
-from gputui.report import snapshot_to_json
-from gputui.settings import Settings
-from gputui.wiring import build_collector
+from gputui.exporter.families import gpu_families
+from gputui.model.gpu import MIG_GPM_FIELDS, GpuSample
+from gputui.model.settings import Settings
+from gputui.model.snapshot import Snapshot
+from gputui.present.json_report import snapshot_to_json
+from gputui.wiring.compose import build_collector
 
 _MIB = 1024 * 1024
 

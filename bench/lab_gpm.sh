@@ -64,8 +64,8 @@ kill "$EXPORTER" 2>/dev/null
   echo "== gputui --once"; python3 -m gputui --once 2>&1 | head -60
   echo "== exec nvidia-smi in gpm-copy (the x key's path)"
   python3 - <<'EOF'
-from gputui.settings import Settings
-from gputui.wiring import build_collector
+from gputui.model.settings import Settings
+from gputui.wiring.compose import build_collector
 
 collector = build_collector(Settings())
 collector.collect()

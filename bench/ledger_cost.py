@@ -33,17 +33,11 @@ from gputui.ledger.quantities import Amounts, Device, Subject
 from gputui.ledger.report import Prices, summarise
 from gputui.ledger.store import Store
 from gputui.ledger.writer import LedgerWriter
-from gputui.model import (
-    ContainerInfo,
-    ContainerUsage,
-    GpuProcess,
-    GpuProcessSample,
-    GpuSample,
-    HostInfo,
-    ProcessInfo,
-    Snapshot,
-)
-from gputui.serialize import snapshot_to_record
+from gputui.model.containers import ContainerInfo
+from gputui.model.gpu import GpuProcessSample, GpuSample
+from gputui.model.processes import GpuProcess, ProcessInfo
+from gputui.model.snapshot import ContainerUsage, HostInfo, Snapshot
+from gputui.recording.codec import snapshot_to_record
 
 GIB = 1024**3
 T0 = 1_790_000_000.0

@@ -272,8 +272,8 @@ def report(results: dict[str, list[dict[str, Any]]], ui_rows: list[dict[str, Any
 
 def cmd_live(args: argparse.Namespace) -> dict[str, Any]:
     """The real collector of this machine (NVML, /proc, Docker), as ``gputui`` builds it."""
-    from gputui.settings import Settings
-    from gputui.wiring import build_collector
+    from gputui.model.settings import Settings
+    from gputui.wiring.compose import build_collector
 
     coll = build_collector(Settings(health_interval=_HEALTH_OFF))
     gpu, procs, dock = Timed(coll.gpu), Timed(coll.procs), Timed(coll.container_sources[0])

@@ -65,7 +65,7 @@ class StubCollector:
 
 async def _frames(snaps: Sequence[Any], frames: int, tabs: Sequence[str]) -> dict[str, Any]:
     from gputui.derive.analysis import Analyzer
-    from gputui.settings import Settings
+    from gputui.model.settings import Settings
     from gputui.ui.app import GpuTuiApp
     from gputui.ui.messages import SnapshotReady
 
@@ -149,18 +149,11 @@ def synthetic_snaps(
     SM % and CPU % (and every GPU's load) change from one snapshot to the next, as in the scale
     bench's scenario; otherwise only the time moves.
     """
-    from gputui.model import (
-        ContainerInfo,
-        ContainerUsage,
-        GpuProcess,
-        GpuProcessSample,
-        GpuSample,
-        HostInfo,
-        ProcessInfo,
-        Snapshot,
-        SourceStatus,
-        Visibility,
-    )
+    from gputui.model.containers import ContainerInfo
+    from gputui.model.gpu import GpuProcessSample, GpuSample
+    from gputui.model.processes import GpuProcess, ProcessInfo, Visibility
+    from gputui.model.snapshot import ContainerUsage, HostInfo, Snapshot
+    from gputui.model.status import SourceStatus
 
     gib, mib = 1024**3, 1024**2
     ids = [f"{n:04x}" * 16 for n in range(containers)]

@@ -1,5 +1,5 @@
 """``python -m gputui``."""
 
-from gputui.cli import main
+from gputui.cli.main import main
 
 raise SystemExit(main())

@@ -45,7 +45,7 @@ from gputui.collect.collector import Collector
 from gputui.collect.docker.source import DockerSource
 from gputui.collect.linux.proc_reader import ProcSource
 from gputui.collect.standins.scenario import ScenarioSource
-from gputui.model import Snapshot
+from gputui.model.snapshot import Snapshot
 from scripts.engine_control import IMAGE, HostEngine, PrivateEngine, import_image
 
 RUN_ID = f"{os.getpid()}-{uuid.uuid4().hex[:6]}"

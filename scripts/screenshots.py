@@ -21,14 +21,15 @@ from pathlib import Path
 from textual.pilot import Pilot
 from textual.widgets import Footer
 
-from gputui import wiring
 from gputui.collect.collector import Collector
 from gputui.collect.docker.logs import LogLine
 from gputui.collect.standins import demo
 from gputui.collect.standins.scenario import ScenarioSource
-from gputui.model import ExecResult, Snapshot
-from gputui.settings import Settings
+from gputui.model.containers import ExecResult
+from gputui.model.settings import Settings
+from gputui.model.snapshot import Snapshot
 from gputui.ui.app import GpuTuiApp
+from gputui.wiring import demo_host
 
 SIZES = {"narrow": (80, 24), "wide": (160, 50)}
 #: Extra sizes for some views: (file stem, size name, size).
@@ -150,7 +151,7 @@ def demo_collector(scenario: dict[str, object] | None = None) -> Collector:
         demo.DemoProcesses(),
         demo.DemoContainers(),
         mode="demo",
-        health=wiring.demo_health,
+        health=demo_host.demo_health,
         hostname="demo-gpu-node",
         clock=clock,
     )

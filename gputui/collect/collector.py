@@ -23,6 +23,7 @@ from dataclasses import replace
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
+from gputui.boundary.startup_trace import mark
 from gputui.collect.sources import (
     ContainerCapabilities,
     ContainerOwner,
@@ -33,27 +34,13 @@ from gputui.collect.sources import (
     ProcessSource,
     refusal,
 )
-from gputui.model import (
-    ContainerInfo,
-    ContainerReading,
-    ContainerUsage,
-    EngineInfo,
-    ExecResult,
-    FaultCount,
-    GpuProcess,
-    GpuReading,
-    GpuSample,
-    HealthCheck,
-    HostInfo,
-    KernelFault,
-    ProcessInfo,
-    Snapshot,
-    SourceStatus,
-    mig_device_name,
-    mig_instance_of,
-    per_gpu_sm,
-)
-from gputui.startup_trace import mark
+from gputui.model.containers import ContainerInfo, ContainerReading, EngineInfo, ExecResult
+from gputui.model.faults import FaultCount, KernelFault
+from gputui.model.gpu import GpuReading, GpuSample
+from gputui.model.mig import mig_device_name, mig_instance_of
+from gputui.model.processes import GpuProcess, ProcessInfo, per_gpu_sm
+from gputui.model.snapshot import ContainerUsage, HostInfo, Snapshot
+from gputui.model.status import HealthCheck, SourceStatus
 
 if TYPE_CHECKING:
     from gputui.collect.docker.logs import LogReader

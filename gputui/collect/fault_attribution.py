@@ -24,16 +24,12 @@ from gputui.collect.linux.kmsg import FaultLine
 from gputui.collect.linux.membership import parse_cgroup
 from gputui.collect.linux.proc_parse import parse_stat
 from gputui.collect.xid_catalog import OOM_FIX, classify
-from gputui.model import (
-    ContainerInfo,
-    FaultCandidate,
-    FaultCount,
-    GpuProcess,
-    GpuSample,
-    KernelFault,
-    SourceStatus,
-    mig_device_name,
-)
+from gputui.model.containers import ContainerInfo
+from gputui.model.faults import FaultCandidate, FaultCount, KernelFault
+from gputui.model.gpu import GpuSample
+from gputui.model.mig import mig_device_name
+from gputui.model.processes import GpuProcess
+from gputui.model.status import SourceStatus
 
 __all__ = [
     "MEMORY_S",

@@ -19,7 +19,8 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Generic, TypeVar
 
 from gputui.collect.sources import CollectorProtocol, ContainerOwner, Player
-from gputui.model import ExecResult, Snapshot
+from gputui.model.containers import ExecResult
+from gputui.model.snapshot import Snapshot
 
 if TYPE_CHECKING:
     from gputui.collect.docker.logs import LogReader

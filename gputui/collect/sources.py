@@ -7,7 +7,8 @@ thread.
 
 :class:`CollectorProtocol` is what every front-end (the TUI, ``--once``, ``export``, ``record``)
 takes: the live :class:`~gputui.collect.collector.Collector` and the replay of a recording
-(``gputui.replay.ReplayCollector``) both implement it. Replay controls are an explicit optional
+(``gputui.recording.player.ReplayCollector``) both implement it. Replay controls are an
+explicit optional
 capability, :attr:`CollectorProtocol.player`, never guessed from the object's attributes.
 
 Container runtimes meet the rest of gputui at :class:`ContainerSource`: a name, a read, and the
@@ -23,17 +24,11 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal, Protocol
 
-from gputui.model import (
-    ContainerReading,
-    ExecResult,
-    GpuProcess,
-    GpuReading,
-    HostStats,
-    ProcessInfo,
-    Snapshot,
-    SourceStatus,
-    Visibility,
-)
+from gputui.model.containers import ContainerReading, ExecResult
+from gputui.model.gpu import GpuReading
+from gputui.model.processes import GpuProcess, ProcessInfo, Visibility
+from gputui.model.snapshot import HostStats, Snapshot
+from gputui.model.status import SourceStatus
 
 if TYPE_CHECKING:
     from gputui.collect.docker.logs import LogReader

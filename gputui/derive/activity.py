@@ -15,7 +15,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from gputui.derive.findings import party_of
-from gputui.model import GpuSample, Snapshot, mig_device_name, mig_instance_of
+from gputui.model.gpu import GpuSample
+from gputui.model.mig import mig_device_name, mig_instance_of
+from gputui.model.snapshot import Snapshot
 
 
 @dataclass(frozen=True, slots=True)

@@ -16,10 +16,11 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 from enum import Enum
 
-from gputui.derive import fmt
-from gputui.derive.fmt import ratio
+from gputui.derive import units
+from gputui.derive.units import ratio
 from gputui.derive.windows import SampledWindow, newer
-from gputui.model import AlertSeverity, Snapshot
+from gputui.model.snapshot import Snapshot
+from gputui.model.status import AlertSeverity
 
 
 class AlertPhase(str, Enum):
@@ -90,7 +91,7 @@ def format_metric(metric: str, value: float) -> str:
     if not math.isfinite(value):
         return f"{value}"
     if unit == "B":
-        return fmt.size(value)
+        return units.size(value)
     if unit:
         # Whole numbers stay whole; a fraction keeps one decimal, so 90.4 % does not read as
         # "90% above 90%".

@@ -27,7 +27,8 @@ from gputui.derive.process_history import (
 )
 from gputui.derive.tree import Group, Markers, build_groups, node_markers
 from gputui.derive.users import UserTotals, user_totals
-from gputui.model import AlertSeverity, Finding, Snapshot
+from gputui.model.snapshot import Snapshot
+from gputui.model.status import AlertSeverity, Finding
 
 #: Alert severities, worst first.
 SEVERITIES: tuple[AlertSeverity, ...] = (AlertSeverity.CRITICAL, AlertSeverity.WARNING)

@@ -12,10 +12,11 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from gputui import timestamps
+from gputui.boundary import sanitise, timestamps
 from gputui.collect.xid_catalog import HARDWARE_CLASSES
-from gputui.derive import fmt
-from gputui.model import Finding, FindingSeverity, KernelFault, Snapshot
+from gputui.model.faults import KernelFault
+from gputui.model.snapshot import Snapshot
+from gputui.model.status import Finding, FindingSeverity
 
 __all__ = ["RECENT_S", "fault_findings", "faults_of"]
 
@@ -37,7 +38,7 @@ def _summary(fault: KernelFault, count: int) -> str:
     when = timestamps.utc(fault.at)
     times = f" ({count} times)" if count > 1 else ""
     if fault.kind == "oom":
-        name = fmt.safe_text(fault.process_name, 32, na="a process")
+        name = sanitise.safe_text(fault.process_name, 32, na="a process")
         return f"OOM kill of {name} (PID {fault.pid}) at {when}{times}: {fault.fix}"
     where = f"GPU {fault.mig_device or fault.gpu_index}" if fault.gpu_index is not None else "GPU ?"
     return (

@@ -25,19 +25,13 @@ from collections.abc import Callable, Hashable
 from dataclasses import dataclass
 from typing import TypeVar
 
-from gputui.derive import fmt
+from gputui.boundary import sanitise
+from gputui.derive import units
 from gputui.derive.windows import SampledWindow
-from gputui.model import (
-    ContainerUsage,
-    Finding,
-    FindingSeverity,
-    GpuProcess,
-    Snapshot,
-    is_mig_token,
-    mig_device_name,
-    mig_instance_of,
-    mig_request,
-)
+from gputui.model.mig import is_mig_token, mig_device_name, mig_instance_of, mig_request
+from gputui.model.processes import GpuProcess
+from gputui.model.snapshot import ContainerUsage, Snapshot
+from gputui.model.status import Finding, FindingSeverity
 
 _MIB = 1024 * 1024
 HOST = "host"
@@ -282,13 +276,13 @@ def sharing_findings(snapshot: Snapshot) -> list[Finding]:
         inst = (
             next((m for m in gpu.mig_instances if m.index == int(mig_index)), None) if gpu else None
         )
-        profile = f" ({fmt.safe_text(inst.profile, 16)})" if inst and inst.profile else ""
+        profile = f" ({sanitise.safe_text(inst.profile, 16)})" if inst and inst.profile else ""
         everything.append((f"mig:{name}", f"MIG device {name}{profile}", shares))
     for subject, what, shares in everything:
         if len(shares) < 2:
             continue
         parts = ", ".join(
-            f"{fmt.safe_text(s.label, 40)} {s.memory_share * 100:.0f}%"
+            f"{sanitise.safe_text(s.label, 40)} {s.memory_share * 100:.0f}%"
             + (f" (SM {s.sm_util}%)" if s.sm_util is not None else "")
             for s in shares
         )
@@ -463,13 +457,13 @@ class FindingsEngine:
                 continue
             # A PID plus its start time names one process even when PIDs are reused.
             key = f"pid:{proc.pid}:{proc.info.start_time}"
-            label = f"PID {proc.pid} ({fmt.safe_text(proc.info.name, 30)})"
+            label = f"PID {proc.pid} ({sanitise.safe_text(proc.info.name, 30)})"
             value, _, gpu = series.get(key, (0.0, label, proc.sample.gpu_index))
             series[key] = (value + proc.sample.used_memory_bytes, label, gpu)
         for usage in snapshot.containers:
             if usage.pids:
                 key = f"container:{usage.info.id}"
-                label = f"container {fmt.safe_text(usage.info.name, 40)}"
+                label = f"container {sanitise.safe_text(usage.info.name, 40)}"
                 series[key] = (float(usage.gpu_memory_bytes), label, usage.gpu_indexes[0])
         free = {
             g.index: (g.memory_total_bytes or 0) - (g.memory_used_bytes or 0) for g in snapshot.gpus
@@ -506,7 +500,7 @@ class FindingsEngine:
             subject,
             FindingSeverity.WARN,
             f"{label}: GPU memory grows {rate_mib_min:.0f} MiB/min without falling; "
-            f"GPU full in {fmt.duration(fill_s)} at this rate",
+            f"GPU full in {units.duration(fill_s)} at this rate",
             (
                 ("rate_mib_per_min", round(rate_mib_min, 2)),
                 ("time_to_fill_s", round(fill_s, 1)),
@@ -520,7 +514,7 @@ class FindingsEngine:
     def _container_evidence(self, snapshot: Snapshot, usage: ContainerUsage) -> list[Finding]:
         info = usage.info
         subject = f"container:{info.id}"
-        name = fmt.safe_text(info.name, 40)
+        name = sanitise.safe_text(info.name, 40)
         out: list[Finding] = []
         idle = self._idle(snapshot, usage)
         if idle is not None:
@@ -531,7 +525,7 @@ class FindingsEngine:
         used, limit = info.memory_used_bytes, info.memory_limit_bytes
         host_total = snapshot.host_stats.memory_total_bytes if snapshot.host_stats else None
         limited = limit is not None and (host_total is None or limit < host_total)
-        pressure = fmt.ratio(used, limit)
+        pressure = units.ratio(used, limit)
         if (
             info.running
             and limited
@@ -543,7 +537,7 @@ class FindingsEngine:
                     "memory_pressure",
                     subject,
                     FindingSeverity.WARN,
-                    f"{name}: memory at {pressure:.0f}% of its {fmt.size(limit)} limit",
+                    f"{name}: memory at {pressure:.0f}% of its {units.size(limit)} limit",
                     (("memory_used_bytes", used or 0), ("memory_limit_bytes", limit or 0)),
                 )
             )
@@ -553,7 +547,7 @@ class FindingsEngine:
                     "oom_killed",
                     subject,
                     FindingSeverity.FAIL,
-                    f"{name}: killed by the kernel's OOM killer (memory limit {fmt.size(limit)})",
+                    f"{name}: killed by the kernel's OOM killer (memory limit {units.size(limit)})",
                     (("exit_code", info.exit_code if info.exit_code is not None else -1),),
                 )
             )
@@ -587,7 +581,7 @@ class FindingsEngine:
             "cpu_throttled",
             f"container:{info.id}",
             FindingSeverity.WARN,
-            f"{fmt.safe_text(info.name, 40)}: CPU {figure.text()}{quota}",
+            f"{sanitise.safe_text(info.name, 40)}: CPU {figure.text()}{quota}",
             (
                 ("throttled_ratio", round(figure.ratio, 4)),
                 ("throttled_percent", figure.percent),
@@ -620,8 +614,8 @@ class FindingsEngine:
         wait = self.rules.low_util_min_s if usage.pids else self.rules.idle_min_s
         if observed < wait:
             return None
-        name = fmt.safe_text(info.name, 40)
-        request = fmt.gpu_request(info.gpu_request)
+        name = sanitise.safe_text(info.name, 40)
+        request = units.gpu_request(info.gpu_request)
         tokens = info.gpu_request if isinstance(info.gpu_request, tuple) else ()
         migs = [m for t in tokens if (m := mig_request(t, snapshot.gpus)) is not None]
         mig_names = ",".join(mig_device_name(g.index, m.index) for g, m in migs)
@@ -631,16 +625,16 @@ class FindingsEngine:
             request = f"MIG device {mig_names}" + (f" ({profiles})" if profiles else "")
         elif any(is_mig_token(t) for t in tokens):
             request = f"MIG device {request}"
-        request = fmt.safe_text(request, 60)
+        request = sanitise.safe_text(request, 60)
         what = request if request.startswith("MIG") else f"GPU {request}"
         if info.status == "created":
             summary = f"{name}: reserved {what} but was never started"
         elif usage.pids:
-            summary = f"{name}: holds {what} at {sm}% SM for {fmt.duration(observed)}"
+            summary = f"{name}: holds {what} at {sm}% SM for {units.duration(observed)}"
         else:
-            facts = [f"idle {fmt.duration(observed)}"] if observed > 0 else []
+            facts = [f"idle {units.duration(observed)}"] if observed > 0 else []
             if info.started_at:
-                facts.append(f"up {fmt.duration(now - info.started_at)}")
+                facts.append(f"up {units.duration(now - info.started_at)}")
             tail = f" ({', '.join(facts)})" if facts else ""
             summary = f"{name}: reserved {what} and runs no GPU process{tail}"
         return Finding(

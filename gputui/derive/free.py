@@ -23,9 +23,12 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from gputui.derive import fmt
+from gputui.boundary import sanitise
+from gputui.derive import units
 from gputui.derive.findings import party_of
-from gputui.model import ContainerUsage, Finding, GpuSample, Snapshot, is_nvml_uuid
+from gputui.model.gpu import GpuSample, is_nvml_uuid
+from gputui.model.snapshot import ContainerUsage, Snapshot
+from gputui.model.status import Finding
 
 __all__ = [
     "RESERVING_STATES",
@@ -139,7 +142,7 @@ def device_list(
     """The value for ``CUDA_VISIBLE_DEVICES``, and a line for each GPU printed by index instead.
 
     Only values safe in a comma list are printed: an index, or a UUID in a form NVML gives
-    (:func:`~gputui.model.is_nvml_uuid`: no comma, space or control character) that no other
+    (:func:`~gputui.model.gpu.is_nvml_uuid`: no comma, space or control character) that no other
     GPU shares. A UUID that is neither (a broken driver, a stand-in) is never printed: the
     GPU's index takes its place and the line says why, the UUID shown through ``safe_text``.
 
@@ -164,7 +167,7 @@ def device_list(
         if g.uuid is None:
             why = "NVML gave no UUID"
         elif not is_nvml_uuid(g.uuid):
-            why = f"its UUID {fmt.safe_text(g.uuid, 60)} is not in NVML's GPU-<uuid> form"
+            why = f"its UUID {sanitise.safe_text(g.uuid, 60)} is not in NVML's GPU-<uuid> form"
         else:
             why = f"its UUID {g.uuid} is also another GPU's"
         notes.append(f"GPU {g.index}: {why}: printed its index instead")
@@ -190,7 +193,7 @@ def reserves(usage: ContainerUsage, gpu: GpuSample) -> bool:
 
 def _reservation(snapshot: Snapshot, usage: ContainerUsage, idle: dict[str, Finding]) -> str:
     info = usage.info
-    name = fmt.safe_text(info.name, 60)
+    name = sanitise.safe_text(info.name, 60)
     if info.status == "created":
         return f"reserved by container {name} (created, never started)"
     if info.status == "paused":
@@ -203,9 +206,9 @@ def _reservation(snapshot: Snapshot, usage: ContainerUsage, idle: dict[str, Find
     finding = idle.get(info.id)
     idle_s = finding.figure("idle_seconds") if finding is not None else None
     if isinstance(idle_s, (int, float)) and idle_s > 0:
-        return f"reserved by idle container {name} for {fmt.duration(idle_s)}"
+        return f"reserved by idle container {name} for {units.duration(idle_s)}"
     if info.started_at:
-        up = fmt.duration(snapshot.taken_at - info.started_at)
+        up = units.duration(snapshot.taken_at - info.started_at)
         return f"reserved by idle container {name} (up {up}, no GPU process)"
     return f"reserved by idle container {name} (no GPU process)"
 
@@ -237,11 +240,11 @@ def _process_exclusions(snapshot: Snapshot, gpu: GpuSample) -> list[Exclusion]:
     if "processes" in held:
         pids = sorted(set(held["processes"]))
         n = len(pids)
-        where = ", ".join(sorted(fmt.safe_text(v, 40) for v in set(labels.values())))
+        where = ", ".join(sorted(sanitise.safe_text(v, 40) for v in set(labels.values())))
         out.append(
             Exclusion(
                 "processes",
-                f"used by {n} process{'' if n == 1 else 'es'} ({fmt.size(memory['processes'])}, "
+                f"used by {n} process{'' if n == 1 else 'es'} ({units.size(memory['processes'])}, "
                 f"{where}): PID {_pids(pids)}",
             )
         )
@@ -250,7 +253,7 @@ def _process_exclusions(snapshot: Snapshot, gpu: GpuSample) -> list[Exclusion]:
         out.append(
             Exclusion(
                 "hidden",
-                f"held by another user's PID {_pids(pids)} ({fmt.size(memory['hidden'])}; "
+                f"held by another user's PID {_pids(pids)} ({units.size(memory['hidden'])}; "
                 "/proc hides it from gputui)",
             )
         )
@@ -259,7 +262,7 @@ def _process_exclusions(snapshot: Snapshot, gpu: GpuSample) -> list[Exclusion]:
         out.append(
             Exclusion(
                 "orphan",
-                f"{fmt.size(memory['orphan'])} held by PID {_pids(pids)} nobody can see "
+                f"{units.size(memory['orphan'])} held by PID {_pids(pids)} nobody can see "
                 "(no such process here)",
             )
         )
@@ -273,7 +276,7 @@ def _judge(
     free = None if total is None or used is None else max(0, total - used)
     choice = GpuChoice(gpu.index, gpu.uuid, gpu.name, free, total, gpu.utilization_gpu)
     if gpu.lost:
-        reason = fmt.safe_text(gpu.error, 120, na="every query fails")
+        reason = sanitise.safe_text(gpu.error, 120, na="every query fails")
         return _with(choice, [Exclusion("lost", f"lost: {reason}")])
     out: list[Exclusion] = []
     if gpu.mig_mode_current:
@@ -296,15 +299,15 @@ def _judge(
             out.append(
                 Exclusion(
                     "unexplained_memory",
-                    f"{fmt.size(used)} in use by no process NVML lists",
+                    f"{units.size(used)} in use by no process NVML lists",
                 )
             )
         if free < rules.min_free_memory_bytes:
             out.append(
                 Exclusion(
                     "low_memory",
-                    f"only {fmt.size(free)} free "
-                    f"(asked for {fmt.size(rules.min_free_memory_bytes)})",
+                    f"only {units.size(free)} free "
+                    f"(asked for {units.size(rules.min_free_memory_bytes)})",
                 )
             )
     if rules.max_util is not None:
@@ -332,11 +335,11 @@ def _caveats(snapshot: Snapshot) -> tuple[str, ...]:
     out = []
     nvml = snapshot.sources.get("nvml")
     if nvml is not None and not nvml.ok:
-        out.append(f"NVML: {fmt.safe_text(nvml.error, 200)}")
+        out.append(f"NVML: {sanitise.safe_text(nvml.error, 200)}")
     docker = snapshot.sources.get("docker")
     if docker is not None and not docker.ok and docker.kind != "not_found":
         out.append(
-            f"Docker did not answer ({fmt.safe_text(docker.error, 160)}): "
+            f"Docker did not answer ({sanitise.safe_text(docker.error, 160)}): "
             "containers' GPU reservations are not known"
         )
     unknown = sorted(
@@ -347,7 +350,7 @@ def _caveats(snapshot: Snapshot) -> tuple[str, ...]:
     if unknown:
         # A stub from the list reply (inspect over the size cap): its GPU request is unknown,
         # so a GPU it holds may be judged free. Said, never silently assumed "no request".
-        named = ", ".join(fmt.safe_text(n, 40) for n in unknown[:3])
+        named = ", ".join(sanitise.safe_text(n, 40) for n in unknown[:3])
         more = f" and {len(unknown) - 3} more" if len(unknown) > 3 else ""
         out.append(
             f"the GPU request of container {named}{more} is unknown (its engine description "

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from gputui.model import Snapshot
+from gputui.model.snapshot import Snapshot
 
 __all__ = ["age_text", "container_stats_note", "figure_age", "process_figures_note"]
 

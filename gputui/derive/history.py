@@ -8,10 +8,12 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 
-from gputui.derive import fmt
+from gputui.boundary import sanitise
+from gputui.derive import units
 from gputui.derive.columns import Columns, Frozen, Values
-from gputui.derive.fmt import ratio
-from gputui.model import ContainerUsage, GpuSample, MigInstance, Snapshot
+from gputui.derive.units import ratio
+from gputui.model.gpu import GpuSample, MigInstance
+from gputui.model.snapshot import ContainerUsage, Snapshot
 
 #: The windows the history key cycles through, in seconds (1 min, 5 min, 30 min).
 WINDOWS: tuple[float, ...] = (60.0, 300.0, 1800.0)
@@ -43,9 +45,9 @@ UNITS: dict[tuple[str, str], str] = {
 def format_value(value: float | None, unit: str) -> str:
     """One sample with its unit: ``82%``, ``612W``, ``66°C``, ``12.5GiB``."""
     if value is None:
-        return fmt.NA
+        return sanitise.NA
     if unit == "B":
-        return fmt.size(value)
+        return units.size(value)
     if unit == "%":
         return f"{value:.0f}%"
     return f"{value:.0f}{unit}"
@@ -54,7 +56,7 @@ def format_value(value: float | None, unit: str) -> str:
 def value_summary(values: tuple[float, ...], unit: str) -> str:
     """``82%  min 40%  max 98%``: the newest sample, then the window's extremes, with units."""
     if not values:
-        return fmt.NA
+        return sanitise.NA
     now, low, high = (format_value(v, unit) for v in (values[-1], min(values), max(values)))
     return f"{now}  min {low}  max {high}"
 

@@ -30,8 +30,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import Enum
 
-from gputui.derive import fmt
-from gputui.model import ContainerUsage, Snapshot
+from gputui.boundary import sanitise
+from gputui.derive import units
+from gputui.model.snapshot import ContainerUsage, Snapshot
 
 #: The label a container opts in (``reclaim``) or out (``exclude``) with.
 POLICY_LABEL = "gputui.idle-policy"
@@ -115,12 +116,12 @@ class Notice:
     @property
     def summary(self) -> str:
         """One line for people (sanitised)."""
-        name = fmt.safe_text(self.name, 60)
+        name = sanitise.safe_text(self.name, 60)
         idle = dict(self.evidence).get("observed_s")
-        span = fmt.duration(float(idle)) if isinstance(idle, (int, float)) else "long"
-        gpus = fmt.safe_text(str(dict(self.evidence).get("gpu_request", "?")), 60)
+        span = units.duration(float(idle)) if isinstance(idle, (int, float)) else "long"
+        gpus = sanitise.safe_text(str(dict(self.evidence).get("gpu_request", "?")), 60)
         if self.stage is Stage.CLEARED:
-            why = fmt.safe_text(str(dict(self.evidence).get("reason", "in use again")), 60)
+            why = sanitise.safe_text(str(dict(self.evidence).get("reason", "in use again")), 60)
             return f"{name}: no longer an idle reservation ({why})"
         what = {
             Stage.NOTICE: "reserved and idle",
@@ -289,7 +290,7 @@ class IdlePolicyEngine:
             ("window_s", policy.idle_for_s),
             ("min_active_s", policy.min_active_s),
             ("active_sm", policy.active_sm),
-            ("gpu_request", fmt.gpu_request(info.gpu_request)),
+            ("gpu_request", units.gpu_request(info.gpu_request)),
             ("gpu_processes", len(usage.pids)),
             ("gpu_memory_bytes", usage.gpu_memory_bytes),
             ("sm_util", usage.sm_util if usage.sm_util is not None else -1),

@@ -21,7 +21,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from gputui.derive.columns import Columns, Frozen
-from gputui.model import GpuProcess, Snapshot
+from gputui.model.processes import GpuProcess
+from gputui.model.snapshot import Snapshot
 
 #: Processes followed at once (the ones holding the most GPU memory), besides the viewed ones.
 MAX_PROCESSES = 256

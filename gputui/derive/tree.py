@@ -22,17 +22,13 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from enum import Enum
 
-from gputui.derive import fmt
+from gputui.boundary import sanitise
+from gputui.derive import units
 from gputui.derive.findings import HOST, Share, span_text
-from gputui.model import (
-    ContainerInfo,
-    ContainerUsage,
-    Finding,
-    FindingSeverity,
-    GpuProcess,
-    Snapshot,
-    per_gpu_sm,
-)
+from gputui.model.containers import ContainerInfo
+from gputui.model.processes import GpuProcess, per_gpu_sm
+from gputui.model.snapshot import ContainerUsage, Snapshot
+from gputui.model.status import Finding, FindingSeverity
 
 HOST_KEY = "host"
 ORPHANS_KEY = "orphans"
@@ -255,15 +251,15 @@ def finding_marker(finding: Finding) -> Marker | None:
         sm = _number(finding, "sm_util") or 0.0
         busy = (_number(finding, "gpu_processes") or 0) > 0
         mig = finding.figure("mig_devices")
-        reserved = f"reserved MIG {fmt.safe_text(str(mig), 24)}" if mig else "reserved GPU"
+        reserved = f"reserved MIG {sanitise.safe_text(str(mig), 24)}" if mig else "reserved GPU"
         text = f"idle at {sm:.0f}% SM" if busy else f"idle: {reserved}, no GPU process"
         if idle > 0:
-            text += f" for {fmt.duration(idle)}"
+            text += f" for {units.duration(idle)}"
         return Marker(kind, text, severity, "IDLE")
     if kind == "memory_growth":
         rate = _number(finding, "rate_mib_per_min") or 0.0
         fill = _number(finding, "time_to_fill_s")
-        tail = f", full in {fmt.duration(fill)}" if fill else ""
+        tail = f", full in {units.duration(fill)}" if fill else ""
         return Marker(kind, f"GPU mem +{rate:.0f} MiB/min{tail}", severity, "LEAK")
     if kind == "cpu_throttled":
         # The finding's own whole percentage and window, so the marker cannot round differently.
@@ -276,7 +272,7 @@ def finding_marker(finding: Finding) -> Marker | None:
     if kind == "memory_pressure":
         used = _number(finding, "memory_used_bytes")
         limit = _number(finding, "memory_limit_bytes")
-        share = fmt.pct(fmt.ratio(used, limit))
+        share = units.pct(units.ratio(used, limit))
         return Marker(kind, f"mem {share} of limit", severity, f"MEM {share}")
     if kind == "oom_killed":
         return Marker(kind, "OOM-killed", severity, "OOM")

@@ -16,7 +16,7 @@ the name, or the uid in digits when the host has no name for it). So:
 * GPU memory held by PIDs that do not exist here, and by processes ``/proc`` hides from gputui
   (``hidepid``), is a row of its own, so the rows add up to everything NVML listed.
 
-Pure: functions over a :class:`~gputui.model.Snapshot`, no I/O.
+Pure: functions over a :class:`~gputui.model.snapshot.Snapshot`, no I/O.
 """
 
 from __future__ import annotations
@@ -25,7 +25,8 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import TypeVar
 
-from gputui.model import GpuProcess, Snapshot, per_gpu_sm
+from gputui.model.processes import GpuProcess, per_gpu_sm
+from gputui.model.snapshot import Snapshot
 
 __all__ = [
     "HOST",

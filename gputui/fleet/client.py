@@ -22,6 +22,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from gputui.boundary.json_limits import json_shape
+from gputui.boundary.sanitise import safe_text
 from gputui.collect.http_client import (
     Cancel,
     Exchange,
@@ -31,10 +33,8 @@ from gputui.collect.http_client import (
     HttpTooLarge,
     Target,
     decode_json_unchecked,
-    json_shape,
     safe_header_value,
 )
-from gputui.derive.fmt import safe_text
 
 #: Seconds to wait for one answer, connect included.
 DEFAULT_TIMEOUT_S = 10.0

@@ -16,7 +16,7 @@ from gputui.fleet.source import FleetSnapshot, FleetSource, LiveFleet, RecordedF
 
 
 class Credentials(Protocol):
-    """The config file's ``[fleet]`` values (:class:`gputui.config.FleetPrefs`)."""
+    """The config file's ``[fleet]`` values (:class:`gputui.config.file.FleetPrefs`)."""
 
     @property
     def token(self) -> str | None:

@@ -1,6 +1,6 @@
 """Query answers → frozen rows: the fleet's hosts, and one host's GPUs and containers.
 
-Every label value passes :func:`gputui.derive.fmt.safe_text` here, before anything shows it;
+Every label value passes :func:`gputui.boundary.sanitise.safe_text` here, before anything shows it;
 the raw ``instance`` is kept apart (``key``) only to scope the drill-down's queries.
 """
 
@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
 
-from gputui.derive.fmt import safe_text
+from gputui.boundary.sanitise import safe_text
 from gputui.fleet.client import instant_vector, range_matrix
 from gputui.fleet.queries import FIELD, GPU_SERIES
 

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from gputui.derive import fmt
+from gputui.boundary import sanitise
+from gputui.derive import units
 from gputui.fleet.model import MIB, HostDetail, HostRow, Kind
 from gputui.fleet.source import FleetSnapshot
 
@@ -36,16 +37,16 @@ def state(row: HostRow) -> str:
         return "down"
     age = row.collect_age_s
     if age is not None and age > 60:
-        return f"stale {fmt.duration(age)}"  # scraped, but gputui's collection hangs
-    return f"up {fmt.duration(row.scrape_age_s)}"
+        return f"stale {units.duration(age)}"  # scraped, but gputui's collection hangs
+    return f"up {units.duration(row.scrape_age_s)}"
 
 
 def memory(used_mib: float | None, total_mib: float | None) -> str:
     """``used/total`` in binary units, e.g. ``12.5GiB/1.1TiB``."""
     if used_mib is None:
-        return fmt.NA
-    used = fmt.size(used_mib * MIB)
-    return used if total_mib is None else f"{used}/{fmt.size(total_mib * MIB)}"
+        return sanitise.NA
+    used = units.size(used_mib * MIB)
+    return used if total_mib is None else f"{used}/{units.size(total_mib * MIB)}"
 
 
 def top(row: HostRow) -> str:
@@ -54,7 +55,7 @@ def top(row: HostRow) -> str:
         return "(dcgm)"  # plain dcgm-exporter series name no containers
     if row.down or not row.top:
         return "-"
-    return ", ".join(f"{t.name} {fmt.size(t.memory_bytes)}" for t in row.top)
+    return ", ".join(f"{t.name} {units.size(t.memory_bytes)}" for t in row.top)
 
 
 def checks(row: HostRow) -> str:
@@ -79,10 +80,10 @@ def cells(row: HostRow) -> tuple[str, ...]:
         row.host,
         state(row),
         str(row.gpus),
-        fmt.pct(row.util_pct),
+        units.pct(row.util_pct),
         memory(row.mem_used_mib, row.mem_total_mib),
-        fmt.watts(row.power_w),
-        fmt.temp(temp),
+        units.watts(row.power_w),
+        units.temp(temp),
         top(row),
         idle,
         str(row.alerts),

@@ -18,13 +18,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
-from gputui.collect.http_client import Cancel, json_depth
-from gputui.derive.fmt import safe_text
+from gputui.boundary.json_limits import json_depth
+from gputui.boundary.sanitise import safe_text
+from gputui.boundary.userfiles import UserFileError, read_user_file, replace_user_file
+from gputui.collect.http_client import Cancel
 from gputui.fleet import queries
 from gputui.fleet.client import MAX_ANSWER_BYTES, FleetError, QueryApi, server_seconds
 from gputui.fleet.model import HostDetail, HostRow, detail_from, hosts_from
-from gputui.serialize import MAX_TIME
-from gputui.userfiles import UserFileError, read_user_file, replace_user_file
+from gputui.recording.codec import MAX_TIME
 
 #: Queries of one refresh in flight at once. Two, not more: on a busy 2-core machine one at a
 #: time refreshed 100 hosts in 0.44 s and four at a time in 1.07 s (docs/performance.md).

@@ -20,7 +20,7 @@ from gputui.health.docs import (
 from gputui.health.readings import major_minor, version_tuple
 from gputui.health.registry import CONTAINER, check
 from gputui.health.result import Result
-from gputui.model import ContainerInfo, EngineInfo
+from gputui.model.containers import ContainerInfo, EngineInfo
 
 _PREDICATE = re.compile(r"^\s*([a-z]+)\s*(>=|<=|==|!=|=|>|<)\s*(\S+?)\s*$")
 

@@ -14,7 +14,8 @@ from typing import TypeVar, cast
 
 from gputui.collect.sources import HealthInputs
 from gputui.health.result import Result
-from gputui.model import ContainerInfo, GpuProcess
+from gputui.model.containers import ContainerInfo
+from gputui.model.processes import GpuProcess
 
 #: ``shutil.which``-shaped lookup: command name → absolute path, or None.
 Which = Callable[[str], "str | None"]

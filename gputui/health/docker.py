@@ -22,7 +22,7 @@ from gputui.health.docs import (
 from gputui.health.readings import read_text
 from gputui.health.registry import HOST, check
 from gputui.health.result import Result
-from gputui.model import EngineInfo
+from gputui.model.containers import EngineInfo
 
 #: The fix for a missing nvidia runtime (also given by the per-container checks).
 CONFIGURE_RUNTIME_FIX = (

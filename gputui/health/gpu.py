@@ -8,12 +8,12 @@ what the NVML source put in the :class:`GpuReading`.
 
 from __future__ import annotations
 
-from gputui import timestamps
+from gputui.boundary import timestamps
 from gputui.health.context import CheckContext
 from gputui.health.docs import DOCS_MEMORY_ERRORS, DOCS_MIG, DOCS_PERSISTENCE, DOCS_XID
 from gputui.health.registry import GPU, HOST, check
 from gputui.health.result import Result
-from gputui.model import THROTTLE_REASONS, GpuSample
+from gputui.model.gpu import THROTTLE_REASONS, GpuSample
 
 # --------------------------------------------------------------------------------------------
 # Per-GPU checks

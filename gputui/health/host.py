@@ -14,7 +14,7 @@ from gputui.health.docs import DOCS_NVML_UNKNOWN_ERROR
 from gputui.health.readings import read_text
 from gputui.health.registry import HOST, check
 from gputui.health.result import Result
-from gputui.model import ContainerInfo
+from gputui.model.containers import ContainerInfo
 
 #: Runtimes that inject GPUs the legacy way (OCI hook, no CDI): the ones the systemd
 #: ``daemon-reload`` hazard applies to.

@@ -20,13 +20,9 @@ from gputui.health.context import CheckContext
 from gputui.health.docs import DOCS_MIG
 from gputui.health.registry import CONTAINER, GPU, HOST, check
 from gputui.health.result import Result
-from gputui.model import (
-    ContainerInfo,
-    GpuSample,
-    is_mig_token,
-    mig_device_name,
-    mig_request,
-)
+from gputui.model.containers import ContainerInfo
+from gputui.model.gpu import GpuSample
+from gputui.model.mig import is_mig_token, mig_device_name, mig_request
 
 DOCS_MPS = "https://docs.nvidia.com/deploy/mps/index.html"
 

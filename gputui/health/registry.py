@@ -28,7 +28,8 @@ from typing import Any, Final, Literal, TypeVar, overload
 
 from gputui.health.context import CheckContext
 from gputui.health.result import Result
-from gputui.model import ContainerInfo, GpuSample
+from gputui.model.containers import ContainerInfo
+from gputui.model.gpu import GpuSample
 
 
 class Scope(Enum):

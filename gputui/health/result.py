@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from gputui.model import HealthCheck, HealthStatus
+from gputui.model.status import HealthCheck, HealthStatus
 
 
 @dataclass(frozen=True)

@@ -24,7 +24,8 @@ from gputui.health import containers, docker, gpu, host, kernel_log, mig_mps, nv
 from gputui.health.context import CheckContext, DistVersion, HealthRoots, RunVersion, Which
 from gputui.health.registry import Check, Scope
 from gputui.health.result import Result
-from gputui.model import GpuSample, HealthCheck
+from gputui.model.gpu import GpuSample
+from gputui.model.status import HealthCheck
 
 #: The modules holding checks, in display order: within each scope, a module's checks come in the
 #: order they are defined there.

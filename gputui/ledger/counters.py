@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from gputui.ledger.quantities import Accountant, Amounts, Device, Interval, Subject
-from gputui.model import Snapshot
+from gputui.model.snapshot import Snapshot
 
 #: A (device, subject) pair unseen this long is dropped from the counters.
 FORGET_AFTER_S = 3600.0

@@ -35,16 +35,10 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
-from gputui.model import (
-    ContainerUsage,
-    GpuProcess,
-    GpuSample,
-    MigInstance,
-    Snapshot,
-    mig_device_name,
-    mig_instance_of,
-    mig_request,
-)
+from gputui.model.gpu import GpuSample, MigInstance
+from gputui.model.mig import mig_device_name, mig_instance_of, mig_request
+from gputui.model.processes import GpuProcess
+from gputui.model.snapshot import ContainerUsage, Snapshot
 
 #: Container states whose GPU request reserves the device (``created`` has not started yet).
 RESERVING = ("running", "restarting", "paused")

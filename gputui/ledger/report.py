@@ -1,7 +1,7 @@
 """Sums of the store over a window, grouped, and their table, CSV and JSON forms.
 
 Pure apart from reading the store. Names from outside (containers, images, projects, users)
-pass :func:`~gputui.derive.fmt.safe_text` in every form.
+pass :func:`~gputui.boundary.sanitise.safe_text` in every form.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from gputui.derive.fmt import safe_text
+from gputui.boundary.sanitise import safe_text
 from gputui.ledger.quantities import Gap
 from gputui.ledger.store import Coverage, UsageRow
 

@@ -38,8 +38,8 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from gputui.boundary.userfiles import UserFileError, open_user_append, open_user_database
 from gputui.ledger.quantities import Amounts, Device, Gap, Subject
-from gputui.userfiles import UserFileError, open_user_append, open_user_database
 
 #: Newest schema this gputui writes (and the newest it reads).
 SCHEMA_VERSION = 2

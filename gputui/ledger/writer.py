@@ -23,7 +23,7 @@ from gputui.ledger.store import (
     bucket,
     default_store_path,
 )
-from gputui.model import Snapshot
+from gputui.model.snapshot import Snapshot
 
 #: Longest time between commits (the most a crash loses).
 COMMIT_EVERY_S = 30.0

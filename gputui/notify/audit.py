@@ -1,6 +1,6 @@
 """The idle-GPU policy's audit file: one JSON line per notice and per action, appended only.
 
-Written through the one user-file writer (:func:`gputui.userfiles.open_user_append`: never
+Written through the one user-file writer (:func:`gputui.boundary.userfiles.open_user_append`: never
 through a symlink, never another user's file, ``0600`` when created) and read through the one
 reader. Each line holds when, what (a stage or an action and its result), which container,
 who acted (the policy or the person at ``gputui reclaim``), and the evidence the verdict
@@ -16,10 +16,10 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from gputui.derive.fmt import safe_text
+from gputui.boundary.sanitise import safe_text
+from gputui.boundary.timestamps import utc
+from gputui.boundary.userfiles import UserFileError, open_user_append, read_user_file
 from gputui.derive.idle_policy import Notice
-from gputui.timestamps import utc
-from gputui.userfiles import UserFileError, open_user_append, read_user_file
 
 #: The audit file read by ``gputui reclaim`` at most this large (the newest lines matter).
 AUDIT_LIMIT = 64 * 1024 * 1024

@@ -15,7 +15,7 @@ from enum import Enum
 
 from gputui.derive.alerts import Alert
 from gputui.derive.analysis import Analysis
-from gputui.model import AlertSeverity, Finding, FindingSeverity
+from gputui.model.status import AlertSeverity, Finding, FindingSeverity
 
 
 class Kind(str, Enum):

@@ -12,9 +12,9 @@ import json
 import math
 from typing import Any
 
-from gputui.derive.fmt import safe_text
+from gputui.boundary.sanitise import safe_text
+from gputui.boundary.timestamps import utc
 from gputui.notify.events import Event, Status
-from gputui.timestamps import utc
 
 #: The JSON body's ``schema`` field: bumped when a field changes meaning.
 SCHEMA = "gputui.event/1"

@@ -16,14 +16,14 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from gputui.boundary.sanitise import safe_text
+from gputui.boundary.userfiles import UserFileError
 from gputui.collect.sources import CollectorProtocol
 from gputui.derive.analysis import Analysis
-from gputui.derive.fmt import safe_text
 from gputui.derive.idle_policy import IdlePolicy, IdlePolicyEngine, Notice, Stage
 from gputui.notify.audit import AuditLog, default_audit_path, notice_record
 from gputui.notify.events import Event, Kind, event
 from gputui.notify.worker import Notifier
-from gputui.userfiles import UserFileError
 
 #: An event's severity at each stage.
 _SEVERITY = {Stage.NOTICE: "warning", Stage.ESCALATE: "critical", Stage.RECLAIM: "critical"}

@@ -19,14 +19,14 @@ from collections import deque
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
+from gputui.boundary.sanitise import safe_text
+from gputui.boundary.timestamps import utc
 from gputui.collect.http_client import Cancel
 from gputui.derive.analysis import Analysis
-from gputui.derive.fmt import safe_text
 from gputui.notify.config import NotifyTarget, redact
 from gputui.notify.events import AnalysisEvents, Event, Status, severity_rank
 from gputui.notify.payloads import body, fingerprint, text_line
 from gputui.notify.send import Outcome, post_webhook, run_command
-from gputui.timestamps import utc
 
 #: Events waiting per target; more are dropped (and counted), never waited for.
 QUEUE_SIZE = 256

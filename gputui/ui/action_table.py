@@ -18,7 +18,8 @@ from enum import Enum
 
 from textual.binding import Binding, BindingType
 
-from gputui.model import ContainerUsage, GpuProcess
+from gputui.model.processes import GpuProcess
+from gputui.model.snapshot import ContainerUsage
 from gputui.ui.tab_table import TABS, TabRow, TabTable
 
 #: Seconds ``<`` / ``>`` (and ``[`` / ``]``) jump back / forward in a replay.

@@ -22,30 +22,22 @@ from textual.screen import ModalScreen, Screen
 from textual.widgets import Input
 from textual.worker import get_current_worker
 
-from gputui import startup_trace
+from gputui.boundary import sanitise, startup_trace
+from gputui.boundary.userfiles import UserFileError
 from gputui.collect.loop import CollectLoop
 from gputui.collect.sources import CollectorProtocol
-from gputui.config import (
-    SORTS,
-    THEMES,
-    Config,
-    ConfigError,
-    UiPrefs,
-    load_config,
-    load_ui_state,
-    save_ui_state,
-    ui_state_path,
-)
-from gputui.derive import fmt
+from gputui.config.file import Config, load_config, ui_state_path
+from gputui.config.ui_state import SORTS, THEMES, UiPrefs, load_ui_state, save_ui_state
+from gputui.config.values import ConfigError
 from gputui.derive.alerts import Alert
 from gputui.derive.analysis import Analysis, Analyzer
 from gputui.derive.history import WINDOWS, ShownHistory, next_window, window_label
 from gputui.derive.process_history import ProcessKey, ShownProcessHistory
 from gputui.ledger.writer import announcing, writer_for
-from gputui.model import Snapshot
+from gputui.model.settings import Settings
+from gputui.model.snapshot import Snapshot
 from gputui.notify.policy import PolicyRunner, start_policy
 from gputui.notify.worker import Notifier, start_notifier
-from gputui.settings import Settings
 from gputui.ui import action_table
 from gputui.ui.crash import CrashSafeApp
 from gputui.ui.messages import ExecFinished, SelectionChanged, SnapshotReady
@@ -53,7 +45,6 @@ from gputui.ui.screens.main import MainScreen
 from gputui.ui.state import UiState, interval_label, step_interval
 from gputui.ui.tab_table import TABS, TabTable
 from gputui.ui.textual_compat import bind_on_instance
-from gputui.userfiles import UserFileError
 
 if TYPE_CHECKING:
     from gputui.ui.machine_actions import MachineActions
@@ -258,8 +249,8 @@ class GpuTuiApp(CrashSafeApp):
         or zero-width characters.
         """
         super().notify(
-            fmt.safe_text(message, 500, na=""),
-            title=fmt.safe_text(title, 80, na=""),
+            sanitise.safe_text(message, 500, na=""),
+            title=sanitise.safe_text(title, 80, na=""),
             severity=severity,
             timeout=timeout,
             markup=False,
@@ -328,7 +319,7 @@ class GpuTuiApp(CrashSafeApp):
         """
         if not self.ledger or not self.ledger.writing or self.ledger.error:
             self.notify(
-                fmt.safe_text(status, 300), title="Ledger", severity="warning", markup=False
+                sanitise.safe_text(status, 300), title="Ledger", severity="warning", markup=False
             )
 
     def _post_snapshot(self, snapshot: Snapshot, analysis: Analysis) -> None:
@@ -383,8 +374,8 @@ class GpuTuiApp(CrashSafeApp):
     def _announce(self, started: Sequence[Alert]) -> None:
         """A toast per alert that started firing (and the bell, when asked for)."""
         for alert in started:
-            title = f"Alert {fmt.safe_text(alert.rule, 40)} firing"
-            text = fmt.safe_text(alert.message, 200)
+            title = f"Alert {sanitise.safe_text(alert.rule, 40)} firing"
+            text = sanitise.safe_text(alert.message, 200)
             if alert.severity == "critical":
                 self.notify(text, title=title, severity="error", timeout=10)
             else:
@@ -502,8 +493,8 @@ class GpuTuiApp(CrashSafeApp):
             from gputui.ui.machine_actions import unlisted
 
             return f"{title}: {unlisted(container)}"
-        name = fmt.safe_text(container.info.name, 60)
-        status = fmt.safe_text(container.info.status, 20)
+        name = sanitise.safe_text(container.info.name, 60)
+        status = sanitise.safe_text(container.info.status, 20)
         return f"{title}: container {name} is {status}; it needs a running container."
 
     def get_system_commands(self, screen: Screen[Any]) -> Iterable[SystemCommand]:
@@ -599,7 +590,7 @@ class GpuTuiApp(CrashSafeApp):
         """Save changed preferences to the state file; a failure is said once, never fatal.
 
         Args:
-            changes: :class:`~gputui.config.UiPrefs` fields and their new values.
+            changes: :class:`~gputui.config.ui_state.UiPrefs` fields and their new values.
         """
         self.prefs = replace(self.prefs, **changes)  # type: ignore[arg-type]
         try:

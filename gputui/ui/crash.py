@@ -20,7 +20,7 @@ from rich.segment import Segments
 from textual.app import App
 from textual.worker import WorkerFailed
 
-from gputui.derive.fmt import safe_text
+from gputui.boundary.sanitise import safe_text
 from gputui.ui.textual_compat import end_app_after_crash
 
 if TYPE_CHECKING:

@@ -2,19 +2,21 @@
 
 One module for every panel (GPU panel, container tree, process table), so a first run on a
 machine without a GPU or without Docker reads as deliberate: each empty panel names the source
-that is missing (from the snapshot's :class:`~gputui.model.SourceStatus`), its fix, and points
+that is missing (from the snapshot's :class:`~gputui.model.status.SourceStatus`), its fix,
+and points
 to the Health tab (``3``), ``gputui doctor`` and ``gputui --demo``.
 
-Every text from the snapshot passes :func:`gputui.derive.fmt.safe_text`.
+Every text from the snapshot passes :func:`gputui.boundary.sanitise.safe_text`.
 """
 
 from __future__ import annotations
 
 from textual.content import Content
 
-from gputui.derive import fmt
+from gputui.boundary import sanitise
 from gputui.derive.tree import build_groups
-from gputui.model import HealthStatus, Snapshot, SourceStatus
+from gputui.model.snapshot import Snapshot
+from gputui.model.status import HealthStatus, SourceStatus
 
 #: Where to look next, on every empty state that comes from a missing source.
 WHERE_TO_LOOK = "see  3 (Health tab) · gputui doctor · gputui --demo (simulated GPUs)"
@@ -36,12 +38,12 @@ _FIXES = {
 
 def source_problem(status: SourceStatus) -> str:
     """``NVML (the NVIDIA driver's library) is not installed (...)``: one line, sanitised."""
-    name = _SOURCE_NAMES.get(status.name, fmt.safe_text(status.name, 20))
+    name = _SOURCE_NAMES.get(status.name, sanitise.safe_text(status.name, 20))
     if status.error and (status.kind or "") in _SAYS_WHERE.get(status.name, set()):
-        return f"{name}: {fmt.safe_text(status.error, 160)}"
+        return f"{name}: {sanitise.safe_text(status.error, 160)}"
     kind = _KINDS.get(status.kind or "")
     if kind is None:
-        detail = fmt.safe_text(status.error, 160, na="")
+        detail = sanitise.safe_text(status.error, 160, na="")
         return f"{name} failed: {detail}" if detail else f"{name} failed"
     return f"{name} {kind}"
 
@@ -50,10 +52,10 @@ def source_fix(snapshot: Snapshot, source: str) -> str:
     """The fix for ``source``: its own, else a failing health check's of that area, else ours."""
     status = snapshot.sources.get(source)
     if status is not None and status.fix:
-        return fmt.safe_text(status.fix, 200)
+        return sanitise.safe_text(status.fix, 200)
     for check in snapshot.health:
         if check.status is HealthStatus.FAIL and check.id.startswith(source) and check.fix:
-            return fmt.safe_text(check.fix, 200)
+            return sanitise.safe_text(check.fix, 200)
     return _FIXES.get(source, "see the Health tab")
 
 
@@ -150,7 +152,7 @@ def processes_empty(
     if snapshot.processes:
         if not filter_text or shown > 0:
             return None
-        needle = fmt.safe_text(filter_text, 40)
+        needle = sanitise.safe_text(filter_text, 40)
         return Content.assemble(
             ("No process matches ", "bold"),
             (f"“{needle}”", "bold $text-warning"),

@@ -25,7 +25,8 @@ from textual.containers import Vertical
 from textual.screen import ModalScreen, Screen
 from textual.widgets import DataTable, Footer, Input, Static
 
-from gputui.derive import fmt
+from gputui.boundary import sanitise
+from gputui.derive import units
 from gputui.fleet.client import FleetError
 from gputui.fleet.command import FleetOptions
 from gputui.fleet.model import (
@@ -189,7 +190,7 @@ class FleetScreen(Screen[None]):
         if not self._ready:  # on_mount renders what landed before it
             return
         error = self.query_one("#fleet-error", Static)
-        error.update(fmt.safe_text(self.error, 400) if self.error else "")
+        error.update(sanitise.safe_text(self.error, 400) if self.error else "")
         error.set_class(self.error is not None, "-shown")
         self._render_table()
 
@@ -326,8 +327,8 @@ class HostScreen(Screen[None]):
             (r.host, "bold"),
             f"  {r.instance}  job {r.job}  {kind}  ",
             (cells(r)[1], "bold red" if r.down else "green"),
-            f"  {r.gpus} GPUs  util {fmt.pct(r.util_pct)}  ",
-            f"memory {memory(r.mem_used_mib, r.mem_total_mib)}  {fmt.watts(r.power_w)}",
+            f"  {r.gpus} GPUs  util {units.pct(r.util_pct)}  ",
+            f"memory {memory(r.mem_used_mib, r.mem_total_mib)}  {units.watts(r.power_w)}",
         )
 
     def on_mount(self) -> None:
@@ -362,12 +363,12 @@ class HostScreen(Screen[None]):
             gpus.add_row(
                 Text(g.gpu),
                 Text(g.model, no_wrap=True, overflow="ellipsis"),
-                Text(fmt.pct(g.util_pct)),
-                Text(fmt.spark(g.util_history, SPARK_WIDTH, 0.0, 100.0), style="cyan"),
+                Text(units.pct(g.util_pct)),
+                Text(units.spark(g.util_history, SPARK_WIDTH, 0.0, 100.0), style="cyan"),
                 Text(memory(g.mem_used_mib, g.mem_total_mib)),
-                Text(fmt.spark(g.mem_history, SPARK_WIDTH, 0.0, top), style="magenta"),
-                Text(fmt.watts(g.power_w)),
-                Text(fmt.temp(temp)),
+                Text(units.spark(g.mem_history, SPARK_WIDTH, 0.0, top), style="magenta"),
+                Text(units.watts(g.power_w)),
+                Text(units.temp(temp)),
             )
         containers = self.query_one("#host-containers", DataTable)
         containers.clear()
@@ -379,9 +380,9 @@ class HostScreen(Screen[None]):
                 Text(c.name, no_wrap=True, overflow="ellipsis"),
                 Text(c.image, no_wrap=True, overflow="ellipsis"),
                 Text(",".join(c.gpus) or "-"),
-                Text(fmt.size(c.memory_bytes)),
-                Text(fmt.pct(c.sm_util)),
-                Text(fmt.spark(c.memory_history, SPARK_WIDTH, 0.0, top), style="magenta"),
+                Text(units.size(c.memory_bytes)),
+                Text(units.pct(c.sm_util)),
+                Text(units.spark(c.memory_history, SPARK_WIDTH, 0.0, top), style="magenta"),
                 Text("idle reservation", style="yellow") if c.idle_reservation else Text(""),
             )
         lines = Text()

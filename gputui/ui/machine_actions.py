@@ -28,10 +28,12 @@ from typing import TYPE_CHECKING
 from textual.app import App, SuspendNotSupported
 from textual.content import Content
 
+from gputui.boundary import sanitise
 from gputui.collect.sources import Capability, CollectorProtocol, refusal
-from gputui.derive import fmt
-from gputui.model import ContainerUsage, ExecResult, GpuProcess
-from gputui.settings import Settings
+from gputui.model.containers import ExecResult
+from gputui.model.processes import GpuProcess
+from gputui.model.settings import Settings
+from gputui.model.snapshot import ContainerUsage
 from gputui.ui.crash import redact
 from gputui.ui.messages import ExecFinished
 
@@ -153,7 +155,7 @@ class MachineActions:
             if not (isinstance(screen, ExecScreen) and screen.exec_run is running):
                 self.app.push_screen(ExecScreen(running))
             return
-        run = ExecRun(cid, fmt.safe_text(container.info.name, 60), self.settings.exec_timeout)
+        run = ExecRun(cid, sanitise.safe_text(container.info.name, 60), self.settings.exec_timeout)
         self.exec_runs[cid] = run
         self.app.push_screen(ExecScreen(run))
         # A daemon thread, not a Textual thread worker: those run in asyncio's default executor,
@@ -206,7 +208,7 @@ class MachineActions:
             return
         argv = self.collector.interactive_exec_argv(container.info.id, ["nvidia-smi"])
         if argv is None:
-            name = fmt.safe_text(container.info.name, 60)
+            name = sanitise.safe_text(container.info.name, 60)
             self.app.notify(f"No command runs nvidia-smi on this terminal in {name}; use x.")
             return
         # No collecting while the terminal belongs to someone else.
@@ -269,7 +271,7 @@ class MachineActions:
         process = chosen if chosen is not None else self.main.selection()[1]
         assert process is not None  # signal_refusal said there is one
         name = signal.Signals(signum).name
-        command = fmt.safe_text(process.info.command or process.info.name, 80)
+        command = sanitise.safe_text(process.info.command or process.info.name, 80)
         from gputui.ui.screens.confirm import ConfirmScreen
 
         body = Content.assemble(
@@ -306,7 +308,7 @@ class MachineActions:
         if error is None:
             self.app.call_from_thread(self.app.notify, f"Sent {name} to PID {pid}.")
         else:
-            text = f"{name} to PID {pid} failed: {fmt.safe_text(error, 200)}"
+            text = f"{name} to PID {pid} failed: {sanitise.safe_text(error, 200)}"
             self.app.call_from_thread(self.app.notify, text, severity="error")
 
     # ------------------------------------------------------------------------ containers
@@ -324,7 +326,7 @@ class MachineActions:
         for capability in capabilities:
             if not owner.capabilities.offers(capability):
                 text = refusal(owner.source, capability, owner.capabilities.note)
-                self.app.notify(f"{fmt.safe_text(text, 200)}.", severity="warning")
+                self.app.notify(f"{sanitise.safe_text(text, 200)}.", severity="warning")
                 return False
         return True
 
@@ -339,8 +341,8 @@ class MachineActions:
         if not self._offers(container, *needs):
             return None
         if running and not container.info.running:
-            name = fmt.safe_text(container.info.name, 60)
-            status = fmt.safe_text(container.info.status, 20)
+            name = sanitise.safe_text(container.info.name, 60)
+            status = sanitise.safe_text(container.info.status, 20)
             self.app.notify(f"Container {name} is {status}: it needs to run.", severity="warning")
             return None
         return container
@@ -353,8 +355,8 @@ class MachineActions:
         if container is None:
             return
         info = container.info
-        name = fmt.safe_text(info.name, 60)
-        subtitle = f"{fmt.safe_text(info.image, 60)} · {fmt.safe_text(info.status, 20)}"
+        name = sanitise.safe_text(info.name, 60)
+        subtitle = f"{sanitise.safe_text(info.image, 60)} · {sanitise.safe_text(info.status, 20)}"
         from gputui.collect.docker.logs import DEFAULT_TAIL
         from gputui.ui.screens.logs import LogsScreen
 
@@ -374,7 +376,7 @@ class MachineActions:
         container = self._selected("exec", "interactive_exec", running=True)
         if container is None:
             return
-        cid, name = container.info.id, fmt.safe_text(container.info.name, 60)
+        cid, name = container.info.id, sanitise.safe_text(container.info.name, 60)
         if cid in self.busy:
             self.app.notify(f"{name}: an action is already under way.", severity="warning")
             return
@@ -410,7 +412,7 @@ class MachineActions:
         """On the UI thread: suspend and run the shell, or say why there is none."""
         self.busy.discard(cid)
         if shell is None:
-            why = fmt.safe_text(reason, 200)
+            why = sanitise.safe_text(reason, 200)
             self.app.notify(f"No shell in {name} (tried bash, sh): {why}", severity="warning")
             return
         if self.settings.read_only:
@@ -424,7 +426,7 @@ class MachineActions:
                 with self.app.suspend():
                     code = self.shell_runner(argv)
             except SuspendNotSupported:
-                command = fmt.safe_text(" ".join(argv).replace(cid, cid[:12]), 200)
+                command = sanitise.safe_text(" ".join(argv).replace(cid, cid[:12]), 200)
                 self.app.notify(
                     f"This terminal cannot be suspended here: run {command} in another one.",
                     severity="warning",
@@ -445,7 +447,7 @@ class MachineActions:
         if container is None:
             return
         info = container.info
-        name = fmt.safe_text(info.name, 60)
+        name = sanitise.safe_text(info.name, 60)
         if action == "start" and info.running:
             self.app.notify(f"Container {name} is already running.", severity="warning")
             return
@@ -459,9 +461,9 @@ class MachineActions:
             (name, "bold"),
             "?\n",
             ("image ", "$text-muted"),
-            fmt.safe_text(info.image, 80),
+            sanitise.safe_text(info.image, 80),
             ("   state ", "$text-muted"),
-            fmt.safe_text(info.status, 20),
+            sanitise.safe_text(info.status, 20),
             "\n",
             (note, "$text-muted"),
         )
@@ -500,16 +502,16 @@ class MachineActions:
         if error is None:
             self.app.notify(f"Container {name} {done}.")
         else:
-            text = f"{verb} {name} failed: {fmt.safe_text(error, 200)}"
+            text = f"{verb} {name} failed: {sanitise.safe_text(error, 200)}"
             self.app.notify(text, severity="error")
 
 
 def unlisted(container: ContainerUsage) -> str:
     """Why nothing acts on a container no connected engine lists (one sentence)."""
-    name = fmt.safe_text(container.info.name, 60)
+    name = sanitise.safe_text(container.info.name, 60)
     if container.known_to_engine:  # listed by the snapshot shown, gone from the engine since
         return f"No connected engine lists {name} now: nothing here can act on it."
-    runtime = fmt.safe_text(container.cgroup_runtime, 30) if container.cgroup_runtime else None
+    runtime = sanitise.safe_text(container.cgroup_runtime, 30) if container.cgroup_runtime else None
     where = f"a {runtime} cgroup" if runtime else "a container cgroup"
     return (
         f"{name} is seen only in {where}: no connected engine lists it, "

@@ -8,7 +8,9 @@ from textual.message import Message
 
 from gputui.derive.alerts import AlertState
 from gputui.derive.analysis import Analysis
-from gputui.model import ExecResult, Finding, Snapshot
+from gputui.model.containers import ExecResult
+from gputui.model.snapshot import Snapshot
+from gputui.model.status import Finding
 
 
 class SnapshotReady(Message):

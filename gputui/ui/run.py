@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from gputui.settings import Settings
-from gputui.startup_trace import mark
+from gputui.boundary.startup_trace import mark
+from gputui.model.settings import Settings
 
 if TYPE_CHECKING:
     from gputui.collect.sources import CollectorProtocol
@@ -30,7 +30,7 @@ def run_tui(
         local variables, is on stderr).
     """
     from gputui.collect.loop import Prefetched
-    from gputui.wiring import build_collector
+    from gputui.wiring.compose import build_collector
 
     # The first collection (NVML's start, the engine, the health checks) runs while Textual is
     # imported and paints, not after: the first frame with data comes sooner.

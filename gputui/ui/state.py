@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from gputui.settings import MIN_INTERVAL_S
+from gputui.model.settings import MIN_INTERVAL_S
 
 #: The refresh periods ``+``/``-`` step through, in seconds.
 INTERVAL_STEPS: tuple[float, ...] = (0.1, 0.25, 0.5, 1.0, 2.0, 5.0, 10.0, 30.0)
@@ -21,7 +21,7 @@ def step_interval(current: float, direction: int) -> float:
         direction: +1 for slower refreshes, -1 for faster ones.
 
     Returns:
-        The new period, never below :data:`gputui.settings.MIN_INTERVAL_S`.
+        The new period, never below :data:`gputui.model.settings.MIN_INTERVAL_S`.
     """
     if direction > 0:
         larger = [s for s in INTERVAL_STEPS if s > current + 1e-9]

@@ -19,7 +19,7 @@ from textual.style import Style
 from textual.theme import BUILTIN_THEMES
 
 from gputui.derive.alerts import AlertPhase
-from gputui.model import HealthStatus
+from gputui.model.status import HealthStatus
 
 ERROR = "bold $text-error"
 WARNING = "bold $text-warning"

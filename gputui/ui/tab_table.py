@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Protocol
 if TYPE_CHECKING:
     from textual.widget import Widget
 
-    from gputui.model import Snapshot
+    from gputui.model.snapshot import Snapshot
     from gputui.ui.screens.main import MainScreen
 
 

@@ -15,12 +15,11 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from rel_helpers import gpu
-
 from gputui.collect.collector import Collector
 from gputui.collect.docker.source import DockerSource
 from gputui.collect.linux.proc_reader import ProcSource
 from gputui.collect.standins.scenario import ScenarioSource
+from tests.support.gputui_process import gpu
 
 CONTAINERS = 30
 INTERVAL = 0.25

@@ -14,13 +14,12 @@ import time
 from pathlib import Path
 from typing import Any
 
-from rel_helpers import gpu, run_gputui, write_scenario
-
 from gputui.collect.collector import Collector
 from gputui.collect.docker.source import DockerSource
 from gputui.collect.linux.proc_reader import ProcSource
 from gputui.collect.standins.scenario import ScenarioSource
-from gputui.model import Snapshot
+from gputui.model.snapshot import Snapshot
+from tests.support.gputui_process import gpu, run_gputui, write_scenario
 
 RESTARTS = 2
 INTERVAL = 0.5  # what matters is the number of refreshes; a short one keeps the test quick

@@ -26,8 +26,8 @@ else:  # Python 3.10
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from rel_helpers import NoDocker, run_gputui
 
+from gputui.boundary.userfiles import SCENARIO_LIMIT, UserFileError, read_user_file
 from gputui.collect.collector import Collector
 from gputui.collect.linux.membership import has_relative_path, parse_cgroup, parse_nspid
 from gputui.collect.linux.proc_parse import parse_stat
@@ -43,20 +43,19 @@ from gputui.collect.standins.scenario_format import (
     load_scenario,
     parse_scenario,
 )
-from gputui.config import ConfigError, load_config, parse_alerts, parse_config
-from gputui.model import (
-    GpuProcess,
-    GpuProcessSample,
-    GpuSample,
-    HostInfo,
-    ProcessInfo,
-    Snapshot,
-    XidEvent,
-)
-from gputui.replay import Recording, RecordingError, ReplayCollector
-from gputui.report import snapshot_to_json, snapshot_to_text
-from gputui.serialize import snapshot_to_record
-from gputui.userfiles import SCENARIO_LIMIT, UserFileError, read_user_file
+from gputui.config.alert_rules import parse_alerts
+from gputui.config.file import load_config, parse_config
+from gputui.config.values import ConfigError
+from gputui.model.gpu import GpuProcessSample, GpuSample, XidEvent
+from gputui.model.processes import GpuProcess, ProcessInfo
+from gputui.model.snapshot import HostInfo, Snapshot
+from gputui.present.json_report import snapshot_to_json
+from gputui.present.text_report import snapshot_to_text
+from gputui.recording.codec import snapshot_to_record
+from gputui.recording.player import ReplayCollector
+from gputui.recording.reader import Recording
+from gputui.recording.writer import RecordingError
+from tests.support.gputui_process import NoDocker, run_gputui
 
 EXAMPLES = int(os.environ.get("GPUTUI_FUZZ_EXAMPLES", "2000"))
 FUZZ = settings(

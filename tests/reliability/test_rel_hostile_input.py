@@ -19,14 +19,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from rel_helpers import gpu, run_gputui, terminal_unsafe, write_scenario
 
+from gputui.boundary.sanitise import safe_text
 from gputui.collect.collector import Collector
 from gputui.collect.docker.parse import MAX_NAME_CHARS
 from gputui.collect.docker.source import DockerSource
 from gputui.collect.linux.proc_reader import ProcSource
 from gputui.collect.standins.scenario import ScenarioSource
-from gputui.derive.fmt import safe_text
+from tests.support.gputui_process import gpu, run_gputui, terminal_unsafe, write_scenario
 
 ESC_SEQS = "\x1b[2J\x1b[31mRED\x1b]0;pwned-title\x07\x1b]52;c;cHduZWQ=\x07\x9b31m\x1bPq#\x1b\\"
 CONTROL = "\x01\x07\x08\x0b\x0c\x0d\x7f\x85"
@@ -175,17 +175,10 @@ def test_once_plain_terminals(env: dict[str, str], tmp_path: Path) -> None:
 def test_report_quotes_of_container_facts_are_inert() -> None:
     # Health summaries and fixes quote env values an image sets (NVIDIA_DRIVER_CAPABILITIES),
     # and the GPU request column shows NVIDIA_VISIBLE_DEVICES: both reached the terminal raw.
-    from gputui.model import (
-        ContainerInfo,
-        ContainerUsage,
-        Finding,
-        FindingSeverity,
-        HealthCheck,
-        HealthStatus,
-        HostInfo,
-        Snapshot,
-    )
-    from gputui.report import format_checks, snapshot_to_text
+    from gputui.model.containers import ContainerInfo
+    from gputui.model.snapshot import ContainerUsage, HostInfo, Snapshot
+    from gputui.model.status import Finding, FindingSeverity, HealthCheck, HealthStatus
+    from gputui.present.text_report import format_checks, snapshot_to_text
 
     check = HealthCheck(
         "container.caps:" + ESC_SEQS, HealthStatus.WARN, "caps " + ESC_SEQS, fix=ESC_SEQS

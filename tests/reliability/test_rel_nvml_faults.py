@@ -13,13 +13,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from rel_helpers import NoDocker, gpu, run_gputui, write_scenario
 
 from gputui.collect.collector import Collector
 from gputui.collect.linux.proc_reader import ProcSource
 from gputui.collect.standins.scenario import ScenarioSource
 from gputui.health import runner as health
-from gputui.model import HealthStatus, Snapshot
+from gputui.model.snapshot import Snapshot
+from gputui.model.status import HealthStatus
+from tests.support.gputui_process import NoDocker, gpu, run_gputui, write_scenario
 
 FIELD_FAULTS = {
     "temperature_c": "NotSupported",

@@ -19,12 +19,12 @@ from typing import Any
 
 import psutil
 import pytest
-from rel_helpers import gpu
 
 from gputui.collect.collector import Collector
 from gputui.collect.docker.source import DockerSource
 from gputui.collect.linux.proc_reader import ProcSource
 from gputui.collect.standins.scenario import ScenarioSource
+from tests.support.gputui_process import gpu
 
 NOBODY = 65534
 

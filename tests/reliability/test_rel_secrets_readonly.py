@@ -17,14 +17,13 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from rel_helpers import gpu, run_gputui, write_scenario
-
 from gputui.collect.collector import READ_ONLY_REASON, Collector
 from gputui.collect.docker.source import DockerSource
 from gputui.collect.linux.proc_reader import ProcSource
 from gputui.collect.standins.scenario import ScenarioSource
-from gputui.settings import Settings
-from gputui.wiring import build_collector
+from gputui.model.settings import Settings
+from gputui.wiring.compose import build_collector
+from tests.support.gputui_process import gpu, run_gputui, write_scenario
 
 
 def test_environment_values_never_leave(run_container: Callable[..., Any], tmp_path: Path) -> None:

@@ -2,16 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 import pytest
-from ui_factories import FakeCollector
 
-from gputui.settings import Settings
+from gputui.model.settings import Settings
 from gputui.ui.app import GpuTuiApp
-
-AppFactory = Callable[..., GpuTuiApp]
+from tests.support.factories import FakeCollector
+from tests.support.pilot import AppFactory
 
 
 @pytest.fixture(autouse=True)

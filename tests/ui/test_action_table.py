@@ -3,19 +3,18 @@
 from __future__ import annotations
 
 import pytest
-from conftest import AppFactory
-from pilot_helpers import ready
 from textual.binding import Binding
 from textual.pilot import Pilot
-from ui_factories import FakeCollector, standard
 
-from gputui.replay import ReplayCollector
-from gputui.settings import Settings
+from gputui.model.settings import Settings
+from gputui.recording.player import ReplayCollector
 from gputui.ui import action_table
 from gputui.ui.action_table import ACTIONS, ActionRow, Needs, Scope, policies
 from gputui.ui.app import GpuTuiApp
 from gputui.ui.screens.help import HelpScreen
 from gputui.ui.screens.main import MainScreen
+from tests.support.factories import FakeCollector, standard
+from tests.support.pilot import AppFactory, ready
 
 
 def _bindings(scope: Scope) -> dict[str | None, Binding]:

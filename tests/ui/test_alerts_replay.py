@@ -4,15 +4,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from conftest import AppFactory
-from pilot_helpers import push, ready
-from ui_factories import FakeCollector, gpu, snapshot, standard
-
 from gputui.derive.alerts import Alert, AlertPhase, AlertRule
 from gputui.derive.analysis import Analysis, Analyzer
-from gputui.model import AlertSeverity, Snapshot
-from gputui.replay import ReplayCollector
+from gputui.model.snapshot import Snapshot
+from gputui.model.status import AlertSeverity
+from gputui.recording.player import ReplayCollector
 from gputui.ui.messages import SnapshotReady
+from tests.support.factories import FakeCollector, gpu, snapshot, standard
+from tests.support.pilot import AppFactory, push, ready
 
 HOT_RULE = """
 [alerts]

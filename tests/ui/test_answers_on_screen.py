@@ -12,13 +12,13 @@ from dataclasses import replace
 from typing import Any
 
 import pytest
-from pilot_helpers import ready, screen_lines
-from ui_factories import GIB, MIB, cid, container, demo_app, proc, snapshot
 
-from gputui.derive import fmt
-from gputui.model import SourceStatus
-from gputui.report import snapshot_to_text
+from gputui.derive import units
+from gputui.model.status import SourceStatus
+from gputui.present.text_report import snapshot_to_text
 from gputui.ui.widgets import tree_labels as tl
+from tests.support.factories import GIB, MIB, cid, container, demo_app, proc, snapshot
+from tests.support.pilot import ready, screen_lines
 
 SIZES = [(80, 24), (120, 30), (160, 50), (200, 60)]
 
@@ -64,9 +64,9 @@ def test_layout_keeps_badges_and_a_command_at_every_width() -> None:
 
 
 def test_one_size_formatter_no_zero_gib() -> None:
-    assert fmt.size(300 * MIB) == "300MiB"
-    assert fmt.size(int(3.2 * GIB)) == "3.2GiB"
-    assert fmt.size(120 * GIB) == "120GiB"
+    assert units.size(300 * MIB) == "300MiB"
+    assert units.size(int(3.2 * GIB)) == "3.2GiB"
+    assert units.size(120 * GIB) == "120GiB"
     small = container(1, "tiny", memory_used_bytes=200 * MIB)
     label = tl.container_label(small, None, None).plain
     assert "200MiB" in label and "0.0GiB" not in label and "0.2GiB" not in label
@@ -117,7 +117,7 @@ async def test_real_containers_badges_at_every_size(
     from gputui.collect.docker.source import DockerSource
     from gputui.collect.linux.proc_reader import ProcSource
     from gputui.collect.standins.scenario import ScenarioSource
-    from gputui.settings import Settings
+    from gputui.model.settings import Settings
     from gputui.ui.app import GpuTuiApp
 
     short = free_run_id[-6:]

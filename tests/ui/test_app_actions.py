@@ -6,16 +6,15 @@ import contextlib
 import signal
 from collections.abc import Iterator, Sequence
 
-from conftest import AppFactory
-from pilot_helpers import current_screen, ready
 from textual.app import SuspendNotSupported
 from textual.widgets import Static
-from ui_factories import FakeCollector, cid
 
-from gputui.model import ExecResult
+from gputui.model.containers import ExecResult
 from gputui.ui.app import GpuTuiApp
 from gputui.ui.screens.confirm import ConfirmScreen
 from gputui.ui.screens.exec_modal import PID_NAMESPACE_NOTE, ExecScreen
+from tests.support.factories import FakeCollector, cid
+from tests.support.pilot import AppFactory, current_screen, ready
 
 
 async def _select(app: GpuTuiApp, key: str, pilot) -> None:  # type: ignore[no-untyped-def]

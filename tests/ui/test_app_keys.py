@@ -3,17 +3,16 @@
 from __future__ import annotations
 
 import pytest
-from conftest import AppFactory
-from pilot_helpers import current_screen, focused, push, ready
 from textual.binding import Binding
 from textual.widgets import Input
-from ui_factories import FakeCollector, standard
 
 from gputui.derive.history import WINDOWS
 from gputui.ui.action_table import POLICIES
 from gputui.ui.app import GpuTuiApp
 from gputui.ui.screens.help import HelpScreen
 from gputui.ui.tab_table import TABS as TAB_TABLE
+from tests.support.factories import FakeCollector, standard
+from tests.support.pilot import AppFactory, current_screen, focused, push, ready
 
 TABS = TAB_TABLE.ids
 

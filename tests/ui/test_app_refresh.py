@@ -5,16 +5,23 @@ from __future__ import annotations
 import asyncio
 from dataclasses import replace
 
-from conftest import AppFactory
-from pilot_helpers import node_label, push, ready, tree_keys
-from ui_factories import GIB, FakeCollector, cid, container, gpu, proc, snapshot, standard
-
 from gputui.derive.history import container_key
 from gputui.derive.tree import HOST_KEY, ORPHANS_KEY, OTHERS_KEY
-from gputui.model import HealthCheck, HealthStatus, SourceStatus
+from gputui.model.status import HealthCheck, HealthStatus, SourceStatus
 from gputui.ui.widgets import process_table as pt
 from gputui.ui.widgets.container_tree import ContainerTree
 from gputui.ui.widgets.spark import Spark
+from tests.support.factories import (
+    GIB,
+    FakeCollector,
+    cid,
+    container,
+    gpu,
+    proc,
+    snapshot,
+    standard,
+)
+from tests.support.pilot import AppFactory, node_label, push, ready, tree_keys
 
 
 def _node(tree: ContainerTree, key: str):  # type: ignore[no-untyped-def]

@@ -16,7 +16,6 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import pytest
-from pilot_helpers import current_screen, ready, screen_lines
 from textual.app import App, SuspendNotSupported
 from textual.pilot import Pilot
 
@@ -25,11 +24,12 @@ from gputui.collect.docker.logs import LogLine, LogStreamError
 from gputui.collect.docker.source import DockerSource
 from gputui.collect.linux.proc_reader import ProcSource
 from gputui.collect.standins.scenario import ScenarioSource
-from gputui.settings import Settings
+from gputui.model.settings import Settings
 from gputui.ui.app import GpuTuiApp
 from gputui.ui.machine_actions import READ_ONLY_REFUSAL
 from gputui.ui.screens.confirm import ConfirmScreen
 from gputui.ui.screens.logs import LogsScreen, ShownLine, short_time, shown_line
+from tests.support.pilot import current_screen, ready, screen_lines
 
 SCENARIO: dict[str, Any] = {
     "nvml": "ok",

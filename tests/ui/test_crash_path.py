@@ -64,7 +64,7 @@ def patched(self, *args, **kwargs):
     return original(self, *args, **kwargs)
 
 setattr(holder, name, patched if target.endswith("MainScreen.apply") else crash)
-from gputui.cli import main
+from gputui.cli.main import main
 sys.exit(main(sys.argv[2:]))
 """
 

@@ -10,15 +10,15 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from pilot_helpers import ready
-from ui_factories import FakeCollector
 
-from gputui.model import Snapshot
-from gputui.settings import Settings
+from gputui.model.settings import Settings
+from gputui.model.snapshot import Snapshot
 from gputui.ui.app import GpuTuiApp
 from gputui.ui.crash import crash_trace, redact
 from gputui.ui.run import run_tui
 from gputui.ui.screens.main import MainScreen
+from tests.support.factories import FakeCollector
+from tests.support.pilot import ready
 
 SECRET = "super" + "secret"
 ENV = f"API_KEY={SECRET}"

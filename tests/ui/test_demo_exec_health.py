@@ -8,10 +8,10 @@ from textual.containers import ScrollableContainer
 from textual.widgets import Static
 
 from gputui.collect.standins import demo
-from gputui.model import ExecResult
-from gputui.settings import Settings
+from gputui.model.containers import ExecResult
+from gputui.model.settings import Settings
 from gputui.ui.screens.exec_modal import PID_NAMESPACE_NOTE, ExecRun, ExecScreen
-from gputui.wiring import build_collector
+from gputui.wiring.compose import build_collector
 
 
 def _smi(container_id: str, reads: int = 3) -> str:

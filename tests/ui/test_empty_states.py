@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-from conftest import AppFactory
-from pilot_helpers import ready, screen_lines
-from ui_factories import FakeCollector, container, gpu, proc, snapshot, standard
-
-from gputui.model import HealthCheck, HealthStatus, SourceStatus
+from gputui.model.status import HealthCheck, HealthStatus, SourceStatus
 from gputui.ui.empty_states import containers_empty, gpus_empty, processes_empty
+from tests.support.factories import FakeCollector, container, gpu, proc, snapshot, standard
+from tests.support.pilot import AppFactory, ready, screen_lines
 
 NO_LIBRARY = SourceStatus("nvml", False, "NVML Shared Library Not Found", "LibraryNotFound")
 DOCKER_DOWN = SourceStatus(
@@ -106,7 +104,7 @@ def test_panels_with_rows_have_no_empty_state() -> None:
 
 async def test_a_filter_that_matches_says_no_no_match() -> None:
     """A Processes filter that keeps rows shows them, never "No process matches" above them."""
-    from ui_factories import demo_app
+    from tests.support.factories import demo_app
 
     app = demo_app(refreshes=3)
     async with app.run_test(size=(120, 30)) as pilot:

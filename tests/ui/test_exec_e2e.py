@@ -12,13 +12,13 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from pilot_helpers import ready
 from textual.widgets import Static
 
-from gputui.settings import Settings
+from gputui.model.settings import Settings
 from gputui.ui.app import GpuTuiApp
 from gputui.ui.screens.exec_modal import ExecScreen
-from gputui.wiring import build_collector
+from gputui.wiring.compose import build_collector
+from tests.support.pilot import ready
 
 
 def _host_pid(container: Any) -> int:

@@ -10,18 +10,17 @@ import threading
 import time
 
 import pytest
-from conftest import AppFactory
-from pilot_helpers import ready
 from textual.pilot import Pilot
 from textual.widgets import Static
-from ui_factories import FakeCollector, cid
 
-from gputui.model import ExecResult
-from gputui.settings import Settings
+from gputui.model.containers import ExecResult
+from gputui.model.settings import Settings
 from gputui.ui.app import GpuTuiApp
 from gputui.ui.messages import SnapshotReady
 from gputui.ui.run import run_tui
 from gputui.ui.screens.exec_modal import PID_NAMESPACE_NOTE, ExecRun, ExecScreen
+from tests.support.factories import FakeCollector, cid
+from tests.support.pilot import AppFactory, ready
 
 NOTE = PID_NAMESPACE_NOTE.split(":")[0]
 

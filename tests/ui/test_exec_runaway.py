@@ -16,13 +16,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from pilot_helpers import ready
-
 from gputui.collect.docker.source import DockerSource
-from gputui.settings import Settings
+from gputui.model.settings import Settings
 from gputui.ui.app import GpuTuiApp
 from gputui.ui.screens.exec_modal import ExecScreen
-from gputui.wiring import build_collector
+from gputui.wiring.compose import build_collector
+from tests.support.pilot import ready
 
 #: Replaces the image's fake nvidia-smi: a flood (cut at 1 MiB), or a command that never ends.
 FLOOD = "#!/bin/sh\nexec yes runaway-flood-line\n"

@@ -5,13 +5,13 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from conftest import AppFactory
-from pilot_helpers import push, ready
-from ui_factories import FakeCollector, cid, standard
-
-from gputui.model import FaultCandidate, KernelFault, Snapshot, SourceStatus
+from gputui.model.faults import FaultCandidate, KernelFault
+from gputui.model.snapshot import Snapshot
+from gputui.model.status import SourceStatus
 from gputui.ui.screens.faults import FaultsScreen
 from gputui.ui.screens.main import MainScreen
+from tests.support.factories import FakeCollector, cid, standard
+from tests.support.pilot import AppFactory, push, ready
 
 
 def with_faults(base: Snapshot) -> Snapshot:

@@ -4,13 +4,20 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from conftest import AppFactory
-from pilot_helpers import push, ready
-from ui_factories import GIB, FakeCollector, cid, container, gpu, proc, snapshot, standard
-
-from gputui.model import HostStats, Snapshot
+from gputui.model.snapshot import HostStats, Snapshot
 from gputui.ui.screens.evidence import EvidenceScreen
 from gputui.ui.screens.main import MainScreen
+from tests.support.factories import (
+    GIB,
+    FakeCollector,
+    cid,
+    container,
+    gpu,
+    proc,
+    snapshot,
+    standard,
+)
+from tests.support.pilot import AppFactory, push, ready
 
 HOST = HostStats(
     cpu_percent=38.0,

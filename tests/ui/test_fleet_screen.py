@@ -2,7 +2,7 @@
 
 The answers file holds what a Prometheus answered for a 12-host fleet (ten ``gputui export``
 hosts, one of them down, two plain dcgm-exporter hosts): the screen parses and draws it exactly
-as it would a live answer. The live path is tested in tests/test_fleet_prometheus.py.
+as it would a live answer. The live path is tested in tests/engine/test_fleet_prometheus.py.
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from gputui.derive.fmt import bar
+from gputui.derive.units import bar
 
 
 @pytest.mark.parametrize(
@@ -29,7 +29,7 @@ def test_bar_width_always_exact() -> None:
 
 
 def test_spark_fixed_scale_and_padding() -> None:
-    from gputui.derive.fmt import spark
+    from gputui.derive.units import spark
 
     assert spark([], 3, 0, 100) == "   "
     assert spark([0, 100], 4, 0, 100) == "  ▁█"
@@ -39,7 +39,7 @@ def test_spark_fixed_scale_and_padding() -> None:
 
 
 def test_spark_buckets_keep_peaks() -> None:
-    from gputui.derive.fmt import spark
+    from gputui.derive.units import spark
 
     values = [0.0] * 100
     values[37] = 100.0

@@ -5,15 +5,15 @@ from __future__ import annotations
 from dataclasses import replace
 
 import pytest
-from conftest import AppFactory
-from pilot_helpers import current_screen, push, ready, screen_lines
 from textual.pilot import Pilot
-from ui_factories import FakeCollector, cid, container, proc, snapshot, standard
 
-from gputui.model import GpuProcess, Snapshot
+from gputui.model.processes import GpuProcess
+from gputui.model.snapshot import Snapshot
 from gputui.ui.app import GpuTuiApp
 from gputui.ui.screens.help import HelpScreen
 from gputui.ui.screens.process_detail import ProcessDetailScreen
+from tests.support.factories import FakeCollector, cid, container, proc, snapshot, standard
+from tests.support.pilot import AppFactory, current_screen, push, ready, screen_lines
 
 T0 = 1_000_000.0
 SIZES = [(80, 24), (160, 50)]

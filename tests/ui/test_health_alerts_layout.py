@@ -6,7 +6,7 @@ import pytest
 from textual.app import App, ComposeResult
 
 from gputui.derive.alerts import Alert, AlertPhase, AlertState
-from gputui.model import HealthCheck, HealthStatus
+from gputui.model.status import HealthCheck, HealthStatus
 from gputui.ui.widgets.alerts_panel import ACTIVE_COLUMNS, AlertsPanel, fit_columns
 from gputui.ui.widgets.health_panel import HealthPanel, detail_content, wrap_text
 

@@ -4,13 +4,12 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from conftest import AppFactory
-from pilot_helpers import node_label, ready, screen_lines
-from ui_factories import MIB, FakeCollector, proc, standard
-
-from gputui.model import GpuProcess, GpuProcessSample, ProcessInfo
+from gputui.model.gpu import GpuProcessSample
+from gputui.model.processes import GpuProcess, ProcessInfo
 from gputui.ui.screens import evidence
 from gputui.ui.widgets.tree_labels import HIDDEN_TEXT
+from tests.support.factories import MIB, FakeCollector, proc, standard
+from tests.support.pilot import AppFactory, node_label, ready, screen_lines
 
 
 def _hidden(pid: int = 700, container_id: str | None = None) -> GpuProcess:

@@ -4,7 +4,6 @@ from dataclasses import replace
 
 import pytest
 from textual.app import App, ComposeResult
-from ui_factories import GIB, cid, container, gpu, proc, snapshot
 
 from gputui.derive.history import (
     UNITS,
@@ -18,8 +17,9 @@ from gputui.derive.history import (
     value_summary,
     window_label,
 )
-from gputui.model import SourceStatus
+from gputui.model.status import SourceStatus
 from gputui.ui.widgets.history import HistoryPanel
+from tests.support.factories import GIB, cid, container, gpu, proc, snapshot
 
 
 def test_maxlen_is_history_over_interval() -> None:

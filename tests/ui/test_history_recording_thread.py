@@ -14,13 +14,13 @@ from dataclasses import replace
 from typing import Any
 
 import pytest
-from pilot_helpers import ready
-from ui_factories import FakeCollector, standard
 
 from gputui.derive.history import History, gpu_key
 from gputui.derive.process_history import ProcessHistory, identity_of
 from gputui.ui.app import GpuTuiApp
 from gputui.ui.messages import SnapshotReady
+from tests.support.factories import FakeCollector, standard
+from tests.support.pilot import ready
 
 MakeApp = Callable[..., GpuTuiApp]
 

@@ -4,12 +4,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from conftest import AppFactory
-from pilot_helpers import push, ready
-from ui_factories import FakeCollector, container, snapshot
-
-from gputui.model import Snapshot
+from gputui.model.snapshot import Snapshot
 from gputui.notify.audit import read_audit
+from tests.support.factories import FakeCollector, container, snapshot
+from tests.support.pilot import AppFactory, push, ready
 
 
 def idle(taken_at: float) -> Snapshot:

@@ -13,12 +13,10 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-from pilot_helpers import current_screen, ready, screen_lines
 from textual import events
 from textual.app import App
 from textual.content import Content
 from textual.pilot import Pilot
-from ui_factories import cid, standard
 
 from gputui.collect.docker.source import DockerSource
 from gputui.derive.history import window_label
@@ -29,6 +27,8 @@ from gputui.ui.screens.evidence import EvidenceScreen
 from gputui.ui.screens.help import HelpScreen
 from gputui.ui.screens.logs import LogsScreen
 from gputui.ui.screens.process_detail import ProcessDetailScreen
+from tests.support.factories import cid, standard
+from tests.support.pilot import current_screen, ready, screen_lines
 
 AppFactory = Callable[..., GpuTuiApp]
 

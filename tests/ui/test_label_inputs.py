@@ -5,12 +5,12 @@ from __future__ import annotations
 from dataclasses import replace
 
 from rich.text import Text
-from ui_factories import GIB, cid, container, proc, standard
 
 from gputui.derive.tree import Marker
-from gputui.model import FindingSeverity
+from gputui.model.status import FindingSeverity
 from gputui.ui.widgets import process_table as pt
 from gputui.ui.widgets import tree_labels as tl
+from tests.support.factories import GIB, cid, container, proc, standard
 
 
 def test_sep_equals_text_assemble() -> None:

@@ -20,14 +20,13 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from conftest import AppFactory
-from pilot_helpers import ready
 from textual.events import Resize
 from textual.geometry import Size
 from textual.pilot import Pilot
 
 from gputui.ui.app import GpuTuiApp
 from gputui.ui.screens.main import NARROW_HYSTERESIS, NARROW_WIDTH, is_narrow
+from tests.support.pilot import AppFactory, ready
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -5,13 +5,12 @@ from __future__ import annotations
 
 from collections import Counter
 
-from conftest import AppFactory
-from pilot_helpers import ready, screen_lines
 from textual.pilot import Pilot
 
 from gputui.ui.app import GpuTuiApp
 from gputui.ui.screens.confirm import ConfirmScreen
 from gputui.ui.screens.help import HelpScreen
+from tests.support.pilot import AppFactory, ready, screen_lines
 
 
 async def _select(app: GpuTuiApp, pilot: Pilot[None], key: str) -> None:

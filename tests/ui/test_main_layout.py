@@ -6,13 +6,11 @@ Sizes of the regions are read from the running app (Pilot), never from SVG snaps
 from __future__ import annotations
 
 import pytest
-from conftest import AppFactory
-from pilot_helpers import ready, screen_lines
 from textual.pilot import Pilot
-from ui_factories import FakeCollector, gpu, snapshot, standard
 
 from gputui.derive.findings import Share
-from gputui.model import GpuSample, SourceStatus
+from gputui.model.gpu import GpuSample
+from gputui.model.status import SourceStatus
 from gputui.ui.layout import (
     CARD_HEIGHT,
     MIN_TAB_ROWS,
@@ -22,6 +20,8 @@ from gputui.ui.layout import (
     choose_layout,
 )
 from gputui.ui.widgets.gpu_panel import card_lines
+from tests.support.factories import FakeCollector, gpu, snapshot, standard
+from tests.support.pilot import AppFactory, ready, screen_lines
 
 SIZES = [(60, 15), (80, 24), (120, 30), (160, 50), (200, 60)]
 NO_NVML = {

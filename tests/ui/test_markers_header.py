@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-from ui_factories import cid, standard
-
 from gputui.derive.findings import gpu_shares
 from gputui.derive.tree import Marker, finding_marker, node_markers
-from gputui.model import Finding, FindingSeverity
+from gputui.model.status import Finding, FindingSeverity
 from gputui.ui.state import UiState
 from gputui.ui.widgets.header import Segment, fit, header_content
+from tests.support.factories import cid, standard
 
 
 def test_sharing_markers_name_the_gpu_on_every_party() -> None:

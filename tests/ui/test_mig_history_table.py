@@ -8,12 +8,10 @@ from __future__ import annotations
 from dataclasses import replace
 
 import pytest
-from pilot_helpers import push, ready, screen_lines
 from textual.widgets import Label
-from ui_factories import demo_app, demo_snapshots, proc
 
 from gputui.derive.history import History, mig_devices, mig_key
-from gputui.model import GpuProcess
+from gputui.model.processes import GpuProcess
 from gputui.ui.widgets.history import HistoryPanel
 from gputui.ui.widgets.process_table import (
     MPS_MARK,
@@ -23,6 +21,8 @@ from gputui.ui.widgets.process_table import (
     row_inputs,
     sort_value,
 )
+from tests.support.factories import demo_app, demo_snapshots, proc
+from tests.support.pilot import push, ready, screen_lines
 
 
 @pytest.mark.parametrize("size", [(80, 24), (160, 50)])

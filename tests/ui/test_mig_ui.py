@@ -8,10 +8,10 @@ idle reservation and the sharing markers are per MIG device.
 from __future__ import annotations
 
 import pytest
-from pilot_helpers import ready, screen_lines
-from ui_factories import demo_app, demo_snapshots
 
 from gputui.ui.widgets.gpu_panel import card_lines, compact_line
+from tests.support.factories import demo_app, demo_snapshots
+from tests.support.pilot import ready, screen_lines
 
 
 def _line(lines: list[str], needle: str) -> str:
@@ -57,7 +57,8 @@ def test_a_mig_gpu_card_lists_its_devices_and_says_why_util_is_missing() -> None
 
 
 def test_an_mps_client_row_says_so() -> None:
-    from gputui.model import GpuProcess, GpuProcessSample, ProcessInfo
+    from gputui.model.gpu import GpuProcessSample
+    from gputui.model.processes import GpuProcess, ProcessInfo
     from gputui.ui.widgets.tree_labels import process_inputs, process_label
 
     info = ProcessInfo(4242, command="python serve.py", name="python", user="root")

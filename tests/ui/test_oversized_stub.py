@@ -4,14 +4,13 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from conftest import AppFactory
-from pilot_helpers import node_label, ready, screen_lines
-from ui_factories import FakeCollector, standard
-
 from gputui.collect.docker.source import OVERSIZED_INSPECT
 from gputui.derive.analysis import Analyzer
-from gputui.model import Snapshot, SourceStatus
+from gputui.model.snapshot import Snapshot
+from gputui.model.status import SourceStatus
 from gputui.ui.screens import evidence
+from tests.support.factories import FakeCollector, standard
+from tests.support.pilot import AppFactory, node_label, ready, screen_lines
 
 
 def _stubbed() -> Snapshot:

@@ -4,11 +4,9 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from conftest import AppFactory
-from pilot_helpers import ready
-from ui_factories import FakeCollector, proc, snapshot, standard
-
 from gputui.ui.widgets import process_table as pt
+from tests.support.factories import FakeCollector, proc, snapshot, standard
+from tests.support.pilot import AppFactory, ready
 
 
 async def test_command_is_the_last_column_and_pid_stays_put(make_app: AppFactory) -> None:

@@ -11,24 +11,23 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import AppFactory
-from pilot_helpers import current_screen, push, ready, screen_lines
 from textual.pilot import Pilot
-from ui_factories import (
+
+from gputui.derive.process_history import process_identity
+from gputui.model.settings import Settings
+from gputui.model.status import SourceStatus
+from gputui.ui.app import GpuTuiApp
+from gputui.ui.screens.confirm import ConfirmScreen
+from gputui.ui.screens.main import MainScreen
+from gputui.ui.screens.process_detail import ProcessDetailScreen
+from tests.support.factories import (
     FakeCollector,
     demo_app,
     proc,
     snapshot,
     standard,
 )
-
-from gputui.derive.process_history import process_identity
-from gputui.model import SourceStatus
-from gputui.settings import Settings
-from gputui.ui.app import GpuTuiApp
-from gputui.ui.screens.confirm import ConfirmScreen
-from gputui.ui.screens.main import MainScreen
-from gputui.ui.screens.process_detail import ProcessDetailScreen
+from tests.support.pilot import AppFactory, current_screen, push, ready, screen_lines
 
 
 def _messages(app: GpuTuiApp) -> list[str]:
@@ -386,7 +385,7 @@ async def test_a_real_container_process_with_its_parents(
     }
     path = tmp_path / "scenario.json"
     path.write_text(json.dumps(scenario))
-    from gputui.wiring import build_collector
+    from gputui.wiring.compose import build_collector
 
     settings = Settings(scenario=path, interval=60.0)
     app = GpuTuiApp(build_collector(settings), settings)

@@ -7,12 +7,10 @@ from dataclasses import replace
 
 import pytest
 from textual.app import App, ComposeResult
-from ui_factories import cid, container, proc, snapshot
 
-from gputui import config
 from gputui.collect.standins import scenario_format
-from gputui.model import GpuProcess
-from gputui.process_fields import (
+from gputui.config import ui_state
+from gputui.model.process_fields import (
     PROCESS_FIELDS,
     ProcessColumn,
     ProcessField,
@@ -24,8 +22,10 @@ from gputui.process_fields import (
     scenario_keys,
     sort_names,
 )
-from gputui.report import snapshot_to_json
+from gputui.model.processes import GpuProcess
+from gputui.present.json_report import snapshot_to_json
 from gputui.ui.widgets import process_table as pt
+from tests.support.factories import cid, container, proc, snapshot
 
 #: A made-up figure: the encoder utilization NVML reports per process, as a column and a sort.
 ENCODER = ProcessField(
@@ -65,7 +65,7 @@ def test_the_table_is_the_report_scenario_and_sort_vocabulary() -> None:
     assert list(doc["processes"][0]) == [f.key for f in PROCESS_FIELDS]
     assert scenario_keys() == scenario_format.PROCESS_KEYS
     assert scenario_keys() == {"pid", "used_memory_mib", "sm_util", "mem_util", "type"}
-    assert config.SORTS == sort_names() == ("mem", "sm", "cpu", "pid", "container", "elapsed")
+    assert ui_state.SORTS == sort_names() == ("mem", "sm", "cpu", "pid", "container", "elapsed")
     assert pt.SORTS[0] == ("mem", "GPU mem", True)
     assert [key for key, _, _ in pt.COLUMNS][-1] == "command"
     with pytest.raises(ValueError, match="unique"):

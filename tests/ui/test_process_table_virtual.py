@@ -5,15 +5,12 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 
 import pytest
-from conftest import AppFactory
-from pilot_helpers import push, ready, screen_lines
 from rich.text import Text
 from textual.pilot import Pilot
 from textual.widgets import Tree
 from textual.widgets.tree import TreeNode
-from ui_factories import FakeCollector, cid, container, proc, snapshot
 
-from gputui.model import Snapshot
+from gputui.model.snapshot import Snapshot
 from gputui.ui.app import GpuTuiApp
 from gputui.ui.textual_compat import (
     LazyLabelNode,
@@ -24,6 +21,8 @@ from gputui.ui.textual_compat import (
 from gputui.ui.widgets import container_tree
 from gputui.ui.widgets import process_table as pt
 from gputui.ui.widgets.container_tree import NodeRef
+from tests.support.factories import FakeCollector, cid, container, proc, snapshot
+from tests.support.pilot import AppFactory, push, ready, screen_lines
 
 ROWS = 2000
 
@@ -158,7 +157,7 @@ async def test_click_selects_the_row_under_the_mouse(make_app: AppFactory) -> No
 def process_key(process: object) -> str:
     """The table's row key of a process."""
     from gputui.derive.tree import process_key as key
-    from gputui.model import GpuProcess
+    from gputui.model.processes import GpuProcess
 
     assert isinstance(process, GpuProcess)
     return key(process)

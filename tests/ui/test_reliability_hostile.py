@@ -7,17 +7,18 @@ import re
 import time
 from dataclasses import replace
 
-from conftest import AppFactory
-from pilot_helpers import node_label, ready, screen_lines
 from textual.pilot import Pilot
 from textual.widgets import Static
-from ui_factories import FakeCollector, cid, container, gpu, proc, snapshot
 
-from gputui.model import ExecResult, HealthCheck, HealthStatus, HostInfo, Snapshot
+from gputui.model.containers import ExecResult
+from gputui.model.snapshot import HostInfo, Snapshot
+from gputui.model.status import HealthCheck, HealthStatus
 from gputui.ui.app import GpuTuiApp
 from gputui.ui.screens.confirm import ConfirmScreen
 from gputui.ui.screens.evidence import EvidenceScreen
 from gputui.ui.screens.exec_modal import MAX_OUTPUT_LINES, ExecScreen
+from tests.support.factories import FakeCollector, cid, container, gpu, proc, snapshot
+from tests.support.pilot import AppFactory, node_label, ready, screen_lines
 
 #: C0 and C1 control characters and DEL: none may reach a rendered cell.
 CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")

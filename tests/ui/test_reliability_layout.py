@@ -4,15 +4,14 @@ from __future__ import annotations
 
 import re
 
-from conftest import AppFactory
-from pilot_helpers import ready, screen_lines
 from textual.pilot import Pilot
-from ui_factories import FakeCollector, gpu, snapshot, standard
 
-from gputui.derive import fmt
+from gputui.boundary import sanitise
 from gputui.ui.screens.main import too_small_text
 from gputui.ui.state import UiState
 from gputui.ui.widgets.header import header_content
+from tests.support.factories import FakeCollector, gpu, snapshot, standard
+from tests.support.pilot import AppFactory, ready, screen_lines
 
 
 async def _settle(pilot: Pilot[None]) -> None:
@@ -84,7 +83,7 @@ async def test_every_gauge_shows_na_for_a_missing_value(make_app: AppFactory) ->
             # label, an empty (light-shade) track, then N/A: never a bare "/700W"
             assert re.search(rf"{gauge}\s*░+\s+N/A(\s|$)", card), (gauge, card)
         assert "/700W" not in card
-        assert f"SM {fmt.NA}  MEM {fmt.NA}" in card
+        assert f"SM {sanitise.NA}  MEM {sanitise.NA}" in card
         text = "\n".join(screen_lines(app))
         assert re.search(r"pwr\s*░+\s+N/A", text), text
 

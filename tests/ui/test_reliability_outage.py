@@ -4,18 +4,17 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from conftest import AppFactory
-from pilot_helpers import node_label, push, ready, screen_lines
 from rich.style import Style as RichStyle
 from textual.pilot import Pilot
 from textual.widgets import Footer
 from textual.widgets._footer import FooterKey
-from ui_factories import FakeCollector, cid, standard
 
-from gputui.model import SourceStatus
+from gputui.model.status import SourceStatus
 from gputui.ui.machine_actions import READ_ONLY_REFUSAL
 from gputui.ui.styles import MUTED, themed
 from gputui.ui.widgets.container_tree import STALE_TEXT
+from tests.support.factories import FakeCollector, cid, standard
+from tests.support.pilot import AppFactory, node_label, push, ready, screen_lines
 
 
 async def _settle(pilot: Pilot[None]) -> None:

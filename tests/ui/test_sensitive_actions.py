@@ -10,20 +10,20 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-from conftest import AppFactory
-from pilot_helpers import current_screen, ready
-from test_action_table import _surfaces
 from textual.pilot import Pilot
 
-from gputui.cli import _settings, build_parser
+from gputui.cli.args import run_settings
+from gputui.cli.main import build_parser
 from gputui.collect.collector import Collector
 from gputui.collect.docker.source import DockerSource
 from gputui.collect.linux.proc_reader import ProcSource
 from gputui.collect.standins.scenario import ScenarioSource
-from gputui.settings import Settings
+from gputui.model.settings import Settings
 from gputui.ui.action_table import ACTIONS
 from gputui.ui.app import GpuTuiApp
 from gputui.ui.screens.logs import LogsScreen
+from tests.support.pilot import AppFactory, current_screen, ready
+from tests.ui.test_action_table import _surfaces
 
 SCENARIO: dict[str, Any] = {
     "nvml": "ok",
@@ -44,8 +44,8 @@ SCENARIO: dict[str, Any] = {
 
 def test_no_logs_flag_sets_hide_sensitive() -> None:
     parser = build_parser()
-    assert _settings(parser.parse_args(["--no-logs", "--read-only"])).hide_sensitive is True
-    assert _settings(parser.parse_args(["--read-only"])).hide_sensitive is False
+    assert run_settings(parser.parse_args(["--no-logs", "--read-only"])).hide_sensitive is True
+    assert run_settings(parser.parse_args(["--read-only"])).hide_sensitive is False
 
 
 async def test_hide_sensitive_removes_every_sensitive_action_everywhere(

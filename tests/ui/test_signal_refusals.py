@@ -6,15 +6,14 @@ signal there would hit an unrelated process (or none).
 
 from __future__ import annotations
 
-from conftest import AppFactory
-from pilot_helpers import push, ready
 from textual.pilot import Pilot
-from ui_factories import FakeCollector, cid, standard
 
-from gputui.model import Visibility
+from gputui.model.processes import Visibility
 from gputui.ui.app import GpuTuiApp
 from gputui.ui.machine_actions import READ_ONLY_REFUSAL
 from gputui.ui.screens.confirm import ConfirmScreen
+from tests.support.factories import FakeCollector, cid, standard
+from tests.support.pilot import AppFactory, push, ready
 
 
 def _with_visibility(host_pid_namespace: bool | None) -> object:

@@ -6,8 +6,9 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from pilot_helpers import ready
-from ui_factories import demo_app
+
+from tests.support.factories import demo_app
+from tests.support.pilot import ready
 
 SIZES = [pytest.param((80, 24), id="80x24"), pytest.param((160, 50), id="160x50")]
 #: Where the FLAGS badges and the commands must fit: every common terminal size.

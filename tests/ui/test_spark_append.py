@@ -6,7 +6,7 @@ import random
 
 from textual.app import App, ComposeResult
 
-from gputui.derive import fmt
+from gputui.derive import units
 from gputui.ui.widgets.spark import Spark
 
 
@@ -33,6 +33,6 @@ async def test_appended_samples_draw_the_same_line_as_a_full_redraw() -> None:
             spark.data = tuple(samples[-width:]) if step % 7 else tuple(samples[-(width + 5) :])
             if step % 3:
                 await pilot.pause()
-                assert spark._drawn == fmt.spark(spark.data, width, 0.0, 100.0), step
+                assert spark._drawn == units.spark(spark.data, width, 0.0, 100.0), step
                 assert _shown(spark).rstrip() == spark._drawn.rstrip()
         assert spark.appends > 40  # most refreshes appended one cell

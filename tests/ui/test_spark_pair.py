@@ -10,7 +10,7 @@ from textual.containers import Horizontal, Vertical
 from textual.strip import Strip
 from textual.widgets import Label
 
-from gputui.derive import fmt
+from gputui.derive import units
 from gputui.ui.widgets.spark import Spark, SparkLane, SparkPair
 
 
@@ -71,9 +71,9 @@ def test_a_lane_appends_like_a_full_redraw() -> None:
     for step in range(60):
         samples.append(rng.uniform(0, 100))
         lane.update(tuple(samples[-width:]), width)
-        assert lane.line(width) == fmt.spark(tuple(samples[-width:]), width, 0.0, 100.0), step
+        assert lane.line(width) == units.spark(tuple(samples[-width:]), width, 0.0, 100.0), step
     assert lane.appends > 50
-    assert lane.line(7) == fmt.spark(tuple(samples[-width:]), 7, 0.0, 100.0)  # a new width
+    assert lane.line(7) == units.spark(tuple(samples[-width:]), 7, 0.0, 100.0)  # a new width
 
 
 async def test_unchanged_lines_are_not_redrawn() -> None:

@@ -9,19 +9,18 @@ from __future__ import annotations
 from dataclasses import replace
 
 import pytest
-from conftest import AppFactory
-from pilot_helpers import push, ready
 from textual.content import Content
 from textual.pilot import Pilot
 from textual.strip import Strip
 from textual.visual import Visual
 from textual.widget import Widget
-from ui_factories import FakeCollector, gpu, snapshot, standard
 
-from gputui.model import Snapshot
+from gputui.model.snapshot import Snapshot
 from gputui.ui.app import GpuTuiApp
 from gputui.ui.widgets.gpu_panel import GpuGauges
 from gputui.ui.widgets.header import HeaderBar
+from tests.support.factories import FakeCollector, gpu, snapshot, standard
+from tests.support.pilot import AppFactory, push, ready
 
 
 def _mine(app: GpuTuiApp) -> list[Widget]:

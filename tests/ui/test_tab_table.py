@@ -5,14 +5,14 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import pytest
-from pilot_helpers import ready, screen_lines
 from textual.widgets import Static
-from ui_factories import FakeCollector
 
-from gputui.model import Snapshot
-from gputui.settings import Settings
+from gputui.model.settings import Settings
+from gputui.model.snapshot import Snapshot
 from gputui.ui.app import GpuTuiApp
 from gputui.ui.tab_table import TABS, TabRow, TabTable
+from tests.support.factories import FakeCollector
+from tests.support.pilot import ready, screen_lines
 
 AppFactory = Callable[..., GpuTuiApp]
 

@@ -5,14 +5,14 @@ from __future__ import annotations
 import re
 from dataclasses import replace
 
-from conftest import AppFactory
-from pilot_helpers import focused, node_label, ready
 from textual.widgets import Input
-from ui_factories import GIB, FakeCollector, cid, container, proc, snapshot, standard
 
-from gputui.model import ContainerUsage, GpuProcess, Snapshot
+from gputui.model.processes import GpuProcess
+from gputui.model.snapshot import ContainerUsage, Snapshot
 from gputui.ui.app import GpuTuiApp
 from gputui.ui.widgets import tree_labels as tl
+from tests.support.factories import GIB, FakeCollector, cid, container, proc, snapshot, standard
+from tests.support.pilot import AppFactory, focused, node_label, ready
 
 SIZE = (200, 50)
 

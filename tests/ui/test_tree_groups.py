@@ -1,7 +1,5 @@
 from __future__ import annotations
 
-from ui_factories import cid, container, proc, snapshot, standard
-
 from gputui.derive.tree import (
     HOST_KEY,
     ORPHANS_KEY,
@@ -10,6 +8,7 @@ from gputui.derive.tree import (
     build_groups,
     process_key,
 )
+from tests.support.factories import cid, container, proc, snapshot, standard
 
 
 def test_standard_order_and_kinds() -> None:
@@ -111,7 +110,8 @@ def test_natural_key_bounded_and_case_blind() -> None:
 def test_sm_of_a_container_on_three_gpus_is_per_gpu_not_summed() -> None:
     """A container busy at 90 % on GPUs 0, 2 and 3 reads 90 % (the mean), never 270 %."""
     from gputui.collect.collector import attribute_containers
-    from gputui.model import ContainerReading, SourceStatus
+    from gputui.model.containers import ContainerReading
+    from gputui.model.status import SourceStatus
     from gputui.ui.widgets.tree_labels import container_label
 
     procs = [proc(10 + g, g, 1000, cid(1), sm=90) for g in (0, 2, 3)]

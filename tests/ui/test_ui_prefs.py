@@ -7,10 +7,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import AppFactory
-from pilot_helpers import ready
 
-from gputui.config import UiPrefs, load_ui_state, ui_state_path
+from gputui.config.file import ui_state_path
+from gputui.config.ui_state import UiPrefs, load_ui_state
+from tests.support.pilot import AppFactory, ready
 
 
 def _xdg() -> Path:
@@ -125,7 +125,8 @@ async def test_keys_section_remaps_by_binding_name(make_app: AppFactory) -> None
     ],
 )
 def test_keys_section_is_validated(text: str, problem: str) -> None:
-    from gputui.config import ConfigError, load_config
+    from gputui.config.file import load_config
+    from gputui.config.values import ConfigError
 
     with pytest.raises(ConfigError, match=problem):
         load_config(_config(text))

@@ -5,13 +5,20 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from conftest import AppFactory
-from pilot_helpers import push, ready, screen_lines
-from ui_factories import FakeCollector, cid, container, demo_app, proc, snapshot, standard
 
 from gputui.derive.users import SORTS
-from gputui.model import Snapshot
+from gputui.model.snapshot import Snapshot
 from gputui.ui.tab_table import TABS as TAB_TABLE
+from tests.support.factories import (
+    FakeCollector,
+    cid,
+    container,
+    demo_app,
+    proc,
+    snapshot,
+    standard,
+)
+from tests.support.pilot import AppFactory, push, ready, screen_lines
 
 TABS = TAB_TABLE.ids
 

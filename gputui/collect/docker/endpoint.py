@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from gputui.userfiles import UserFileError, read_user_file
+from gputui.boundary.userfiles import UserFileError, read_user_file
 
 DEFAULT_UNIX_SOCKET = "unix:///var/run/docker.sock"
 #: The docker CLI's configuration and context files are small; anything larger is not one.

@@ -19,7 +19,7 @@ from typing import Any
 
 # The cgroup-file half of parsing lives in cgroup_stats (module size); re-exported here.
 from gputui.collect.linux.cgroup_usage import cpu_percent, memory_used
-from gputui.model import ContainerInfo, EngineInfo
+from gputui.model.containers import ContainerInfo, EngineInfo
 
 #: Environment keys gputui reads from ``Config.Env``; every other value is dropped unseen.
 GPU_ENV_KEYS = frozenset(

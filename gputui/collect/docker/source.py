@@ -61,7 +61,8 @@ from gputui.collect.docker.engine_api import (
 from gputui.collect.docker.logs import EngineLogReader, LogStreamError
 from gputui.collect.linux.cgroup_usage import CgroupSampler
 from gputui.collect.sources import ContainerCapabilities, ContainerSource
-from gputui.model import ContainerInfo, ContainerReading, EngineInfo, ExecResult, SourceStatus
+from gputui.model.containers import ContainerInfo, ContainerReading, EngineInfo, ExecResult
+from gputui.model.status import SourceStatus
 
 _T = TypeVar("_T")
 

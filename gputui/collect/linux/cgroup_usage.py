@@ -31,7 +31,7 @@ from typing import Any
 
 from gputui.collect.linux.fileio import KeptFiles, fd_budget, read_small
 from gputui.collect.linux.membership import path_names_container
-from gputui.model import ContainerInfo, EngineInfo
+from gputui.model.containers import ContainerInfo, EngineInfo
 
 _CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 

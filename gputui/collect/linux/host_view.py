@@ -25,7 +25,8 @@ from gputui.collect.linux.membership import (
     parse_proc_mount,
 )
 from gputui.collect.linux.proc_parse import btime, busy_percent, cpu_times, parse_meminfo
-from gputui.model import HostStats, Visibility
+from gputui.model.processes import Visibility
+from gputui.model.snapshot import HostStats
 
 #: The inode of the initial (host) PID namespace, fixed by the kernel (PROC_PID_INIT_INO):
 #: ``/proc/self/ns/pid`` names it exactly when gputui runs in the host's PID namespace.

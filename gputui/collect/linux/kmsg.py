@@ -31,7 +31,7 @@ from gputui.collect.linux.kernel_faults import (
     parse_line,
     parse_record,
 )
-from gputui.model import SourceStatus
+from gputui.model.status import SourceStatus
 
 __all__ = [
     "KMSG_FIX",

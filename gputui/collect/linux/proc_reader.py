@@ -63,7 +63,8 @@ from gputui.collect.linux.proc_parse import (
     start_time_of,
     status_field,
 )
-from gputui.model import HostStats, ProcessInfo, Visibility
+from gputui.model.processes import ProcessInfo, Visibility
+from gputui.model.snapshot import HostStats
 
 __all__ = ["EarlyCpuSample", "ProcSource", "early_cpu_sample"]
 

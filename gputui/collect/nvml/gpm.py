@@ -25,15 +25,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from gputui.collect.nvml.slow_lane import error_name
-from gputui.model import (
-    GPM_DROPPED,
-    GPM_LOST,
-    GPM_MIG,
-    GPM_PENDING,
-    GPM_UNSUPPORTED,
-    GPU_GAUGES,
-    GpuGauge,
-)
+from gputui.model.gauges import GPU_GAUGES, GpuGauge
+from gputui.model.gpu import GPM_DROPPED, GPM_LOST, GPM_MIG, GPM_PENDING, GPM_UNSUPPORTED
 
 #: NVML wants the two samples of a pair at least this far apart.
 MIN_GAP_S = 0.1
@@ -52,7 +45,7 @@ class GpmMetric:
     """One metric the lane asks for.
 
     Attributes:
-        field: The :class:`~gputui.model.GpuSample` field it fills.
+        field: The :class:`~gputui.model.gpu.GpuSample` field it fills.
         constant: The pynvml constant naming its id (``NVML_GPM_METRIC_SM_UTIL``).
         factor: Sample unit per NVML unit (a MiB for bytes/s of NVML's MiB/s).
         percent: NVML gives a percent (clamped to 100; rounding can overshoot a little).

@@ -17,7 +17,7 @@ import threading
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from gputui.model import XidEvent
+from gputui.model.gpu import XidEvent
 
 XID_CRITICAL = 0x8  # nvmlEventTypeXidCriticalError
 MAX_XIDS = 64

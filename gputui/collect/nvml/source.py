@@ -33,15 +33,15 @@ from typing import Any, TypeVar
 
 from gputui.collect.nvml.gpm import MIN_GAP_S, GpmLane
 from gputui.collect.nvml.slow_lane import GpuLost, NvmlGone, SlowLane, error_name
-from gputui.model import (
+from gputui.model.gpu import (
     GPM_MIG,
     MIG_GPM_FIELDS,
     GpuProcessSample,
     GpuReading,
     GpuSample,
     MigInstance,
-    SourceStatus,
 )
+from gputui.model.status import SourceStatus
 
 __all__ = ["INIT_FIXES", "NvmlSource", "error_class", "error_name", "load_pynvml"]
 

@@ -17,17 +17,11 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from gputui.collect.sources import ContainerCapabilities, ContainerSource
-from gputui.model import (
-    GPU_GAUGES,
-    ContainerInfo,
-    ContainerReading,
-    EngineInfo,
-    ExecResult,
-    HostStats,
-    ProcessInfo,
-    SourceStatus,
-    Visibility,
-)
+from gputui.model.containers import ContainerInfo, ContainerReading, EngineInfo, ExecResult
+from gputui.model.gauges import GPU_GAUGES
+from gputui.model.processes import ProcessInfo, Visibility
+from gputui.model.snapshot import HostStats
+from gputui.model.status import SourceStatus
 
 if TYPE_CHECKING:
     from gputui.collect.linux.parent_chain import ParentLink

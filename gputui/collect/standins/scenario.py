@@ -25,7 +25,8 @@ from gputui.collect.standins.scenario_format import (
     load_scenario,
     validate_scenario,
 )
-from gputui.model import GPU_GAUGES, MIG_GPM_FIELDS, GpuGauge, GpuReading, ScenarioKey
+from gputui.model.gauges import GPU_GAUGES, GpuGauge, ScenarioKey
+from gputui.model.gpu import MIG_GPM_FIELDS, GpuReading
 
 __all__ = [
     "ScenarioError",
@@ -113,7 +114,8 @@ class ScenarioNvml:
     """A pynvml-shaped module serving a scenario (the real error classes and constants).
 
     Its ``nvml*`` methods mirror pynvml's functions of the same names and are documented there.
-    The getters of GPU gauges are made from the field table (:data:`gputui.model.GPU_GAUGES`):
+    The getters of GPU gauges are made from the field table
+    (:data:`gputui.model.gauges.GPU_GAUGES`):
     each answers its gauges' scenario keys in the reply shape the table gives, fails with the
     error a scenario sets on a gauge's key or on the getter's group, and with ``NotSupported``
     for a gauge the scenario leaves out (unless the key has a default).
@@ -568,7 +570,7 @@ class ScenarioSource:
         """One refresh of the scenario."""
         from dataclasses import replace
 
-        from gputui.model import XidEvent
+        from gputui.model.gpu import XidEvent
 
         step = self.nvml.step
         for gpu, xid in self.nvml.events_at(step):

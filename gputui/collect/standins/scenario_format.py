@@ -14,9 +14,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from gputui.model import GPU_GAUGES, MIG_GPM_FIELDS, GpuGauge, is_nvml_uuid
-from gputui.process_fields import scenario_bounds, scenario_keys
-from gputui.userfiles import SCENARIO_LIMIT, UserFileError, read_user_text
+from gputui.boundary.userfiles import SCENARIO_LIMIT, UserFileError, read_user_text
+from gputui.model.gauges import GPU_GAUGES, GpuGauge
+from gputui.model.gpu import MIG_GPM_FIELDS, is_nvml_uuid
+from gputui.model.process_fields import scenario_bounds, scenario_keys
 
 _CUDA_VERSION_RE = re.compile(r"[0-9]{1,4}(\.[0-9]{1,2})?")
 
@@ -39,7 +40,7 @@ FACT_ERROR_KEYS = (
 
 @dataclass(frozen=True, slots=True)
 class GpuKeys:
-    """The scenario GPU keys of a field table (:data:`gputui.model.GPU_GAUGES`).
+    """The scenario GPU keys of a field table (:data:`gputui.model.gauges.GPU_GAUGES`).
 
     Attributes:
         numbers: Keys holding a number (or a time series of numbers) and their bounds.
@@ -75,7 +76,7 @@ NUMBER_FIELDS: dict[str, tuple[float, float]] = gpu_keys().numbers
 BOOL_FIELDS: tuple[str, ...] = gpu_keys().booleans
 GPU_KEYS: frozenset[str] = gpu_keys().keys
 #: The keys of a scenario process object and the ranges of its numbers (from the per-process
-#: field table, :data:`gputui.process_fields.PROCESS_FIELDS`).
+#: field table, :data:`gputui.model.process_fields.PROCESS_FIELDS`).
 PROCESS_KEYS: frozenset[str] = scenario_keys()
 PROCESS_NUMBERS: dict[str, tuple[float, float]] = scenario_bounds()
 #: The process types: compute, graphics, both, and an MPS client (NVML's MPS list).

@@ -15,15 +15,16 @@ from textual.content import Content
 from textual.screen import Screen
 from textual.widgets import Footer, Static
 
-from gputui import timestamps
+from gputui.boundary import sanitise, timestamps
 from gputui.collect.xid_catalog import HARDWARE_CLASSES
-from gputui.derive import fmt
+from gputui.derive import units
 from gputui.derive.activity import activity_estimates
 from gputui.derive.analysis import Analysis
 from gputui.derive.fault_findings import faults_of
 from gputui.derive.findings import FindingRules, Throttling
 from gputui.derive.history import UNITS, HistoryReader, container_key, coverage_label
-from gputui.model import ContainerUsage, GpuSample, Snapshot
+from gputui.model.gpu import GpuSample
+from gputui.model.snapshot import ContainerUsage, Snapshot
 from gputui.ui.styles import MUTED, severity_style
 from gputui.ui.widgets.hanging import HangingStatic
 from gputui.ui.widgets.history import SeriesRow
@@ -48,17 +49,17 @@ def title_content(usage: ContainerUsage, gone: bool) -> Content:
     info = usage.info
     parts: list[Part] = [
         ("Evidence  ", "$text-muted"),
-        (fmt.safe_text(info.name, 60), "bold"),
+        (sanitise.safe_text(info.name, 60), "bold"),
         "  ",
-        (fmt.safe_text(info.status, 12), "" if info.running else "bold $text-warning"),
+        (sanitise.safe_text(info.status, 12), "" if info.running else "bold $text-warning"),
         "  ",
-        (fmt.safe_text(info.image, 60, na=""), "$text-muted"),
+        (sanitise.safe_text(info.image, 60, na=""), "$text-muted"),
         "  ",
         (info.short_id, "$text-muted"),
     ]
     if info.compose_service:
-        project = fmt.safe_text(info.compose_project, 24, na="")
-        service = fmt.safe_text(info.compose_service, 24)
+        project = sanitise.safe_text(info.compose_project, 24, na="")
+        service = sanitise.safe_text(info.compose_service, 24)
         parts += ["  ", (f"{project}/{service}" if project else service, "italic")]
     if gone:
         gone_text = " GONE: no longer listed; last known facts "
@@ -74,7 +75,7 @@ def _findings(usage: ContainerUsage, analysis: Analysis) -> list[Part]:
         return [*parts, ("  " + quiet, "$text-muted"), "\n"]
     for finding in findings:
         style = severity_style(finding.severity)
-        summary = fmt.safe_text(finding.summary, 300)
+        summary = sanitise.safe_text(finding.summary, 300)
         parts += [("  " + finding.severity.ljust(5), style), " ", summary, "\n"]
     return parts
 
@@ -92,15 +93,15 @@ def _processes(usage: ContainerUsage, snapshot: Snapshot) -> list[Part]:
             (str(process.pid).ljust(8), "bold"),
             ("GPU ", "$text-muted"),
             str(sample.gpu_index).ljust(3),
-            (fmt.size(sample.used_memory_bytes).rjust(10), "bold"),
+            (units.size(sample.used_memory_bytes).rjust(10), "bold"),
             ("  SM ", "$text-muted"),
-            fmt.pct(sample.sm_util).rjust(4),
+            units.pct(sample.sm_util).rjust(4),
             ("  CPU ", "$text-muted"),
-            fmt.pct(info.cpu_percent).rjust(5),
+            units.pct(info.cpu_percent).rjust(5),
             "  ",
             (HIDDEN_TEXT, MUTED)
             if info.proc_hidden
-            else fmt.safe_text(info.command or info.name, 100, na="?"),
+            else sanitise.safe_text(info.command or info.name, 100, na="?"),
             "\n",
         ]
     return parts
@@ -119,7 +120,7 @@ def _gpus(usage: ContainerUsage, analysis: Analysis) -> list[Part]:
     by_index: dict[int, GpuSample] = {g.index: g for g in analysis.snapshot.gpus}
     indexes = _gpu_indexes(usage)
     if not indexes:
-        request = fmt.gpu_request(usage.info.gpu_request)
+        request = units.gpu_request(usage.info.gpu_request)
         return [*parts, (f"  none in use (GPU request: {request})", "$text-muted"), "\n"]
     for index in indexes:
         gpu = by_index.get(index)
@@ -127,30 +128,30 @@ def _gpus(usage: ContainerUsage, analysis: Analysis) -> list[Part]:
         if gpu is not None:
             parts += [
                 ("  util ", "$text-muted"),
-                fmt.pct(gpu.utilization_gpu),
+                units.pct(gpu.utilization_gpu),
                 ("  mem ", "$text-muted"),
-                f"{fmt.size(gpu.memory_used_bytes)}/{fmt.size(gpu.memory_total_bytes)}",
+                f"{units.size(gpu.memory_used_bytes)}/{units.size(gpu.memory_total_bytes)}",
                 ("  throttle ", "$text-muted"),
-                fmt.throttle(gpu.throttle_reasons),
+                units.throttle(gpu.throttle_reasons),
             ]
             if gpu.gpm_sm_active is not None:
                 # util says a kernel ran; GPM says how much of the GPU worked.
                 parts += [
                     ("  SM act ", "$text-muted"),
-                    fmt.pct(gpu.gpm_sm_active),
+                    units.pct(gpu.gpm_sm_active),
                     ("  tensor ", "$text-muted"),
-                    fmt.pct(gpu.gpm_tensor_active),
+                    units.pct(gpu.gpm_tensor_active),
                     ("  DRAM bw ", "$text-muted"),
-                    fmt.pct(gpu.gpm_dram_active),
+                    units.pct(gpu.gpm_dram_active),
                 ]
         shares = analysis.shares.get(index, ())
         if len(shares) >= 2:
             parts += ["\n", ("    shared: ", "bold $text-warning")]
             for n, share in enumerate(shares):
-                label = fmt.safe_text(share.label, 40)
+                label = sanitise.safe_text(share.label, 40)
                 me = share.party == usage.info.id
                 sm = "" if share.sm_util is None else f" SM {share.sm_util}%"
-                size = fmt.size(share.memory_bytes)
+                size = units.size(share.memory_bytes)
                 memory = f"{share.memory_share * 100:.0f}% of memory ({size})"
                 parts += [
                     (" · " if n else "", "$text-muted"),
@@ -194,16 +195,16 @@ def _cpu(usage: ContainerUsage, throttling: Throttling | None, throttle_ratio: f
     parts = _section("CPU")
     used = info.cpu_percent
     if info.cpu_quota_cpus:
-        of_quota = fmt.ratio(used, info.cpu_quota_cpus * 100)
+        of_quota = units.ratio(used, info.cpu_quota_cpus * 100)
         level = "bold $text-warning" if (of_quota or 0) >= 90 else ""
         parts += _fact(
             "use",
-            fmt.pct(used),
+            units.pct(used),
             (f"  of a {info.cpu_quota_cpus:g}-CPU quota: ", "$text-muted"),
-            (fmt.pct(of_quota), level),
+            (units.pct(of_quota), level),
         )
     else:
-        parts += _fact("use", fmt.pct(used), ("  (100% = one core; no CPU quota)", "$text-muted"))
+        parts += _fact("use", units.pct(used), ("  (100% = one core; no CPU quota)", "$text-muted"))
     if info.cpu_periods is None or info.cpu_throttled_periods is None:
         parts += _fact("throttling", ("not known (cgroup cpu.stat not readable)", "$text-muted"))
     elif throttling is None:
@@ -229,23 +230,26 @@ def _memory(usage: ContainerUsage, snapshot: Snapshot) -> list[Part]:
     if host is None and snapshot.engine is not None:
         host = snapshot.engine.host_memory_bytes
     if used is None:
-        limit_text = "" if limit is None else f" (limit {fmt.size(limit)})"
+        limit_text = "" if limit is None else f" (limit {units.size(limit)})"
         parts += _fact("use", (f"not known{limit_text}", "$text-muted"))
     elif limit is not None and (host is None or limit < host):
-        share = fmt.ratio(used, limit)
+        share = units.ratio(used, limit)
         level = "bold $text-error" if (share or 0) >= 90 else ""
-        text = f"{fmt.size(used)} of its {fmt.size(limit)} limit ({fmt.pct(share)})"
+        text = f"{units.size(used)} of its {units.size(limit)} limit ({units.pct(share)})"
         parts += _fact("use", (text, level))
     else:
-        parts += _fact("use", fmt.size(used), ("  (no memory limit)", "$text-muted"))
+        parts += _fact("use", units.size(used), ("  (no memory limit)", "$text-muted"))
     oom = info.oom_killed
     parts += _fact(
         "OOM-killed",
-        ("yes" if oom else "no" if oom is not None else fmt.NA, "bold $text-error" if oom else ""),
+        (
+            "yes" if oom else "no" if oom is not None else sanitise.NA,
+            "bold $text-error" if oom else "",
+        ),
     )
     restarts = info.restart_count
     restart_style = "bold $text-warning" if restarts else ""
-    parts += _fact("restarts", (fmt.NA if restarts is None else str(restarts), restart_style))
+    parts += _fact("restarts", (sanitise.NA if restarts is None else str(restarts), restart_style))
     return parts
 
 
@@ -262,10 +266,10 @@ def _kernel_faults(usage: ContainerUsage, snapshot: Snapshot) -> list[Part]:
             ("  " + timestamps.utc(fault.at) + "  ", "$text-muted"),
             (what, "bold $text-error" if hardware else "bold $text-warning"),
             "  ",
-            fmt.safe_text(f"{fault.fault_class}: {fault.fix}", 160),
+            sanitise.safe_text(f"{fault.fault_class}: {fault.fix}", 160),
             (f"  ({how})" if how else "", "$text-muted"),
             "\n",
-            ("    " + fmt.safe_text(fault.raw, 300), "$text-muted"),
+            ("    " + sanitise.safe_text(fault.raw, 300), "$text-muted"),
             "\n",
         ]
     return parts
@@ -285,7 +289,7 @@ def evidence_content(usage: ContainerUsage, analysis: Analysis) -> Content:
     problem: list[Part] = []
     if usage.info.inspect_problem:
         # A stub from the list reply: say what is missing before anything built on it.
-        text = "  Docker: " + fmt.safe_text(usage.info.inspect_problem, 200)
+        text = "  Docker: " + sanitise.safe_text(usage.info.inspect_problem, 200)
         problem = [*_section("Engine description"), (text, "bold $text-warning"), "\n"]
     return Content.assemble(
         *problem,

@@ -17,8 +17,8 @@ from textual.css.query import NoMatches
 from textual.screen import ModalScreen
 from textual.widgets import LoadingIndicator, Static
 
-from gputui.derive import fmt
-from gputui.model import ExecResult
+from gputui.boundary import sanitise
+from gputui.model.containers import ExecResult
 
 #: Why the two process lists differ; shown under every result.
 PID_NAMESPACE_NOTE = (
@@ -83,7 +83,7 @@ def _stream_lines(name: str, stream: str) -> list[str | tuple[str, str]]:
         # Cut before sanitising: a single 1 MiB line costs its whole length in safe_text.
         piece = line[: min(budget, 4 * MAX_LINE_CHARS)]
         budget -= len(piece)
-        parts += [fmt.safe_text(piece, MAX_LINE_CHARS, na=""), "\n"]
+        parts += [sanitise.safe_text(piece, MAX_LINE_CHARS, na=""), "\n"]
         shown += 1
     if len(lines) > shown:
         more = len(lines) - shown
@@ -112,7 +112,7 @@ def result_content(container: str, result: ExecResult) -> Content:
         The body of the modal; output keeps its lines but loses control, bidi and zero-width
         characters.
     """
-    argv = " ".join(fmt.safe_text(a, 80) for a in result.argv) or "nvidia-smi"
+    argv = " ".join(sanitise.safe_text(a, 80) for a in result.argv) or "nvidia-smi"
     code = "none" if result.exit_code is None else str(result.exit_code)
     ok = result.exit_code == 0 and result.error is None and not result.timed_out
     parts: list[str | tuple[str, str]] = [
@@ -133,7 +133,7 @@ def result_content(container: str, result: ExecResult) -> Content:
             "\n",
         ]
     if result.error:
-        parts += [(_prose(fmt.safe_text(result.error, 500)), "bold $text-error"), "\n"]
+        parts += [(_prose(sanitise.safe_text(result.error, 500)), "bold $text-error"), "\n"]
     for name, stream in (("stdout", result.stdout), ("stderr", result.stderr)):
         if stream:
             parts += _stream_lines(name, stream)

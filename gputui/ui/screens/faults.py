@@ -15,10 +15,10 @@ from textual.content import Content
 from textual.screen import Screen
 from textual.widgets import Footer, Static
 
-from gputui import timestamps
+from gputui.boundary import sanitise, timestamps
 from gputui.collect.xid_catalog import HARDWARE_CLASSES
-from gputui.derive import fmt
-from gputui.model import KernelFault, Snapshot
+from gputui.model.faults import KernelFault
+from gputui.model.snapshot import Snapshot
 
 Part = str | tuple[str, str]
 
@@ -39,10 +39,10 @@ ATTRIBUTION_TEXT = {
 def _who(fault: KernelFault) -> list[Part]:
     if fault.container_id is not None:
         name = fault.container_name or fault.container_id[:12]
-        return [("container ", "$text-muted"), (fmt.safe_text(name, 60), "bold")]
+        return [("container ", "$text-muted"), (sanitise.safe_text(name, 60), "bold")]
     if fault.candidates:
         names = [
-            fmt.safe_text(c.container_name or (c.container_id or "host")[:12], 30)
+            sanitise.safe_text(c.container_name or (c.container_id or "host")[:12], 30)
             + f" (PID {c.pid})"
             for c in fault.candidates[:6]
         ]
@@ -64,9 +64,9 @@ def faults_content(snapshot: Snapshot) -> Content:
     if not source.ok:
         parts += [
             ("Cannot read the kernel log: ", "bold $text-warning"),
-            fmt.safe_text(source.error, 200),
+            sanitise.safe_text(source.error, 200),
             "\n",
-            ("  " + fmt.safe_text(source.fix, 400), "$text-muted"),
+            ("  " + sanitise.safe_text(source.fix, 400), "$text-muted"),
             "\n\n",
         ]
     faults = list(reversed(snapshot.kernel_faults))[:MAX_SHOWN]
@@ -85,7 +85,9 @@ def faults_content(snapshot: Snapshot) -> Content:
         )
         process = ""
         if fault.pid is not None:
-            process = f"PID {fault.pid} {fmt.safe_text(fault.process_name, 24, na='')}".rstrip()
+            process = (
+                f"PID {fault.pid} {sanitise.safe_text(fault.process_name, 24, na='')}".rstrip()
+            )
         parts += [
             (timestamps.utc(fault.at) + "  ", "$text-muted"),
             (what.ljust(9), "bold $text-error" if hardware else "bold $text-warning"),
@@ -95,12 +97,12 @@ def faults_content(snapshot: Snapshot) -> Content:
             ("  " + process if process else "", ""),
             ("  (injected)" if fault.injected else "", "$text-muted"),
             "\n",
-            ("    " + fmt.safe_text(fault.meaning, 120) + ": ", "$text-muted"),
-            fmt.safe_text(fault.fix, 200),
+            ("    " + sanitise.safe_text(fault.meaning, 120) + ": ", "$text-muted"),
+            sanitise.safe_text(fault.fix, 200),
             "\n",
             ("    " + ATTRIBUTION_TEXT.get(fault.attribution, fault.attribution), "$text-muted"),
             "\n",
-            ("    " + fmt.safe_text(fault.raw, 300), "$text-muted italic"),
+            ("    " + sanitise.safe_text(fault.raw, 300), "$text-muted italic"),
             "\n",
         ]
     return Content.assemble(*parts)

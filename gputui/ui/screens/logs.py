@@ -10,7 +10,7 @@ later), so keys are answered between them. A container printing faster than that
 in a loop, ``cat`` of a binary) fills the buffer, whose oldest lines are then dropped and
 counted ("N lines skipped" on the status line): the screen shows the newest output, late by at
 most the buffer, never minutes behind. Closing the screen closes the stream's socket, which
-ends the thread. Every line passes through :func:`~gputui.derive.fmt.safe_text` once, when it
+ends the thread. Every line passes through :func:`~gputui.boundary.sanitise.safe_text` once, when it
 is shown: escape sequences, control, bidi and zero-width characters never reach the terminal.
 """
 
@@ -34,6 +34,7 @@ from textual.scroll_view import ScrollView
 from textual.strip import Strip
 from textual.widgets import Footer, Input, Static
 
+from gputui.boundary import sanitise
 from gputui.collect.docker.logs import (
     MAX_LINE_BYTES,
     MAX_PENDING_BYTES,
@@ -43,7 +44,6 @@ from gputui.collect.docker.logs import (
     LogStreamError,
     PendingLines,
 )
-from gputui.derive import fmt
 
 #: Characters of one line shown (a cut line says so after them).
 MAX_SHOWN_CHARS = MAX_LINE_BYTES
@@ -84,7 +84,7 @@ class ShownLine:
 
 def shown_line(line: LogLine) -> ShownLine:
     """Sanitise one line for the screen (tabs expanded first: safe_text makes a tab a space)."""
-    text = fmt.safe_text(line.text.expandtabs(8), MAX_SHOWN_CHARS, na="")
+    text = sanitise.safe_text(line.text.expandtabs(8), MAX_SHOWN_CHARS, na="")
     return ShownLine(line.stream == "stderr", text, short_time(line.timestamp), line.cut)
 
 
@@ -98,7 +98,7 @@ def short_time(timestamp: str | None) -> str:
     date, _, clock = timestamp.partition("T")
     seconds, dot, rest = clock[:8], clock[8:9], clock[9:]
     fraction = rest[: len(rest) - len(rest.lstrip("0123456789"))] if dot == "." else ""
-    return fmt.safe_text(f"{date} {seconds}.{(fraction + '000')[:3]}", 30, na="")
+    return sanitise.safe_text(f"{date} {seconds}.{(fraction + '000')[:3]}", 30, na="")
 
 
 class LogView(ScrollView, can_focus=True):
@@ -423,7 +423,7 @@ class LogsScreen(Screen[None]):
             parts += [("▌", "bold $text-error"), (" stderr", "")]
         if view.pattern:
             found = "no match" if view.current is None else f"line {view.current + 1:,}"
-            parts.append((f" · /{fmt.safe_text(view.pattern, 30, na='')}: {found}", ""))
+            parts.append((f" · /{sanitise.safe_text(view.pattern, 30, na='')}: {found}", ""))
         return Content.assemble(*parts)
 
     def update_status(self) -> None:
@@ -536,7 +536,7 @@ class LogsScreen(Screen[None]):
         """Say that (and why) the stream ended."""
         self.on_logs_screen_arrived(self.Arrived())  # lines still in the buffer keep coming
         self.ended = True
-        self.error = fmt.safe_text(message.error, 200) if message.error else None
+        self.error = sanitise.safe_text(message.error, 200) if message.error else None
         self.update_status()
 
     # ---------------------------------------------------------------------- actions

@@ -16,13 +16,15 @@ from textual.screen import Screen
 from textual.widget import Widget
 from textual.widgets import Footer, Input, Static, TabbedContent, TabPane, Tree
 
-from gputui.derive import fmt
+from gputui.boundary import sanitise
 from gputui.derive.analysis import Analysis, worst_severity
 from gputui.derive.freshness import container_stats_note, process_figures_note
 from gputui.derive.history import HistoryReader
 from gputui.derive.tree import build_groups
 from gputui.derive.users import user_totals
-from gputui.model import ContainerUsage, GpuProcess, HealthStatus, Snapshot, worst_status
+from gputui.model.processes import GpuProcess
+from gputui.model.snapshot import ContainerUsage, Snapshot
+from gputui.model.status import HealthStatus, worst_status
 from gputui.ui import action_table
 from gputui.ui.empty_states import containers_empty, gpus_empty, processes_empty
 from gputui.ui.layout import SIDE_HYSTERESIS, SIDE_WIDTH, Layout, choose_layout, wants_side
@@ -285,7 +287,7 @@ class MainScreen(Screen[None]):
     def _update_proc_status(self) -> None:
         shown = self.table.row_count
         total = len(self.snapshot.processes) if self.snapshot else 0
-        needle = fmt.safe_text(self.table.filter_text, 60)
+        needle = sanitise.safe_text(self.table.filter_text, 60)
         filt = f"  ·  filter “{needle}”" if self.table.filter_text else ""
         note = process_figures_note(self.snapshot) if self.snapshot else None
         self.proc_status.set_class(note is not None, "-noted")

@@ -19,9 +19,9 @@ from textual.screen import Screen
 from textual.widgets import Footer, Label, Static
 from textual.worker import Worker, WorkerState
 
-from gputui import timestamps
+from gputui.boundary import sanitise, timestamps
 from gputui.collect.linux.parent_chain import EXITED_NOTE, ParentLink
-from gputui.derive import fmt
+from gputui.derive import units
 from gputui.derive.freshness import age_text
 from gputui.derive.history import coverage_label, resample, value_summary
 from gputui.derive.process_history import (
@@ -31,7 +31,8 @@ from gputui.derive.process_history import (
     identity_of,
     totals,
 )
-from gputui.model import ContainerUsage, GpuProcess, Snapshot
+from gputui.model.processes import GpuProcess
+from gputui.model.snapshot import ContainerUsage, Snapshot
 from gputui.ui.action_table import ACTIONS
 from gputui.ui.styles import MUTED
 from gputui.ui.widgets.hanging import HangingStatic
@@ -74,14 +75,14 @@ def title_content(process: GpuProcess, exited_at: float | None, confirmed: bool 
             GPU memory (``GONE from the GPUs``).
     """
     info = process.info
-    name = HIDDEN_TEXT if info.proc_hidden else fmt.safe_text(info.name, 40, na="?")
+    name = HIDDEN_TEXT if info.proc_hidden else sanitise.safe_text(info.name, 40, na="?")
     parts: list[Part] = [
         ("Process  ", MUTED),
         (str(process.pid), "bold"),
         "  ",
         (name, "bold"),
         "  ",
-        (fmt.safe_text(info.user, 32, na=""), MUTED),
+        (sanitise.safe_text(info.user, 32, na=""), MUTED),
     ]
     if exited_at is not None:
         when = timestamps.local(exited_at, date=False)
@@ -99,27 +100,27 @@ def _container_part(process: GpuProcess, usage: ContainerUsage | None) -> list[P
             return _fact("container", ("unknown: the PID is not visible to gputui", MUTED))
         return _fact("container", ("none: a host process", MUTED))
     if usage is None or not usage.known_to_engine:
-        runtime = fmt.safe_text(info.runtime, 20, na="another runtime")
+        runtime = sanitise.safe_text(info.runtime, 20, na="another runtime")
         text = f"{cid[:12]}  (from its cgroup; not a Docker container: {runtime})"
         parts = _fact("container", text)
     else:
         c = usage.info
         parts = _fact(
             "container",
-            (fmt.safe_text(c.name, 60), "bold"),
+            (sanitise.safe_text(c.name, 60), "bold"),
             "  ",
-            (fmt.safe_text(c.status, 12), "" if c.running else "bold $text-warning"),
+            (sanitise.safe_text(c.status, 12), "" if c.running else "bold $text-warning"),
             "  ",
             (c.short_id, MUTED),
             "  ",
-            (fmt.safe_text(c.image, 60, na=""), MUTED),
+            (sanitise.safe_text(c.image, 60, na=""), MUTED),
         )
         if c.compose_service:
-            project = fmt.safe_text(c.compose_project, 24, na="")
-            service = fmt.safe_text(c.compose_service, 24)
+            project = sanitise.safe_text(c.compose_project, 24, na="")
+            service = sanitise.safe_text(c.compose_service, 24)
             parts += _fact("compose", f"{project}/{service}" if project else service)
     if info.pod_uid:
-        parts += _fact("pod", fmt.safe_text(info.pod_uid, 40))
+        parts += _fact("pod", sanitise.safe_text(info.pod_uid, 40))
     return parts
 
 
@@ -139,7 +140,7 @@ def _pids(process: GpuProcess) -> list[Part]:
 def _times(process: GpuProcess, now: float, exited_at: float | None) -> list[Part]:
     start = process.info.start_time
     if start is None:
-        return _fact("started", (fmt.NA, MUTED))
+        return _fact("started", (sanitise.NA, MUTED))
     end = now if exited_at is None else exited_at
     ran = since(start, end)
     tail = f"  (ran at least {ran})" if exited_at is not None else f"  (running for {ran})"
@@ -153,16 +154,16 @@ def _gpus(rows: tuple[GpuProcess, ...], snapshot: Snapshot) -> list[Part]:
         sample = row.sample
         gpu = by_index.get(sample.gpu_index)
         total = None if gpu is None else gpu.memory_total_bytes
-        share = fmt.ratio(sample.used_memory_bytes, total)
+        share = units.ratio(sample.used_memory_bytes, total)
         parts += [
             ("  GPU ", MUTED),
             (str(sample.gpu_index).ljust(3), "bold"),
-            (fmt.size(sample.used_memory_bytes).rjust(10), "bold"),
-            (f"  {fmt.pct(share)} of its memory" if share is not None else "", MUTED),
+            (units.size(sample.used_memory_bytes).rjust(10), "bold"),
+            (f"  {units.pct(share)} of its memory" if share is not None else "", MUTED),
             ("  SM ", MUTED),
-            fmt.pct(sample.sm_util),
+            units.pct(sample.sm_util),
             ("  type ", MUTED),
-            fmt.safe_text(sample.kind, 4),
+            sanitise.safe_text(sample.kind, 4),
         ]
         if sample.mig_gi_id is not None:
             parts += [("  MIG GI ", MUTED), str(sample.mig_gi_id)]
@@ -184,7 +185,7 @@ def _chain(
     if not links:
         return [*parts, ("  " + (note or "none: it is the first process"), MUTED), "\n"]
     for link in links:
-        command = fmt.safe_text(link.command or f"[{link.name}]", PARENT_LIMIT)
+        command = sanitise.safe_text(link.command or f"[{link.name}]", PARENT_LIMIT)
         parts += [("  ↑ ", MUTED), (str(link.pid).rjust(7), "bold"), "  ", command, "\n"]
     if note:
         parts += [("  " + note, MUTED), "\n"]
@@ -199,7 +200,7 @@ def command_content(process: GpuProcess) -> Content:
     if info.command is None:
         why = "not readable (permission)" if info.access_denied else "unknown"
         return Content.styled(why, MUTED)
-    return Content(fmt.safe_text(info.command, COMMAND_LIMIT))
+    return Content(sanitise.safe_text(info.command, COMMAND_LIMIT))
 
 
 def detail_content(
@@ -226,23 +227,23 @@ def detail_content(
     parts: list[Part] = _section("Process")
     parts += _pids(process)
     parts += _container_part(process, usage)
-    parts += _fact("user", fmt.safe_text(info.user, 32))
+    parts += _fact("user", sanitise.safe_text(info.user, 32))
     parts += _times(process, snapshot.taken_at, exited_at)
     # Beyond a few hundred GPU processes CPU/RSS are read in turn: say how old this pair is.
     age = age_text(snapshot.taken_at, info.sampled_at)
     parts += _fact(
         "CPU",
-        fmt.pct(info.cpu_percent),
+        units.pct(info.cpu_percent),
         ("  RSS ", MUTED),
-        fmt.size(info.rss_bytes),
+        units.size(info.rss_bytes),
         (f"  CPU/RSS read {age} ago" if age else "", MUTED),
     )
     if total is not None:
         parts += _fact(
             "GPU total",
-            (fmt.size(total.memory_bytes), "bold"),
+            (units.size(total.memory_bytes), "bold"),
             ("  SM ", MUTED),
-            fmt.pct(total.sm_util),
+            units.pct(total.sm_util),
         )
     if info.access_denied:
         parts += _fact("note", ("some facts are not readable (permission)", MUTED))

@@ -15,7 +15,8 @@ from textual.binding import Binding
 from textual.containers import Vertical
 from textual.widgets import DataTable, Static
 
-from gputui.derive import fmt
+from gputui.boundary import sanitise
+from gputui.derive import units
 from gputui.derive.alerts import Alert, AlertPhase, AlertState
 from gputui.ui.styles import EMPH, PHASE_STYLE, Styled, severity_style
 
@@ -94,14 +95,14 @@ def fit_columns(
 
 def _utc(ts: float | None) -> str:
     if ts is None:
-        return fmt.NA
+        return sanitise.NA
     return dt.datetime.fromtimestamp(ts, dt.timezone.utc).strftime("%Y-%m-%d %H:%M:%S")
 
 
 def _message(alert: Alert) -> str:
     # The subject has its own column: the message need not start with it again.
     message = alert.message.removeprefix(f"{alert.subject}: ")
-    return fmt.safe_text(message, 200)
+    return sanitise.safe_text(message, 200)
 
 
 def _text(value: str, style: str = "") -> Styled:
@@ -123,10 +124,10 @@ def active_cells(alert: Alert, now: float) -> dict[str, Styled]:
     held = now - (alert.firing_since if alert.firing_since is not None else alert.since)
     return {
         "phase": _text(alert.phase.value, PHASE_STYLE[alert.phase]),
-        "severity": _text(fmt.safe_text(alert.severity, 10), severity_style(alert.severity)),
-        "rule": _text(fmt.safe_text(alert.rule, 60), EMPH),
-        "subject": _text(fmt.safe_text(alert.subject, 60)),
-        "for": _text(fmt.duration(held)),
+        "severity": _text(sanitise.safe_text(alert.severity, 10), severity_style(alert.severity)),
+        "rule": _text(sanitise.safe_text(alert.rule, 60), EMPH),
+        "subject": _text(sanitise.safe_text(alert.subject, 60)),
+        "for": _text(units.duration(held)),
         "message": _text(_message(alert)),
     }
 
@@ -138,8 +139,8 @@ def history_cells(alert: Alert) -> dict[str, Styled]:
     return {
         "time": _text(_utc(when)),
         "event": _text("resolved" if resolved else "fired", PHASE_STYLE[alert.phase]),
-        "rule": _text(fmt.safe_text(alert.rule, 60), EMPH),
-        "subject": _text(fmt.safe_text(alert.subject, 60)),
+        "rule": _text(sanitise.safe_text(alert.rule, 60), EMPH),
+        "subject": _text(sanitise.safe_text(alert.subject, 60)),
         "message": _text(_message(alert)),
     }
 

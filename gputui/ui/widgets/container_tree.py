@@ -3,7 +3,8 @@
 Node identity is a key (``c:<container id>``, ``p:<pid>:<gpu>``, ``g:host``...), so a refresh
 updates labels in place, keeps expansion and the cursor, removes vanished nodes and inserts new
 ones where they belong; nothing is rebuilt from scratch. The labels are aligned columns built in
-:mod:`gputui.ui.widgets.tree_labels` (untrusted strings through ``fmt.safe_text``, never markup);
+:mod:`gputui.ui.widgets.tree_labels` (untrusted strings through ``sanitise.safe_text``, never
+markup);
 :class:`ContainerPane` puts the column titles, the active sort and filter and the filter input
 above the tree.
 
@@ -29,7 +30,7 @@ from textual.content import Content
 from textual.widgets import Input, Static
 from textual.widgets.tree import TreeNode
 
-from gputui.derive import fmt
+from gputui.boundary import sanitise
 from gputui.derive.tree import (
     HOST_KEY,
     ORPHANS_KEY,
@@ -40,7 +41,8 @@ from gputui.derive.tree import (
     natural_key,
     process_key,
 )
-from gputui.model import ContainerUsage, GpuProcess
+from gputui.model.processes import GpuProcess
+from gputui.model.snapshot import ContainerUsage
 from gputui.ui.styles import themed
 from gputui.ui.textual_compat import (
     TREE_TOGGLE_STYLE,
@@ -807,7 +809,7 @@ class ContainerPane(Vertical):
             (f"  ·  {counts}", "$text-muted"),
         ]
         if needle:
-            parts.append((f"  ·  filter “{fmt.safe_text(needle, 60)}”", "$text-warning"))
+            parts.append((f"  ·  filter “{sanitise.safe_text(needle, 60)}”", "$text-warning"))
         parts.append(("   (s/S: sort  /: filter)", "$text-muted"))
         key = "".join(p if isinstance(p, str) else p[0] for p in parts)
         # The default order needs no line of its own (the titles say what the rows are): the
@@ -853,7 +855,7 @@ class ContainerPane(Vertical):
         if tree.root.children:
             self.empty.show(None)
         elif tree.filter_text and self._why_empty is None:
-            shown = fmt.safe_text(tree.filter_text, 40)
+            shown = sanitise.safe_text(tree.filter_text, 40)
             self.empty.show(
                 Content.assemble(
                     ("Nothing matches ", "bold"),

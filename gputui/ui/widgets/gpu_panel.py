@@ -16,10 +16,12 @@ from textual.events import Resize
 from textual.widget import Widget
 from textual.widgets import Static
 
-from gputui.derive import fmt
+from gputui.boundary import sanitise
+from gputui.derive import units
 from gputui.derive.findings import Share
 from gputui.derive.history import HistoryReader, gpu_key
-from gputui.model import GpuSample, mig_device_name
+from gputui.model.gpu import GpuSample
+from gputui.model.mig import mig_device_name
 from gputui.ui.layout import CARD_HEIGHT, GpuStyle
 from gputui.ui.widgets.repaint import LineCachedWidget
 from gputui.ui.widgets.spark import SparkPair
@@ -45,31 +47,31 @@ def _gauge(label: str, percent: float | None, value: str, width: int) -> list[Pa
     return [
         (label, "$text-muted"),
         " ",
-        (fmt.bar(percent, bar_width), _level_style(percent)),
+        (units.bar(percent, bar_width), _level_style(percent)),
         " ",
         (value.rjust(max(0, width - len(label) - bar_width - 2)), "bold"),
     ]
 
 
 def _short_name(name: str | None) -> str:
-    text = fmt.safe_text(name, 40, na="GPU")
+    text = sanitise.safe_text(name, 40, na="GPU")
     return text.removeprefix("NVIDIA ").strip() or text
 
 
 def _mem_value(gpu: GpuSample) -> str:
     used, total = gpu.memory_used_bytes, gpu.memory_total_bytes
     if used is None:
-        return fmt.NA  # "N/A/141GiB" reads badly; the total alone says nothing about use
-    return f"{fmt.size(used)}/{fmt.size(total)}"
+        return sanitise.NA  # "N/A/141GiB" reads badly; the total alone says nothing about use
+    return f"{units.size(used)}/{units.size(total)}"
 
 
 def _power_value(gpu: GpuSample) -> str:
     """``684/700W``; ``N/A`` (never a bare ``/700W``) when the reading is missing."""
     if gpu.power_w is None:
-        return fmt.NA
+        return sanitise.NA
     if gpu.power_limit_w is None:
-        return fmt.watts(gpu.power_w)
-    return f"{gpu.power_w:.0f}/{fmt.watts(gpu.power_limit_w)}"
+        return units.watts(gpu.power_w)
+    return f"{gpu.power_w:.0f}/{units.watts(gpu.power_limit_w)}"
 
 
 def share_parts(shares: tuple[Share, ...], width: int) -> list[Part]:
@@ -99,11 +101,11 @@ def share_parts(shares: tuple[Share, ...], width: int) -> list[Part]:
     while len(shown) > 2 and needed(shown, 6 * len(shown), len(shares) - len(shown)) > width:
         shown = shown[:-1]
     rest = len(shares) - len(shown)
-    names = [fmt.safe_text(s.label, 40) for s in shown]
+    names = [sanitise.safe_text(s.label, 40) for s in shown]
     room = width - needed(shown, 0, rest)
     if sum(len(n) for n in names) > room:
         each = max(6, room // len(shown))
-        names = [fmt.safe_text(n, each) for n in names]
+        names = [sanitise.safe_text(n, each) for n in names]
     parts: list[Part] = [("shared: ", "bold $text-warning")]
     for index, (share, name) in enumerate(zip(shown, names, strict=True)):
         if index:
@@ -133,26 +135,26 @@ def compact_line(gpu: GpuSample, width: int, shared: bool = False) -> Content:
             (" LOST ", "bold reverse $text-error"),
             " ",
             (
-                fmt.safe_text(gpu.error, max(0, width - len(head) - 7), na="GPU is lost"),
+                sanitise.safe_text(gpu.error, max(0, width - len(head) - 7), na="GPU is lost"),
                 "$text-error",
             ),
         )
-    tail = f" {fmt.temp(gpu.temperature_c):>5} {_power_value(gpu):>9}"
+    tail = f" {units.temp(gpu.temperature_c):>5} {_power_value(gpu):>9}"
     rest = max(20, width - len(head) - len(tail))
     util_w = rest * 2 // 5
     util = gpu.utilization_gpu
     temp = None if gpu.temperature_c is None else float(gpu.temperature_c)
-    mem_pct = fmt.ratio(gpu.memory_used_bytes, gpu.memory_total_bytes)
-    throttled = fmt.throttle(gpu.throttle_reasons) not in ("none", fmt.NA)
+    mem_pct = units.ratio(gpu.memory_used_bytes, gpu.memory_total_bytes)
+    throttled = units.throttle(gpu.throttle_reasons) not in ("none", sanitise.NA)
     act: list[Part] = []
     if gpu.gpm_sm_active is not None:
         # SM activity beside util, never in its place: util is "a kernel was running".
-        act = [(" SM act", "$text-muted"), (f"{fmt.pct(gpu.gpm_sm_active):>5}", "bold")]
+        act = [(" SM act", "$text-muted"), (f"{units.pct(gpu.gpm_sm_active):>5}", "bold")]
         # Its cells come out of util's bar first: memory keeps room for its whole value.
         mem_need = len("mem") + len(_mem_value(gpu)) + 2 + 3
         util_w = max(12, min(util_w, rest - 1 - _plain_width(act) - mem_need))
     mem_w = rest - util_w - 1 - _plain_width(act)
-    util_parts = [*_gauge("util", util, fmt.pct(util), util_w), *act]
+    util_parts = [*_gauge("util", util, units.pct(util), util_w), *act]
     if util is None and gpu.mig_mode_current and gpu.mig_instances:
         # No utilization on a MIG GPU: its devices' memory use takes the gauge's cells.
         listed = [("MIG ", "bold $text-accent"), *mig_parts(gpu)]
@@ -185,7 +187,7 @@ def _fitted(parts: list[Part], width: int) -> Content:
 
 def _rate(kbps: int | None) -> str:
     """PCIe throughput (NVML reports KB/s) as ``1.2GiB/s``."""
-    return fmt.NA if kbps is None else f"{fmt.size(kbps * 1024)}/s"
+    return sanitise.NA if kbps is None else f"{units.size(kbps * 1024)}/s"
 
 
 def title_parts(gpu: GpuSample, width: int, shares: tuple[Share, ...] = ()) -> list[Part]:
@@ -222,8 +224,8 @@ def title_parts(gpu: GpuSample, width: int, shares: tuple[Share, ...] = ()) -> l
 def _util_value(gpu: GpuSample) -> str:
     """Utilization; on a MIG GPU, where NVML measures none, ``N/A MIG`` says why."""
     if gpu.utilization_gpu is None and gpu.mig_mode_current:
-        return f"{fmt.NA} MIG"
-    return fmt.pct(gpu.utilization_gpu)
+        return f"{sanitise.NA} MIG"
+    return units.pct(gpu.utilization_gpu)
 
 
 def mig_parts(gpu: GpuSample, util: bool = True) -> list[Part]:
@@ -240,16 +242,16 @@ def mig_parts(gpu: GpuSample, util: bool = True) -> list[Part]:
         if inst.index < 0:
             parts.append((f"GI {inst.gpu_instance_id} no CI", "$text-warning"))
             continue
-        pct = fmt.ratio(inst.memory_used_bytes, inst.memory_total_bytes)
+        pct = units.ratio(inst.memory_used_bytes, inst.memory_total_bytes)
         parts += [
             (mig_device_name(gpu.index, inst.index), "bold"),
-            (f" {fmt.safe_text(inst.profile, 12, na='?')} ", "$text-muted"),
+            (f" {sanitise.safe_text(inst.profile, 12, na='?')} ", "$text-muted"),
         ]
-        parts.append((fmt.pct(pct), _level_style(pct)))
+        parts.append((units.pct(pct), _level_style(pct)))
         if util and inst.gpm_graphics_active is not None:
             # NVML has no utilization per MIG device; GPM measures its GPU instance.
             active = inst.gpm_graphics_active
-            parts += [(" util ", "$text-muted"), (fmt.pct(active), _level_style(active))]
+            parts += [(" util ", "$text-muted"), (units.pct(active), _level_style(active))]
     return parts
 
 
@@ -275,9 +277,9 @@ def detail_parts(gpu: GpuSample) -> list[Part]:
         (" tx ", "$text-muted"),
         _rate(gpu.pcie_tx_kbps),
         ("  enc ", "$text-muted"),
-        fmt.pct(gpu.encoder_util),
+        units.pct(gpu.encoder_util),
         (" dec ", "$text-muted"),
-        fmt.pct(gpu.decoder_util),
+        units.pct(gpu.decoder_util),
     ]
     if gpu.ecc_mode_current is not None:
         parts.append(("  ECC ", "$text-muted"))
@@ -310,38 +312,40 @@ def card_lines(gpu: GpuSample, width: int, shares: tuple[Share, ...] = ()) -> Co
     title = title_parts(gpu, width, shares)
     if gpu.lost:
         title = [*title_parts(gpu, width - 8), "  ", (" LOST ", "bold reverse $text-error")]
-        error = fmt.safe_text(gpu.error, max(10, width), na="GPU is lost (fallen off the bus?)")
+        error = sanitise.safe_text(
+            gpu.error, max(10, width), na="GPU is lost (fallen off the bus?)"
+        )
         return Content("\n").join(
             [_fitted(title, width), _fitted([(error, "$text-error")], width), "", "", ""]
         )
     half = max(16, (width - 2) // 2)
-    mem_pct = fmt.ratio(gpu.memory_used_bytes, gpu.memory_total_bytes)
+    mem_pct = units.ratio(gpu.memory_used_bytes, gpu.memory_total_bytes)
     temp = None if gpu.temperature_c is None else float(gpu.temperature_c)
-    power_pct = fmt.ratio(gpu.power_w, gpu.power_limit_w)
-    reasons = fmt.throttle(gpu.throttle_reasons)
-    reason_style = "$text-muted" if reasons in ("none", fmt.NA) else "bold $text-warning"
+    power_pct = units.ratio(gpu.power_w, gpu.power_limit_w)
+    reasons = units.throttle(gpu.throttle_reasons)
+    reason_style = "$text-muted" if reasons in ("none", sanitise.NA) else "bold $text-warning"
     clocks: list[Part] = [
         ("SM ", "$text-muted"),
-        fmt.mhz(gpu.clock_sm_mhz),
+        units.mhz(gpu.clock_sm_mhz),
         ("  MEM ", "$text-muted"),
-        fmt.mhz(gpu.clock_mem_mhz),
+        units.mhz(gpu.clock_mem_mhz),
     ]
     if gpu.pstate is not None:
         clocks += [("  P", "$text-muted"), str(gpu.pstate)]
     if gpu.fan_percent is not None:
-        clocks += [("  fan ", "$text-muted"), fmt.pct(gpu.fan_percent)]
+        clocks += [("  fan ", "$text-muted"), units.pct(gpu.fan_percent)]
     clocks += [("  throttle ", "$text-muted"), (reasons, reason_style)]
     if gpu.gpm_sm_active is not None:
         # GPM on this GPU: SM activity gets the second gauge of util's line, so the two are
         # read side by side; memory and power share the next line, temperature leads the clocks.
-        clocks = [(f"{fmt.temp(gpu.temperature_c)}  ", _level_style(temp, 80, 88)), *clocks]
+        clocks = [(f"{units.temp(gpu.temperature_c)}  ", _level_style(temp, 80, 88)), *clocks]
         gpm: list[Part] = [
             ("tensor ", "$text-muted"),
-            fmt.pct(gpu.gpm_tensor_active),
+            units.pct(gpu.gpm_tensor_active),
             ("  DRAM bw ", "$text-muted"),
-            fmt.pct(gpu.gpm_dram_active),
+            units.pct(gpu.gpm_dram_active),
             ("  occup ", "$text-muted"),
-            fmt.pct(gpu.gpm_sm_occupancy),
+            units.pct(gpu.gpm_sm_occupancy),
             "  ",
         ]
         return Content("\n").join(
@@ -351,7 +355,7 @@ def card_lines(gpu: GpuSample, width: int, shares: tuple[Share, ...] = ()) -> Co
                     [
                         *_gauge("util", gpu.utilization_gpu, _util_value(gpu), half),
                         "  ",
-                        *_gauge("SM act", gpu.gpm_sm_active, fmt.pct(gpu.gpm_sm_active), half),
+                        *_gauge("SM act", gpu.gpm_sm_active, units.pct(gpu.gpm_sm_active), half),
                     ],
                     width,
                 ),
@@ -379,7 +383,7 @@ def card_lines(gpu: GpuSample, width: int, shares: tuple[Share, ...] = ()) -> Co
         ),
         _fitted(
             [
-                *_gauge("temp", temp, fmt.temp(gpu.temperature_c), half),
+                *_gauge("temp", temp, units.temp(gpu.temperature_c), half),
                 "  ",
                 *_gauge("pwr ", power_pct, _power_value(gpu), half),
             ],
@@ -410,23 +414,25 @@ def summary_line(gpus: tuple[GpuSample, ...], width: int, collapsed: bool) -> Co
     power = [g.power_w for g in alive if g.power_w is not None]
     mean = sum(utils) / len(utils) if utils else None
     parts: list[Part] = [(f"{len(gpus)} GPU{'s' if len(gpus) != 1 else ''}", "bold $accent")]
-    parts += [("  util ", "$text-muted"), (fmt.pct(mean), _level_style(mean))]
+    parts += [("  util ", "$text-muted"), (units.pct(mean), _level_style(mean))]
     if utils:
-        parts += [("  max ", "$text-muted"), fmt.pct(max(utils))]
+        parts += [("  max ", "$text-muted"), units.pct(max(utils))]
     active = [g.gpm_sm_active for g in alive if g.gpm_sm_active is not None]
     if active:
         # Beside util, never instead of it: how much of the GPUs worked (NVML GPM).
         mean_act = sum(active) / len(active)
-        parts += [("  SM act ", "$text-muted"), (fmt.pct(mean_act), _level_style(mean_act))]
-    mem = f"{fmt.size(sum(used))}/{fmt.size(sum(total))}" if used and total else fmt.NA
+        parts += [("  SM act ", "$text-muted"), (units.pct(mean_act), _level_style(mean_act))]
+    mem = f"{units.size(sum(used))}/{units.size(sum(total))}" if used and total else sanitise.NA
     parts += [("  mem ", "$text-muted"), mem]
     hottest = max(temps) if temps else None
-    parts += [("  max ", "$text-muted"), (fmt.temp(hottest), _level_style(hottest, 80, 88))]
-    parts += [("  pwr ", "$text-muted"), fmt.watts(sum(power)) if power else fmt.NA]
+    parts += [("  max ", "$text-muted"), (units.temp(hottest), _level_style(hottest, 80, 88))]
+    parts += [("  pwr ", "$text-muted"), units.watts(sum(power)) if power else sanitise.NA]
     lost = len(gpus) - len(alive)
     if lost:
         parts += ["  ", (f" {lost} LOST ", "bold reverse $text-error")]
-    throttled = sum(1 for g in alive if fmt.throttle(g.throttle_reasons) not in ("none", fmt.NA))
+    throttled = sum(
+        1 for g in alive if units.throttle(g.throttle_reasons) not in ("none", sanitise.NA)
+    )
     if throttled:
         parts += [("  throttled ", "$text-muted"), (str(throttled), "bold $text-warning")]
     if collapsed:

@@ -14,10 +14,12 @@ from dataclasses import dataclass
 from textual.content import Content
 from textual.events import Resize
 
-from gputui.derive import fmt
+from gputui.boundary import sanitise
+from gputui.boundary.sanitise import safe_text
+from gputui.derive import units
 from gputui.derive.analysis import Analysis, worst_severity
-from gputui.derive.fmt import safe_text
-from gputui.model import HealthStatus, HostStats, Snapshot, SourceStatus
+from gputui.model.snapshot import HostStats, Snapshot
+from gputui.model.status import HealthStatus, SourceStatus
 from gputui.ui.state import UiState, interval_label
 from gputui.ui.widgets.repaint import LineCachedWidget
 
@@ -105,11 +107,11 @@ def host_segments(stats: HostStats | None) -> list[Segment]:
     """``host  CPU 38% of 224  load 71.20 69.80 66.10  mem 812GiB/2.0TiB  swap 0B/0B``."""
     if stats is None:
         return [Segment(0, [("host load not available", "$text-muted")])]
-    mem = fmt.ratio(stats.memory_used_bytes, stats.memory_total_bytes)
-    swap = fmt.ratio(stats.swap_used_bytes, stats.swap_total_bytes)
+    mem = units.ratio(stats.memory_used_bytes, stats.memory_total_bytes)
+    swap = units.ratio(stats.swap_used_bytes, stats.swap_total_bytes)
     cpu: list[Part] = [
         ("host  CPU ", "$text-muted"),
-        (fmt.pct(stats.cpu_percent), f"bold {_level(stats.cpu_percent)}".strip()),
+        (units.pct(stats.cpu_percent), f"bold {_level(stats.cpu_percent)}".strip()),
     ]
     if stats.cpu_count:
         cpu.append((f" of {stats.cpu_count}", "$text-muted"))
@@ -117,8 +119,8 @@ def host_segments(stats: HostStats | None) -> list[Segment]:
     if stats.load_avg is not None:
         load = " ".join(f"{v:.2f}" for v in stats.load_avg)
         out.append(Segment(3, [("  load ", "$text-muted"), load]))
-    used = f"{fmt.size(stats.memory_used_bytes)}/{fmt.size(stats.memory_total_bytes)}"
-    swapped = f"{fmt.size(stats.swap_used_bytes)}/{fmt.size(stats.swap_total_bytes)}"
+    used = f"{units.size(stats.memory_used_bytes)}/{units.size(stats.memory_total_bytes)}"
+    swapped = f"{units.size(stats.swap_used_bytes)}/{units.size(stats.swap_total_bytes)}"
     out += [
         Segment(1, [("  mem ", "$text-muted"), (used, _level(mem))]),
         Segment(2, [("  swap ", "$text-muted"), (swapped, _level(swap))]),
@@ -129,12 +131,12 @@ def host_segments(stats: HostStats | None) -> list[Segment]:
 def _short_host(stats: HostStats | None) -> list[Part] | None:
     if stats is None:
         return None
-    mem = fmt.ratio(stats.memory_used_bytes, stats.memory_total_bytes)
+    mem = units.ratio(stats.memory_used_bytes, stats.memory_total_bytes)
     return [
         ("  CPU ", "$text-muted"),
-        fmt.pct(stats.cpu_percent),
+        units.pct(stats.cpu_percent),
         (" mem ", "$text-muted"),
-        (fmt.pct(mem), _level(mem)),
+        (units.pct(mem), _level(mem)),
     ]
 
 
@@ -147,7 +149,7 @@ def _sources(snapshot: Snapshot) -> Segment | None:
         status = snapshot.sources.get(name)
         if status is None:
             continue
-        label = _SOURCE_LABELS.get(name) or fmt.safe_text(name, 20)
+        label = _SOURCE_LABELS.get(name) or sanitise.safe_text(name, 20)
         style = "$text-success" if status.ok else "bold $text-error"
         item: list[Part] = [(f"{label} ", "$text-muted"), (source_text(status), style)]
         parts += [" ", *item] if len(parts) > 1 else item

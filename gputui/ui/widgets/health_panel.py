@@ -19,8 +19,8 @@ from textual.containers import ScrollableContainer, Vertical
 from textual.content import Content
 from textual.widgets import DataTable, Static
 
-from gputui.derive import fmt
-from gputui.model import STATUS_RANK, HealthCheck
+from gputui.boundary import sanitise
+from gputui.model.status import STATUS_RANK, HealthCheck
 from gputui.ui.styles import STATUS_STYLE, Styled
 from gputui.ui.widgets.alerts_panel import fit_columns
 
@@ -95,23 +95,28 @@ def detail_content(check: HealthCheck | None, width: int = MAX_TEXT_WIDTH) -> Co
             else:
                 parts.extend([(line, style), "\n"])
 
-    check_id = fmt.safe_text(check.id, 80)
-    summary = fmt.safe_text(check.summary, 300)
+    check_id = sanitise.safe_text(check.id, 80)
+    summary = sanitise.safe_text(check.summary, 300)
     parts += [(check_id, "bold"), "\n"]
     add(wrap_text(summary, width, "", ""), "")
     if check.subject:
-        add(wrap_text(fmt.safe_text(check.subject, 80), width, "subject  ", " " * 9), "", 9, MUTED)
+        add(
+            wrap_text(sanitise.safe_text(check.subject, 80), width, "subject  ", " " * 9),
+            "",
+            9,
+            MUTED,
+        )
     for line in check.details:
-        add(wrap_text(fmt.safe_text(line, 300), width, "  • ", "    "), "", 4, MUTED)
+        add(wrap_text(sanitise.safe_text(line, 300), width, "  • ", "    "), "", 4, MUTED)
     if check.fix:
         parts.append("\n")
         for index, line in enumerate(check.fix.splitlines() or [""]):
             label = "fix  " if index == 0 else "     "
-            lines = wrap_text(fmt.safe_text(line, 300), width, label, "     ")
+            lines = wrap_text(sanitise.safe_text(line, 300), width, label, "     ")
             add(lines, "$text-success", 5, "bold $text-success")
     if check.docs:
         # On its own line, whole: a URL broken by wrapping cannot be copied.
-        parts += [("docs", MUTED), "\n", (fmt.safe_text(check.docs, 300), "underline"), "\n"]
+        parts += [("docs", MUTED), "\n", (sanitise.safe_text(check.docs, 300), "underline"), "\n"]
     return Content.assemble(*parts)
 
 
@@ -171,7 +176,11 @@ class HealthPanel(Vertical):
         checks = self.checks or ()
         rows = ordered(checks)
         plain = [
-            {"status": f" {c.status.value} ", "id": fmt.safe_text(c.id, 60), "summary": c.summary}
+            {
+                "status": f" {c.status.value} ",
+                "id": sanitise.safe_text(c.id, 60),
+                "summary": c.summary,
+            }
             for c in rows
         ]
         widths = fit_columns(COLUMNS, plain, self.size.width or 80)
@@ -189,8 +198,10 @@ class HealthPanel(Vertical):
         for check in rows:
             self.table.add_row(
                 Styled(Text(f" {check.status.value} ", style=STATUS_STYLE[check.status])),
-                Styled(Text(fmt.safe_text(check.id, 60), no_wrap=True, overflow="ellipsis")),
-                Styled(Text(fmt.safe_text(check.summary, 300), no_wrap=True, overflow="ellipsis")),
+                Styled(Text(sanitise.safe_text(check.id, 60), no_wrap=True, overflow="ellipsis")),
+                Styled(
+                    Text(sanitise.safe_text(check.summary, 300), no_wrap=True, overflow="ellipsis")
+                ),
                 key=check.id,
             )
         if current is not None and current.id in self._by_id:

@@ -16,7 +16,7 @@ from textual.containers import Horizontal, VerticalScroll
 from textual.widget import Widget
 from textual.widgets import Label, Static
 
-from gputui.derive import fmt
+from gputui.boundary import sanitise
 from gputui.derive.history import (
     GPM_METRICS,
     GPU_METRICS,
@@ -31,7 +31,9 @@ from gputui.derive.history import (
     resample,
     value_summary,
 )
-from gputui.model import ContainerUsage, GpuSample, MigInstance, mig_device_name
+from gputui.model.gpu import GpuSample, MigInstance
+from gputui.model.mig import mig_device_name
+from gputui.model.snapshot import ContainerUsage
 from gputui.ui.widgets.spark import Spark
 
 _METRIC_LABEL = {
@@ -48,7 +50,7 @@ _METRIC_LABEL = {
 def mig_label(gpu: GpuSample, instance: MigInstance) -> str:
     """``3:0 3g.71gb``: a MIG device's row label, its name and profile (14 cells at most)."""
     name = mig_device_name(gpu.index, instance.index)
-    return f"{name} {fmt.safe_text(instance.profile, max(1, 13 - len(name)), na='?')}"
+    return f"{name} {sanitise.safe_text(instance.profile, max(1, 13 - len(name)), na='?')}"
 
 
 #: Columns of the numbers: ``12.5GiB  min 12.1GiB  max 12.9GiB`` is the widest a row prints.
@@ -179,7 +181,7 @@ class HistoryPanel(VerticalScroll):
             self.title_label.update(title)
         # The container row: GPU memory of the container selected in the tree, on the scale of
         # the memory of the GPUs it uses (so "half the GPU" looks like half).
-        name = "no container" if container is None else fmt.safe_text(container.info.name, 13)
+        name = "no container" if container is None else sanitise.safe_text(container.info.name, 13)
         if str(self.container_row.name_label.content) != name:
             self.container_row.name_label.update(name)
         totals = [
@@ -205,7 +207,7 @@ class HistoryPanel(VerticalScroll):
             rows = self.rows.get(ident)
             if rows is None:
                 title_widget = Static(
-                    f"GPU {gpu.index}  {fmt.safe_text(gpu.name, 40)}", classes="gpu-title"
+                    f"GPU {gpu.index}  {sanitise.safe_text(gpu.name, 40)}", classes="gpu-title"
                 )
                 rows = {m: SeriesRow(_METRIC_LABEL[m], UNITS[("gpu", m)]) for m in GPU_METRICS}
                 self._titles[ident] = title_widget

@@ -4,7 +4,7 @@ Fixed-width columns first and the variable-width COMMAND last, so everything els
 screen; PID stays put while the table scrolls sideways. The sort column's header carries ▼ / ▲;
 ``s`` picks the next column, ``S`` reverses it; Home / End go to the first / last row. The
 columns, their order and the sort orders come from the per-process field table
-(:data:`gputui.process_fields.PROCESS_FIELDS`); this module adds the styled cells of its own
+(:data:`gputui.model.process_fields.PROCESS_FIELDS`); this module adds the styled cells of its own
 columns, and a column it has no builder for is drawn from the field's text.
 
 Rows are keyed by ``"<pid>:<gpu index>"`` and kept as the raw values behind their cells
@@ -33,10 +33,11 @@ from textual.scroll_view import ScrollView
 from textual.strip import Strip
 from textual.widgets import Static
 
-from gputui.derive import fmt
+from gputui.boundary import sanitise
+from gputui.derive import units
 from gputui.derive.tree import process_key
-from gputui.model import ContainerUsage, GpuProcess, Snapshot, mig_device_name
-from gputui.process_fields import (
+from gputui.model.mig import mig_device_name
+from gputui.model.process_fields import (
     PROCESS_FIELDS,
     ProcessColumn,
     ProcessField,
@@ -44,7 +45,9 @@ from gputui.process_fields import (
     gpu_order,
     sort_orders,
 )
-from gputui.process_fields import columns as field_columns
+from gputui.model.process_fields import columns as field_columns
+from gputui.model.processes import GpuProcess
+from gputui.model.snapshot import ContainerUsage, Snapshot
 from gputui.ui.messages import SelectionChanged
 from gputui.ui.styles import EMPH, ERROR, MUTED, themed
 from gputui.ui.widgets.tree_labels import HIDDEN_TEXT, SIDE_STEP, elapsed_key, since
@@ -58,7 +61,7 @@ def layout_of(fields: Sequence[ProcessField] = PROCESS_FIELDS) -> Layout:
     return tuple((c.key, c.header, c.width) for c in field_columns(fields))
 
 
-#: The columns of :data:`~gputui.process_fields.PROCESS_FIELDS`.
+#: The columns of :data:`~gputui.model.process_fields.PROCESS_FIELDS`.
 COLUMNS: Layout = layout_of()
 
 #: The columns a narrow table leaves out, first to last, so COMMAND keeps :data:`MIN_COMMAND`
@@ -107,7 +110,7 @@ def sorts_of(fields: Sequence[ProcessField] = PROCESS_FIELDS) -> Sorts:
     return tuple((c.key, order.label, order.descending) for c, order in sort_orders(fields))
 
 
-#: The sort orders of :data:`~gputui.process_fields.PROCESS_FIELDS`.
+#: The sort orders of :data:`~gputui.model.process_fields.PROCESS_FIELDS`.
 SORTS: Sorts = sorts_of()
 
 #: The header's marks of the sort column: descending, ascending.
@@ -147,7 +150,7 @@ def container_name(process: GpuProcess, snapshot: Snapshot) -> str:
     usage: ContainerUsage | None = snapshot.container(process.container_id)
     if usage is None:
         return process.container_id[:12]
-    return fmt.safe_text(usage.info.name, 40)
+    return sanitise.safe_text(usage.info.name, 40)
 
 
 def _names(snapshot: Snapshot) -> dict[str, str]:
@@ -156,7 +159,7 @@ def _names(snapshot: Snapshot) -> dict[str, str]:
     names: dict[str, str] = {}
     for usage in snapshot.containers:
         if usage.info.id not in names:
-            names[usage.info.id] = fmt.safe_text(usage.info.name, 40)
+            names[usage.info.id] = sanitise.safe_text(usage.info.name, 40)
     return names
 
 
@@ -215,7 +218,7 @@ def _command_text(process: GpuProcess) -> str:
     elif info.proc_hidden:
         text = HIDDEN_TEXT
     else:
-        text = fmt.safe_text(info.command or info.name, 80, na="?")
+        text = sanitise.safe_text(info.command or info.name, 80, na="?")
     return f"{MPS_MARK} {text}" if process.sample.mps else text
 
 
@@ -226,7 +229,7 @@ def _command(process: GpuProcess, container: str, now: float | None) -> Cell:
     elif info.proc_hidden:
         cell = _txt(HIDDEN_TEXT, MUTED)
     else:
-        cell = _txt(fmt.safe_text(info.command or info.name, 80, na="?"))
+        cell = _txt(sanitise.safe_text(info.command or info.name, 80, na="?"))
     if not process.sample.mps:
         return cell
     # An MPS client's SM % may be credited to the MPS server: say so before the command.
@@ -237,7 +240,9 @@ def _command(process: GpuProcess, container: str, now: float | None) -> Cell:
 
 def _user(process: GpuProcess, container: str, now: float | None) -> Cell:
     # A process hidden by hidepid has no readable owner; the command column says why.
-    return _txt(fmt.safe_text(process.info.user, 16, na="" if process.info.proc_hidden else "?"))
+    return _txt(
+        sanitise.safe_text(process.info.user, 16, na="" if process.info.proc_hidden else "?")
+    )
 
 
 def _cpid(process: GpuProcess, container: str, now: float | None) -> Cell:
@@ -257,13 +262,13 @@ CELL_BUILDERS: dict[str, Callable[[GpuProcess, str, float | None], Cell]] = {
     "container": lambda p, c, n: _txt(c, "" if p.info.exists else ERROR),
     "gpu": lambda p, c, n: _num(gpu_order(p), gpu_text(p)),
     "mem": lambda p, c, n: _num(
-        p.sample.used_memory_bytes, fmt.size(p.sample.used_memory_bytes), EMPH
+        p.sample.used_memory_bytes, units.size(p.sample.used_memory_bytes), EMPH
     ),
-    "sm": lambda p, c, n: _num(p.sample.sm_util, fmt.pct(p.sample.sm_util)),
-    "cpu": lambda p, c, n: _num(p.info.cpu_percent, fmt.pct(p.info.cpu_percent)),
+    "sm": lambda p, c, n: _num(p.sample.sm_util, units.pct(p.sample.sm_util)),
+    "cpu": lambda p, c, n: _num(p.info.cpu_percent, units.pct(p.info.cpu_percent)),
     "user": _user,
     "cpid": _cpid,
-    "rss": lambda p, c, n: _num(p.info.rss_bytes, fmt.size(p.info.rss_bytes)),
+    "rss": lambda p, c, n: _num(p.info.rss_bytes, units.size(p.info.rss_bytes)),
     "elapsed": _elapsed,
     "command": _command,
 }
@@ -325,7 +330,7 @@ class Columns:
             return build(process, container, now)
         column = self.fields[key]
         value = column.value(process, container)
-        text = fmt.safe_text(column.cell_text(process, container), 80, na="")
+        text = sanitise.safe_text(column.cell_text(process, container), 80, na="")
         if column.numeric:
             return Cell(Text(text, justify="right", no_wrap=True), _sort_key(value))
         return Cell(Text(text, no_wrap=True, overflow="ellipsis"), _sort_key(value))
@@ -342,7 +347,7 @@ class Columns:
         return _sort_key(column.value(process, container))
 
 
-#: The columns of :data:`~gputui.process_fields.PROCESS_FIELDS`.
+#: The columns of :data:`~gputui.model.process_fields.PROCESS_FIELDS`.
 DEFAULT_COLUMNS = Columns.of()
 
 

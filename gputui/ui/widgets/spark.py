@@ -9,7 +9,7 @@ from textual.geometry import Region
 from textual.strip import Strip
 from textual.widget import Widget
 
-from gputui.derive import fmt
+from gputui.derive import units
 
 
 def appended_line(
@@ -31,7 +31,7 @@ def appended_line(
             return None
     else:
         return None
-    return drawn[1:] + fmt.spark((new[-1],), 1, low, high)
+    return drawn[1:] + units.spark((new[-1],), 1, low, high)
 
 
 class Spark(Widget):
@@ -97,7 +97,7 @@ class Spark(Widget):
             self.refresh()
 
     def _line(self) -> str:
-        return fmt.spark(self._data, self.size.width, self.low, self.high)
+        return units.spark(self._data, self.size.width, self.low, self.high)
 
     def render(self) -> Content:
         """The bars for the current width."""
@@ -148,7 +148,7 @@ class SparkLane:
         return line
 
     def _line(self, width: int) -> str:
-        return fmt.spark(self._data, width, self.low, self.high) if width > 0 else ""
+        return units.spark(self._data, width, self.low, self.high) if width > 0 else ""
 
     def line(self, width: int) -> str:
         """The line ``width`` cells wide (kept until the samples or the width change)."""

@@ -7,7 +7,7 @@ A :class:`TreeLayout` fits the columns to the tree's width: on a narrow terminal
 then the elapsed time, the host memory and the name's width, never the badges; a process's
 command takes every cell left after its figures (as nvitop gives it).
 
-Every untrusted string goes through ``fmt.safe_text`` into a Rich ``Text`` (never markup), so
+Every untrusted string goes through ``sanitise.safe_text`` into a Rich ``Text`` (never markup), so
 names and commands cannot inject styles or terminal sequences.
 """
 
@@ -20,9 +20,11 @@ from functools import lru_cache
 from rich.cells import cell_len, set_cell_size
 from rich.text import Span, Text
 
-from gputui.derive import fmt
+from gputui.boundary import sanitise
+from gputui.derive import units
 from gputui.derive.tree import BADGES, Marker
-from gputui.model import ContainerUsage, GpuProcess
+from gputui.model.processes import GpuProcess
+from gputui.model.snapshot import ContainerUsage
 from gputui.ui.styles import EMPH, ERROR, MUTED, severity_style
 from gputui.ui.styles import WARNING as WARN
 
@@ -154,15 +156,15 @@ _STRIPPED = frozenset("\x07\x08\x0b\x0c\x0d")
 
 Part = tuple[str, str] | str
 
-#: ``fmt.safe_text``, remembered: labels are rebuilt for moving figures while names, images and
+#: ``sanitise.safe_text``, remembered: labels are rebuilt for moving figures while names, images and
 #: commands stay the same, and sanitising them again each refresh cost more than the rest of
 #: the label. Bounded, so changing strings cannot grow it.
-safe = lru_cache(maxsize=16384)(fmt.safe_text)
+safe = lru_cache(maxsize=16384)(sanitise.safe_text)
 
 
 def gib(value: int | float | None) -> str:
-    """Bytes as :func:`gputui.derive.fmt.size` writes them (``512MiB``, ``13.0GiB``), or ``-``."""
-    return fmt.size(value, na=NONE)
+    """Bytes as :func:`gputui.derive.units.size` writes them (``512MiB``, ``13.0GiB``), or ``-``."""
+    return units.size(value, na=NONE)
 
 
 def elapsed(seconds: float | None) -> str:
@@ -447,7 +449,7 @@ def marker_parts(markers: tuple[Marker, ...]) -> list[Part]:
 
 
 def _pct(value: float | None) -> str:
-    return fmt.pct(value, na=NONE)
+    return units.pct(value, na=NONE)
 
 
 def _group_text(usage: ContainerUsage) -> str:
@@ -571,7 +573,7 @@ def gpus_text(usage: ContainerUsage) -> str:
     request = usage.info.gpu_request
     if request is None or request == ():
         return NONE
-    return "req " + safe(fmt.gpu_request(request, na=NONE), 24)
+    return "req " + safe(units.gpu_request(request, na=NONE), 24)
 
 
 def container_badges(
@@ -612,7 +614,7 @@ def container_label(
     if pending is not None:
         status: Part = (pending, f"bold {WARN}")
     else:
-        shown = fmt.container_status(info.status, info.exit_code)
+        shown = units.container_status(info.status, info.exit_code)
         status = (safe(shown, 16), MUTED if info.running else WARN)
     cells: list[list[Part]] = [
         [(safe(info.name, 64), EMPH)],

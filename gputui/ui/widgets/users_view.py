@@ -5,7 +5,7 @@ host has no name for is shown with its container, ``uid 1000 (notebook)``
 (:mod:`gputui.derive.users` has the rules). ``s`` / ``S`` sort both tables by the same column.
 The rows are the analysis's (:attr:`gputui.derive.analysis.Analysis.totals`, computed once per
 snapshot on the collector's thread, the same rows ``--once`` and the exporter print): this
-widget only sorts and draws them. Every name passes :func:`gputui.derive.fmt.safe_text` here,
+widget only sorts and draws them. Every name passes :func:`gputui.boundary.sanitise.safe_text` here,
 at the output boundary.
 """
 
@@ -17,7 +17,8 @@ from textual.containers import Vertical
 from textual.content import Content
 from textual.widgets import DataTable, Static
 
-from gputui.derive import fmt
+from gputui.boundary import sanitise
+from gputui.derive import units
 from gputui.derive.users import (
     SORTS,
     ProjectUsage,
@@ -26,7 +27,7 @@ from gputui.derive.users import (
     gpu_list,
     sort_rows,
 )
-from gputui.model import Snapshot
+from gputui.model.snapshot import Snapshot
 
 #: (key, header) of the users table; GPU-MEM, SM and PROCS are right-aligned numbers.
 USER_COLUMNS: tuple[tuple[str, str], ...] = (
@@ -66,25 +67,25 @@ def _number(text: str, width: int) -> str:
 def user_cells(u: UserUsage) -> tuple[str, ...]:
     """The cells of one user's row (names made safe)."""
     return (
-        fmt.safe_text(u.label, _NAME),
-        _number(fmt.size(u.gpu_memory_bytes), 9),
-        _number(fmt.pct(u.sm_util), 4),
+        sanitise.safe_text(u.label, _NAME),
+        _number(units.size(u.gpu_memory_bytes), 9),
+        _number(units.pct(u.sm_util), 4),
         _number(str(u.processes), 5),
         gpu_list(u.gpu_indexes),
-        fmt.safe_text(", ".join(u.containers) or "-", _CELL),
+        sanitise.safe_text(", ".join(u.containers) or "-", _CELL),
     )
 
 
 def project_cells(p: ProjectUsage) -> tuple[str, ...]:
     """The cells of one compose project's row (names made safe)."""
     return (
-        fmt.safe_text(p.project, _NAME),
-        _number(fmt.size(p.gpu_memory_bytes), 9),
-        _number(fmt.pct(p.sm_util), 4),
+        sanitise.safe_text(p.project, _NAME),
+        _number(units.size(p.gpu_memory_bytes), 9),
+        _number(units.pct(p.sm_util), 4),
         _number(str(p.processes), 5),
         gpu_list(p.gpu_indexes),
-        fmt.safe_text(", ".join(p.containers) or "-", _CELL),
-        fmt.safe_text(", ".join(p.users) or "-", _CELL),
+        sanitise.safe_text(", ".join(p.containers) or "-", _CELL),
+        sanitise.safe_text(", ".join(p.users) or "-", _CELL),
     )
 
 
@@ -194,7 +195,7 @@ class UsersView(Vertical):
             Content.assemble(
                 ("sort ", "$text-muted"),
                 (self.sort_label, "bold"),
-                (f"  ·  {n} user{'' if n == 1 else 's'}, {fmt.size(memory)}", "$text-muted"),
+                (f"  ·  {n} user{'' if n == 1 else 's'}, {units.size(memory)}", "$text-muted"),
                 ("   (s/S: sort)", "$text-muted"),
             )
         )

@@ -1,0 +1,238 @@
+"""Argument types and shared options: every bad value is one line on stderr and exit status 2."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+from pathlib import Path
+from typing import TYPE_CHECKING, NoReturn
+
+from gputui.model.settings import MAX_INTERVAL_S, MIN_INTERVAL_S, Settings
+
+if TYPE_CHECKING:
+    pass
+from gputui.cli.terminal import EXIT_USAGE
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse with a one-line error (no usage dump) and exit status 2."""
+
+    def error(self, message: str) -> NoReturn:
+        """The message on one line and exit status 2 (argparse's default is a usage dump)."""
+        self.exit(EXIT_USAGE, f"{self.prog}: error: {message}\n")
+
+
+def interval_arg(text: str) -> float:
+    """``--interval``: seconds between refreshes, within the collector's bounds."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {shown_text(text)}") from None
+    if not MIN_INTERVAL_S <= value <= MAX_INTERVAL_S:  # also rejects NaN and infinities
+        raise argparse.ArgumentTypeError(
+            f"must be at least {MIN_INTERVAL_S} and at most {MAX_INTERVAL_S:g} seconds, "
+            f"got {shown_text(text)}"
+        )
+    return value
+
+
+def shown_text(text: str) -> str:
+    """A command-line value quoted for an error message, escaped and cut short."""
+    shown = repr(text)
+    return shown if len(shown) <= 60 else shown[:59] + "…"
+
+
+def add_kernel_log(parser: argparse.ArgumentParser) -> None:
+    """``--kernel-log PATH|off``: where XID lines and OOM kills are read from."""
+    parser.add_argument(
+        "--kernel-log",
+        metavar="PATH",
+        default=None,
+        help="read XID lines and OOM kills from PATH (default /dev/kmsg when live), or 'off'",
+    )
+
+
+def add_config(parser: argparse.ArgumentParser) -> None:
+    """The ``--config FILE`` option every command that reads the config takes."""
+    parser.add_argument(
+        "--config",
+        metavar="FILE",
+        type=Path,
+        help=(
+            "config file (default $XDG_CONFIG_HOME/gputui/config.toml): alert rules, "
+            "[ui] preferences"
+        ),
+    )
+
+
+def run_settings(args: argparse.Namespace) -> Settings:
+    """The run's :class:`Settings` from parsed arguments and ``GPUTUI_SCENARIO``."""
+    scenario = args.scenario
+    if scenario is None and os.environ.get("GPUTUI_SCENARIO"):
+        scenario = Path(os.environ["GPUTUI_SCENARIO"])
+    return Settings(
+        interval=args.interval if args.interval is not None else 1.0,
+        read_only=args.read_only,
+        hide_sensitive=args.no_logs,
+        demo=args.demo,
+        scenario=scenario,
+        config=args.config,
+        bell=args.bell,
+        kernel_log=getattr(args, "kernel_log", None),
+    )
+
+
+# -- export / record / replay ------------------------------------------------------------------
+
+
+def source_args(parser: argparse.ArgumentParser) -> None:
+    """Options for what is read and how often: ``--demo``, ``--scenario``, ``--interval``."""
+    parser.add_argument("--demo", action="store_true", help="the built-in simulated machine")
+    parser.add_argument("--scenario", metavar="FILE", type=Path, help="replace NVML with FILE")
+    parser.add_argument(
+        "--interval", metavar="SECONDS", type=interval_arg, default=1.0, help="refresh period"
+    )
+    add_kernel_log(parser)
+
+
+def source_settings(args: argparse.Namespace) -> Settings | str:
+    """Settings for a subcommand's collector, or the one-line error."""
+    if args.demo and args.scenario is not None:
+        return "--demo and --scenario cannot be combined"
+    if args.scenario is not None:
+        from gputui.collect.standins.scenario import ScenarioError, load_scenario
+
+        try:
+            load_scenario(args.scenario)
+        except ScenarioError as exc:
+            return str(exc)
+    # Nothing recorded or exported may act on the machine.
+    return Settings(
+        interval=args.interval,
+        read_only=True,
+        demo=args.demo,
+        scenario=args.scenario,
+        kernel_log=getattr(args, "kernel_log", None),
+    )
+
+
+_SIZE = re.compile(r"([0-9]{1,15})([KMG]?)", re.IGNORECASE)
+_SIZE_UNITS = {"": 1, "K": 1024, "M": 1024**2, "G": 1024**3}
+#: Rotation sizes beyond this are no rotation anyone means (use 0 for none).
+MAX_RECORD_SIZE = 1024**4
+
+
+def size_arg(text: str) -> int:
+    """A recording size such as ``500K`` or ``10M``, in bytes (at most 1T)."""
+    match = _SIZE.fullmatch(text.strip())
+    if not match:
+        raise argparse.ArgumentTypeError(
+            f"expected bytes such as 1000000, 500K or 10M, got {shown_text(text)}"
+        )
+    value = int(match.group(1)) * _SIZE_UNITS[match.group(2).upper()]
+    if value > MAX_RECORD_SIZE:
+        raise argparse.ArgumentTypeError(f"at most 1T, got {shown_text(text)}")
+    return value
+
+
+def count_arg(text: str) -> int:
+    """A positive whole number of at most twelve digits."""
+    # [0-9] and a length bound: str.isdigit() accepts "²", and int() refuses 4,300+ digits.
+    if not re.fullmatch(r"[0-9]{1,12}", text) or int(text) < 1:
+        raise argparse.ArgumentTypeError(
+            f"expected a positive integer below 10**12, got {shown_text(text)}"
+        )
+    return int(text)
+
+
+def keep_arg(text: str) -> int:
+    """``--keep``: how many rotated recording files are kept."""
+    from gputui.recording.writer import MAX_KEEP
+
+    if not re.fullmatch(r"[0-9]{1,4}", text) or int(text) > MAX_KEEP:
+        raise argparse.ArgumentTypeError(
+            f"expected an integer from 0 to {MAX_KEEP}, got {shown_text(text)}"
+        )
+    return int(text)
+
+
+# -- fleet --------------------------------------------------------------------------------------
+
+
+def _seconds_in(text: str, low: float, high: float) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {shown_text(text)}") from None
+    if not low <= value <= high:  # also NaN and infinities
+        raise argparse.ArgumentTypeError(
+            f"must be at least {low:g} and at most {high:g} seconds, got {shown_text(text)}"
+        )
+    return value
+
+
+def fleet_interval_arg(text: str) -> float:
+    """``gputui fleet --interval``: 1 s to 1 h."""
+    return _seconds_in(text, 1.0, 3600.0)
+
+
+def fleet_timeout_arg(text: str) -> float:
+    """``gputui fleet --timeout``: 0.1 s to 120 s."""
+    return _seconds_in(text, 0.1, 120.0)
+
+
+# -- free ---------------------------------------------------------------------------------------
+
+_MEMORY = re.compile(r"([0-9]{1,15}(?:\.[0-9]{1,6})?)\s*([KMGT]?)(?:I?B)?", re.IGNORECASE)
+_MEMORY_UNITS = {"": 1, "K": 1024, "M": 1024**2, "G": 1024**3, "T": 1024**4}
+#: No GPU has more memory than this; a larger --min-free-memory is a typo.
+MAX_GPU_MEMORY = 1024**5
+
+
+def memory_arg(text: str) -> int:
+    """A GPU memory amount such as ``40G``, ``40GiB`` or ``500M``, in bytes (at most 1PiB)."""
+    match = _MEMORY.fullmatch(text.strip())
+    if not match:
+        raise argparse.ArgumentTypeError(
+            f"expected a size such as 40G, 40GiB, 500M or bytes, got {shown_text(text)}"
+        )
+    value = int(float(match.group(1)) * _MEMORY_UNITS[match.group(2).upper()])
+    if value > MAX_GPU_MEMORY:
+        raise argparse.ArgumentTypeError(f"at most 1PiB, got {shown_text(text)}")
+    return value
+
+
+def percent_arg(text: str) -> int:
+    """A whole percentage, 0 to 100."""
+    if not re.fullmatch(r"[0-9]{1,3}", text) or int(text) > 100:
+        raise argparse.ArgumentTypeError(
+            f"expected a percentage from 0 to 100, got {shown_text(text)}"
+        )
+    return int(text)
+
+
+def port_arg(text: str) -> int:
+    """A TCP port, 1 to 65535."""
+    if not text.isdigit() or not 1 <= int(text) <= 65535:
+        raise argparse.ArgumentTypeError(f"expected a port 1-65535, got {shown_text(text)}")
+    return int(text)
+
+
+def listen_host_arg(text: str) -> str:
+    """A host name or address to listen on (letters, digits, dots, colons, dashes)."""
+    if not re.fullmatch(r"[A-Za-z0-9.:-]{1,253}", text):
+        raise argparse.ArgumentTypeError(
+            f"expected an address or host name, got {shown_text(text)}"
+        )
+    return text
+
+
+def store_arg(parser: argparse.ArgumentParser) -> None:
+    """``--store PATH``: the ledger store a long-running command writes."""
+    parser.add_argument(
+        "--store",
+        metavar="PATH",
+        type=Path,
+        help="write the GPU ledger here (default [ledger] store, else $XDG_STATE_HOME/gputui/)",
+    )

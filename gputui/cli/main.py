@@ -1,0 +1,267 @@
+"""Command line: ``gputui`` (TUI), ``--once`` / ``--json`` reports, ``gputui doctor``, ``free``.
+
+Bad input gets one line on stderr and exit status 2, never a traceback. A missing NVIDIA driver
+or Docker engine is not an error: the program runs and says what is missing.
+
+Output that cannot be written is not a traceback either: when the reader of a pipe goes away
+(``gputui --once | head -1``) gputui stops quietly with status 141 (128 + SIGPIPE, what a
+shell reports for a program killed by SIGPIPE); any other write failure (``>/dev/full``, a
+closed stdout) is one line on stderr and status 2. Text that the output encoding cannot
+represent (an ASCII or Latin-1 locale) is replaced, never an error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from dataclasses import replace
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from gputui import __version__
+from gputui.boundary.startup_trace import mark
+from gputui.model.settings import MAX_INTERVAL_S, MIN_INTERVAL_S
+
+if TYPE_CHECKING:
+    pass
+from gputui.cli.args import Parser, add_config, add_kernel_log, interval_arg, run_settings
+from gputui.cli.doctor import doctor
+from gputui.cli.export import export
+from gputui.cli.fleet import fleet
+from gputui.cli.free import free_command
+from gputui.cli.once import run_once, sample_cpu_early
+from gputui.cli.record import record
+from gputui.cli.replay import replay_command, run_replay
+from gputui.cli.serve import serve_command
+from gputui.cli.store import ledger_kit
+from gputui.cli.terminal import (
+    EXIT_BROKEN_PIPE,
+    NOT_A_TERMINAL,
+    _OutputError,
+    _silence_stdout,
+    _tolerant_output,
+    fail_usage,
+    flush_out,
+    on_terminal,
+)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser for ``gputui`` (``doctor`` is handled before it)."""
+    parser = Parser(
+        prog="gputui",
+        description=(
+            "Who is using my NVIDIA GPUs, in which Docker container, and is the GPU container "
+            f"runtime healthy? Subcommands: {subcommand_list()}."
+        ),
+    )
+    parser.add_argument("--once", action="store_true", help="print one snapshot and exit")
+    parser.add_argument("--json", action="store_true", help="with --once: JSON (implies --once)")
+    parser.add_argument("--demo", action="store_true", help="run on a built-in simulated machine")
+    parser.add_argument(
+        "--scenario",
+        metavar="FILE",
+        type=Path,
+        help="replace NVML with a scenario file (env GPUTUI_SCENARIO); Docker and /proc stay real",
+    )
+    parser.add_argument(
+        "--interval",
+        metavar="SECONDS",
+        type=interval_arg,
+        default=None,
+        help=(
+            f"refresh period (default 1.0 or [ui] interval, {MIN_INTERVAL_S} to {MAX_INTERVAL_S:g})"
+        ),
+    )
+    parser.add_argument(
+        "--read-only",
+        action="store_true",
+        help="no exec or shell, no signals, no container stop/start/restart (logs stay)",
+    )
+    parser.add_argument(
+        "--no-logs",
+        action="store_true",
+        help="no container logs (they can hold secrets)",
+    )
+    add_config(parser)
+    parser.add_argument(
+        "--bell", action="store_true", help="ring the terminal bell when an alert starts firing"
+    )
+    add_kernel_log(parser)
+    parser.add_argument(
+        "--replay",
+        metavar="FILE",
+        type=Path,
+        help="show a recording (gputui record) or a --once --json report instead of this machine",
+    )
+    parser.add_argument(
+        "--at",
+        metavar="TIME",
+        help="with --replay: the moment to show (ISO 8601, epoch seconds, or +OFFSET like +5m)",
+    )
+    parser.add_argument("--version", action="version", version=f"gputui {__version__}")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``gputui`` command.
+
+    Returns:
+        The exit status: 0, 1 (``doctor`` found failures), 2 (bad input, unwritable output),
+        141 (stdout's reader went away), or the TUI's.
+    """
+    _tolerant_output()
+    try:
+        status = _main(argv)
+        flush_out()
+    except BrokenPipeError:
+        _silence_stdout()
+        return EXIT_BROKEN_PIPE
+    except _OutputError as exc:
+        _silence_stdout()
+        return fail_usage(f"cannot write output: {exc}")
+    return status
+
+
+def _main(argv: Sequence[str] | None) -> int:
+    mark("cli")  # the interpreter has started and gputui.cli is imported
+    args_list = list(sys.argv[1:] if argv is None else argv)
+    if args_list[:1] == ["doctor"]:
+        return doctor(args_list[1:])
+    if args_list[:1] and args_list[0] in _SUBCOMMANDS:
+        return _SUBCOMMANDS[args_list[0]](args_list[1:])
+    args = build_parser().parse_args(args_list)
+    settings = run_settings(args)
+    if settings.demo and settings.scenario is not None:
+        return fail_usage("--demo and --scenario cannot be combined")
+    if args.at is not None and args.replay is None:
+        return fail_usage("--at needs --replay FILE")
+    # A one-shot of this machine measures CPU % from here: the window passes while the rest of
+    # the program loads and NVML starts, instead of being waited for at the end.
+    one_shot = (args.once or args.json) and args.replay is None and not settings.demo
+    early = sample_cpu_early() if one_shot else None
+    from gputui.config.file import load_config
+    from gputui.config.values import ConfigError
+
+    try:
+        config = load_config(args.config)  # an invalid file stops here, before any UI starts
+    except ConfigError as exc:
+        return fail_usage(str(exc))
+    if args.interval is None and config.ui.interval is not None:
+        settings = replace(settings, interval=config.ui.interval)
+    if args.replay is not None:
+        if args.demo or args.scenario is not None:
+            return fail_usage("--replay cannot be combined with --demo or --scenario")
+        return run_replay(
+            args.replay,
+            args.at,
+            settings,
+            config.alert_rules,
+            once=args.once or args.json,
+            as_json=args.json,
+        )
+    if settings.scenario is not None and not args.demo:
+        # Validate before anything starts, so a bad file is a one-line error, not a broken UI.
+        from gputui.collect.standins.scenario import ScenarioError, load_scenario
+
+        try:
+            load_scenario(settings.scenario)
+        except ScenarioError as exc:
+            return fail_usage(str(exc))
+    if args.once or args.json:
+        return run_once(settings, config.alert_rules, as_json=args.json, early=early)
+    # after every input check: a bad file is named first. A monitor `gputui serve` started for
+    # a browser tab has pipes, and Textual's web driver draws for the browser through them
+    # (gputui.serve is only imported to ask that, when there is no terminal).
+    if not on_terminal():
+        from gputui.serve.server import served_in_browser
+
+        if not served_in_browser():
+            return fail_usage(NOT_A_TERMINAL)
+    from gputui.ui.run import run_tui  # imported late: --once must never load Textual
+
+    # run_tui returns the exit status (non-zero after a crash); None means a clean exit.
+    status: int | None = run_tui(settings)
+    return status or 0
+
+
+def reclaim_command(argv: Sequence[str]) -> int:
+    """``gputui reclaim``: idle reservations due for reclaim; stop one by typing its name."""
+    from gputui.cli.reclaim import main
+
+    return main(argv)
+
+
+def ledger_entry(argv: Sequence[str]) -> int:
+    """``gputui ledger``: see :mod:`gputui.cli.ledger`."""
+    from gputui.cli.ledger import ledger
+
+    return ledger(argv, ledger_kit())
+
+
+def daemon_entry(argv: Sequence[str]) -> int:
+    """``gputui daemon``: see :mod:`gputui.cli.ledger`."""
+    from gputui.cli.ledger import daemon
+
+    return daemon(argv, ledger_kit())
+
+
+def faults_command(argv: Sequence[str]) -> int:
+    """``gputui faults``: XID errors and OOM kills from the kernel log, attributed.
+
+    Returns:
+        0, 1 when the kernel log cannot be read, 2 for bad input.
+    """
+    parser = Parser(
+        prog="gputui faults",
+        description=(
+            "XID errors and OOM kills the kernel log still holds, each with its GPU, process, "
+            "container, class and fix."
+        ),
+    )
+    parser.add_argument(
+        "--since", metavar="SPAN", default="7d", help="how far back: 90s, 30m, 12h, 7d (7d)"
+    )
+    parser.add_argument("--json", action="store_true", help="machine-readable output")
+    add_kernel_log(parser)
+    args = parser.parse_args(argv)
+    from gputui.cli.faults import faults_main
+
+    return faults_main(args.since, as_json=args.json, kernel_log=args.kernel_log)
+
+
+_SUBCOMMANDS = {
+    "serve": serve_command,
+    "reclaim": reclaim_command,
+    "export": export,
+    "record": record,
+    "replay": replay_command,
+    "free": free_command,
+    "fleet": fleet,
+    "ledger": ledger_entry,
+    "daemon": daemon_entry,
+    "faults": faults_command,
+}
+
+#: What each subcommand is for, in ``gputui --help``'s order: (usage, summary). ``doctor``
+#: is dispatched before the others; every other name is a key of ``_SUBCOMMANDS``, and a
+#: subcommand missing here is missing from --help (tests/unit/cli/test_cli_help.py checks both ways).
+SUBCOMMAND_SUMMARIES: dict[str, tuple[str, str]] = {
+    "doctor": ("doctor", "runtime-health checks"),
+    "export": ("export", "Prometheus metrics"),
+    "record": ("record FILE", "record snapshots"),
+    "replay": ("replay FILE", "play a recording back"),
+    "free": ("free", "the GPUs a new job can use now"),
+    "serve": ("serve", "the monitor in a web browser"),
+    "fleet": ("fleet", "the GPU hosts a Prometheus scrapes, one row each"),
+    "ledger": ("ledger", "GPU-hours, energy and cost per container, project or GPU"),
+    "daemon": ("daemon", "collect and keep the ledger, nothing else"),
+    "faults": ("faults", "XID errors and OOM kills from the kernel log, attributed"),
+    "reclaim": ("reclaim", "idle GPU reservations the idle policy found; stop one"),
+}
+
+
+def subcommand_list() -> str:
+    """``doctor (runtime-health checks), export (Prometheus metrics), …`` for ``--help``."""
+    return ", ".join(f"{usage} ({summary})" for usage, summary in SUBCOMMAND_SUMMARIES.values())

@@ -1,0 +1,80 @@
+"""``gputui --once`` / ``--json``: one collection, printed as text or as the JSON contract."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from gputui.boundary.startup_trace import mark
+from gputui.model.settings import Settings
+
+if TYPE_CHECKING:
+    from gputui.collect.linux.proc_reader import EarlyCpuSample
+    from gputui.derive.alerts import AlertRule
+    from gputui.derive.analysis import Analysis
+    from gputui.model.snapshot import Snapshot
+from gputui.cli.terminal import fail_usage, write_out
+
+
+def sample_cpu_early() -> EarlyCpuSample | None:
+    """The one-shot's first CPU sample (None where ``/proc`` cannot be read)."""
+    from gputui.collect.linux.proc_reader import early_cpu_sample
+
+    try:
+        return early_cpu_sample()
+    except OSError:
+        return None  # the collection takes its own sample, and says what it cannot read
+
+
+def collect_once(settings: Settings, early: EarlyCpuSample | None = None) -> Snapshot | str:
+    """One snapshot with fresh health checks, or the one-line error for a bad scenario."""
+    from gputui.collect.standins.scenario import ScenarioError
+    from gputui.wiring.compose import build_collector
+
+    try:
+        collector = build_collector(settings, once=True, early=early)
+    except ScenarioError as exc:
+        return str(exc)
+    try:
+        collector.request_health()
+        snapshot = collector.collect()
+        mark("collected")
+        return snapshot
+    finally:
+        collector.close()
+
+
+def run_once(
+    settings: Settings,
+    rules: Sequence[AlertRule],
+    as_json: bool,
+    early: EarlyCpuSample | None = None,
+) -> int:
+    """One collection printed as text or JSON; the exit status of ``gputui --once``."""
+    from gputui.derive.analysis import Analyzer
+
+    snapshot = collect_once(settings, early)
+    if isinstance(snapshot, str):
+        return fail_usage(snapshot)
+    # The TUI's Analyzer on its first refresh: the same findings and alert states (an alert
+    # whose rule has a `for` duration is pending, as it would be there).
+    return print_snapshot(Analyzer(rules).analyse(snapshot), as_json)
+
+
+def print_snapshot(analysis: Analysis, as_json: bool) -> int:
+    """Print an analysed snapshot as the text report or the JSON contract."""
+    from gputui.present.json_report import snapshot_to_json
+    from gputui.present.text_report import snapshot_to_text
+
+    snapshot, findings, alerts = analysis.snapshot, analysis.findings, analysis.alerts
+    if as_json:
+        # ensure_ascii: control characters, bidi overrides and lone surrogates all become \u
+        # escapes, so the document is inert on a terminal and exact for a parser.
+        doc = snapshot_to_json(snapshot, findings, alerts, analysis.totals)
+        write_out(json.dumps(doc, indent=2, ensure_ascii=True))
+        write_out("\n")
+    else:
+        write_out(snapshot_to_text(snapshot, findings, alerts, analysis.totals))
+    mark("report-written")
+    return 0

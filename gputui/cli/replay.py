@@ -1,0 +1,110 @@
+"""``gputui replay``: a recording in the TUI or as ``--once`` output."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Sequence
+from dataclasses import replace
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from gputui.model.settings import Settings
+
+if TYPE_CHECKING:
+    from gputui.derive.alerts import AlertRule
+    from gputui.recording.player import ReplayCollector
+from gputui.cli.args import Parser, add_config, interval_arg
+from gputui.cli.once import print_snapshot
+from gputui.cli.terminal import NOT_A_TERMINAL, fail_usage, on_terminal
+from gputui.derive.alerts_lookback import FINDINGS_MAX_SNAPSHOTS, lookback_s
+
+
+def replay_command(argv: Sequence[str]) -> int:
+    """``gputui replay FILE``: the TUI on a recording."""
+    parser = Parser(prog="gputui replay", description="Play a recording in the monitor.")
+    parser.add_argument("file", metavar="FILE", type=Path)
+    parser.add_argument("--at", metavar="TIME", help="start at TIME (ISO 8601, epoch, +OFFSET)")
+    parser.add_argument(
+        "--interval", metavar="SECONDS", type=interval_arg, default=1.0, help="one snapshot per"
+    )
+    parser.add_argument("--once", action="store_true", help="print the snapshot at --at and exit")
+    parser.add_argument("--json", action="store_true", help="with --once: JSON")
+    add_config(parser)
+    args = parser.parse_args(argv)
+    from gputui.config.file import load_config
+    from gputui.config.values import ConfigError
+
+    try:
+        rules = load_config(args.config).alert_rules
+    except ConfigError as exc:
+        return fail_usage(str(exc))
+    settings = Settings(interval=args.interval, read_only=True, config=args.config)
+    return run_replay(
+        args.file, args.at, settings, rules, once=args.once or args.json, as_json=args.json
+    )
+
+
+def run_replay(
+    path: Path,
+    at: str | None,
+    settings: Settings,
+    rules: Sequence[AlertRule],
+    *,
+    once: bool,
+    as_json: bool,
+) -> int:
+    """Play a recording in the TUI, or with ``once`` print its snapshot at ``at``."""
+    from gputui.recording.player import ReplayCollector, parse_time
+    from gputui.recording.writer import RecordingError
+
+    try:
+        player = ReplayCollector.from_file(path)
+    except RecordingError as exc:
+        return fail_usage(str(exc))
+    try:
+        if at is not None:
+            player.seek(parse_time(at, player.start))
+        elif once:
+            player.step(len(player))  # without --at, --once shows the latest snapshot
+        if player.skipped:
+            print(
+                f"gputui: warning: {player.skipped} unreadable line(s) of {path} skipped",
+                file=sys.stderr,
+            )
+        if once:
+            return _replay_once(player, rules, as_json)
+    except RecordingError as exc:
+        player.close()
+        return fail_usage(str(exc))
+    if not on_terminal():
+        player.close()
+        return fail_usage(NOT_A_TERMINAL)
+    from gputui.ui.run import run_tui  # imported late: --once must never load Textual
+
+    tui_status: int | None = run_tui(replace(settings, read_only=True), collector=player)
+    return tui_status or 0
+
+
+def _replay_once(player: ReplayCollector, rules: Sequence[AlertRule], as_json: bool) -> int:
+    from gputui.derive.analysis import Analyzer
+
+    try:
+        # A recording holds snapshots; their analysis is reproduced here by the TUI's Analyzer,
+        # fed the recording shortly before the moment shown (trends, `for` durations).
+        position = player.position
+        shown = player.current
+        lookback = lookback_s(rules)
+        first = position
+        while (
+            first > 0
+            and position - first < FINDINGS_MAX_SNAPSHOTS
+            and player.time_at(first - 1) >= shown.taken_at - lookback
+        ):
+            first -= 1
+        analyzer = Analyzer(rules, totals=False)  # user totals for the snapshot shown only
+        for index in range(first, position):
+            analyzer.analyse(player.snapshot_at(index))
+        analyzer.totals = True
+        return print_snapshot(analyzer.analyse(shown), as_json)
+    finally:
+        player.close()

@@ -1,0 +1,266 @@
+"""The configuration file: ``$XDG_CONFIG_HOME/gputui/config.toml`` or ``--config FILE``.
+
+It holds alert rules and the monitor's preferences (``[ui]``, docs/alerts.md). A missing default
+file means the defaults; a file named with ``--config`` must exist. Every problem is one line
+naming the file and the key, so the CLI can print it and exit 2.
+
+Preferences changed in the monitor (theme, interval, sort, layout, the collapsed GPU panel) are
+remembered in a separate state file, ``ui-state.toml`` next to the default config file, which
+gputui alone writes (atomically): the user's own file, its comments and its layout are never
+rewritten. A value in the state file wins over the config file's ``[ui]``; a command-line flag
+wins over both.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+from gputui.boundary.userfiles import CONFIG_LIMIT, UserFileError, read_user_text
+from gputui.config.alert_rules import parse_alerts
+from gputui.config.ui_state import UiPrefs, load_ui_state, parse_ui
+from gputui.config.values import ConfigError, one_line_error, shown_text, toml_parser
+from gputui.derive.alerts import DEFAULT_RULES, AlertRule
+from gputui.derive.idle_policy import IdlePolicy
+from gputui.ledger.report import Prices
+from gputui.notify.config import (
+    NotifyConfigError,
+    NotifyTarget,
+    parse_idle_policy,
+    parse_targets,
+)
+
+#: The name of the state file the monitor writes its preferences to.
+UI_STATE_NAME = "ui-state.toml"
+
+
+@dataclass(frozen=True, slots=True)
+class FleetPrefs:
+    """``[fleet]``: the Prometheus ``gputui fleet`` reads, and its credentials.
+
+    Attributes:
+        prometheus: The query API's base URL (``--prometheus`` overrides it).
+        token: A bearer token (``GPUTUI_PROMETHEUS_TOKEN`` overrides it).
+        user: A basic-auth user (``GPUTUI_PROMETHEUS_USER`` overrides it).
+        password: Its password (``GPUTUI_PROMETHEUS_PASSWORD``).
+    """
+
+    prometheus: str | None = None
+    token: str | None = field(default=None, repr=False)
+    user: str | None = field(default=None, repr=False)
+    password: str | None = field(default=None, repr=False)
+
+
+def parse_fleet(raw: object, origin: str) -> FleetPrefs:
+    """The ``[fleet]`` table: string values only, no unknown keys.
+
+    Raises:
+        ConfigError: naming the problem (never a credential's value).
+    """
+    if not isinstance(raw, dict):
+        raise ConfigError(f"{origin}: fleet must be a table")
+    keys = ("prometheus", "token", "user", "password")
+    extra = sorted(set(raw) - set(keys))
+    if extra:
+        raise ConfigError(f"{origin}: fleet: unknown key {shown_text(extra[0])}")
+    for key in keys:
+        if key in raw and (not isinstance(raw[key], str) or len(raw[key]) > 4096):
+            raise ConfigError(f"{origin}: fleet.{key} must be a string (at most 4096 characters)")
+    return FleetPrefs(**{k: raw[k] for k in keys if k in raw})
+
+
+@dataclass(frozen=True, slots=True)
+class LedgerPrefs:
+    """``[ledger]``: where the ledger is kept, whether this gputui writes it, and prices.
+
+    Attributes:
+        store: The store file (None: ``$XDG_STATE_HOME/gputui/ledger-<host>.sqlite``).
+        write: Whether the monitor, ``export`` and ``record`` write it (``daemon`` always does).
+        prices: kWh price, GPU-hour price per model, currency.
+        idle_power_w: Idle power per GPU model name, watts (the energy split's baseline).
+    """
+
+    store: Path | None = None
+    write: bool = True
+    prices: Prices = field(default_factory=Prices)
+    idle_power_w: Mapping[str, float] = field(default_factory=dict)
+
+
+def _number_table(raw: object, where: str, high: float) -> dict[str, float]:
+    if not isinstance(raw, dict) or len(raw) > 64:
+        raise ConfigError(f"{where} must be a table of at most 64 model names")
+    out = {}
+    for key, value in raw.items():
+        if (
+            isinstance(value, bool)
+            or not isinstance(value, (int, float))
+            or not 0 <= value <= high
+            or len(key) > 128
+        ):
+            raise ConfigError(f"{where}.{shown_text(key)} must be a number from 0 to {high:g}")
+        out[key] = float(value)
+    return out
+
+
+def parse_ledger(raw: object, origin: str) -> LedgerPrefs:
+    """The ``[ledger]`` table.
+
+    Raises:
+        ConfigError: naming the problem.
+    """
+    if not isinstance(raw, dict):
+        raise ConfigError(f"{origin}: ledger must be a table")
+    keys = ("store", "write", "kwh_price", "currency", "gpu_hour_price", "idle_power_w")
+    extra = sorted(set(raw) - set(keys))
+    if extra:
+        raise ConfigError(f"{origin}: ledger: unknown key {shown_text(extra[0])}")
+    store = raw.get("store")
+    if store is not None and (not isinstance(store, str) or not store or len(store) > 4096):
+        raise ConfigError(f"{origin}: ledger.store must be a path")
+    write = raw.get("write", True)
+    if not isinstance(write, bool):
+        raise ConfigError(f"{origin}: ledger.write must be true or false")
+    kwh = raw.get("kwh_price")
+    if kwh is not None and (
+        isinstance(kwh, bool) or not isinstance(kwh, (int, float)) or not 0 <= kwh <= 1e6
+    ):
+        raise ConfigError(f"{origin}: ledger.kwh_price must be a number from 0 to 1e6")
+    currency = raw.get("currency", "")
+    if not isinstance(currency, str) or len(currency) > 8:
+        raise ConfigError(f"{origin}: ledger.currency must be a string of at most 8 characters")
+    prices = Prices(
+        None if kwh is None else float(kwh),
+        _number_table(raw.get("gpu_hour_price", {}), f"{origin}: ledger.gpu_hour_price", 1e6),
+        currency,
+    )
+    idle = _number_table(raw.get("idle_power_w", {}), f"{origin}: ledger.idle_power_w", 5000)
+    return LedgerPrefs(None if store is None else Path(store).expanduser(), write, prices, idle)
+
+
+@dataclass(frozen=True, slots=True)
+class Config:
+    """What the config file says (or the defaults).
+
+    Attributes:
+        path: The file read, None when none exists.
+        alert_rules: The alert rules in force.
+        ui: The monitor's preferences: the config file's ``[ui]`` overridden by the state file.
+        keys: ``[keys]``: binding name (``exec-smi``) to the keys that run it (``"ctrl+x"``).
+        notify: ``[[notify]]``: where alerts, findings, faults and idle-policy notices go
+            (docs/notify.md; parsed by :mod:`gputui.notify.config`).
+        idle_policy: ``[idle_policy]``: the idle-GPU policy (off unless ``enabled``).
+    """
+
+    path: Path | None = None
+    alert_rules: tuple[AlertRule, ...] = DEFAULT_RULES
+    ui: UiPrefs = UiPrefs()
+    keys: Mapping[str, str] = field(default_factory=dict)
+    fleet: FleetPrefs = FleetPrefs()
+    notify: tuple[NotifyTarget, ...] = ()
+    idle_policy: IdlePolicy = field(default_factory=IdlePolicy)
+    ledger: LedgerPrefs = LedgerPrefs()
+
+
+def default_config_path(env: Mapping[str, str] | None = None) -> Path:
+    """``$XDG_CONFIG_HOME/gputui/config.toml`` (``~/.config`` when the variable is unset)."""
+    env = os.environ if env is None else env
+    base = env.get("XDG_CONFIG_HOME") or ""
+    # The XDG spec says a relative XDG_CONFIG_HOME is invalid and must be ignored.
+    root = (
+        Path(base) if os.path.isabs(base) else Path(env.get("HOME") or "~").expanduser() / ".config"
+    )
+    return root / "gputui" / "config.toml"
+
+
+def ui_state_path(env: Mapping[str, str] | None = None) -> Path:
+    """``$XDG_CONFIG_HOME/gputui/ui-state.toml``: where the monitor keeps what the user changed."""
+    return default_config_path(env).with_name(UI_STATE_NAME)
+
+
+def load_config(path: Path | None = None, env: Mapping[str, str] | None = None) -> Config:
+    """Read ``path`` (``--config``), else the default file when it exists; then the state file.
+
+    Raises:
+        ConfigError: an explicit file is missing, or any file is unreadable or invalid.
+    """
+    explicit = path is not None
+    path = path if path is not None else default_config_path(env)
+    config = Config()
+    if explicit or path.exists():
+        try:
+            text = read_user_text(path, "config file", CONFIG_LIMIT)
+        except UserFileError as exc:
+            raise ConfigError(str(exc)) from None
+        config = parse_config(text, path)
+    state = load_ui_state(ui_state_path(env))
+    return replace(config, ui=config.ui.merged(state))
+
+
+def parse_config(text: str, path: Path) -> Config:
+    """The configuration in ``text`` (the content of ``path``).
+
+    Raises:
+        ConfigError: not TOML (also nested too deeply or holding an unconvertible number), or
+            invalid.
+    """
+    toml = toml_parser()
+    try:
+        data = toml.loads(text)
+    except toml.TOMLDecodeError as exc:
+        raise ConfigError(f"config file {path} is not valid TOML: {one_line_error(exc)}") from None
+    except RecursionError:
+        raise ConfigError(f"config file {path} is not valid TOML: nested too deeply") from None
+    except ValueError:  # an integer over Python's int/str conversion limit (4300 digits)
+        raise ConfigError(f"config file {path}: a number has too many digits") from None
+    ui = parse_ui(data.get("ui", {}), str(path))
+    keys = parse_keys(data.get("keys", {}), str(path))
+    fleet = parse_fleet(data.get("fleet", {}), str(path))
+    try:
+        notify = parse_targets(data, str(path))
+        idle_policy = parse_idle_policy(data, str(path))
+    except NotifyConfigError as exc:
+        raise ConfigError(str(exc)) from None
+    ledger = parse_ledger(data.get("ledger", {}), str(path))
+    return Config(
+        path=path,
+        alert_rules=parse_alerts(data, str(path)),
+        ui=ui,
+        keys=keys,
+        fleet=fleet,
+        notify=notify,
+        idle_policy=idle_policy,
+        ledger=ledger,
+    )
+
+
+#: A binding name (``exec-smi``) and a key list as Textual writes them (``ctrl+x,f5``).
+_BINDING_NAME = re.compile(r"[a-z][a-z0-9.-]{0,39}")
+_KEY_LIST = re.compile(r"[A-Za-z0-9_+,-]{1,64}")
+#: More remapped keys than gputui has actions is a mistake, not a keymap.
+MAX_KEYS = 64
+
+
+def parse_keys(raw: object, origin: str) -> dict[str, str]:
+    """``[keys]``: binding names to keys.
+
+    Which names exist is the monitor's to say (it notifies about unknown ones); here only their
+    shape is checked, so ``--once`` never loads the UI.
+
+    Raises:
+        ConfigError: naming the first malformed entry.
+    """
+    if not isinstance(raw, dict):
+        raise ConfigError(f"{origin}: keys must be a table")
+    if len(raw) > MAX_KEYS:
+        raise ConfigError(f"{origin}: keys: more than {MAX_KEYS} entries")
+    keys: dict[str, str] = {}
+    for name, value in raw.items():
+        if not _BINDING_NAME.fullmatch(name):
+            raise ConfigError(f"{origin}: keys: {shown_text(name)} is not a binding name")
+        if not isinstance(value, str) or not _KEY_LIST.fullmatch(value):
+            raise ConfigError(f'{origin}: keys.{name}: expected keys such as "ctrl+x" or "f5,x"')
+        keys[name] = value
+    return keys

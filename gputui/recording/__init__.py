@@ -1,0 +1,1 @@
+"""Recordings: the snapshot codec, the rotating writer, the reader and the player."""

@@ -1,0 +1,1 @@
+"""``gputui serve``: the monitor in a web browser, through textual-serve."""

@@ -1,0 +1,124 @@
+"""Wiring: the real, scenario or demo sources and the health checks, assembled into a Collector.
+
+The one place that knows every concrete source, so the collector itself depends only on the
+source protocols and the health layer stays above the data layer.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from gputui.collect.collector import DOCKER_WAIT_S, Collector, DeferredContainers
+from gputui.collect.sources import ContainerSource, GpuSource
+from gputui.health.runner import run_checks
+from gputui.model.settings import Settings
+
+if TYPE_CHECKING:
+    from gputui.collect.fault_attribution import KernelFaultTracker
+    from gputui.collect.linux.proc_reader import EarlyCpuSample
+from gputui.wiring.demo_host import demo_health
+
+#: Seconds one Docker read may spend on the engine, all its requests together.
+DOCKER_READ_S = 5.0
+
+#: Seconds a one-shot (``--once``) measures CPU % over.
+ONCE_CPU_WINDOW_S = 0.1
+
+
+def build_collector(
+    settings: Settings,
+    *,
+    once: bool = False,
+    health: bool = True,
+    early: EarlyCpuSample | None = None,
+) -> Collector:
+    """Wire the real (or scenario, or demo) sources for ``settings``.
+
+    Args:
+        settings: What the user asked for.
+        once: A single collection (``--once``): no background threads, slow reads inline.
+        health: Run the runtime-health checks (``gputui free`` needs none of them).
+        early: A one-shot's first CPU sample, taken at start-up (:func:`early_cpu_sample`).
+
+    Raises:
+        ScenarioError: the scenario file is unreadable or invalid.
+    """
+    if settings.demo:
+        from gputui.collect.standins import demo
+        from gputui.collect.standins.scenario import ScenarioSource
+
+        return Collector(
+            ScenarioSource(demo.DEMO_SCENARIO, wall=demo.wall_clock),
+            demo.DemoProcesses(),
+            demo.DemoContainers(),
+            mode="demo",
+            health=demo_health if health else None,
+            health_interval=settings.health_interval,
+            read_only=settings.read_only,
+            # A simulated clock keeps the demo's ages and timestamps the same on every run.
+            clock=demo.demo_clock(),
+            hostname="demo-gpu-node",
+        )
+    from gputui.collect.linux.proc_reader import ProcSource
+
+    gpu: GpuSource
+    if settings.scenario is not None:
+        from gputui.collect.standins.scenario import ScenarioSource
+
+        gpu = ScenarioSource.from_file(settings.scenario)
+    else:
+        from gputui.collect.nvml.source import NvmlSource
+
+        # --once skips PCIe throughput: it samples for 20 ms per direction per GPU, most of a
+        # one-shot's NVML time; the TUI and the exporter read it on their slow lane.
+        gpu = NvmlSource(slow_interval=settings.slow_interval, background=not once, pcie=not once)
+    return Collector(
+        gpu,
+        early.procs if early is not None else ProcSource(),
+        container_sources(),
+        mode=settings.mode,
+        health=run_checks if health else None,
+        health_interval=settings.health_interval,
+        read_only=settings.read_only,
+        # A one-shot has no next refresh to show late containers in: it waits for the engine up
+        # to the source's own deadline (5 s) instead of the live loop's 2 s.
+        docker_wait=DOCKER_READ_S + 0.5 if once else DOCKER_WAIT_S,
+        # A one-shot measures CPU % over its own run instead of showing N/A (a live loop has
+        # the previous refresh). 0.1 s is 10 clock ticks per process, 10 per core for the host.
+        cpu_window=ONCE_CPU_WINDOW_S if once else 0.0,
+        cpu_primed_at=early.taken_at if early is not None and once else None,
+        faults=kernel_faults(settings, once=once),
+    )
+
+
+def container_sources() -> list[ContainerSource]:
+    """The container engines a live (or scenario) collector reads, one entry per engine.
+
+    Each is built on its first read, on its own read thread. The first one listed wins when
+    two engines list the same container id, and its status and engine facts are what the
+    Docker health checks judge.
+    """
+    return [
+        DeferredContainers(_docker_source, name="docker"),
+    ]
+
+
+def _docker_source() -> ContainerSource:
+    from gputui.collect.docker.source import DockerSource  # on the read thread (see above)
+
+    return DockerSource(timeout=DOCKER_READ_S)
+
+
+def kernel_faults(settings: Settings, *, once: bool = False) -> KernelFaultTracker | None:
+    """The kernel-log reader for ``settings`` (``--kernel-log``), None when none is read.
+
+    Live, gputui reads ``/dev/kmsg``; with a scenario (the GPUs are not this machine's) or the
+    demo it reads nothing unless ``--kernel-log`` names a path.
+    """
+    path = settings.kernel_log
+    if path == "off" or (path is None and (settings.demo or settings.scenario is not None)):
+        return None
+    from gputui.collect.fault_attribution import KernelFaultTracker
+    from gputui.collect.linux.kmsg import KMSG_PATH, KmsgReader
+
+    return KernelFaultTracker(KmsgReader(path or KMSG_PATH, background=not once))

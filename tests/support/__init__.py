@@ -1,0 +1,1 @@
+"""What the tests share: factories, pilots, real servers and engines to test against."""

@@ -1,0 +1,79 @@
+"""User and project totals: computed once per snapshot by the analysis, printed by every front-end.
+
+``--once`` (JSON and text) and the exporter's user series take the rows the analysis carries
+(:attr:`Analysis.totals`); handed totals that differ from what the snapshot would give, each
+prints the handed ones, which is how a recomputation would show. The Users tab's side is in
+tests/ui/test_history_recording_thread.py.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from prometheus_client.parser import text_string_to_metric_families
+
+from gputui.derive.analysis import Analysis, Analyzer
+from gputui.derive.users import UserTotals, user_totals
+from gputui.exporter.families import SnapshotMetrics
+from gputui.model.settings import Settings
+from gputui.model.snapshot import Snapshot
+from gputui.present.json_report import project_to_json, snapshot_to_json, user_to_json
+from gputui.present.text_report import snapshot_to_text
+from gputui.wiring.compose import build_collector
+
+
+def _demo() -> Snapshot:
+    collector = build_collector(Settings(demo=True), once=True, health=False)
+    try:
+        return collector.collect()
+    finally:
+        collector.close()
+
+
+def _exported_users(snapshot: Snapshot, analysis: Analysis) -> dict[str, float]:
+    metrics = SnapshotMetrics(user_series=True, hostname="h")
+    metrics.publish(snapshot, analysis)
+    metrics.rebuild()
+    text = metrics.exposition().decode()
+    return {
+        s.labels["user"]: s.value
+        for family in text_string_to_metric_families(text)
+        if family.name == "gputui_user_gpu_memory_used_bytes"
+        for s in family.samples
+    }
+
+
+def test_the_analysis_computes_the_totals_of_its_snapshot() -> None:
+    snapshot = _demo()
+    analysis = Analyzer(()).analyse(snapshot)
+    assert analysis.totals == user_totals(snapshot)
+    assert analysis.totals is not None and analysis.totals.users and analysis.totals.projects
+    assert Analysis.bare(snapshot).totals == analysis.totals
+
+
+def test_json_text_and_exporter_print_the_one_computation_they_are_handed() -> None:
+    snapshot = _demo()
+    analysis = Analyzer(()).analyse(snapshot)
+    assert analysis.totals is not None
+    # Totals that the snapshot itself would not give: the first user alone, memory doubled.
+    first = analysis.totals.users[0]
+    marked = replace(first, label="only-from-the-analysis", gpu_memory_bytes=2 * 1024**3)
+    handed = UserTotals((marked,), analysis.totals.projects[:1])
+    doc = snapshot_to_json(snapshot, analysis.findings, analysis.alerts, handed)
+    assert doc["users"] == [user_to_json(marked)]
+    assert doc["compose_projects"] == [project_to_json(p) for p in handed.projects]
+    text = snapshot_to_text(snapshot, analysis.findings, analysis.alerts, handed)
+    users_section = text.split("\nUsers\n")[1].split("\n\n")[0].splitlines()
+    assert len(users_section) == 2 and "only-from-the-analysis" in users_section[1]
+    exported = _exported_users(snapshot, replace(analysis, totals=handed))
+    assert exported == {"only-from-the-analysis": 2.0 * 1024**3}
+
+
+def test_json_and_exporter_agree_on_the_demo() -> None:
+    snapshot = _demo()
+    analysis = Analyzer(()).analyse(snapshot)
+    doc = snapshot_to_json(snapshot, analysis.findings, analysis.alerts, analysis.totals)
+    from_json = {u["user"]: float(u["gpu_memory_bytes"]) for u in doc["users"]}
+    assert from_json == _exported_users(snapshot, analysis)
+    # Without handed totals (a caller with no analysis) the same rows are computed.
+    assert snapshot_to_json(snapshot)["users"] == doc["users"]
