@@ -4,7 +4,8 @@ A path on the command line (or in an environment variable, or a default path in 
 directory) may be a symlink planted by another user, a FIFO (an open that blocks until a writer
 comes), a terminal, a device such as ``/dev/zero`` (an endless read) or ``/dev/null``, a
 directory, a hard link to someone else's file, or a gigabyte of junk. Every such file is opened
-here, and nowhere else in gputui (``tests/unit/boundary/test_userfiles.py`` checks the source with ``ast``):
+here, and nowhere else in gputui (``tests/unit/boundary/test_userfiles.py`` checks the source
+with ``ast``):
 
 Reading (:func:`open_user_file`, :func:`read_user_file`, :func:`read_user_text`):
 

@@ -246,7 +246,8 @@ _SUBCOMMANDS = {
 
 #: What each subcommand is for, in ``gputui --help``'s order: (usage, summary). ``doctor``
 #: is dispatched before the others; every other name is a key of ``_SUBCOMMANDS``, and a
-#: subcommand missing here is missing from --help (tests/unit/cli/test_cli_help.py checks both ways).
+#: subcommand missing here is missing from --help (tests/unit/cli/test_cli_help.py checks both
+#: ways).
 SUBCOMMAND_SUMMARIES: dict[str, tuple[str, str]] = {
     "doctor": ("doctor", "runtime-health checks"),
     "export": ("export", "Prometheus metrics"),

@@ -31,7 +31,6 @@ import contextlib
 import fcntl
 import math
 import os
-import socket
 import sqlite3
 import time
 from collections.abc import Iterator, Mapping, Sequence
@@ -111,6 +110,8 @@ def default_store_path(env: Mapping[str, str] | None = None) -> Path:
         if os.path.isabs(base)
         else Path(env.get("HOME") or "~").expanduser() / ".local" / "state"
     )
+    import socket  # late: a one-shot report reads the config, which names this module
+
     host = "".join(c if c.isalnum() or c in "-_." else "_" for c in socket.gethostname()[:64])
     return root / "gputui" / f"ledger-{host or 'host'}.sqlite"
 

@@ -150,6 +150,10 @@ def test_exec_is_argv_only(run_container: Callable[..., Any], monkeypatch: Any) 
     # The interactive exec (docker CLI under the TUI) is an argv list, the payload one element.
     collector = Collector(ScenarioSource({"gpus": []}), ProcSource(), DockerSource())
     try:
+        # Actions go to the source that listed the container at the last collection.
+        deadline = time.monotonic() + 60
+        while collector.container_owner(ct.id) is None and time.monotonic() < deadline:
+            collector.collect()
         argv = collector.interactive_exec_argv(ct.id, ["sh", "-c", "; id"])
         assert argv is not None
         assert argv[-4:] == [ct.id, "sh", "-c", "; id"]

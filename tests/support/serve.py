@@ -125,7 +125,7 @@ def serving(
         extra = "" if max_sessions is None else f", max_sessions={max_sessions}"
         code = (
             "import sys\n"
-            "from gputui.serve import ServeOptions, run\n"
+            "from gputui.serve.server import ServeOptions, run\n"
             f"run(ServeOptions(host={host!r}, port={port}, demo=True{extra}),\n"
             "    lambda line: print(line, file=sys.stderr, flush=True),\n"
             f"    monitor_argv={list(monitor_argv) if monitor_argv else None!r})\n"

@@ -44,7 +44,7 @@ def test_each_foreign_library_has_one_adapter(library: str, owner: str) -> None:
 def test_importing_the_collector_loads_no_ui_and_no_driver() -> None:
     code = (
         "import sys\n"
-        "import gputui.collect.collector, gputui.report\n"
+        "import gputui.collect.collector, gputui.present.text_report\n"
         "bad = sorted(m for m in sys.modules if m.split('.')[0] in ('textual', 'rich', 'pynvml'))\n"
         "assert not bad, bad\n"
     )

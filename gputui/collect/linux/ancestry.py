@@ -17,6 +17,7 @@ import os
 import time
 from pathlib import Path
 
+from gputui.collect.linux.fileio import read_capped
 from gputui.collect.linux.membership import MonitorMatch, parse_monitor_cmdline, parse_stat_ppid
 
 __all__ = ["MAX_ANCESTRY_DEPTH", "RuntimeAncestry"]
@@ -35,24 +36,9 @@ MAX_REMEMBERED_NAMESPACES = 4096
 
 def _read_prefix(path: Path, limit: int) -> bytes | None:
     """At most ``limit`` bytes from the start of a file, or None when it cannot be read."""
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
-    except OSError:
-        return None
-    try:
-        chunks: list[bytes] = []
-        size = 0
-        while size < limit:
-            chunk = os.read(fd, limit - size)
-            if not chunk:
-                break
-            chunks.append(chunk)
-            size += len(chunk)
-        return b"".join(chunks)
-    except OSError:
-        return None
-    finally:
-        os.close(fd)
+    # The one capped /proc reader (fileio.read_capped): non-blocking, close-on-exec, bounded.
+    data, _ = read_capped(path, limit)
+    return data
 
 
 class RuntimeAncestry:

@@ -2,8 +2,8 @@
 
 Two halves:
 
-* an ``ast`` walk over ``gputui/``: no module but ``gputui/boundary/userfiles.py`` opens a file itself
-  (builtin ``open``, ``Path.open/read_text/read_bytes/write_text/write_bytes``, ``os.open``,
+* an ``ast`` walk over ``gputui/``: no module but ``gputui/boundary/userfiles.py`` opens a file
+  itself (builtin ``open``, ``Path.open/read_text/read_bytes/write_text/write_bytes``, ``os.open``,
   ``tempfile`` files), except the commented allow-list of ``/proc``, ``/sys`` and other paths no
   user names; and every function that calls the reader or the writer is an entry point of
   :data:`ENTRY_POINTS` below, so a new reader or writer cannot skip the hostile files;
@@ -75,7 +75,9 @@ ALLOWED: dict[str, str] = {
     "gputui/health/mig_mps.py:_read_bytes": "/proc/<pid>/environ of the MPS daemon",
     "gputui/health/runner.py:_metadata_version": "installed packages' metadata (site-packages)",
     # gputui's own files.
-    "gputui/wiring/demo_host.py:demo_host_root": "the demo host's files, in a fresh private temp dir",
+    "gputui/wiring/demo_host.py:demo_host_root": (
+        "the demo host's files, in a fresh private temp dir"
+    ),
     "gputui/cli/terminal.py:_silence_stdout": "os.devnull",
     # Methods of gputui's own classes named open (not a file open by path).
     "gputui/cli/record.py:record": "RecordWriter.open(): the recorder opens through the writer",
@@ -257,7 +259,11 @@ def _save_ui_state(target: Path, tmp: Path, url: str) -> Outcome:
 
 def _trace(target: Path, tmp: Path, url: str) -> Outcome:
     result = subprocess.run(
-        [sys.executable, "-c", "from gputui import startup_trace; startup_trace.mark('x')"],
+        [
+            sys.executable,
+            "-c",
+            "from gputui.boundary import startup_trace; startup_trace.mark('x')",
+        ],
         text=True,
         capture_output=True,
         timeout=DEADLINE_S,

@@ -47,10 +47,10 @@ TUI_DEFERRED = (
 )
 #: Other commands' code: reports, recordings, exporters, the fleet view, `gputui free`.
 OTHER_COMMANDS = (
-    "gputui.report",
-    "gputui.replay",
+    "gputui.present.text_report",
+    "gputui.recording.player",
     "gputui.recording.codec",
-    "gputui.export",
+    "gputui.exporter.families",
     "gputui.exporter.server",
     "gputui.fleet",
     "gputui.ui.fleet_app",
@@ -73,7 +73,7 @@ ONCE_NEVER = (
     "rich",
     "gputui.ui",
     "gputui.serve",
-    *(m for m in OTHER_COMMANDS if m != "gputui.report"),
+    *(m for m in OTHER_COMMANDS if m != "gputui.present.text_report"),
 )
 
 #: ``gputui --demo`` through the real entry point on a terminal; when it has quit, its
@@ -221,5 +221,6 @@ def test_a_deferred_screen_loads_when_first_opened(tmp_path: Path) -> None:
 @pytest.mark.parametrize("argv", [["--demo", "--once"], ["--demo", "--once", "--json"]])
 def test_once_loads_no_ui_and_no_other_command(argv: list[str]) -> None:
     loaded = _modules(CLI_SCRIPT, *argv)
-    assert "gputui.report" in loaded  # the list is the one of a run that printed a report
+    # The list is the one of a run that printed a report.
+    assert "gputui.present.text_report" in loaded
     assert _found(loaded, ONCE_NEVER) == []

@@ -330,7 +330,7 @@ def test_only_export_imports_prometheus_client() -> None:
                 importers.append(str(path.relative_to(package)))
     assert sorted(set(importers)) == ["exporter/families.py"]
     code = (
-        "import sys, gputui.cli, gputui.replay, gputui.config\n"
+        "import sys, gputui.cli.main, gputui.recording.player, gputui.config.file\n"
         "assert 'prometheus_client' not in sys.modules"
     )
     assert subprocess.run([sys.executable, "-c", code]).returncode == 0

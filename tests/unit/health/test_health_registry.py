@@ -46,6 +46,7 @@ HOST_ORDER = [
     "cgroup.driver",
     "cgroup.nvml_hazard",
     "gputui.visibility",
+    "host.kernel_log",
     "mps.daemon",
 ]
 GPU_ORDER = [
@@ -153,6 +154,7 @@ def test_no_check_module_builds_a_health_check_by_hand() -> None:
         "host.py",
         "containers.py",
         "mig_mps.py",
+        "kernel_log.py",
     }
     builders: dict[str, int] = {}
     for name, tree in _modules().items():

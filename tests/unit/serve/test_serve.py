@@ -323,5 +323,8 @@ def test_only_serve_imports_textual_serve_and_aiohttp() -> None:
             if roots & {"textual_serve", "aiohttp", "aiohttp_jinja2"}:
                 importers.add(str(path.relative_to(package)))
     assert importers == {"serve/server.py"}
-    code = "import sys, gputui.cli, gputui.serve\nassert 'textual_serve' not in sys.modules"
+    code = (
+        "import sys, gputui.cli.main, gputui.serve.server\n"
+        "assert 'textual_serve' not in sys.modules"
+    )
     assert subprocess.run([sys.executable, "-c", code]).returncode == 0
