@@ -23,6 +23,8 @@ from textual.widgets import Footer
 
 from gputui.collect.collector import Collector
 from gputui.collect.docker.logs import LogLine
+from gputui.collect.linux.parent_chain import ParentLink
+from gputui.collect.sources import ContainerOwner
 from gputui.collect.standins import demo
 from gputui.collect.standins.scenario import ScenarioSource
 from gputui.model.containers import ExecResult
@@ -136,6 +138,17 @@ class ReplayCollector:
 
     def open_logs(self, container_id: str, *, tail: int, follow: bool) -> CannedLogs:
         return CannedLogs()
+
+    def open_container_logs(self, container_id: str, *, tail: int, follow: bool) -> CannedLogs:
+        return CannedLogs()
+
+    def container_owner(self, container_id: str) -> ContainerOwner | None:
+        return self.live.container_owner(container_id)
+
+    def parent_chain(
+        self, pid: int, start_time: float | None
+    ) -> tuple[tuple[ParentLink, ...], str | None]:
+        return self.live.parent_chain(pid, start_time)
 
     def container_action(self, container_id: str, action: str) -> str | None:
         return "not on the demo machine"
