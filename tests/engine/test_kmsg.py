@@ -30,9 +30,10 @@ from gputui.model.status import SourceStatus
 from gputui.present.json_report import snapshot_to_json
 from gputui.recording.codec import snapshot_from_report
 from gputui.wiring.compose import build_collector
+from tests.support.paths import FIXTURES
 
 KMSG = Path(KMSG_PATH)
-CORPUS = Path(__file__).resolve().parent / "fixtures" / "kmsg-corpus.txt"
+CORPUS = FIXTURES / "kmsg-corpus.txt"
 #: The corpus's lines (tests/fixtures/kmsg-corpus.txt says where they come from).
 CORPUS_LINES = [
     raw.partition(" || ")[2]

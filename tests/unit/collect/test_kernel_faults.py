@@ -4,7 +4,6 @@ record framing, the XID catalogue's classes, and a fuzz run (never raises, bound
 from __future__ import annotations
 
 import random
-from pathlib import Path
 
 import pytest
 
@@ -17,8 +16,9 @@ from gputui.collect.linux.kernel_faults import (
     parse_record,
 )
 from gputui.collect.xid_catalog import HARDWARE_CLASSES, XID_TABLE, classify
+from tests.support.paths import FIXTURES
 
-CORPUS = Path(__file__).resolve().parent / "fixtures" / "kmsg-corpus.txt"
+CORPUS = FIXTURES / "kmsg-corpus.txt"
 
 
 def corpus() -> list[tuple[dict[str, str], str]]:
