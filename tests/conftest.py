@@ -19,6 +19,7 @@ import tempfile
 import time
 import uuid
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -257,11 +258,21 @@ def prometheus_bin() -> str:
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    """Keep the user's own ledger store out of the tests.
+    """Keep the user's own ledger store out of the tests, even outside a test's own scope.
 
-    A live-mode monitor, exporter or recorder writes ``$XDG_STATE_HOME/gputui/``; tests (and
-    the processes they start, which inherit the environment) use a directory of their own.
+    A live-mode monitor, exporter or recorder writes ``$XDG_STATE_HOME/gputui/``; what runs at
+    collection or in a session fixture writes a directory of the run's own.
     """
-    if not os.environ.get("GPUTUI_TEST_STATE_HOME"):
-        os.environ["GPUTUI_TEST_STATE_HOME"] = tempfile.mkdtemp(prefix="gputui-test-state-")
-    os.environ["XDG_STATE_HOME"] = os.environ["GPUTUI_TEST_STATE_HOME"]
+    os.environ["XDG_STATE_HOME"] = tempfile.mkdtemp(prefix="gputui-test-state-")
+
+
+@pytest.fixture(autouse=True)
+def _state_home_per_test(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Give each test (and the processes it starts) a state directory of its own.
+
+    One directory for the whole run let two workers' monitors meet on one ledger store, and
+    the second found it locked by the first. The directory is only named here: the store
+    makes it when a writer first opens it, so a test that writes nothing finds its
+    ``tmp_path`` as empty as before.
+    """
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / ".state"))

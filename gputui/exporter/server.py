@@ -3,7 +3,7 @@
 A single-threaded selectors loop instead of a thread per connection (``http.server``,
 prometheus-client's own server): idle or half-sent connections, bursts and oversized requests
 cost a bounded number of descriptors and no threads, and a scrape never waits for another
-client. Connections close after each response. Used by :mod:`gputui.export`.
+client. Connections close after each response. Used by :mod:`gputui.exporter.run`.
 """
 
 from __future__ import annotations

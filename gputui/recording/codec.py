@@ -5,9 +5,10 @@ Generic over the frozen dataclasses of :mod:`gputui.model`: fields are found wit
 recorded and replayed without touching this module. Fields equal to their default are left out,
 which keeps a recording line small (most ``None`` facts of a container vanish).
 
-This is not the ``--once --json`` contract (:mod:`gputui.report`): that one is shaped for people
-and scripts and drops facts (PIDs' container ids, per-process encoder use...). Container
-environment values never reach a Snapshot, so they cannot reach a recording either.
+This is not the ``--once --json`` contract (:mod:`gputui.present.json_report`): that one is
+shaped for people and scripts and drops facts (PIDs' container ids, per-process encoder
+use...). Container environment values never reach a Snapshot, so they cannot reach a recording
+either.
 :func:`snapshot_from_report` reads a contract document back as well as that lossy format allows.
 """
 
