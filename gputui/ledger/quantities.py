@@ -9,13 +9,15 @@ time just before they are read), except energy, which is the GPU energy counter'
 
 Per device and interval of ``wall`` seconds:
 
-* **occupied**: the device's wall time split between the parties with a process on it, by
-  their GPU memory (equally when no memory is known); a device without one is
-  ``unallocated``. So Σ occupied + unallocated = devices x wall, exactly.
+* **occupied**: the device's wall time split between the parties with a process on it: each
+  party's own busy time, plus a share of the rest (the time nobody kept it busy) by GPU
+  memory (equally when no memory is known). A device without a process is ``unallocated``
+  but for the time it was active (``unknown``'s). So Σ occupied + unallocated = devices x
+  wall exactly, and no party's busy exceeds its occupied (efficiency ≤ 100 %).
 * **reserved**: ``wall`` to each container whose GPU request names the device (or ``all``)
   while it runs, restarts or is paused. Several containers may reserve one device.
 * **busy**: ``wall`` x the device's SM activity (GPM SM active where read, else NVML
-  utilization) split by the parties' per-process SM % (by occupied share when one is
+  utilization) split by the parties' per-process SM % (by GPU memory when one is
   unknown). Activity with no process listed goes to ``unknown``.
 * **memory**: GiB x seconds of GPU memory held, and the peak.
 * **energy**: the counter's delta (power x wall when the counter is missing or went back:
@@ -384,25 +386,34 @@ class Accountant:
                 row(device, holder).reserved_s += wall
             if state.parties:
                 mems = {k: v[0] or 0.0 for k, v in state.parties.items()}
-                occupied = _split(wall, mems)
-                for subject, seconds in occupied.items():
-                    amounts = row(device, subject)
-                    amounts.occupied_s += seconds
-                    held = state.parties[subject][0]
-                    if held:
-                        amounts.mem_gib_s += held / _GIB * wall
-                        amounts.mem_peak_bytes = max(amounts.mem_peak_bytes, int(held))
                 sms = [v[1] for v in state.parties.values()]
                 if all(sm is not None for sm in sms) and sum(sm or 0.0 for sm in sms) > 0:
                     weights = {k: v[1] or 0.0 for k, v in state.parties.items()}
                 else:
-                    weights = occupied
-                for subject, seconds in _split(wall * state.activity, weights).items():
-                    row(device, subject).busy_s += seconds
+                    weights = mems
+                busy_by = _split(wall * state.activity, weights)
+                # Each party occupies the time it kept the device busy plus a share (by GPU
+                # memory) of the time nobody did: busy never exceeds occupied, and the
+                # device's wall is still split exactly.
+                rest_by = _split(wall - sum(busy_by.values()), mems)
+                for subject, seconds in rest_by.items():
+                    amounts = row(device, subject)
+                    amounts.busy_s += busy_by[subject]
+                    amounts.occupied_s += busy_by[subject] + seconds
+                    held = state.parties[subject][0]
+                    if held:
+                        amounts.mem_gib_s += held / _GIB * wall
+                        amounts.mem_peak_bytes = max(amounts.mem_peak_bytes, int(held))
             else:
-                row(device, UNALLOCATED).occupied_s += wall
-                if state.activity > 0:
-                    row(device, UNKNOWN).busy_s += wall * state.activity
+                # Activity with no process listed (a process in a PID namespace gputui cannot
+                # see): somebody unknown occupied the device for that part of the interval.
+                active = wall * state.activity
+                if active > 0:
+                    unknown = row(device, UNKNOWN)
+                    unknown.busy_s += active
+                    unknown.occupied_s += active
+                if wall - active > 0:
+                    row(device, UNALLOCATED).occupied_s += wall - active
         energy_total = 0.0
         estimated = []
         for index, group in states.items():
