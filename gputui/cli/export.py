@@ -44,7 +44,7 @@ def export(argv: Sequence[str]) -> int:
         return fail_usage(settings)
     from gputui.wiring.compose import build_collector
 
-    collector = build_collector(settings, once=args.once)
+    collector = build_collector(config.applied(settings), once=args.once)
     if args.once:
         try:
             collector.request_health()

@@ -265,7 +265,7 @@ def daemon(argv: Sequence[str], kit: CliKit) -> int:
         print(f"gputui daemon: collection failed: {type(exc).__name__}", file=sys.stderr)
 
     try:
-        collector = build_collector(settings, once=False)
+        collector = build_collector(config.applied(settings), once=False)
         try:
             loop: CollectLoop[None] = CollectLoop(
                 collector,

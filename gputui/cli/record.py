@@ -77,7 +77,7 @@ def record(argv: Sequence[str]) -> int:
     stop = stop_on_signals()
     ledger = None if args.count == 1 else ledger_writer("record", settings, args.store, config)
     try:
-        collector = build_collector(settings, once=args.count == 1)
+        collector = build_collector(config.applied(settings), once=args.count == 1)
         try:
             collector.request_health()
             written = record_loop(

@@ -26,6 +26,7 @@ from gputui.config.values import ConfigError, one_line_error, shown_text, toml_p
 from gputui.derive.alerts import DEFAULT_RULES, AlertRule
 from gputui.derive.idle_policy import IdlePolicy
 from gputui.ledger.report import Prices
+from gputui.model.settings import Settings
 from gputui.notify.config import (
     NotifyConfigError,
     NotifyTarget,
@@ -140,6 +141,41 @@ def parse_ledger(raw: object, origin: str) -> LedgerPrefs:
     return LedgerPrefs(None if store is None else Path(store).expanduser(), write, prices, idle)
 
 
+#: A container label key as Docker accepts them (reverse-DNS style, as labels are written).
+_LABEL_KEY = re.compile(r"[A-Za-z0-9][A-Za-z0-9._/-]{0,127}")
+#: At most this many owner labels.
+MAX_OWNER_LABELS = 8
+
+
+def parse_owners(raw: object, origin: str) -> tuple[str, ...]:
+    """``[owners]``: the labels naming a container's owner, strongest first.
+
+    ``label = "org.example.owner"`` names one, ``labels = [...]`` several; ``gputui.owner`` is
+    always read after them.
+    """
+    if not isinstance(raw, dict):
+        raise ConfigError(f"{origin}: owners must be a table")
+    extra = sorted(set(raw) - {"label", "labels"})
+    if extra:
+        raise ConfigError(f"{origin}: owners: unknown key {shown_text(extra[0])}")
+    given: list[object] = []
+    if "label" in raw:
+        given.append(raw["label"])
+    if "labels" in raw:
+        if not isinstance(raw["labels"], list):
+            raise ConfigError(f"{origin}: owners.labels must be a list of label names")
+        given.extend(raw["labels"])
+    if len(given) > MAX_OWNER_LABELS:
+        raise ConfigError(f"{origin}: owners: at most {MAX_OWNER_LABELS} labels")
+    for key in given:
+        if not isinstance(key, str) or not _LABEL_KEY.fullmatch(key):
+            raise ConfigError(
+                f"{origin}: owners: {shown_text(str(key))} is not a label name "
+                "(letters, digits, . _ / -; e.g. org.example.owner)"
+            )
+    return tuple(dict.fromkeys(str(k) for k in given))
+
+
 @dataclass(frozen=True, slots=True)
 class Config:
     """What the config file says (or the defaults).
@@ -152,6 +188,7 @@ class Config:
         notify: ``[[notify]]``: where alerts, findings, faults and idle-policy notices go
             (docs/notify.md; parsed by :mod:`gputui.notify.config`).
         idle_policy: ``[idle_policy]``: the idle-GPU policy (off unless ``enabled``).
+        owner_labels: ``[owners]``: labels naming a container's owner, strongest first.
     """
 
     path: Path | None = None
@@ -162,6 +199,11 @@ class Config:
     notify: tuple[NotifyTarget, ...] = ()
     idle_policy: IdlePolicy = field(default_factory=IdlePolicy)
     ledger: LedgerPrefs = LedgerPrefs()
+    owner_labels: tuple[str, ...] = ()
+
+    def applied(self, settings: Settings) -> Settings:
+        """``settings`` with what the config adds to a collector's (the owner labels)."""
+        return replace(settings, owner_labels=self.owner_labels)
 
 
 def default_config_path(env: Mapping[str, str] | None = None) -> Path:
@@ -224,6 +266,7 @@ def parse_config(text: str, path: Path) -> Config:
     except NotifyConfigError as exc:
         raise ConfigError(str(exc)) from None
     ledger = parse_ledger(data.get("ledger", {}), str(path))
+    owner_labels = parse_owners(data.get("owners", {}), str(path))
     return Config(
         path=path,
         alert_rules=parse_alerts(data, str(path)),
@@ -233,6 +276,7 @@ def parse_config(text: str, path: Path) -> Config:
         notify=notify,
         idle_policy=idle_policy,
         ledger=ledger,
+        owner_labels=owner_labels,
     )
 
 

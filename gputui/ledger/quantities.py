@@ -73,6 +73,10 @@ class Subject:
         project: Its compose project.
         service: Its compose service.
         pod: ``namespace/pod`` of a Kubernetes container.
+        owner: The person credited (a container's :class:`~gputui.model.containers.Owner`,
+            the user of host processes); None when unknown.
+        owner_confidence: ``high``, ``medium``, ``low`` or ``none``.
+        owner_evidence: What named the owner, one line.
     """
 
     kind: str
@@ -82,6 +86,9 @@ class Subject:
     project: str | None = None
     service: str | None = None
     pod: str | None = None
+    owner: str | None = None
+    owner_confidence: str | None = None
+    owner_evidence: str | None = None
 
 
 UNALLOCATED = Subject("unallocated", "", "unallocated")
@@ -184,7 +191,9 @@ def subject_of(snapshot: Snapshot, proc: GpuProcess) -> Subject:
     if not proc.on_host:
         return UNKNOWN
     user = proc.info.user or "?"
-    return Subject("user", user, user)
+    if user == "?":
+        return Subject("user", user, user)
+    return Subject("user", user, user, owner=user, owner_confidence="high", owner_evidence="user")
 
 
 def container_subject(usage: ContainerUsage) -> Subject:
@@ -193,6 +202,7 @@ def container_subject(usage: ContainerUsage) -> Subject:
     pod = None
     if info.k8s_pod:
         pod = f"{info.k8s_namespace}/{info.k8s_pod}" if info.k8s_namespace else info.k8s_pod
+    owner = info.owner
     return Subject(
         "container",
         info.id,
@@ -201,6 +211,9 @@ def container_subject(usage: ContainerUsage) -> Subject:
         info.compose_project,
         info.compose_service,
         pod,
+        None if owner is None else owner.name,
+        None if owner is None else owner.confidence,
+        None if owner is None else owner.evidence,
     )
 
 

@@ -22,7 +22,7 @@ from gputui.ledger.store import Coverage, UsageRow
 GROUPINGS = ("owner", "container", "project", "image", "gpu", "user")
 #: Output formats.
 FORMATS = ("table", "csv", "json")
-#: The owner of a container until its owner is known (owners are not attributed yet).
+#: The owner of a subject nothing names (docs/ledger.md: owners).
 UNKNOWN_OWNER = "unknown"
 
 
@@ -72,6 +72,10 @@ def group_key(row: UsageRow, by: str) -> str:
     s = row.subject
     if by == "gpu":
         return f"{row.device} {row.model or ''}".strip()
+    if by == "owner":
+        if s.kind in ("container", "user"):
+            return row.owner or s.owner or UNKNOWN_OWNER
+        return s.name  # PIDs nobody can find ("unknown"), or nobody ("unallocated")
     if s.kind != "container":
         label = s.name if s.kind != "user" else f"host:{s.name}"
         if by == "user":
@@ -83,9 +87,7 @@ def group_key(row: UsageRow, by: str) -> str:
         return s.project or "(no project)"
     if by == "image":
         return s.image or "(no image)"
-    if by == "user":
-        return "(container)"
-    return row.owner or UNKNOWN_OWNER
+    return "(container)"  # by == "user": a container's processes are not a host user's
 
 
 def summarise(rows: Sequence[UsageRow], by: str, prices: Prices) -> list[Line]:

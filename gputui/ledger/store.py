@@ -396,10 +396,17 @@ class Store:
         if found is None:
             # A renamed container keeps its id: the newest name, image and labels win.
             self.conn.execute(
-                "INSERT INTO subjects (kind, key, name, image, project, service, pod)"
-                " VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (kind, key) DO UPDATE SET"
+                "INSERT INTO subjects (kind, key, name, image, project, service, pod, owner,"
+                " owner_confidence, owner_evidence) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+                " ON CONFLICT (kind, key) DO UPDATE SET"
                 " name = excluded.name, image = excluded.image, project = excluded.project,"
-                " service = excluded.service, pod = excluded.pod",
+                " service = excluded.service, pod = excluded.pod,"
+                # An owner once known is not forgotten when a later read cannot tell.
+                " owner = coalesce(excluded.owner, owner),"
+                " owner_confidence = CASE WHEN excluded.owner IS NULL THEN owner_confidence"
+                " ELSE excluded.owner_confidence END,"
+                " owner_evidence = CASE WHEN excluded.owner IS NULL THEN owner_evidence"
+                " ELSE excluded.owner_evidence END",
                 (
                     subject.kind,
                     subject.key,
@@ -408,6 +415,9 @@ class Store:
                     subject.project,
                     subject.service,
                     subject.pod,
+                    subject.owner,
+                    subject.owner_confidence,
+                    subject.owner_evidence,
                 ),
             )
             found = self.conn.execute(
@@ -542,7 +552,7 @@ class Store:
             raise StoreError(f"cannot read ledger store {self.path}: {exc}") from None
         out = []
         for r in rows:
-            subject = Subject(r[3], r[4], r[5], r[6], r[7], r[8], r[9])
+            subject = Subject(r[3], r[4], r[5], r[6], r[7], r[8], r[9], r[10])
             amounts = Amounts(
                 reserved_s=r[11] / 1e3,
                 occupied_s=r[12] / 1e3,

@@ -6,6 +6,31 @@ from dataclasses import dataclass
 
 from gputui.model.status import SourceStatus
 
+#: How sure gputui is of an owner, strongest first (``none``: no owner is known).
+OWNER_CONFIDENCES = ("high", "medium", "low", "none")
+
+
+@dataclass(frozen=True, slots=True)
+class Owner:
+    """The person a container's GPU time is credited to, and how gputui knows.
+
+    On a Docker host every container runs as root, so the user of its processes names nobody;
+    the owner is found from evidence instead (``gputui/collect/owners.py`` lists the chain).
+
+    Attributes:
+        name: The person (a host user name, or a label's value); None when unknown.
+        confidence: ``high`` (a label or a rootless engine's socket names them), ``medium``
+            (the compose project's directory, a numeric ``--user``), ``low`` (bind-mount
+            sources, a ``--user`` name the host also has) or ``none``.
+        evidence: One line saying what named them (or why nothing did).
+        hint: How to name the owner for sure, when the evidence is weaker than a label.
+    """
+
+    name: str | None
+    confidence: str
+    evidence: str
+    hint: str | None = None
+
 
 @dataclass(frozen=True, slots=True)
 class ContainerInfo:
@@ -57,6 +82,8 @@ class ContainerInfo:
             ``gputui.idle-policy``), sorted by key: what the idle-GPU policy and alert delivery
             read of its labels (at most 16, each bounded by the parser); other labels are not
             kept.
+        owner: Who the container is credited to, with the evidence; None where the source
+            does not say (the demo, a stub, an engine that describes no owner facts).
     """
 
     id: str
@@ -93,6 +120,7 @@ class ContainerInfo:
     stats_sampled_at: float | None = None
     inspect_problem: str | None = None
     policy_labels: tuple[tuple[str, str], ...] = ()
+    owner: Owner | None = None
 
     def label(self, key: str) -> str | None:
         """One of :attr:`policy_labels` by key, None when the container does not carry it."""
@@ -125,6 +153,8 @@ class EngineInfo:
         cdi_spec_dirs: Directories the engine reads CDI specs from; empty when CDI is disabled,
             None when the engine does not report it (older engines).
         host_memory_bytes: Total memory of the engine's host.
+        rootless: The engine runs as an unprivileged user (``SecurityOptions`` holds
+            ``name=rootless``).
     """
 
     endpoint: str | None = None
@@ -137,6 +167,7 @@ class EngineInfo:
     cgroup_version: str | None = None
     cdi_spec_dirs: tuple[str, ...] | None = None
     host_memory_bytes: int | None = None
+    rootless: bool = False
 
 
 @dataclass(frozen=True, slots=True)

@@ -22,7 +22,7 @@ from gputui.derive.users import (
     UserUsage,
     user_totals,
 )
-from gputui.model.containers import ContainerInfo
+from gputui.model.containers import ContainerInfo, Owner
 from gputui.model.faults import FaultCount, KernelFault
 from gputui.model.gauges import GPU_GAUGES, GpuGauge
 from gputui.model.gpu import MIG_GPM_FIELDS, MIG_UTILIZATION_NA, GpuSample, MigInstance
@@ -143,6 +143,17 @@ def _request(value: str | tuple[str, ...] | None) -> str | list[str] | None:
     return list(value) if isinstance(value, tuple) else value
 
 
+def _owner(owner: Owner | None) -> dict[str, Any] | None:
+    if owner is None:
+        return None
+    return {
+        "name": owner.name,
+        "confidence": owner.confidence,
+        "evidence": owner.evidence,
+        "hint": owner.hint,
+    }
+
+
 def _container(u: ContainerUsage) -> dict[str, Any]:
     c: ContainerInfo = u.info
     return {
@@ -163,6 +174,7 @@ def _container(u: ContainerUsage) -> dict[str, Any]:
         "compose_service": c.compose_service,
         "k8s_pod": c.k8s_pod,
         "k8s_namespace": c.k8s_namespace,
+        "owner": _owner(c.owner),
         "cpu_percent": c.cpu_percent,
         "memory_used_bytes": c.memory_used_bytes,
         "memory_limit_bytes": c.memory_limit_bytes,

@@ -6,6 +6,7 @@ source protocols and the health layer stays above the data layer.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from gputui.collect.collector import DOCKER_WAIT_S, Collector, DeferredContainers
@@ -75,7 +76,7 @@ def build_collector(
     return Collector(
         gpu,
         early.procs if early is not None else ProcSource(),
-        container_sources(),
+        container_sources(settings.owner_labels),
         mode=settings.mode,
         health=run_checks if health else None,
         health_interval=settings.health_interval,
@@ -91,22 +92,26 @@ def build_collector(
     )
 
 
-def container_sources() -> list[ContainerSource]:
+def container_sources(owner_labels: Sequence[str] = ()) -> list[ContainerSource]:
     """The container engines a live (or scenario) collector reads, one entry per engine.
 
     Each is built on its first read, on its own read thread. The first one listed wins when
     two engines list the same container id, and its status and engine facts are what the
     Docker health checks judge.
+
+    Args:
+        owner_labels: Labels naming a container's owner (the config's ``[owners]``).
     """
+    labels = tuple(owner_labels)
+
+    def docker() -> ContainerSource:
+        from gputui.collect.docker.source import DockerSource  # on the read thread (see above)
+
+        return DockerSource(timeout=DOCKER_READ_S, owner_labels=labels)
+
     return [
-        DeferredContainers(_docker_source, name="docker"),
+        DeferredContainers(docker, name="docker"),
     ]
-
-
-def _docker_source() -> ContainerSource:
-    from gputui.collect.docker.source import DockerSource  # on the read thread (see above)
-
-    return DockerSource(timeout=DOCKER_READ_S)
 
 
 def kernel_faults(settings: Settings, *, once: bool = False) -> KernelFaultTracker | None:

@@ -19,6 +19,12 @@ from typing import Any
 
 # The cgroup-file half of parsing lives in cgroup_stats (module size); re-exported here.
 from gputui.collect.linux.cgroup_usage import cpu_percent, memory_used
+from gputui.collect.owners import (
+    COMPOSE_DIR_LABEL,
+    MAX_BIND_SOURCES,
+    OwnerFacts,
+    owner_facts_from_labels,
+)
 from gputui.model.containers import ContainerInfo, EngineInfo
 
 #: Environment keys gputui reads from ``Config.Env``; every other value is dropped unseen.
@@ -339,6 +345,32 @@ def parse_inspect(data: Mapping[str, Any]) -> ContainerInfo:
     )
 
 
+def owner_facts(data: Mapping[str, Any], label_keys: Sequence[str]) -> OwnerFacts:
+    """What one inspect payload says about the container's owner (:mod:`gputui.collect.owners`).
+
+    Args:
+        data: The inspect payload.
+        label_keys: The owner labels, strongest first (``owner_label_keys``).
+    """
+    data = as_dict(data)
+    config = as_dict(data.get("Config"))
+    labels = as_dict(config.get("Labels"))
+    binds = []
+    for mount in as_list(data.get("Mounts")):
+        entry = as_dict(mount)
+        source = as_text(entry.get("Source"), MAX_TEXT_CHARS)
+        if entry.get("Type") == "bind" and source and source.startswith("/"):
+            binds.append(source)
+    return OwnerFacts(
+        labels=owner_facts_from_labels(
+            labels, label_keys, text=lambda v: as_text(v, MAX_NAME_CHARS)
+        ),
+        compose_dir=as_text(labels.get(COMPOSE_DIR_LABEL), MAX_TEXT_CHARS) or None,
+        bind_sources=tuple(dict.fromkeys(binds))[:MAX_BIND_SOURCES],
+        config_user=as_text(config.get("User"), MAX_NAME_CHARS) or None,
+    )
+
+
 def cgroup_parent(data: Mapping[str, Any]) -> str | None:
     """``HostConfig.CgroupParent`` of an inspect payload, if it is a plain cgroup path.
 
@@ -500,6 +532,10 @@ def parse_engine(
         cgroup_version=as_text(info.get("CgroupVersion"), 8) or "1",
         cdi_spec_dirs=None if cdi is None else tuple(d[:MAX_TEXT_CHARS] for d in cdi_dirs),
         host_memory_bytes=as_int(info.get("MemTotal"), 1, MAX_INT64),
+        rootless=any(
+            isinstance(o, str) and "name=rootless" in o.split(",")
+            for o in as_list(info.get("SecurityOptions"), 64)
+        ),
     )
 
 

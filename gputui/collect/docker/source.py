@@ -60,6 +60,7 @@ from gputui.collect.docker.engine_api import (
 )
 from gputui.collect.docker.logs import EngineLogReader, LogStreamError
 from gputui.collect.linux.cgroup_usage import CgroupSampler
+from gputui.collect.owners import OwnerResolver, owner_label_keys
 from gputui.collect.sources import ContainerCapabilities, ContainerSource
 from gputui.model.containers import ContainerInfo, ContainerReading, EngineInfo, ExecResult
 from gputui.model.status import SourceStatus
@@ -294,6 +295,22 @@ class _SdkApi:
             self._client.close()
 
 
+def _rootless_uid(engine: EngineInfo, url: str | None) -> int | None:
+    """The user of a rootless engine (its socket's owner); None for a rootful one.
+
+    Both must hold: a socket owned by a user and an engine that says it is rootless. A user's
+    socket alone may be a proxy to a rootful engine, whose containers are not theirs.
+    """
+    path = unix_socket_path(url)
+    if not engine.rootless or path is None:
+        return None
+    try:
+        uid = os.stat(path).st_uid
+    except OSError:
+        return None
+    return uid or None
+
+
 def _make_api(endpoint: _Endpoint, timeout: float) -> _Api:
     """The lean client where it can reach the engine, else the SDK adapter (``ssh://``)."""
     if EngineApi.supports(endpoint.base_url):
@@ -355,6 +372,7 @@ class DockerSource(ContainerSource):
         cgroup_root: str | os.PathLike[str] = "/sys/fs/cgroup",
         proc_root: str | os.PathLike[str] = "/proc",
         label: str | None = None,
+        owner_labels: Sequence[str] = (),
     ) -> None:
         """Remember the settings; no I/O happens until the first :meth:`read`.
 
@@ -366,10 +384,14 @@ class DockerSource(ContainerSource):
             proc_root: Where the host's ``/proc`` is.
             label: Only watch containers carrying this label (``key`` or ``key=value``), as
                 ``docker ps --filter label=...`` does; None watches every container.
+            owner_labels: Labels naming a container's owner, strongest first (read before
+                ``gputui.owner``).
         """
         self.api_calls = 0
         self._cli: bool | None = None  # whether the docker CLI is on PATH, once looked for
         self._label_filter: dict[str, list[str]] = {"label": [label]} if label else {}
+        self._owners = OwnerResolver(owner_label_keys(owner_labels))
+        self._engine_uid: int | None = None  # a rootless engine's user, from its socket
         self._base_url = base_url
         self._timeout = timeout
         self._clock = clock
@@ -451,6 +473,7 @@ class DockerSource(ContainerSource):
         self._engine = dp.parse_engine(
             info, version, endpoint.base_url, endpoint.context, self._api_version
         )
+        self._engine_uid = _rootless_uid(self._engine, endpoint.base_url)
         self._cache.clear()
         self._oversized.clear()
         self._sampler.clear()
@@ -720,12 +743,16 @@ class DockerSource(ContainerSource):
             done += 1
             info = dp.parse_inspect(data)
             parent = dp.cgroup_parent(data)
+            facts = dp.owner_facts(data, self._owners.label_keys)
             del data  # holds Config.Env: never keep it past parsing
             if info.id != cid:
                 # A payload describing another (or no valid) id is not this container's.
                 retry.add(cid)
                 continue
-            self._cache[cid] = info
+            owner = self._owners.resolve(
+                facts, engine_uid=self._engine_uid, budget_s=_remaining(deadline)
+            )
+            self._cache[cid] = dataclasses.replace(info, owner=owner)
             self._oversized.pop(cid, None)
             self._sampler.inspected(cid, parent)
         if retry:

@@ -275,6 +275,27 @@ def _kernel_faults(usage: ContainerUsage, snapshot: Snapshot) -> list[Part]:
     return parts
 
 
+#: How each owner confidence reads (``none``: nothing named the owner).
+_CONFIDENCE_STYLE = {"high": "bold", "medium": "", "low": "$text-warning", "none": "$text-warning"}
+
+
+def _owner(usage: ContainerUsage) -> list[Part]:
+    owner = usage.info.owner
+    if owner is None:
+        return []
+    parts = _section("Owner")
+    name = sanitise.safe_text(owner.name, 64) if owner.name else "unknown"
+    confidence = sanitise.safe_text(owner.confidence, 8)
+    sure = f"  ({confidence} confidence)" if owner.confidence != "none" else ""
+    parts += _fact(
+        "owner", (name, _CONFIDENCE_STYLE.get(owner.confidence, "")), (sure, "$text-muted")
+    )
+    parts += _fact("evidence", sanitise.safe_text(owner.evidence, 200))
+    if owner.hint:
+        parts += _fact("to be sure", (sanitise.safe_text(owner.hint, 200), "$text-muted"))
+    return parts
+
+
 def evidence_content(usage: ContainerUsage, analysis: Analysis) -> Content:
     """The text sections of the evidence view (untrusted text through ``safe_text``).
 
@@ -283,7 +304,7 @@ def evidence_content(usage: ContainerUsage, analysis: Analysis) -> Content:
         analysis: The latest snapshot's analysis: findings, shares, GPUs, processes.
 
     Returns:
-        Findings, GPU processes, GPUs, CPU and memory sections.
+        Findings, owner, kernel log, GPU processes, GPUs, CPU and memory sections.
     """
     snapshot = analysis.snapshot
     problem: list[Part] = []
@@ -294,6 +315,7 @@ def evidence_content(usage: ContainerUsage, analysis: Analysis) -> Content:
     return Content.assemble(
         *problem,
         *_findings(usage, analysis),
+        *_owner(usage),
         *_kernel_faults(usage, snapshot),
         *_processes(usage, snapshot),
         *_gpus(usage, analysis),

@@ -71,6 +71,12 @@ def test_bad_ledger_config_is_one_line(tmp_path: Path) -> None:
         ("[ledger]\ngpu_hour_price = {'NVIDIA H200' = 'free'}\n", "ledger.gpu_hour_price"),
         ("[ledger]\ncolour = 'red'\n", "ledger: unknown key 'colour'"),
         ("[ledger]\nidle_power_w = {'X' = 1e9}\n", "ledger.idle_power_w"),
+        ("owners = 'x'\n", "owners must be a table"),
+        ("[owners]\nlabel = 3\n", "owners: '3' is not a label name"),
+        ("[owners]\nlabels = 'org.example.owner'\n", "owners.labels must be a list"),
+        ("[owners]\nlabels = ['a b']\n", "owners: 'a b' is not a label name"),
+        ("[owners]\nlabels = [" + "'a'," * 9 + "]\n", "owners: at most 8 labels"),
+        ("[owners]\nteam = 'x'\n", "owners: unknown key 'team'"),
     ):
         config = tmp_path / "config.toml"
         config.write_text(text)
@@ -79,7 +85,13 @@ def test_bad_ledger_config_is_one_line(tmp_path: Path) -> None:
 
 def _hostile_store(path: Path) -> None:
     store = Store.open_writer(path, "test")
-    hostile = Subject("container", "e" * 64, "evil\x1b]0;pwned\x07\n\u202ename", "img\x1b[31m")
+    hostile = Subject(
+        "container",
+        "e" * 64,
+        "evil\x1b]0;pwned\x07\n\u202ename",
+        "img\x1b[31m",
+        owner="mal\x1b[2Jlory\u202e",
+    )
     try:
         store.write(
             {(1_790_000_000, Device("0", "GPU-0", "H200\x1b[2J"), hostile): Amounts(1, 1, 1)},
@@ -92,7 +104,7 @@ def _hostile_store(path: Path) -> None:
 
 
 @pytest.mark.parametrize("fmt", ["table", "csv", "json"])
-@pytest.mark.parametrize("by", ["container", "image", "gpu"])
+@pytest.mark.parametrize("by", ["container", "image", "gpu", "owner"])
 def test_names_from_outside_are_inert_in_every_format(fmt: str, by: str, tmp_path: Path) -> None:
     path = tmp_path / "l.sqlite"
     _hostile_store(path)

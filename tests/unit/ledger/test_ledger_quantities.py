@@ -27,7 +27,7 @@ from gputui.ledger.quantities import (
 from gputui.ledger.report import Prices, summarise
 from gputui.ledger.store import Store, UsageRow
 from gputui.ledger.writer import LedgerWriter
-from gputui.model.containers import ContainerInfo
+from gputui.model.containers import ContainerInfo, Owner
 from gputui.model.gpu import GpuProcessSample, GpuSample, MigInstance
 from gputui.model.processes import GpuProcess, ProcessInfo
 from gputui.model.snapshot import ContainerUsage, HostInfo, Snapshot
@@ -53,6 +53,7 @@ def _gpu(index: int, energy_mj: int | None, **kw: Any) -> GpuSample:
 
 
 def _container(name: str, request: str | tuple[str, ...] | None, **kw: Any) -> ContainerUsage:
+    owner = kw.pop("owner", None)
     info = ContainerInfo(
         id=_cid(name),
         name=name,
@@ -60,6 +61,7 @@ def _container(name: str, request: str | tuple[str, ...] | None, **kw: Any) -> C
         status=kw.pop("status", "running"),
         gpu_request=request,
         compose_project=kw.pop("project", None),
+        owner=None if owner is None else Owner(owner, "high", "label gputui.owner"),
     )
     return ContainerUsage(info, **kw)
 
@@ -144,9 +146,11 @@ def _random_snapshots(seed: int, n: int = 120) -> list[Snapshot]:
             gpus[2] = GpuSample(index=2, uuid="GPU-0002", name="NVIDIA H200", lost=True)
             procs = [p for p in procs if p.sample.gpu_index != 2]
         containers = (
-            _container("train-a", ("0", "1"), project="lab"),
-            _container("train-b", "all", status=rng.choice(["running", "paused", "exited"])),
-            _container("notebook", ("GPU-0002",), project="lab"),
+            _container("train-a", ("0", "1"), project="lab", owner="alice"),
+            _container(
+                "train-b", "all", status=rng.choice(["running", "paused", "exited"]), owner="bob"
+            ),
+            _container("notebook", ("GPU-0002",), project="lab", owner="alice"),
             _container("infer", ("3:1",)),
             _container("no-gpu", None),
         )
@@ -323,13 +327,21 @@ def test_per_owner_totals_are_the_sum_of_their_containers() -> None:
         for line in summarise(rows, "container", Prices())
         if line.key not in ("unknown", "unallocated") and not line.key.startswith("host:")
     ]
-    # Owners are not attributed yet: every container's owner is "unknown", with the PIDs
-    # nobody can find.
-    unknown_pids = sum(r.amounts.busy_s for r in rows if r.subject.kind == "unknown") / 3600
-    assert owners["unknown"].busy_h == pytest.approx(
-        sum(c.busy_h for c in containers) + unknown_pids
+    by_name = {c.key: c for c in containers}
+    # alice owns two containers and runs host processes as herself; bob owns one; nothing
+    # names the owner of "infer", which is "unknown" with the PIDs nobody can find.
+    host_alice = sum(r.amounts.busy_s for r in rows if r.subject.kind == "user") / 3600
+    assert host_alice > 0
+    assert owners["alice"].busy_h == pytest.approx(
+        by_name["train-a"].busy_h + by_name["notebook"].busy_h + host_alice
     )
-    assert owners["unknown"].reserved_h == pytest.approx(sum(c.reserved_h for c in containers))
+    assert owners["alice"].reserved_h == pytest.approx(
+        by_name["train-a"].reserved_h + by_name["notebook"].reserved_h
+    )
+    assert owners["bob"].busy_h == pytest.approx(by_name["train-b"].busy_h)
+    assert owners["bob"].reserved_h == pytest.approx(by_name["train-b"].reserved_h)
+    unknown_pids = sum(r.amounts.busy_s for r in rows if r.subject.kind == "unknown") / 3600
+    assert owners["unknown"].busy_h == pytest.approx(by_name["infer"].busy_h + unknown_pids)
     total = summarise(rows, "gpu", Prices())
     assert sum(x.occupied_h for x in total) == pytest.approx(
         sum(x.occupied_h for x in owners.values())

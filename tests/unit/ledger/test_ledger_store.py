@@ -15,6 +15,7 @@ import subprocess
 import sys
 import uuid
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -398,3 +399,40 @@ def test_a_full_disk_keeps_the_monitor_running_and_what_was_committed(tiny_fs: P
         assert last is not None and last >= snapshots[max(0, committed_ok - 10)].taken_at
     finally:
         store.close()
+
+
+# -- owners ----------------------------------------------------------------------------------
+
+
+def test_owners_are_kept_a_known_one_is_not_forgotten_and_ledger_groups_by_them(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "ledger.sqlite"
+    alice = replace(
+        TRAINER, owner="alice", owner_confidence="medium", owner_evidence="runs as --user 1000"
+    )
+    bob = Subject("container", "b" * 64, "notebook", "img:2", None, None, None, owner="bob")
+    store = Store.open_writer(path, "test")
+    try:
+        rows = {
+            (T0, DEVICE, alice): Amounts(reserved_s=10, occupied_s=6, busy_s=3),
+            (T0, DEVICE, bob): Amounts(reserved_s=10, occupied_s=4, busy_s=2),
+        }
+        store.write(rows, {T0: (10.0, 10.0, 100.0)}, [], T0 + 10)
+        # A later read could not tell (the engine went away, the lookups were paused): the
+        # owner once known stays.
+        later = {(T0 + 10, DEVICE, TRAINER): Amounts(reserved_s=10, occupied_s=10, busy_s=5)}
+        store.write(later, {T0 + 10: (10.0, 10.0, 100.0)}, [], T0 + 20)
+        owners = {r.subject.name: r.owner for r in store.usage(T0, T0 + 20, now=T0 + 30)}
+        assert owners == {"trainer": "alice", "notebook": "bob"}
+        evidence = store.conn.execute(
+            "SELECT owner_confidence, owner_evidence FROM subjects WHERE name = 'trainer'"
+        ).fetchone()
+        assert evidence == ("medium", "runs as --user 1000")
+    finally:
+        store.close()
+    result = _ledger(path, "--by", "owner", "--format", "csv")
+    assert result.returncode == 0, result.stderr
+    lines = {line.split(",")[0]: line for line in result.stdout.splitlines()[1:]}
+    assert set(lines) >= {"alice", "bob"}, result.stdout
+    assert "unknown" not in lines, result.stdout

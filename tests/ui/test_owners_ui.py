@@ -1,0 +1,40 @@
+"""The owner of a container, on screen: the Evidence view says who, how sure, and why."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from gputui.derive.analysis import Analyzer
+from gputui.model.containers import Owner
+from gputui.model.snapshot import Snapshot
+from gputui.ui.screens import evidence
+from tests.support.factories import standard
+
+
+def _with_owner(owner: Owner | None) -> Snapshot:
+    base = standard()
+    usage = base.containers[0]
+    return replace(base, containers=(replace(usage, info=replace(usage.info, owner=owner)),))
+
+
+def test_the_evidence_view_names_the_owner_with_its_evidence_and_the_way_to_be_sure() -> None:
+    hint = "name the owner with a label: docker run --label gputui.owner=<user>"
+    snapshot = _with_owner(Owner("alice", "low", "owns its bind mount /home/alice/data", hint))
+    text = evidence.evidence_content(snapshot.containers[0], Analyzer([]).analyse(snapshot)).plain
+    assert "Owner" in text
+    assert "alice  (low confidence)" in text
+    assert "owns its bind mount /home/alice/data" in text
+    assert hint in text
+
+
+def test_an_unknown_owner_says_so_and_a_hostile_label_is_shown_harmless() -> None:
+    unknown = _with_owner(Owner(None, "none", "runs as root, and nothing names a person", "x"))
+    text = evidence.evidence_content(unknown.containers[0], Analyzer([]).analyse(unknown)).plain
+    assert "owner       unknown\n" in text
+    hostile = _with_owner(Owner("\x1b]0;pwned\x07mallory", "high", "label gputui.owner"))
+    text = evidence.evidence_content(hostile.containers[0], Analyzer([]).analyse(hostile)).plain
+    assert "\x1b" not in text and "\x07" not in text and "mallory" in text
+    # Where the engine says nothing of owners (the demo, a stub), there is no Owner section.
+    silent = _with_owner(None)
+    text = evidence.evidence_content(silent.containers[0], Analyzer([]).analyse(silent)).plain
+    assert "Owner" not in text
