@@ -98,7 +98,8 @@ class Notice:
         stage: notice, escalate, reclaim or cleared.
         container_id: The container's full id.
         name: Its name.
-        owner: The ``gputui.owner`` label, else the users of its processes, else None.
+        owner: The ``gputui.owner`` label, else the container's owner when known at high or
+            medium confidence, else the users of its processes, else None.
         at: When (the snapshot's time).
         auto: At ``reclaim``: both the policy and the container's label opt in to the stop.
         evidence: What the verdict rests on, by name (idle and active seconds, the window,
@@ -301,6 +302,10 @@ class IdlePolicyEngine:
         if reason is not None:
             evidence.append(("reason", reason))
         owner = info.label(OWNER_LABEL)
+        if owner is None and info.owner is not None and info.owner.confidence in ("high", "medium"):
+            # The owner found from evidence (a configured label, a rootless engine's user, the
+            # compose directory, --user); a low-confidence guess is not told it idles.
+            owner = info.owner.name
         if owner is None:
             users = sorted({p.info.user for p in processes if p.info.user})
             owner = ",".join(users) or None

@@ -22,7 +22,7 @@ import pytest
 
 from gputui.derive.analysis import Analysis
 from gputui.derive.idle_policy import IdlePolicy, IdlePolicyEngine, Notice, Stage
-from gputui.model.containers import ContainerInfo
+from gputui.model.containers import ContainerInfo, Owner
 from gputui.model.gpu import GpuProcessSample
 from gputui.model.processes import GpuProcess, ProcessInfo
 from gputui.model.settings import Settings
@@ -315,3 +315,23 @@ def test_an_automatic_stop_needs_both_opt_ins_and_is_audited(
     assert events[3:] == ([event] if event else [])
     if event:
         assert mine[3]["evidence"]["active_s"] == 0 and mine[3]["by"] == "policy"
+
+
+def test_the_notice_names_the_owner_found_from_evidence_but_not_a_low_confidence_guess() -> None:
+    def with_owner(owner: Owner) -> Callable[[float], Snapshot]:
+        def make(t: float) -> Snapshot:
+            snap = machine(t)
+            mig = next(u for u in snap.containers if u.info.id == MIG)
+            info = replace(mig.info, owner=owner)
+            others = tuple(u for u in snap.containers if u.info.id != MIG)
+            return replace(snap, containers=(*others, replace(mig, info=info)))
+
+        return make
+
+    for owner, told in (
+        (Owner("dana", "medium", "owns the compose project's directory /srv/dana"), "dana"),
+        (Owner("erin", "low", "owns its bind mount /data/erin"), None),
+    ):
+        notices = run_day(IdlePolicyEngine(POLICY, utc_minute), 1.5, with_owner(owner))
+        first = next(n for n in notices if n.container_id == MIG)
+        assert first.owner == told, owner
