@@ -16,7 +16,8 @@ in order, each in its own transaction, and listed in ``schema_version``):
 
 Tiers (:data:`TIERS`): 10 s buckets kept 48 h, 1 min kept 30 days, 1 h kept for ever. Every
 increment is added to the three tiers when committed (the roll-up is done on the way in), and
-:meth:`Store.prune` drops what a tier no longer keeps.
+:meth:`Store.prune` drops what a tier no longer keeps. A window is read from the coarsest
+buckets inside it and the finest still held at its edges (:meth:`Store.plan`).
 
 One writer: the writer holds an exclusive ``flock`` on ``<store>.lock`` for as long as it
 runs; another gputui asking to write is told who writes (:class:`StoreBusyError`) and reads
@@ -51,10 +52,6 @@ TIERS: tuple[tuple[int, int, int | None], ...] = (
     (1, 60, 30 * 86400),
     (2, 3600, None),
 )
-
-#: The longest window read from each tier but the last (seconds): 10 s buckets up to 6 hours,
-#: minutes up to 7 days, hours beyond.
-WINDOW_FOR_TIER = {0: 6 * 3600, 1: 7 * 86400}
 
 MIGRATIONS: dict[int, tuple[str, ...]] = {
     1: (
@@ -515,38 +512,65 @@ class Store:
     # -- reading --------------------------------------------------------------------------
 
     @staticmethod
-    def tier_for(since: float, now: float, until: float | None = None) -> tuple[int, int]:
-        """The tier a window is read from: (tier, bucket seconds).
+    def plan(since: float, until: float, now: float) -> list[tuple[int, int, int]]:
+        """The bucket ranges a window is read from: ``(tier, first start, end)`` each.
 
-        The finest tier that still holds ``since`` and whose buckets are no finer than the
-        window needs (:data:`WINDOW_FOR_TIER`): a 30-day window reads 720 hour rows per pair,
-        not 43,200 minute rows. A window's edges are aligned to its tier's buckets.
+        The coarsest buckets that fit wholly inside the window, and at its ragged edges the
+        next finer tier that still holds them, down to 10 s: a 7-day window reads 168 hour
+        rows per pair and a few hundred finer ones at its ends, not 10,080 minute rows, and
+        its edges are as exact as the store still is. An edge no finer tier holds any more
+        is read from the coarser tier's bucket around it (the window grows to that bucket).
+        The ranges never overlap: each increment is counted once.
         """
-        span = (now if until is None else until) - since
-        for tier, size, kept in TIERS:
-            holds = kept is None or since >= now - kept + size
-            fine_enough = tier == TIERS[-1][0] or span <= WINDOW_FOR_TIER[tier]
-            if holds and fine_enough:
-                return tier, size
-        return TIERS[-1][0], TIERS[-1][1]  # pragma: no cover - the last tier keeps all
+        out: list[tuple[int, int, int]] = []
+
+        def holds(level: int, t: float) -> bool:
+            _, size, kept = TIERS[level]
+            return kept is None or t >= now - kept + size
+
+        def cover(lo: float, hi: float, level: int) -> None:
+            tier, size, _ = TIERS[level]
+            inner_lo, inner_hi = -(-int(lo) // size) * size, int(hi) // size * size
+            edges = [(lo, hi)]
+            if inner_lo < inner_hi:
+                out.append((tier, inner_lo, inner_hi))
+                edges = [(lo, inner_lo), (inner_hi, hi)]
+            for edge_lo, edge_hi in edges:
+                if edge_lo >= edge_hi:
+                    continue
+                if level > 0 and holds(level - 1, edge_lo):
+                    cover(edge_lo, edge_hi, level - 1)
+                else:
+                    out.append((tier, bucket(edge_lo, size), math.ceil(edge_hi)))
+
+        if until > since:
+            cover(since, until, len(TIERS) - 1)
+        return out
+
+    def _ranges(self, since: float, until: float, now: float | None) -> tuple[str, list[int]]:
+        """The ``WHERE`` of :meth:`plan`'s ranges, and its parameters (``u.`` columns)."""
+        ranges = self.plan(since, until, time.time() if now is None else now)
+        if not ranges:
+            return "0", []
+        where = " OR ".join(["(tier = ? AND start >= ? AND start < ?)"] * len(ranges))
+        return where, [value for r in ranges for value in r]
 
     def usage(self, since: float, until: float, now: float | None = None) -> list[UsageRow]:
-        """Every (device, subject) total over the buckets starting in ``[since, until)``.
+        """Every (device, subject) total over ``[since, until)`` (the buckets of :meth:`plan`).
 
         Raises:
             StoreError: the store cannot be read (damaged).
         """
-        tier, size = self.tier_for(since, time.time() if now is None else now, until)
+        where, params = self._ranges(since, until, now)
         try:
             rows = self.conn.execute(
                 "SELECT d.name, d.uuid, d.model, s.kind, s.key, s.name, s.image, s.project,"
                 " s.service, s.pod, s.owner, sum(u.reserved_ms), sum(u.occupied_ms),"
                 " sum(u.busy_ms), sum(u.mem_mib_s), max(u.mem_peak_mib), sum(u.idle_mj),"
-                " sum(u.dynamic_mj) FROM usage u JOIN devices d ON d.id = u.device"
-                " JOIN subjects s ON s.id = u.subject"
-                " WHERE u.tier = ? AND u.start >= ? AND u.start < ?"
+                " sum(u.dynamic_mj) FROM (SELECT * FROM usage WHERE " + where + ") u"
+                " JOIN devices d ON d.id = u.device JOIN subjects s ON s.id = u.subject"
                 " GROUP BY u.device, u.subject",
-                (tier, bucket(since, size), until),
+                params,
             ).fetchall()
         except sqlite3.DatabaseError as exc:
             raise StoreError(f"cannot read ledger store {self.path}: {exc}") from None
@@ -567,13 +591,12 @@ class Store:
 
     def coverage(self, since: float, until: float, now: float | None = None) -> Coverage:
         """What the buckets of ``[since, until)`` cover (see :meth:`usage`)."""
-        tier, size = self.tier_for(since, time.time() if now is None else now, until)
+        where, params = self._ranges(since, until, now)
         try:
             row = self.conn.execute(
                 "SELECT coalesce(sum(wall_ms), 0), coalesce(sum(device_ms), 0),"
-                " coalesce(sum(energy_mj), 0) FROM coverage"
-                " WHERE tier = ? AND start >= ? AND start < ?",
-                (tier, bucket(since, size), until),
+                " coalesce(sum(energy_mj), 0) FROM coverage WHERE " + where,
+                params,
             ).fetchone()
         except sqlite3.DatabaseError as exc:
             raise StoreError(f"cannot read ledger store {self.path}: {exc}") from None

@@ -9,7 +9,9 @@ changed.
 
 from __future__ import annotations
 
+import itertools
 import os
+import random
 import sqlite3
 import subprocess
 import sys
@@ -436,3 +438,46 @@ def test_owners_are_kept_a_known_one_is_not_forgotten_and_ledger_groups_by_them(
     lines = {line.split(",")[0]: line for line in result.stdout.splitlines()[1:]}
     assert set(lines) >= {"alice", "bob"}, result.stdout
     assert "unknown" not in lines, result.stdout
+
+
+# -- reading a window ------------------------------------------------------------------------
+
+
+def test_a_window_reads_coarse_buckets_inside_and_exact_ones_at_its_edges(tmp_path: Path) -> None:
+    """Against the 10 s tier summed by hand: any window aligned to 10 s comes back exact."""
+    path = tmp_path / "ledger.sqlite"
+    start, hours = T0 // 3600 * 3600, 30
+    store = Store.open_writer(path, "test")
+    try:
+        for hour in range(hours):
+            rows = {}
+            cover = {}
+            for step in range(360):
+                t = start + hour * 3600 + step * 10
+                # A different figure in every bucket, so a bucket read twice or missed shows.
+                rows[(t, DEVICE, TRAINER)] = Amounts(occupied_s=10, busy_s=(t // 10) % 7)
+                cover[t] = (10.0, 10.0, 1.0)
+            store.write(rows, cover, [], start + (hour + 1) * 3600)
+        now = start + hours * 3600
+        rng = random.Random(7)
+        for _ in range(40):
+            lo = start + rng.randrange(0, hours * 360) * 10
+            hi = lo + rng.randrange(1, hours * 360) * 10
+            ranges = Store.plan(lo, hi, now)
+            spans = sorted((r[1], r[2]) for r in ranges)
+            assert all(a[1] <= b[0] for a, b in itertools.pairwise(spans)), spans
+            assert sum(r[0] == 2 for r in ranges) <= 1  # at most one run of hours
+            (busy,) = store.conn.execute(
+                "SELECT coalesce(sum(busy_ms), 0) FROM usage"
+                " WHERE tier = 0 AND start >= ? AND start < ?",
+                (lo, hi),
+            ).fetchone()
+            got = store.usage(lo, hi, now)
+            assert sum(r.amounts.busy_s for r in got) == pytest.approx(busy / 1e3), (lo, hi)
+            assert store.coverage(lo, hi, now).wall_s == pytest.approx(min(hi, now) - lo)
+        # Past the 10 s tier's 48 h the edges are minutes: a window grows to them, never shrinks.
+        later = now + 3 * 86400
+        (row,) = store.usage(start + 65, start + 3600 + 65, later)
+        assert row.amounts.occupied_s == pytest.approx(3600 + 60)
+    finally:
+        store.close()
