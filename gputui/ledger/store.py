@@ -589,6 +589,36 @@ class Store:
             out.append(UsageRow(r[0], r[1], r[2], subject, r[10], amounts))
         return out
 
+    def series(self, since: float, until: float, slot_s: int) -> list[tuple[int, UsageRow]]:
+        """Busy and reserved time per ``slot_s``-second slot (a day, an hour), from the hour tier.
+
+        For sparklines: the hour tier keeps everything and a 30-day window has 720 rows per
+        pair. Slot ``i`` is ``[since + i x slot_s, since + (i + 1) x slot_s)``, to the hour.
+
+        Raises:
+            StoreError: the store cannot be read (damaged).
+        """
+        slot_s = max(3600, int(slot_s))
+        lo = bucket(since, 3600)
+        try:
+            rows = self.conn.execute(
+                "SELECT (u.start - ?) / ?, d.name, d.uuid, d.model, s.kind, s.key, s.name,"
+                " s.image, s.project, s.service, s.pod, s.owner, sum(u.reserved_ms),"
+                " sum(u.busy_ms) FROM usage u JOIN devices d ON d.id = u.device"
+                " JOIN subjects s ON s.id = u.subject"
+                " WHERE u.tier = 2 AND u.start >= ? AND u.start < ?"
+                " GROUP BY 1, u.device, u.subject",
+                (lo, slot_s, lo, until),
+            ).fetchall()
+        except sqlite3.DatabaseError as exc:
+            raise StoreError(f"cannot read ledger store {self.path}: {exc}") from None
+        out = []
+        for r in rows:
+            subject = Subject(r[4], r[5], r[6], r[7], r[8], r[9], r[10], r[11])
+            amounts = Amounts(reserved_s=r[12] / 1e3, busy_s=r[13] / 1e3)
+            out.append((int(r[0]), UsageRow(r[1], r[2], r[3], subject, r[11], amounts)))
+        return out
+
     def coverage(self, since: float, until: float, now: float | None = None) -> Coverage:
         """What the buckets of ``[since, until)`` cover (see :meth:`usage`)."""
         where, params = self._ranges(since, until, now)

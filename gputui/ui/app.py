@@ -143,6 +143,8 @@ class GpuTuiApp(CrashSafeApp):
                 read_only=settings.read_only,
             )
         rules = config.alert_rules
+        #: ``[ledger]`` of the config: the Ledger tab reads its store and prices.
+        self.ledger_prefs = config.ledger
         #: The preferences in force ([ui] of the config file, overridden by the state file).
         self.prefs: UiPrefs = config.ui
         self._prefs_path = ui_state_path()

@@ -24,6 +24,7 @@ if TYPE_CHECKING:
 
     from gputui.model.snapshot import Snapshot
     from gputui.ui.screens.main import MainScreen
+    from gputui.ui.widgets.ledger_view import LedgerView
 
 
 class Selection(Enum):
@@ -144,6 +145,23 @@ def _containers(screen: MainScreen) -> Sequence[Widget]:
     return (screen.tree_note, screen.cpane)
 
 
+def _ledger(screen: MainScreen) -> Sequence[Widget]:
+    from gputui.config.file import LedgerPrefs
+    from gputui.ledger.store import default_store_path
+    from gputui.ui.widgets.ledger_view import LedgerView
+
+    prefs: LedgerPrefs = getattr(screen.app, "ledger_prefs", None) or LedgerPrefs()
+    return (
+        LedgerView(lambda: prefs.store or default_store_path(), prefs.prices, id="ledger-view"),
+    )
+
+
+def _ledger_view(screen: MainScreen) -> LedgerView:
+    from gputui.ui.widgets.ledger_view import LedgerView
+
+    return screen.query_one("#ledger-view", LedgerView)
+
+
 def _processes(screen: MainScreen) -> Sequence[Widget]:
     from textual.containers import Vertical  # only the screen that composes it needs Textual
 
@@ -207,6 +225,15 @@ TABS = TabTable(
             lambda screen, snapshot: screen.sync_users(snapshot),
             lambda screen: screen.users_view.table,
             sort=lambda screen: screen.users_view,
+        ),
+        TabRow(
+            "ledger",
+            "Ledger",
+            _ledger,
+            # Read again when due (the store is read on a worker thread, never here).
+            lambda screen, snapshot: _ledger_view(screen).tick(),
+            lambda screen: _ledger_view(screen).table,
+            sort=_ledger_view,
         ),
     )
 )

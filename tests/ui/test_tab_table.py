@@ -28,7 +28,7 @@ def test_the_table_checks_its_rows() -> None:
     with pytest.raises(ValueError, match="at least one"):
         TabTable(())
     assert TABS.where_to_go() == "the Containers or Processes tab; press 1 or 2 first"
-    assert [TABS.key(tab) for tab in TABS.ids] == ["1", "2", "3", "4", "5", "6"]
+    assert [TABS.key(tab) for tab in TABS.ids] == ["1", "2", "3", "4", "5", "6", "7"]
 
 
 async def test_a_tab_added_with_one_entry_is_in_the_bar_keyed_and_synced() -> None:
@@ -46,9 +46,9 @@ async def test_a_tab_added_with_one_entry_is_in_the_bar_keyed_and_synced() -> No
     async with app.run_test(size=(120, 30), notifications=True) as pilot:
         await ready(pilot)
         bar = next(line for line in screen_lines(app) if "Containers" in line and "Users" in line)
-        assert "Probe" in bar  # in the tab bar, after Users
+        assert "Probe" in bar  # in the tab bar, after the last tab
         assert synced == []  # hidden: not synced
-        await pilot.press("7")  # its key: the seventh tab
+        await pilot.press(tabs.key("probe"))  # its key: the one after the last tab's
         await pilot.pause()
         assert app.main.active_tab == "probe"
         assert synced and synced[-1] is app.main.snapshot
@@ -66,4 +66,4 @@ async def test_a_tab_added_with_one_entry_is_in_the_bar_keyed_and_synced() -> No
         app.action_help()
         await pilot.pause()
         rows = {text: key for key, text in app.screen.rows}  # type: ignore[attr-defined]
-        assert rows["Switch to the probe tab"] == "7"
+        assert rows["Switch to the probe tab"] == tabs.key("probe")
