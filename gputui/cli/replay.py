@@ -20,9 +20,15 @@ from gputui.derive.alerts_lookback import FINDINGS_MAX_SNAPSHOTS, lookback_s
 
 
 def replay_command(argv: Sequence[str]) -> int:
-    """``gputui replay FILE``: the TUI on a recording."""
-    parser = Parser(prog="gputui replay", description="Play a recording in the monitor.")
-    parser.add_argument("file", metavar="FILE", type=Path)
+    """``gputui replay [FILE]``: the TUI on a recording or a ledger store's timeline."""
+    parser = Parser(
+        prog="gputui replay",
+        description=(
+            "Play a recording in the monitor, or a ledger store's timeline (this host's store "
+            "when FILE is left out): the last 7 days at one snapshot per 10 s."
+        ),
+    )
+    parser.add_argument("file", metavar="FILE", type=Path, nargs="?")
     parser.add_argument("--at", metavar="TIME", help="start at TIME (ISO 8601, epoch, +OFFSET)")
     parser.add_argument(
         "--interval", metavar="SECONDS", type=interval_arg, default=1.0, help="one snapshot per"
@@ -35,13 +41,57 @@ def replay_command(argv: Sequence[str]) -> int:
     from gputui.config.values import ConfigError
 
     try:
-        rules = load_config(args.config).alert_rules
+        config = load_config(args.config)
     except ConfigError as exc:
         return fail_usage(str(exc))
+    path = args.file
+    if path is None:
+        from gputui.ledger.store import default_store_path
+
+        path = config.ledger.store or default_store_path()
     settings = Settings(interval=args.interval, read_only=True, config=args.config)
     return run_replay(
-        args.file, args.at, settings, rules, once=args.once or args.json, as_json=args.json
+        path, args.at, settings, config.alert_rules, once=args.once or args.json, as_json=args.json
     )
+
+
+def open_player(path: Path) -> ReplayCollector:
+    """A player over a recording, or over a ledger store's timeline (told by its first bytes).
+
+    Raises:
+        RecordingError: unreadable, invalid or empty (one line).
+    """
+    from gputui.boundary.userfiles import UserFileError, open_user_file
+    from gputui.ledger.timeline import SQLITE_HEADER
+    from gputui.recording.player import ReplayCollector
+    from gputui.recording.writer import RecordingError
+
+    try:
+        with open_user_file(path, "recording or ledger store", 1 << 50) as f:
+            head = f.read(len(SQLITE_HEADER))
+    except UserFileError as exc:
+        raise RecordingError(str(exc)) from None
+    if head != SQLITE_HEADER:
+        return ReplayCollector.from_file(path)
+    from gputui.ledger.store import Store, StoreError
+    from gputui.ledger.timeline import StoreTimeline
+
+    try:
+        store = Store.open_reader(path)
+    except StoreError as exc:
+        raise RecordingError(str(exc)) from None
+    try:
+        timeline = StoreTimeline(store)
+    except StoreError as exc:
+        store.close()
+        raise RecordingError(str(exc)) from None
+    if not len(timeline):
+        store.close()
+        raise RecordingError(
+            f"ledger store {path} has no timeline yet: a monitor, `gputui export` or "
+            "`gputui daemon` keeps one snapshot every 10 s while it writes the store"
+        )
+    return ReplayCollector(timeline, source=f"ledger store {path}")
 
 
 def run_replay(
@@ -54,11 +104,11 @@ def run_replay(
     as_json: bool,
 ) -> int:
     """Play a recording in the TUI, or with ``once`` print its snapshot at ``at``."""
-    from gputui.recording.player import ReplayCollector, parse_time
+    from gputui.recording.player import parse_time
     from gputui.recording.writer import RecordingError
 
     try:
-        player = ReplayCollector.from_file(path)
+        player = open_player(path)
     except RecordingError as exc:
         return fail_usage(str(exc))
     try:

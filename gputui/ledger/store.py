@@ -46,6 +46,12 @@ SCHEMA_VERSION = 2
 #: ``PRAGMA application_id`` of a gputui store ("GPUT"): another program's SQLite file is refused.
 APPLICATION_ID = 0x47505554
 
+#: How long the timeline keeps snapshots, and the lifecycle events their lines.
+TIMELINE_KEEP_S = 7 * 86400
+EVENTS_KEEP_S = 400 * 86400
+#: The most timeline entries (or events) one read returns (7 days at 10 s is 60,480).
+MAX_TIMELINE_ROWS = 100_000
+
 #: (tier, bucket seconds, kept seconds or None for ever).
 TIERS: tuple[tuple[int, int, int | None], ...] = (
     (0, 10, 48 * 3600),
@@ -163,6 +169,23 @@ class UsageRow:
     subject: Subject
     owner: str | None
     amounts: Amounts
+
+
+@dataclass(frozen=True, slots=True)
+class LifecycleEvent:
+    """A container that started, died, was OOM killed, restarted or was removed.
+
+    Attributes:
+        t: When it was seen, seconds since the epoch.
+        subject: The container.
+        kind: ``start``, ``die``, ``oom``, ``restart`` or ``remove``.
+        detail: For people (``exit 137``, ``restart 3``...), or ``""``.
+    """
+
+    t: float
+    subject: Subject
+    kind: str
+    detail: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -293,7 +316,7 @@ class Store:
         if app_id != APPLICATION_ID:
             raise StoreError(
                 f"cannot {verb} ledger store {self.path}: a SQLite file of another program"
-                " (not a gputui ledger); name another file with --store"
+                " (not a gputui ledger store); name another file"
             )
         try:
             row = self.conn.execute("SELECT max(version) FROM schema_version").fetchone()
@@ -430,6 +453,8 @@ class Store:
         gaps: Sequence[Gap],
         last: float | None,
         first: float | None = None,
+        timeline: Sequence[tuple[float, bool, bytes]] = (),
+        events: Sequence[LifecycleEvent] = (),
     ) -> None:
         """Add increments to every tier, in one transaction.
 
@@ -439,6 +464,9 @@ class Store:
             gaps: Gaps to record.
             last: The end of the last interval in ``rows`` (the session's progress).
             first: The session's first snapshot (kept from the first commit that gives it).
+            timeline: ``(t, whole, compressed record)`` snapshots to keep
+                (:mod:`gputui.ledger.timeline`).
+            events: Containers' lifecycle events.
 
         Raises:
             sqlite3.Error: the write failed (nothing of it is in the store).
@@ -488,6 +516,14 @@ class Store:
             self.conn.executemany(
                 "INSERT INTO gaps VALUES (?, ?, ?)", [(g.start, g.end, g.reason) for g in gaps]
             )
+            self.conn.executemany(
+                "INSERT OR REPLACE INTO timeline VALUES (?, ?, ?)",
+                [(t, int(whole), blob) for t, whole, blob in timeline],
+            )
+            self.conn.executemany(
+                "INSERT INTO events VALUES (?, ?, ?, ?)",
+                [(e.t, self._subject_id(e.subject), e.kind, e.detail) for e in events],
+            )
             if last is not None and self.session_id is not None:
                 self.conn.execute(
                     "UPDATE sessions SET last = ?, first = coalesce(first, ?) WHERE id = ?",
@@ -495,9 +531,12 @@ class Store:
                 )
 
     def prune(self, now: float) -> int:
-        """Drop what each tier no longer keeps; the rows dropped."""
+        """Drop what each tier, the timeline and the events no longer keep; the rows dropped."""
         dropped = 0
         with self.transaction():
+            for table, keep_s in (("timeline", TIMELINE_KEEP_S), ("events", EVENTS_KEEP_S)):
+                cur = self.conn.execute(f"DELETE FROM {table} WHERE t < ?", (now - keep_s,))
+                dropped += max(0, cur.rowcount)
             for tier, _, kept in TIERS:
                 if kept is None:
                     continue
@@ -631,6 +670,61 @@ class Store:
         except sqlite3.DatabaseError as exc:
             raise StoreError(f"cannot read ledger store {self.path}: {exc}") from None
         return Coverage(row[0] / 1e3, row[1] / 1e3, row[2] / 1e3)
+
+    def timeline_index(self, since: float, until: float) -> list[tuple[float, bool]]:
+        """``(t, whole)`` of the timeline's snapshots in ``[since, until)``, oldest first.
+
+        Raises:
+            StoreError: the store cannot be read (damaged).
+        """
+        try:
+            rows = self.conn.execute(
+                "SELECT t, full FROM timeline WHERE t >= ? AND t < ? ORDER BY t LIMIT ?",
+                (since, until, MAX_TIMELINE_ROWS),
+            ).fetchall()
+        except sqlite3.DatabaseError as exc:
+            raise StoreError(f"cannot read ledger store {self.path}: {exc}") from None
+        return [(float(t), bool(full)) for t, full in rows]
+
+    def timeline_blobs(self, first: float, last: float) -> list[tuple[float, bytes]]:
+        """The compressed records from time ``first`` to ``last`` included, oldest first.
+
+        Raises:
+            StoreError: the store cannot be read (damaged).
+        """
+        try:
+            rows = self.conn.execute(
+                "SELECT t, record FROM timeline WHERE t >= ? AND t <= ? ORDER BY t LIMIT ?",
+                (first, last, MAX_TIMELINE_ROWS),
+            ).fetchall()
+        except sqlite3.DatabaseError as exc:
+            raise StoreError(f"cannot read ledger store {self.path}: {exc}") from None
+        return [(float(t), bytes(blob)) for t, blob in rows if isinstance(blob, bytes)]
+
+    def events(self, since: float, until: float) -> list[LifecycleEvent]:
+        """The containers' lifecycle events in ``[since, until)``, oldest first.
+
+        Raises:
+            StoreError: the store cannot be read (damaged).
+        """
+        try:
+            rows = self.conn.execute(
+                "SELECT e.t, s.kind, s.key, s.name, s.image, s.project, s.service, s.pod,"
+                " s.owner, e.kind, e.detail FROM events e JOIN subjects s ON s.id = e.subject"
+                " WHERE e.t >= ? AND e.t < ? ORDER BY e.t LIMIT ?",
+                (since, until, MAX_TIMELINE_ROWS),
+            ).fetchall()
+        except sqlite3.DatabaseError as exc:
+            raise StoreError(f"cannot read ledger store {self.path}: {exc}") from None
+        return [
+            LifecycleEvent(
+                float(r[0]),
+                Subject(r[1], r[2], r[3], r[4], r[5], r[6], r[7], r[8]),
+                str(r[9]),
+                str(r[10] or ""),
+            )
+            for r in rows
+        ]
 
     def gaps(self, since: float, until: float) -> list[Gap]:
         """The gaps overlapping ``[since, until)``, oldest first."""

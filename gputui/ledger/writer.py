@@ -13,16 +13,21 @@ import os
 import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from gputui.ledger.quantities import Accountant, Amounts, Device, Gap, Interval, Subject
 from gputui.ledger.store import (
     TIERS,
+    LifecycleEvent,
     Store,
     StoreBusyError,
     StoreError,
     bucket,
     default_store_path,
 )
+
+if TYPE_CHECKING:
+    from gputui.ledger.timeline import LifecycleWatch, TimelineEncoder
 from gputui.model.snapshot import Snapshot
 
 #: Longest time between commits (the most a crash loses).
@@ -30,6 +35,10 @@ COMMIT_EVERY_S = 30.0
 #: Drop the oldest uncommitted bucket beyond this many (a store that keeps failing, a full
 #: disk): memory stays bounded and the dropped time is a gap once a write succeeds.
 MAX_PENDING_BUCKETS = 360
+#: Timeline snapshots and lifecycle events kept while the store cannot be written (an hour of
+#: snapshots); past that the pending timeline is dropped whole (its deltas need their bases).
+MAX_PENDING_TIMELINE = 360
+MAX_PENDING_EVENTS = 10_000
 #: How often old buckets are pruned from the finer tiers.
 PRUNE_EVERY_S = 3600.0
 
@@ -80,6 +89,12 @@ class LedgerWriter:
         self._first = True
         self._first_at: float | None = None
         self._started = False
+        # Made on the first snapshot (the loop's thread): the recording codec they use is not
+        # loaded at the monitor's start.
+        self._encoder: TimelineEncoder | None = None
+        self._watch: LifecycleWatch | None = None
+        self._timeline: list[tuple[float, bool, bytes]] = []
+        self._events: list[LifecycleEvent] = []
 
     def start(self) -> bool:
         """Open the store for writing; False (and :attr:`status` says why) when it cannot.
@@ -114,6 +129,10 @@ class LedgerWriter:
             self.status = f"ledger failing: {self.error}"
 
     def _observe(self, snapshot: Snapshot) -> None:
+        if self._encoder is None or self._watch is None:
+            from gputui.ledger.timeline import LifecycleWatch, TimelineEncoder
+
+            self._encoder, self._watch = TimelineEncoder(), LifecycleWatch()
         if self._first:
             self._first = False
             self._first_at = snapshot.taken_at
@@ -122,6 +141,16 @@ class LedgerWriter:
             start = self._resumed_from
             if start is not None and snapshot.taken_at > start:
                 self._gaps.append(Gap(start, snapshot.taken_at, "nothing was writing"))
+        kept = self._encoder.take(snapshot)
+        if kept is not None:
+            if len(self._timeline) >= MAX_PENDING_TIMELINE:
+                self._timeline.clear()  # all of it: a delta without its base is unreadable
+                self._encoder.restart()
+                kept = self._encoder.take(snapshot)
+            if kept is not None:
+                self._timeline.append(kept)
+        self._events.extend(self._watch.take(snapshot))
+        del self._events[:-MAX_PENDING_EVENTS]
         step = self.accountant.take(snapshot)
         if isinstance(step, Gap):
             self._gaps.append(step)
@@ -161,7 +190,15 @@ class LedgerWriter:
             return False
         coverage = {k: (v[0], v[1], v[2]) for k, v in self._coverage.items()}
         try:
-            self.store.write(self._rows, coverage, self._gaps, self._last_end, self._first_at)
+            self.store.write(
+                self._rows,
+                coverage,
+                self._gaps,
+                self._last_end,
+                self._first_at,
+                self._timeline,
+                self._events,
+            )
             if self._clock() - self._last_prune >= PRUNE_EVERY_S:
                 self._last_prune = self._clock()
                 self.store.prune(self._last_prune)
@@ -172,6 +209,8 @@ class LedgerWriter:
         self._rows = {}
         self._coverage = {}
         self._gaps = []
+        self._timeline = []
+        self._events = []
         if self.error is not None:
             self.error = None
             self.status = f"ledger: writing {self.path}"

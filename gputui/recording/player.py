@@ -17,6 +17,7 @@ import bisect
 import datetime as dt
 import re
 import threading
+import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -28,7 +29,7 @@ from gputui.model.snapshot import Snapshot
 if TYPE_CHECKING:
     from gputui.collect.docker.logs import LogReader
     from gputui.collect.linux.parent_chain import ParentLink
-from gputui.recording.reader import Recording, open_recording, shown_time, valid_time
+from gputui.recording.reader import open_recording, shown_time, valid_time
 from gputui.recording.writer import RecordingError
 
 #: Why actions are refused while replaying (shown by the UI like the read-only reason).
@@ -36,14 +37,24 @@ REPLAY_REASON = "replay: a recording cannot be acted on (no exec, no signals)"
 
 
 _OFFSET = re.compile(r"^\+([0-9]{1,15}(?:\.[0-9]{1,9})?)(ms|s|m|h)?$")
+#: ``03:00``, ``today 14:30``, ``yesterday 03:00:15``: a time of a day, local as people say it.
+_DAY_TIME = re.compile(
+    r"^(?:(today|yesterday)\s+)?([01]?[0-9]|2[0-3]):([0-5][0-9])(?::([0-5][0-9]))?$"
+)
 _UNITS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}
 
 
-def parse_time(text: str, start: float) -> float:
+def parse_time(text: str, start: float, now: float | None = None) -> float:
     """A ``--at`` value as seconds since the epoch.
 
     Accepts ISO 8601 (``2026-11-29T16:36:20Z``; no zone means UTC), seconds since the epoch
-    (``1795000000``), or an offset from the recording's start (``+90``, ``+90s``, ``+5m``).
+    (``1795000000``), an offset from the recording's start (``+90``, ``+90s``, ``+5m``), or a
+    local time of today or yesterday (``03:00``, ``today 14:30``, ``yesterday 03:00``).
+
+    Args:
+        text: The value.
+        start: The recording's first snapshot (offsets count from it).
+        now: The wall clock (what ``today`` means); now by default.
 
     Raises:
         RecordingError: none of those, or a time no recording can hold (not finite, before
@@ -51,7 +62,14 @@ def parse_time(text: str, start: float) -> float:
     """
     value = text.strip()
     offset = _OFFSET.match(value)
-    if offset:
+    day_time = _DAY_TIME.match(value.lower())
+    if day_time:
+        day = dt.datetime.fromtimestamp(time.time() if now is None else now).astimezone()
+        if day_time.group(1) == "yesterday":
+            day -= dt.timedelta(days=1)
+        hour, minute, second = (int(day_time.group(i) or 0) for i in (2, 3, 4))
+        when = day.replace(hour=hour, minute=minute, second=second, microsecond=0).timestamp()
+    elif offset:
         when = start + float(offset.group(1)) * _UNITS[offset.group(2) or "s"]
     else:
         try:
@@ -60,8 +78,8 @@ def parse_time(text: str, start: float) -> float:
             when = _iso_time(value, text)
     if not valid_time(when):
         raise RecordingError(
-            f"--at {_shown(text)}: not a time between 1970 and 9999 (ISO 8601, epoch seconds or "
-            "+OFFSET)"
+            f"--at {_shown(text)}: not a time between 1970 and 9999 (ISO 8601, epoch seconds, "
+            "+OFFSET or yesterday 03:00)"
         )
     return when
 
@@ -74,7 +92,8 @@ def _iso_time(value: str, text: str) -> float:
         return parsed.timestamp()
     except (ValueError, OverflowError):
         raise RecordingError(
-            f"--at {_shown(text)}: expected ISO 8601 time, epoch seconds or +OFFSET (e.g. +5m)"
+            f"--at {_shown(text)}: expected ISO 8601 time, epoch seconds, +OFFSET (e.g. +5m) "
+            "or a local time (03:00, yesterday 03:00)"
         ) from None
 
 
@@ -105,10 +124,13 @@ class ReplayCollector:
     def __init__(self, snapshots: Sequence[Snapshot], source: str = "recording") -> None:
         if not len(snapshots):
             raise RecordingError("a replay needs at least one snapshot")
-        if isinstance(snapshots, Recording):
+        times = getattr(snapshots, "times", None)
+        if isinstance(times, Sequence):
+            # A lazily decoded sequence (a recording's files, a ledger store's timeline) knows
+            # its times without decoding a snapshot.
             self._snapshots: Sequence[Snapshot] = snapshots
-            self._times: Sequence[float] = snapshots.times
-            self.skipped = snapshots.skipped
+            self._times: Sequence[float] = times
+            self.skipped = int(getattr(snapshots, "skipped", 0))
         else:
             self._snapshots = tuple(snapshots)
             self._times = [s.taken_at for s in self._snapshots]
@@ -286,6 +308,7 @@ class ReplayCollector:
         return (), "not read: a recording's PIDs are not this machine's"
 
     def close(self) -> None:
-        """Release the recording's files."""
-        if isinstance(self._snapshots, Recording):
-            self._snapshots.close()
+        """Release the recording's files (or the store a timeline is read from)."""
+        close = getattr(self._snapshots, "close", None)
+        if callable(close):
+            close()
