@@ -38,6 +38,8 @@ from typing import Any
 
 import pytest
 
+from tests.support.processes import stop_process
+
 #: The image name the runtimes load (never tagged in the shared Docker engine).
 RUNTIME_IMAGE = "docker.io/library/gputui-rt:latest"
 #: Name prefix of everything the runtime tests create.
@@ -48,6 +50,8 @@ ROOTLESS_USER = "gputui-rt"
 START_DEADLINE_S = 60.0
 #: Seconds one runtime command may take.
 COMMAND_TIMEOUT_S = 60.0
+#: Seconds a runtime daemon gets to exit on SIGTERM before SIGKILL.
+RUNTIME_GRACE_S = 20.0
 #: Where a process's NUL-separated command line is; read to find the processes a runtime left.
 _PROC = Path("/proc")
 
@@ -158,17 +162,6 @@ def _alive(pid: int) -> bool:
     except (OSError, IndexError):
         return False
     return state != "Z"
-
-
-def stop(proc: subprocess.Popen[bytes], grace_s: float = 20.0) -> None:
-    """End a runtime daemon started here: SIGTERM, then SIGKILL after ``grace_s``."""
-    if proc.poll() is None:
-        proc.terminate()
-        try:
-            proc.wait(timeout=grace_s)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(timeout=grace_s)
 
 
 def get_unix(sock: Path, path: str, timeout: float = 2.0) -> tuple[int, bytes] | None:
@@ -374,7 +367,7 @@ class Podman:
         with contextlib.suppress(AssertionError, subprocess.TimeoutExpired):
             self("rm", "--all", "--force", "--time", "0")
         for proc in self.services:
-            stop(proc)
+            stop_process(proc, RUNTIME_GRACE_S)
         # Rootless podman keeps a pause process holding its user namespace; it was started by
         # this instance (its runtime dir is private), so it is ended by its recorded PID.
         if self.user is not None:
@@ -427,7 +420,7 @@ class RootlessDocker:
             ids = self("ps", "-aq").split()
             if ids:
                 self("rm", "-f", *ids)
-        stop(self.proc)
+        stop_process(self.proc, RUNTIME_GRACE_S)
         end_processes(processes_with(str(self.base)))
         unmount_below(self.base)
         shutil.rmtree(self.base, ignore_errors=True)
@@ -560,7 +553,7 @@ class Containerd:
                 for container in self.ctr(namespace, "container", "ls", "-q").split():
                     with contextlib.suppress(AssertionError):
                         self.ctr(namespace, "container", "rm", container)
-        stop(self.proc)
+        stop_process(self.proc, RUNTIME_GRACE_S)
         end_processes(processes_with(str(self.base)))
         unmount_below(self.base)
         shutil.rmtree(self.base, ignore_errors=True)
