@@ -20,8 +20,18 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import settings
 
 from tests.support.images import NoBusybox, ensure_busybox_image
+
+#: Hypothesis's settings for every property test, registered and loaded once, here: this file is
+#: imported before any test module, so each ``settings(...)`` / ``@settings(...)`` a test makes
+#: inherits them. No deadline: on a loaded CI machine (parallel workers, a busy engine) one
+#: example can take longer than Hypothesis's default 200 ms without anything being wrong, and
+#: a deadline failure then is noise, not a finding.
+HYPOTHESIS_PROFILE = "gputui"
+settings.register_profile(HYPOTHESIS_PROFILE, deadline=None)
+settings.load_profile(HYPOTHESIS_PROFILE)
 
 TEST_IMAGE = "gputui-test:latest"
 TEST_LABEL = "gputui-test"
