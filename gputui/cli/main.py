@@ -157,7 +157,7 @@ def _main(argv: Sequence[str] | None) -> int:
             args.replay,
             args.at,
             settings,
-            config.alert_rules,
+            config,
             once=args.once or args.json,
             as_json=args.json,
         )
@@ -182,7 +182,7 @@ def _main(argv: Sequence[str] | None) -> int:
     from gputui.ui.run import run_tui  # imported late: --once must never load Textual
 
     # run_tui returns the exit status (non-zero after a crash); None means a clean exit.
-    status: int | None = run_tui(settings)
+    status: int | None = run_tui(settings, config=config)
     return status or 0
 
 

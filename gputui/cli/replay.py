@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 from gputui.model.settings import Settings
 
 if TYPE_CHECKING:
+    from gputui.config.file import Config
     from gputui.derive.alerts import AlertRule
     from gputui.recording.player import ReplayCollector
 from gputui.cli.args import Parser, add_config, interval_arg
@@ -35,12 +36,12 @@ def replay_command(argv: Sequence[str]) -> int:
     from gputui.config.values import ConfigError
 
     try:
-        rules = load_config(args.config).alert_rules
+        config = load_config(args.config)
     except ConfigError as exc:
         return fail_usage(str(exc))
     settings = Settings(interval=args.interval, read_only=True, config=args.config)
     return run_replay(
-        args.file, args.at, settings, rules, once=args.once or args.json, as_json=args.json
+        args.file, args.at, settings, config, once=args.once or args.json, as_json=args.json
     )
 
 
@@ -48,12 +49,16 @@ def run_replay(
     path: Path,
     at: str | None,
     settings: Settings,
-    rules: Sequence[AlertRule],
+    config: Config,
     *,
     once: bool,
     as_json: bool,
 ) -> int:
-    """Play a recording in the TUI, or with ``once`` print its snapshot at ``at``."""
+    """Play a recording in the TUI, or with ``once`` print its snapshot at ``at``.
+
+    ``config`` is the config file as the command line loaded it (its alert rules judge the
+    recording; the TUI takes its [ui] and [keys]).
+    """
     from gputui.recording.player import ReplayCollector, parse_time
     from gputui.recording.writer import RecordingError
 
@@ -72,7 +77,7 @@ def run_replay(
                 file=sys.stderr,
             )
         if once:
-            return _replay_once(player, rules, as_json)
+            return _replay_once(player, config.alert_rules, as_json)
     except RecordingError as exc:
         player.close()
         return fail_usage(str(exc))
@@ -81,7 +86,9 @@ def run_replay(
         return fail_usage(NOT_A_TERMINAL)
     from gputui.ui.run import run_tui  # imported late: --once must never load Textual
 
-    tui_status: int | None = run_tui(replace(settings, read_only=True), collector=player)
+    tui_status: int | None = run_tui(
+        replace(settings, read_only=True), collector=player, config=config
+    )
     return tui_status or 0
 
 
