@@ -1,13 +1,15 @@
 """The one busybox image builder: the tests' ``gputui-test`` image and the benchmarks' load.
 
 An image from a static busybox on this machine, imported straight into the engine: no
-registry, no network, no Dockerfile. ``tests/conftest.py`` (the ``test_image`` fixture) and
-``bench/fixtures.py`` both build through here.
+registry, no network, no Dockerfile. ``tests/conftest.py`` (the ``test_image`` fixture),
+``bench/fixtures.py`` (the benchmarks' load) and ``scripts/engine_control.py`` (the disruption
+suite's engines) all build through here.
 
-The dependency runs from bench/ to tests/support and never back: the test suite is what CI
-needs and must not change when a benchmark does, while the benchmarks always run from a
-checkout that has tests/ (``python -m bench.run`` from the repository root). So this module
-imports no pytest: a benchmark run needs only gputui's own dependencies. Callers turn a missing
+The dependency runs from bench/ and scripts/ to tests/support and never back: the test suite
+is what CI needs and must not change when a benchmark does, while the benchmarks and scripts
+always run from a checkout that has tests/ (``python -m bench.run``, ``python -m
+scripts.disruption`` from the repository root). So this module imports no pytest: those runs
+need only gputui's own dependencies. Callers turn a missing
 busybox (:class:`NoBusybox`) into a skip or an error of their own.
 """
 
