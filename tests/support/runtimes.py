@@ -34,7 +34,7 @@ import uuid
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol, TypeVar
 
 import pytest
 
@@ -735,55 +735,63 @@ def runtime_image(docker_engine: Any, test_image: str) -> bytes:
     return runtime_image_archive(docker_engine, test_image)
 
 
-@pytest.fixture(scope="module")
-def rootful_podman(runtime_image: bytes) -> Iterator[Podman]:
-    """Rootful podman, private storage, cgroupfs manager (the test image loaded)."""
-    base = private_dir("podman")
+class _Runtime(Protocol):
+    def close(self) -> None: ...
+
+
+R = TypeVar("R", bound=_Runtime)
+
+
+@contextlib.contextmanager
+def _started(tag: str, start: Callable[[Path], R]) -> Iterator[R]:
+    """A runtime started in a private directory of its own (``private_dir(tag)``).
+
+    A start that fails removes the directory; once started, the runtime's own ``close`` ends
+    it and removes what it made.
+    """
+    base = private_dir(tag)
     try:
-        podman = start_podman(runtime_image, None, base)
+        runtime = start(base)
     except BaseException:
         shutil.rmtree(base, ignore_errors=True)
         raise
-    yield podman
-    podman.close()
+    try:
+        yield runtime
+    finally:
+        runtime.close()
+
+
+@pytest.fixture(scope="module")
+def rootful_podman(runtime_image: bytes) -> Iterator[Podman]:
+    """Rootful podman, private storage, cgroupfs manager (the test image loaded)."""
+    with _started("podman", lambda base: start_podman(runtime_image, None, base)) as podman:
+        yield podman
 
 
 @pytest.fixture(scope="module")
 def rootless_podman(runtime_image: bytes) -> Iterator[Podman]:
     """podman as :data:`ROOTLESS_USER` (cgroup v1: its containers get no cgroup)."""
-    base = private_dir("podman-rl")
-    try:
-        user = rootless_user(base)
-        podman = start_podman(runtime_image, user, base)
-    except BaseException:
-        shutil.rmtree(base, ignore_errors=True)
-        raise
-    yield podman
-    podman.close()
+
+    def start(base: Path) -> Podman:
+        return start_podman(runtime_image, rootless_user(base), base)
+
+    with _started("podman-rl", start) as podman:
+        yield podman
 
 
 @pytest.fixture(scope="module")
 def rootless_docker(runtime_image: bytes) -> Iterator[RootlessDocker]:
     """Rootless Docker (rootlesskit + slirp4netns) as :data:`ROOTLESS_USER`."""
-    base = private_dir("docker-rl")
-    try:
-        user = rootless_user(base)
-        docker = start_rootless_docker(runtime_image, user, base)
-    except BaseException:
-        shutil.rmtree(base, ignore_errors=True)
-        raise
-    yield docker
-    docker.close()
+
+    def start(base: Path) -> RootlessDocker:
+        return start_rootless_docker(runtime_image, rootless_user(base), base)
+
+    with _started("docker-rl", start) as docker:
+        yield docker
 
 
 @pytest.fixture(scope="module")
 def containerd(runtime_image: bytes) -> Iterator[Containerd]:
     """A private containerd instance (``ctr`` and its CRI plugin)."""
-    base = private_dir("containerd")
-    try:
-        ctrd = start_containerd(runtime_image, base)
-    except BaseException:
-        shutil.rmtree(base, ignore_errors=True)
-        raise
-    yield ctrd
-    ctrd.close()
+    with _started("containerd", lambda base: start_containerd(runtime_image, base)) as ctrd:
+        yield ctrd
