@@ -34,7 +34,6 @@ from gputui.cli.once import run_once, sample_cpu_early
 from gputui.cli.record import record
 from gputui.cli.replay import replay_command, run_replay
 from gputui.cli.serve import serve_command
-from gputui.cli.store import ledger_kit
 from gputui.cli.terminal import (
     EXIT_BROKEN_PIPE,
     NOT_A_TERMINAL,
@@ -196,14 +195,14 @@ def ledger_entry(argv: Sequence[str]) -> int:
     """``gputui ledger``: see :mod:`gputui.cli.ledger`."""
     from gputui.cli.ledger import ledger
 
-    return ledger(argv, ledger_kit())
+    return ledger(argv)
 
 
 def daemon_entry(argv: Sequence[str]) -> int:
     """``gputui daemon``: see :mod:`gputui.cli.ledger`."""
     from gputui.cli.ledger import daemon
 
-    return daemon(argv, ledger_kit())
+    return daemon(argv)
 
 
 def faults_command(argv: Sequence[str]) -> int:
