@@ -22,7 +22,6 @@ from gputui.recording.reader import read_recording
 from gputui.recording.writer import DEFAULT_MAX_BYTES, RecordWriter, rotated_path
 from tests.support.paths import FIXTURES, REPO
 
-REPO = REPO
 ENV = {**os.environ, "XDG_CONFIG_HOME": "/nonexistent", "PYTHONIOENCODING": "utf-8:strict"}
 T0 = 1_795_000_000.0
 

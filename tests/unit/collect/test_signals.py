@@ -59,9 +59,6 @@ def _start(pid: int) -> float:
     return start
 
 
-REPO = REPO
-
-
 def _alive(child: subprocess.Popen[bytes]) -> bool:
     time.sleep(0.1)  # a delivered SIGKILL takes effect well within this
     return child.poll() is None
