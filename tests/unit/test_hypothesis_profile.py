@@ -12,7 +12,8 @@ from tests.support.paths import REPO
 def test_property_tests_run_without_a_deadline() -> None:
     # What a test module's own ``settings(max_examples=...)`` starts from: a deadline here
     # would make property tests fail on a loaded machine for taking their time.
-    assert settings.default.deadline is None
+    default = settings.default
+    assert default is not None and default.deadline is None
     assert settings(max_examples=5).deadline is None
 
 
