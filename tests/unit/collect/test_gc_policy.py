@@ -10,6 +10,16 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from typing import Any
+
+
+def _in_a_fresh_interpreter(code: str) -> Any:
+    """What ``code`` prints (one JSON document), run by ``python -c``."""
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True
+    )
+    return json.loads(out.stdout)
+
 
 CODE = """
 import gc, json
@@ -44,10 +54,7 @@ print(json.dumps({"before": before, "built": built, "one_shot": one_shot, "count
 
 
 def test_gc_is_tuned_by_the_loop_after_its_first_refresh_and_only_once() -> None:
-    out = subprocess.run(
-        [sys.executable, "-c", CODE], capture_output=True, text=True, timeout=60, check=True
-    )
-    seen = json.loads(out.stdout)
+    seen = _in_a_fresh_interpreter(CODE)
     assert seen["before"][0][0] == 700 and seen["before"][1] == 0  # CPython's defaults
     assert seen["built"] == seen["before"]  # building a collector changes nothing
     assert seen["one_shot"] == seen["before"]  # nor do its collections: a one-shot pays nothing
@@ -78,10 +85,7 @@ print(json.dumps({"before": before, "after": (gc.get_threshold(), gc.get_freeze_
 
 
 def test_a_loop_without_the_policy_leaves_the_collector_alone() -> None:
-    out = subprocess.run(
-        [sys.executable, "-c", OPT_OUT], capture_output=True, text=True, timeout=60, check=True
-    )
-    seen = json.loads(out.stdout)
+    seen = _in_a_fresh_interpreter(OPT_OUT)
     assert seen["after"] == seen["before"]
 
 
@@ -125,9 +129,6 @@ print(json.dumps({"early": early, "late": late}))
 def test_cyclic_garbage_is_swept_on_a_clock_despite_the_raised_threshold() -> None:
     # Before the sweep, a ring like this (Textual drops rings of cached lines whenever the
     # tree changes) lived until CPython's rare older collections: the TUI grew tens of MB.
-    out = subprocess.run(
-        [sys.executable, "-c", SWEEP], capture_output=True, text=True, timeout=60, check=True
-    )
-    seen = json.loads(out.stdout)
+    seen = _in_a_fresh_interpreter(SWEEP)
     assert seen["early"] == [True, 0]  # not yet due: no full collection, the ring waits
     assert seen["late"] == [False, 1]  # due: one full collection, the ring is gone
