@@ -9,11 +9,9 @@ from __future__ import annotations
 
 import atexit
 import contextlib
-import io
 import os
 import shutil
 import signal
-import tarfile
 import time
 import uuid
 from collections.abc import Callable
@@ -22,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from bench import common
+from tests.support.images import ensure_busybox_image
 
 BENCH_IMAGE = "gputui-bench:latest"
 BENCH_LABEL = "gputui-bench"
@@ -101,24 +100,6 @@ class Sleepers:
 # --- containers ------------------------------------------------------------------------------
 
 
-def _rootfs_tar(busybox: str) -> bytes:
-    buf = io.BytesIO()
-    with tarfile.open(fileobj=buf, mode="w") as tar:
-        for name in ("bin", "proc", "sys", "dev", "etc", "tmp"):
-            info = tarfile.TarInfo(name)
-            info.type, info.mode = tarfile.DIRTYPE, 0o755
-            tar.addfile(info)
-        data = Path(busybox).read_bytes()
-        info = tarfile.TarInfo("bin/busybox")
-        info.mode, info.size = 0o755, len(data)
-        tar.addfile(info, io.BytesIO(data))
-        for applet in ("sh", "sleep"):
-            link = tarfile.TarInfo(f"bin/{applet}")
-            link.type, link.linkname = tarfile.SYMTYPE, "busybox"
-            tar.addfile(link)
-    return buf.getvalue()
-
-
 def _run_alive(run_id: str) -> bool:
     """Whether the benchmark run that labelled a container is still running (a parallel soak)."""
     pid = run_id.partition("-")[0]
@@ -140,13 +121,9 @@ class Containers:
         self.sweep_leftovers()
 
     def _image(self) -> None:
-        busybox = next((p for p in (shutil.which("busybox"), "/bin/busybox") if p), None)
-        if busybox is None or not os.path.isfile(busybox):
-            raise RuntimeError("needs a static busybox (Debian: apt-get install busybox-static)")
-        repo, tag = BENCH_IMAGE.split(":")
-        self.client.api.import_image_from_data(
-            _rootfs_tar(busybox), repository=repo, tag=tag, changes=['CMD ["sleep", "3600"]']
-        )
+        # The tests' builder (tests.support.images, which imports no pytest); a NoBusybox
+        # error stops the benchmark with its one line.
+        ensure_busybox_image(self.client, BENCH_IMAGE)
 
     def sweep_leftovers(self) -> None:
         """Remove bench containers an earlier, killed run left behind (same label key)."""

@@ -23,8 +23,6 @@ import asyncio
 import json
 import os
 import shutil
-import socket
-import subprocess
 import tempfile
 import threading
 import time
@@ -34,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from bench import common
+from tests.support.prometheus import Prometheus, start_prometheus
 
 CHECKS = (
     "nvml.init",
@@ -143,17 +142,8 @@ class FleetTargets:
         self._loop.call_soon_threadsafe(self._loop.stop)
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-def _scalar(url: str, promql: str) -> float:
-    query = f"{url}/api/v1/query?query={urllib.parse.quote(promql)}"
-    with urllib.request.urlopen(query, timeout=10) as response:
-        doc: Any = json.load(response)
-    result = doc["data"]["result"]
+def _scalar(prometheus: Prometheus, promql: str) -> float:
+    result = prometheus.query(promql, timeout_s=10)
     return float(result[0]["value"][1]) if result else 0.0
 
 
@@ -183,31 +173,22 @@ def cmd_fleet(args: argparse.Namespace) -> dict[str, Any]:
     targets.start()
     tmp = Path(tempfile.mkdtemp(prefix="gputui-bench-fleet-"))
     lines = "".join(f"      - 127.0.0.1:{p}\n" for p in targets.ports)
-    config = tmp / "prometheus.yml"
-    config.write_text(
+    # The tests' launcher (tests.support.prometheus: no pytest in it).
+    prometheus = start_prometheus(
+        binary,
+        tmp,
         f"global:\n  scrape_interval: {args.scrape:g}s\n  scrape_timeout: {args.scrape:g}s\n"
-        f"scrape_configs:\n  - job_name: gputui\n    static_configs:\n    - targets:\n{lines}"
+        f"scrape_configs:\n  - job_name: gputui\n    static_configs:\n    - targets:\n{lines}",
     )
-    port = _free_port()
-    url = f"http://127.0.0.1:{port}"
-    prometheus = subprocess.Popen(
-        [
-            binary,
-            f"--config.file={config}",
-            f"--storage.tsdb.path={tmp / 'tsdb'}",
-            f"--web.listen-address=127.0.0.1:{port}",
-        ],
-        stdout=subprocess.DEVNULL,
-        stderr=(tmp / "prometheus.log").open("wb"),
-    )
+    url = prometheus.url
     try:
         gpus = args.hosts * args.fleet_gpus
         deadline = time.monotonic() + args.ready_timeout
         up = fb = 0.0
         while time.monotonic() < deadline:
             try:
-                up = _scalar(url, "count(up == 1)")
-                fb = _scalar(url, "count(DCGM_FI_DEV_FB_USED)")
+                up = _scalar(prometheus, "count(up == 1)")
+                fb = _scalar(prometheus, "count(DCGM_FI_DEV_FB_USED)")
             except OSError:
                 pass
             if up >= args.hosts and fb >= gpus:
@@ -249,11 +230,7 @@ def cmd_fleet(args: argparse.Namespace) -> dict[str, Any]:
             fleet.detail(row)
             drill.append(time.monotonic() - started)
     finally:
-        prometheus.terminate()
-        try:
-            prometheus.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            prometheus.kill()
+        prometheus.stop(grace_s=20)
         targets.stop()
         shutil.rmtree(tmp, ignore_errors=True)
     result = {

@@ -81,10 +81,13 @@ def measure_point(
     """
     from gputui.collect.collector import Collector
     from gputui.collect.docker.source import DockerSource
+    from gputui.collect.gc_policy import MonitorGc
     from gputui.collect.linux.proc_reader import ProcSource
     from gputui.collect.standins.scenario import ScenarioSource
     from gputui.health import runner as health
 
+    # The TUI's collect loop applies this after each refresh; the cycles here are a monitor's.
+    monitor_gc = MonitorGc()
     pids = [*container_pids, *proc_pids]
     gpu, procs = Timed(ScenarioSource(scenario(n_gpus, pids))), Timed(ProcSource())
     docker = DockerSource()
@@ -103,9 +106,11 @@ def measure_point(
     try:
         t0 = time.perf_counter()
         coll.collect()  # cold: engine connection, list + inspects, psutil handles, health
+        monitor_gc.after_refresh()
         cold = time.perf_counter() - t0
         coll.request_health()
         coll.collect()  # one warm health run, timed by timed_health
+        monitor_gc.after_refresh()
         for timed in (gpu, procs, dock):
             timed.times.clear()
         calls0 = docker.api_calls
@@ -118,6 +123,7 @@ def measure_point(
             time.sleep(max(0.0, t0 + interval - time.perf_counter()))
             t0 = time.perf_counter()
             snap = coll.collect()
+            monitor_gc.after_refresh()
             totals.append(time.perf_counter() - t0)
             procs_read.append(getattr(procs.inner, "last_read_count", len(pids)))
             ctrs_read.append(getattr(sampler, "last_read_count", 0))
@@ -272,15 +278,18 @@ def report(results: dict[str, list[dict[str, Any]]], ui_rows: list[dict[str, Any
 
 def cmd_live(args: argparse.Namespace) -> dict[str, Any]:
     """The real collector of this machine (NVML, /proc, Docker), as ``gputui`` builds it."""
+    from gputui.collect.gc_policy import MonitorGc
     from gputui.model.settings import Settings
     from gputui.wiring.compose import build_collector
 
+    monitor_gc = MonitorGc()  # as the TUI's collect loop applies it
     coll = build_collector(Settings(health_interval=_HEALTH_OFF))
     gpu, procs, dock = Timed(coll.gpu), Timed(coll.procs), Timed(coll.container_sources[0])
     coll.gpu, coll.procs, coll.container_sources = gpu, procs, (dock,)
     try:
         t0 = time.perf_counter()
         snap = coll.collect()  # cold, with the health checks
+        monitor_gc.after_refresh()
         cold = time.perf_counter() - t0
         time.sleep(1.0)
         for timed in (gpu, procs, dock):
@@ -290,6 +299,7 @@ def cmd_live(args: argparse.Namespace) -> dict[str, Any]:
         for _ in range(args.cycles):
             t0 = time.perf_counter()
             snap = coll.collect()
+            monitor_gc.after_refresh()
             totals.append(time.perf_counter() - t0)
             time.sleep(args.pause)  # let the slow lane run between cycles, as in the TUI
         calls = getattr(dock.inner, "api_calls", 0) - calls0

@@ -121,11 +121,15 @@ def collector_child(scenario_file: str, hz: float) -> None:
         data = json.load(fh)
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    from gputui.collect.gc_policy import MonitorGc
+
     coll, cycles, period = _collector(data), 0, 1.0 / hz
+    monitor_gc = MonitorGc()  # what the collect loop of a long-lived monitor applies
     try:
         nxt = time.monotonic()
         while not stop.is_set():
             coll.collect()
+            monitor_gc.after_refresh()
             cycles += 1
             nxt += period
             stop.wait(max(0.0, nxt - time.monotonic()))

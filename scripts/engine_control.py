@@ -19,17 +19,17 @@ blocks and atexit, and a Ctrl-C during a stop still ends in a start.
 from __future__ import annotations
 
 import contextlib
-import io
 import os
 import shutil
 import signal
 import socket
 import subprocess
-import tarfile
 import time
 import uuid
 from pathlib import Path
 from typing import Any
+
+from tests.support.images import ensure_busybox_image
 
 IMAGE = "gputui-disrupt:latest"
 
@@ -71,37 +71,16 @@ def _pid_alive(pid: int) -> bool:
     return state != "Z"
 
 
-def rootfs_tar() -> bytes:
-    """A busybox-static root file system (sh, sleep, cat, true) as an in-memory tar archive."""
-    busybox = next(
-        (p for p in (shutil.which("busybox"), "/bin/busybox") if p and os.path.isfile(p)), None
-    )
-    if busybox is None:
-        raise RuntimeError("needs a static busybox (Debian: apt-get install busybox-static)")
-    buf = io.BytesIO()
-    with tarfile.open(fileobj=buf, mode="w") as tar:
-        for name in ("bin", "proc", "sys", "dev", "etc", "tmp"):
-            info = tarfile.TarInfo(name)
-            info.type, info.mode = tarfile.DIRTYPE, 0o755
-            tar.addfile(info)
-        data = Path(busybox).read_bytes()
-        info = tarfile.TarInfo("bin/busybox")
-        info.mode, info.size = 0o755, len(data)
-        tar.addfile(info, io.BytesIO(data))
-        for applet in ("sh", "sleep", "cat", "true", "env"):
-            link = tarfile.TarInfo(f"bin/{applet}")
-            link.type, link.linkname = tarfile.SYMTYPE, "busybox"
-            tar.addfile(link)
-    return buf.getvalue()
-
-
 def import_image(client: Any) -> str:
-    """Import :data:`IMAGE` into the engine behind ``client`` (no registry needed)."""
-    repo, tag = IMAGE.split(":")
-    client.api.import_image_from_data(
-        rootfs_tar(), repository=repo, tag=tag, changes=['CMD ["sleep", "3600"]']
-    )
-    return IMAGE
+    """Import :data:`IMAGE` into the engine behind ``client`` (no registry needed).
+
+    Built by the tests' one busybox image builder (tests/support/images.py, which imports no
+    pytest); reused while its root file system is unchanged.
+
+    Raises:
+        RuntimeError: This machine has no busybox binary (``NoBusybox``).
+    """
+    return ensure_busybox_image(client, IMAGE)
 
 
 class PrivateEngine:

@@ -10,11 +10,8 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
-import hashlib
-import io
 import os
 import shutil
-import tarfile
 import tempfile
 import time
 import uuid
@@ -23,33 +20,21 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import settings
+
+from tests.support.images import NoBusybox, ensure_busybox_image
+
+#: Hypothesis's settings for every property test, registered and loaded once, here: this file is
+#: imported before any test module, so each ``settings(...)`` / ``@settings(...)`` a test makes
+#: inherits them. No deadline: on a loaded CI machine (parallel workers, a busy engine) one
+#: example can take longer than Hypothesis's default 200 ms without anything being wrong, and
+#: a deadline failure then is noise, not a finding.
+HYPOTHESIS_PROFILE = "gputui"
+settings.register_profile(HYPOTHESIS_PROFILE, deadline=None)
+settings.load_profile(HYPOTHESIS_PROFILE)
 
 TEST_IMAGE = "gputui-test:latest"
 TEST_LABEL = "gputui-test"
-
-#: Busybox applets linked into the test image.
-APPLETS = (
-    "sh", "sleep", "cat", "ls", "yes", "echo", "grep", "head", "true", "false", "env", "ps",
-    "kill", "timeout", "dd", "tail", "wc",
-)  # fmt: skip
-
-#: A fake ``nvidia-smi``: prints a plausible table and exits 0, so exec paths can be tested
-#: without a GPU. The NSpid line shows which PID namespace the exec ran in.
-FAKE_NVIDIA_SMI = """#!/bin/sh
-cat <<'EOF'
-+-----------------------------------------------------------------------------------------+
-| NVIDIA-SMI 580.159.04             Driver Version: 580.159.04     CUDA Version: 13.0     |
-|-----------------------------------------+------------------------+----------------------+
-| GPU  Name                 Persistence-M | Bus-Id          Disp.A | Volatile Uncorr. ECC |
-| Fan  Temp   Perf          Pwr:Usage/Cap |           Memory-Usage | GPU-Util  Compute M. |
-|=========================================+========================+======================|
-|   0  NVIDIA H200                    On  |   00000000:00:05.0 Off |                    0 |
-| N/A   35C    P0             120W /  700W |    1024MiB / 143771MiB |     42%      Default |
-+-----------------------------------------+------------------------+----------------------+
-EOF
-grep NSpid /proc/self/status
-exit 0
-"""
 
 
 def _docker_required() -> bool:
@@ -78,75 +63,18 @@ def docker_engine() -> Iterator[Any]:
     client.close()
 
 
-def _busybox() -> str | None:
-    for candidate in (shutil.which("busybox"), "/bin/busybox", "/usr/bin/busybox"):
-        if candidate and os.path.isfile(candidate):
-            return candidate
-    return None
-
-
-def _rootfs_tar(busybox: str) -> bytes:
-    """A busybox-static root file system as a tar archive, built in memory."""
-    buf = io.BytesIO()
-    with tarfile.open(fileobj=buf, mode="w") as tar:
-
-        def add_dir(name: str) -> None:
-            info = tarfile.TarInfo(name)
-            info.type, info.mode = tarfile.DIRTYPE, 0o755
-            tar.addfile(info)
-
-        def add_file(name: str, data: bytes) -> None:
-            info = tarfile.TarInfo(name)
-            info.mode, info.size = 0o755, len(data)
-            tar.addfile(info, io.BytesIO(data))
-
-        for name in ("bin", "usr", "usr/bin", "etc", "proc", "sys", "dev", "tmp"):
-            add_dir(name)
-        with open(busybox, "rb") as fh:
-            add_file("bin/busybox", fh.read())
-        for applet in APPLETS:
-            link = tarfile.TarInfo(f"bin/{applet}")
-            link.type, link.linkname = tarfile.SYMTYPE, "busybox"
-            tar.addfile(link)
-        add_file("usr/bin/nvidia-smi", FAKE_NVIDIA_SMI.encode())
-        add_file("etc/passwd", b"root:x:0:0:root:/:/bin/sh\n")
-    return buf.getvalue()
-
-
 @pytest.fixture(scope="session")
 def test_image(docker_engine: Any) -> str:
     """``gputui-test:latest``: busybox-static plus a fake ``/usr/bin/nvidia-smi`` (no registry).
 
-    Needs a static busybox on this machine (Debian: ``apt-get install busybox-static``).
+    Needs a static busybox on this machine (Debian: ``apt-get install busybox-static``); built
+    by :mod:`tests.support.images`, which the benchmarks share.
     """
-    busybox = _busybox()
-    if busybox is None:
-        _no_docker("no busybox binary to build the test image (apt-get install busybox-static)")
-        raise AssertionError("unreachable")
-    rootfs = _rootfs_tar(busybox)
-    digest = hashlib.sha256(rootfs).hexdigest()[:16]
-    # Reuse the image when its rootfs is unchanged: importing on every run left an untagged
-    # image behind each time. The label records which rootfs the tag holds.
-    previous = None
-    with contextlib.suppress(Exception):
-        previous = docker_engine.api.inspect_image(TEST_IMAGE)
-    if (
-        previous is not None
-        and ((previous.get("Config") or {}).get("Labels") or {}).get("gputui-test.rootfs") == digest
-    ):
-        return TEST_IMAGE
-    repository, tag = TEST_IMAGE.split(":")
-    docker_engine.api.import_image_from_data(
-        rootfs,
-        repository=repository,
-        tag=tag,
-        changes=['CMD ["sleep", "3600"]', f"LABEL gputui-test.rootfs={digest}"],
-    )
-    if previous is not None:
-        # The old rootfs lost its tag; remove it unless a container still uses it.
-        with contextlib.suppress(Exception):
-            docker_engine.api.remove_image(previous["Id"])
-    return TEST_IMAGE
+    try:
+        return ensure_busybox_image(docker_engine, TEST_IMAGE)
+    except NoBusybox as exc:
+        _no_docker(f"cannot build the test image: {exc}")
+        raise AssertionError("unreachable") from exc
 
 
 @pytest.fixture(scope="session")

@@ -12,10 +12,8 @@ import argparse
 import itertools
 import sys
 import tempfile
-import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -23,28 +21,8 @@ from gputui.model.snapshot import Snapshot
 
 if TYPE_CHECKING:
     from gputui.ledger.report import Prices
-from gputui.model.settings import Settings
-
-
-@dataclass(frozen=True, slots=True)
-class CliKit:
-    """The CLI's shared pieces (one-line parser errors, sources, signals), passed in from cli.py.
-
-    Attributes:
-        parser: An ``ArgumentParser`` class whose errors are one line and exit 2.
-        fail: Prints ``gputui: error: <message>`` (sanitised) and returns 2.
-        source_args: Adds ``--demo``, ``--scenario``, ``--interval``.
-        source_settings: Settings from those, or the one-line error.
-        add_config: Adds ``--config``.
-        stop_on_signals: An event SIGTERM and SIGINT set.
-    """
-
-    parser: type[argparse.ArgumentParser]
-    fail: Callable[[str], int]
-    source_args: Callable[[argparse.ArgumentParser], None]
-    source_settings: Callable[[argparse.Namespace], Settings | str]
-    add_config: Callable[[argparse.ArgumentParser], None]
-    stop_on_signals: Callable[[], threading.Event]
+from gputui.cli.args import Parser, add_config, source_args, source_settings
+from gputui.cli.terminal import fail_usage, stop_on_signals
 
 
 def _store_arg(parser: argparse.ArgumentParser) -> None:
@@ -56,11 +34,11 @@ def _store_arg(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def ledger(argv: Sequence[str], kit: CliKit) -> int:
+def ledger(argv: Sequence[str]) -> int:
     """``gputui ledger``: the store's totals over a window, grouped."""
     from gputui.ledger.report import FORMATS, GROUPINGS
 
-    parser = kit.parser(
+    parser = Parser(
         prog="gputui ledger", description="GPU-hours, energy and cost per container, user, GPU."
     )
     parser.add_argument("--since", default="7d", help="30d, 12h, 90m, today, or a date (7d)")
@@ -74,10 +52,10 @@ def ledger(argv: Sequence[str], kit: CliKit) -> int:
         type=Path,
         help="recompute the ledger from a gputui record file instead of reading the store",
     )
-    kit.add_config(parser)
+    add_config(parser)
     args = parser.parse_args(argv)
     if args.from_recording is not None and args.store is not None:
-        return kit.fail("--from-recording and --store cannot be combined")
+        return fail_usage("--from-recording and --store cannot be combined")
     from gputui.config.file import load_config
     from gputui.config.values import ConfigError
     from gputui.ledger.report import parse_since
@@ -88,22 +66,22 @@ def ledger(argv: Sequence[str], kit: CliKit) -> int:
         since = parse_since(args.since, now)
         until = now if args.until is None else parse_since(args.until, now)
     except ValueError as exc:
-        return kit.fail(str(exc))
+        return fail_usage(str(exc))
     if until <= since:
-        return kit.fail("--until must be later than --since")
+        return fail_usage("--until must be later than --since")
     try:
         config = load_config(args.config)
     except ConfigError as exc:
-        return kit.fail(str(exc))
+        return fail_usage(str(exc))
     with tempfile.TemporaryDirectory(prefix="gputui-ledger-") as scratch:
         if args.from_recording is not None:
             path = Path(scratch) / "recomputed.sqlite"
             problem = _recompute(args.from_recording, path, config.ledger.idle_power_w)
             if problem is not None:
-                return kit.fail(problem)
+                return fail_usage(problem)
         else:
             path = args.store or config.ledger.store or default_store_path()
-        return _report(path, args, since, until, now, config.ledger.prices, kit)
+        return _report(path, args, since, until, now, config.ledger.prices)
 
 
 def _recompute(recording: Path, path: Path, idle_power_w: Mapping[str, float]) -> str | None:
@@ -146,7 +124,6 @@ def _report(
     until: float,
     now: float,
     prices: Prices,
-    kit: CliKit,
 ) -> int:
     from gputui.ledger.report import render, summarise
     from gputui.ledger.store import Store, StoreError, alive
@@ -154,14 +131,14 @@ def _report(
     try:
         store = Store.open_reader(path)
     except StoreError as exc:
-        return kit.fail(str(exc))
+        return fail_usage(str(exc))
     try:
         rows = store.usage(since, until, now)
         coverage = store.coverage(since, until, now)
         gaps = store.gaps(since, until)
         sessions = store.sessions()
     except StoreError as exc:
-        return kit.fail(str(exc))
+        return fail_usage(str(exc))
     finally:
         store.close()
     live = [s for s in sessions if s.ended is None and alive(s.pid)]
@@ -204,9 +181,9 @@ def _count(text: str) -> int:
     return int(text)
 
 
-def daemon(argv: Sequence[str], kit: CliKit) -> int:
+def daemon(argv: Sequence[str]) -> int:
     """``gputui daemon``: collect and write the ledger until SIGTERM or SIGINT."""
-    parser = kit.parser(
+    parser = Parser(
         prog="gputui daemon", description="Collect and write the GPU ledger (nothing else)."
     )
     _store_arg(parser)
@@ -220,8 +197,8 @@ def daemon(argv: Sequence[str], kit: CliKit) -> int:
     parser.add_argument(
         "--count", metavar="N", type=_count, default=None, help="stop after N snapshots"
     )
-    kit.source_args(parser)
-    kit.add_config(parser)
+    source_args(parser)
+    add_config(parser)
     args = parser.parse_args(argv)
     from gputui.config.file import load_config
     from gputui.config.values import ConfigError
@@ -231,12 +208,12 @@ def daemon(argv: Sequence[str], kit: CliKit) -> int:
     try:
         config = load_config(args.config)
     except ConfigError as exc:
-        return kit.fail(str(exc))
-    settings = kit.source_settings(args)
+        return fail_usage(str(exc))
+    settings = source_settings(args)
     if isinstance(settings, str):
-        return kit.fail(settings)
+        return fail_usage(settings)
     if settings.mode != "live" and args.store is None:
-        return kit.fail(f"--{settings.mode} writes only into a store named with --store")
+        return fail_usage(f"--{settings.mode} writes only into a store named with --store")
     path = args.store or config.ledger.store or default_store_path()
     writer = LedgerWriter(
         path,
@@ -246,8 +223,8 @@ def daemon(argv: Sequence[str], kit: CliKit) -> int:
         commit_every_s=args.commit_every or COMMIT_EVERY_S,
     )
     if not writer.start():
-        return kit.fail(writer.status)
-    stop = kit.stop_on_signals()
+        return fail_usage(writer.status)
+    stop = stop_on_signals()
     print(f"gputui daemon: {writer.status}", file=sys.stderr, flush=True)
     from gputui.boundary.sanitise import safe_text
     from gputui.collect.loop import CollectLoop

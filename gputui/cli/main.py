@@ -14,8 +14,8 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Sequence
-from dataclasses import replace
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -34,7 +34,6 @@ from gputui.cli.once import run_once, sample_cpu_early
 from gputui.cli.record import record
 from gputui.cli.replay import replay_command, run_replay
 from gputui.cli.serve import serve_command
-from gputui.cli.store import ledger_kit
 from gputui.cli.terminal import (
     EXIT_BROKEN_PIPE,
     NOT_A_TERMINAL,
@@ -127,10 +126,9 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _main(argv: Sequence[str] | None) -> int:
     mark("cli")  # the interpreter has started and gputui.cli is imported
     args_list = list(sys.argv[1:] if argv is None else argv)
-    if args_list[:1] == ["doctor"]:
-        return doctor(args_list[1:])
-    if args_list[:1] and args_list[0] in _SUBCOMMANDS:
-        return _SUBCOMMANDS[args_list[0]](args_list[1:])
+    subcommand = _BY_NAME.get(args_list[0]) if args_list else None
+    if subcommand is not None:
+        return subcommand.run(args_list[1:])
     args = build_parser().parse_args(args_list)
     settings = run_settings(args)
     if settings.demo and settings.scenario is not None:
@@ -158,7 +156,7 @@ def _main(argv: Sequence[str] | None) -> int:
             args.replay,
             args.at,
             settings,
-            config.alert_rules,
+            config,
             once=args.once or args.json,
             as_json=args.json,
         )
@@ -183,7 +181,7 @@ def _main(argv: Sequence[str] | None) -> int:
     from gputui.ui.run import run_tui  # imported late: --once must never load Textual
 
     # run_tui returns the exit status (non-zero after a crash); None means a clean exit.
-    status: int | None = run_tui(settings)
+    status: int | None = run_tui(settings, config=config)
     return status or 0
 
 
@@ -198,14 +196,14 @@ def ledger_entry(argv: Sequence[str]) -> int:
     """``gputui ledger``: see :mod:`gputui.cli.ledger`."""
     from gputui.cli.ledger import ledger
 
-    return ledger(argv, ledger_kit())
+    return ledger(argv)
 
 
 def daemon_entry(argv: Sequence[str]) -> int:
     """``gputui daemon``: see :mod:`gputui.cli.ledger`."""
     from gputui.cli.ledger import daemon
 
-    return daemon(argv, ledger_kit())
+    return daemon(argv)
 
 
 def faults_command(argv: Sequence[str]) -> int:
@@ -232,38 +230,48 @@ def faults_command(argv: Sequence[str]) -> int:
     return faults_main(args.since, as_json=args.json, kernel_log=args.kernel_log)
 
 
-_SUBCOMMANDS = {
-    "serve": serve_command,
-    "reclaim": reclaim_command,
-    "export": export,
-    "record": record,
-    "replay": replay_command,
-    "free": free_command,
-    "fleet": fleet,
-    "ledger": ledger_entry,
-    "daemon": daemon_entry,
-    "faults": faults_command,
-}
+@dataclass(frozen=True)
+class Subcommand:
+    """One row of the subcommand table.
 
-#: What each subcommand is for, in ``gputui --help``'s order: (usage, summary). ``doctor``
-#: is dispatched before the others; every other name is a key of ``_SUBCOMMANDS``, and a
-#: subcommand missing here is missing from --help (tests/unit/cli/test_cli_help.py checks both
-#: ways).
-SUBCOMMAND_SUMMARIES: dict[str, tuple[str, str]] = {
-    "doctor": ("doctor", "runtime-health checks"),
-    "export": ("export", "Prometheus metrics"),
-    "record": ("record FILE", "record snapshots"),
-    "replay": ("replay FILE", "play a recording back"),
-    "free": ("free", "the GPUs a new job can use now"),
-    "serve": ("serve", "the monitor in a web browser"),
-    "fleet": ("fleet", "the GPU hosts a Prometheus scrapes, one row each"),
-    "ledger": ("ledger", "GPU-hours, energy and cost per container, project or GPU"),
-    "daemon": ("daemon", "collect and keep the ledger, nothing else"),
-    "faults": ("faults", "XID errors and OOM kills from the kernel log, attributed"),
-    "reclaim": ("reclaim", "idle GPU reservations the idle policy found; stop one"),
-}
+    Attributes:
+        name: The word after ``gputui``.
+        summary: What it is for, in ``gputui --help``.
+        run: Parses the rest of the command line and runs it; returns the exit status.
+        operands: What ``--help`` shows after the name (``FILE`` for ``record FILE``).
+    """
+
+    name: str
+    summary: str
+    run: Callable[[Sequence[str]], int]
+    operands: str = ""
+
+    @property
+    def usage(self) -> str:
+        """The name and its operands, as ``--help`` lists them."""
+        return f"{self.name} {self.operands}" if self.operands else self.name
+
+
+#: Every subcommand, in ``gputui --help``'s order: the dispatch and the help list both come
+#: from here (tests/unit/cli/test_cli_help.py).
+SUBCOMMANDS: tuple[Subcommand, ...] = (
+    Subcommand("doctor", "runtime-health checks", doctor),
+    Subcommand("export", "Prometheus metrics", export),
+    Subcommand("record", "record snapshots", record, operands="FILE"),
+    Subcommand("replay", "play a recording back", replay_command, operands="FILE"),
+    Subcommand("free", "the GPUs a new job can use now", free_command),
+    Subcommand("serve", "the monitor in a web browser", serve_command),
+    Subcommand("fleet", "the GPU hosts a Prometheus scrapes, one row each", fleet),
+    Subcommand("ledger", "GPU-hours, energy and cost per container, project or GPU", ledger_entry),
+    Subcommand("daemon", "collect and keep the ledger, nothing else", daemon_entry),
+    Subcommand(
+        "faults", "XID errors and OOM kills from the kernel log, attributed", faults_command
+    ),
+    Subcommand("reclaim", "idle GPU reservations the idle policy found; stop one", reclaim_command),
+)
+_BY_NAME = {subcommand.name: subcommand for subcommand in SUBCOMMANDS}
 
 
 def subcommand_list() -> str:
     """``doctor (runtime-health checks), export (Prometheus metrics), …`` for ``--help``."""
-    return ", ".join(f"{usage} ({summary})" for usage, summary in SUBCOMMAND_SUMMARIES.values())
+    return ", ".join(f"{sub.usage} ({sub.summary})" for sub in SUBCOMMANDS)

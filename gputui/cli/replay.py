@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 from gputui.model.settings import Settings
 
 if TYPE_CHECKING:
+    from gputui.config.file import Config
     from gputui.derive.alerts import AlertRule
     from gputui.recording.player import ReplayCollector
 from gputui.cli.args import Parser, add_config, interval_arg
@@ -51,7 +52,7 @@ def replay_command(argv: Sequence[str]) -> int:
         path = config.ledger.store or default_store_path()
     settings = Settings(interval=args.interval, read_only=True, config=args.config)
     return run_replay(
-        path, args.at, settings, config.alert_rules, once=args.once or args.json, as_json=args.json
+        path, args.at, settings, config, once=args.once or args.json, as_json=args.json
     )
 
 
@@ -98,12 +99,17 @@ def run_replay(
     path: Path,
     at: str | None,
     settings: Settings,
-    rules: Sequence[AlertRule],
+    config: Config,
     *,
     once: bool,
     as_json: bool,
 ) -> int:
-    """Play a recording in the TUI, or with ``once`` print its snapshot at ``at``."""
+    """Play a recording (or a ledger store's timeline) in the TUI, or print one snapshot.
+
+    ``config`` is the config file as the command line loaded it (its alert rules judge the
+    recording; the TUI takes its [ui] and [keys]). With ``once``, the snapshot at ``at`` is
+    printed.
+    """
     from gputui.recording.player import parse_time
     from gputui.recording.writer import RecordingError
 
@@ -122,7 +128,7 @@ def run_replay(
                 file=sys.stderr,
             )
         if once:
-            return _replay_once(player, rules, as_json)
+            return _replay_once(player, config.alert_rules, as_json)
     except RecordingError as exc:
         player.close()
         return fail_usage(str(exc))
@@ -131,7 +137,9 @@ def run_replay(
         return fail_usage(NOT_A_TERMINAL)
     from gputui.ui.run import run_tui  # imported late: --once must never load Textual
 
-    tui_status: int | None = run_tui(replace(settings, read_only=True), collector=player)
+    tui_status: int | None = run_tui(
+        replace(settings, read_only=True), collector=player, config=config
+    )
     return tui_status or 0
 
 

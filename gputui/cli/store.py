@@ -10,12 +10,9 @@ from typing import TYPE_CHECKING
 from gputui.model.settings import Settings
 
 if TYPE_CHECKING:
-    from gputui.cli.ledger import CliKit
     from gputui.config.file import Config
     from gputui.ledger.writer import LedgerWriter
     from gputui.model.snapshot import Snapshot
-from gputui.cli.args import Parser, add_config, source_args, source_settings
-from gputui.cli.terminal import fail_usage, stop_on_signals
 
 
 def ledger_writer(
@@ -44,10 +41,3 @@ def announce_status(writer: LedgerWriter, program: str) -> Callable[[Snapshot, o
         writer,
         lambda status: print(f"gputui {program}: {safe_text(status, 500)}", file=sys.stderr),
     )
-
-
-def ledger_kit() -> CliKit:
-    """The shared command-line pieces ``gputui ledger`` and ``gputui daemon`` are built from."""
-    from gputui.cli.ledger import CliKit
-
-    return CliKit(Parser, fail_usage, source_args, source_settings, add_config, stop_on_signals)

@@ -13,7 +13,6 @@ lifecycle actions go to that source.
 
 from __future__ import annotations
 
-import gc
 import os
 import queue
 import threading
@@ -60,39 +59,6 @@ READER_IDLE_S = 120.0
 
 READ_ONLY_REASON = "read-only mode: actions are disabled (started with --read-only)"
 
-#: Young-generation threshold for a long-lived monitor. CPython's default (700 allocations)
-#: collects about ten times per refresh at 2,000 GPU processes, and each young collection can
-#: cascade into an older one that walks every object alive; the objects of one refresh are
-#: mostly acyclic and freed by reference counting, so collecting rarely loses nothing.
-GC_GEN0_THRESHOLD = 50_000
-_gc_tuned = False
-
-#: Seconds between full collections in a long-lived monitor. With the raised young threshold,
-#: older generations are collected rarely, and cyclic garbage promoted into them waited that
-#: long: Textual drops a whole ring of cached lines (each holding its cropped and divided
-#: copies) whenever the container tree changes, about 1,200 objects a refresh. A 50-minute soak
-#: at 1 Hz grew 107 -> 149 MB that way; one full collection a minute found 72,000 garbage
-#: objects. After ``gc.freeze()`` a full collection walks only what refreshes allocated.
-GC_SWEEP_S = 30.0
-
-
-def tune_gc_for_monitor() -> None:
-    """Freeze what start-up allocated and raise the young-generation threshold (once).
-
-    ``gc.freeze()`` moves every object alive now (modules, classes, the first snapshot's
-    caches) to a generation the collector never walks again, so later collections only look at
-    what refreshes allocate. Called after the first :meth:`Collector.collect`, where the loop
-    starts; a second call does nothing.
-    """
-    global _gc_tuned
-    if _gc_tuned:
-        return
-    _gc_tuned = True
-    gc.freeze()
-    gen0, gen1, gen2 = gc.get_threshold()
-    if gen0:  # 0 means the program disabled collection: leave that alone
-        gc.set_threshold(max(gen0, GC_GEN0_THRESHOLD), gen1, gen2)
-
 
 class Collector:
     """Joins the sources into one frozen :class:`Snapshot` per call.
@@ -119,10 +85,6 @@ class Collector:
         cpu_primed_at: ``time.monotonic()`` when ``procs`` already took that first sample of
             every process (``prime_cpu`` and ``host_stats``, called as early as the program
             could): the window then runs from there, under everything done since.
-        tune_gc: After the first collection, tune the garbage collector for a long-lived
-            monitor (:func:`tune_gc_for_monitor`), and then run a full collection every
-            ``gc_sweep_s`` seconds, after a collection (between refreshes).
-        gc_sweep_s: Seconds between those full collections.
         faults: Follows the kernel log for XID lines and OOM kills and attributes them; None
             reads no kernel log (scenario, demo, tests).
     """
@@ -140,8 +102,6 @@ class Collector:
         clock: Callable[[], float] = time.time,
         hostname: str | None = None,
         docker_wait: float = DOCKER_WAIT_S,
-        tune_gc: bool = True,
-        gc_sweep_s: float = GC_SWEEP_S,
         cpu_window: float = 0.0,
         cpu_primed_at: float | None = None,
         faults: KernelFaultTracker | None = None,
@@ -187,9 +147,6 @@ class Collector:
         # position (one slot each, set by the source's read thread after each read).
         self._owners: dict[str, int] = {}
         self._capabilities: list[ContainerCapabilities] = [ContainerCapabilities()] * count
-        self._tune_gc = tune_gc
-        self._gc_sweep_s = gc_sweep_s
-        self._next_sweep: float | None = None
         self._cpu_window = cpu_window
         self._cpu_primed_at = cpu_primed_at
 
@@ -328,18 +285,7 @@ class Collector:
             kernel_faults=kernel_faults,
             fault_counts=fault_counts,
         )
-        if self._tune_gc:
-            tune_gc_for_monitor()
-            self._sweep_garbage()
         return snapshot
-
-    def _sweep_garbage(self) -> None:
-        """A full collection when one is due (see :data:`GC_SWEEP_S`); the first sets the clock."""
-        if self._next_sweep is None:
-            self._next_sweep = time.monotonic() + self._gc_sweep_s
-        elif time.monotonic() >= self._next_sweep:
-            gc.collect()
-            self._next_sweep = time.monotonic() + self._gc_sweep_s
 
     def _owner(self, container_id: str) -> tuple[ContainerSource, ContainerCapabilities] | None:
         index = self._owners.get(container_id)

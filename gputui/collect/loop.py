@@ -18,6 +18,7 @@ import time
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Generic, TypeVar
 
+from gputui.collect.gc_policy import MonitorGc
 from gputui.collect.sources import CollectorProtocol, ContainerOwner, Player
 from gputui.model.containers import ExecResult
 from gputui.model.snapshot import Snapshot
@@ -58,6 +59,10 @@ class CollectLoop(Generic[A]):
             :meth:`run` (raised from it), as does one raised by ``on_error`` itself.
         observe: Also receives ``(snapshot, analysis)``, after ``deliver`` (the ledger's
             writer); it must not raise.
+        tune_gc: Apply the long-lived monitor's garbage-collector policy
+            (:class:`~gputui.collect.gc_policy.MonitorGc`) between refreshes of :meth:`run`.
+            Process-wide, so it lives here, where the long-running front-ends run, and not in
+            the collector: a one-shot, which never runs this loop, keeps the defaults.
     """
 
     def __init__(
@@ -69,8 +74,10 @@ class CollectLoop(Generic[A]):
         interval: float,
         on_error: Callable[[Exception], None] | None = None,
         observe: Callable[[Snapshot, A], None] | None = None,
+        tune_gc: bool = True,
     ) -> None:
         self.collector = collector
+        self._gc = MonitorGc() if tune_gc else None
         self._observe = observe
         self._analyse = analyse
         self._deliver = deliver
@@ -150,6 +157,8 @@ class CollectLoop(Generic[A]):
                 done += 1
             if count is not None and done >= count:
                 return
+            if self._gc is not None:
+                self._gc.after_refresh()  # between two refreshes: a due sweep delays no data
             self._sleep(self._interval - (time.monotonic() - started), cancelled)
 
     def once(self) -> bool:

@@ -386,6 +386,11 @@ def snapshot_to_json(
     }
 
 
+def _container_ref(container_id: str | None, name: str | None) -> dict[str, Any] | None:
+    """A fault's container as the schema names one: ``{"id", "name"}``, null when none."""
+    return None if container_id is None else {"id": container_id, "name": name}
+
+
 def fault_to_json(f: KernelFault) -> dict[str, Any]:
     """One kernel-log fault in the JSON schema's ``kernel_faults[]`` shape."""
     return {
@@ -403,17 +408,13 @@ def fault_to_json(f: KernelFault) -> dict[str, Any]:
         "compute_instance": f.compute_instance,
         "pid": f.pid,
         "process_name": f.process_name,
-        "container": None
-        if f.container_id is None
-        else {"id": f.container_id, "name": f.container_name},
+        "container": _container_ref(f.container_id, f.container_name),
         "attribution": f.attribution,
         "candidates": [
             {
                 "pid": c.pid,
                 "process_name": c.process_name,
-                "container": None
-                if c.container_id is None
-                else {"id": c.container_id, "name": c.container_name},
+                "container": _container_ref(c.container_id, c.container_name),
             }
             for c in f.candidates
         ],
@@ -429,9 +430,7 @@ def fault_count_to_json(c: FaultCount) -> dict[str, Any]:
         "gpu_index": c.gpu_index,
         "xid": c.xid,
         "class": c.fault_class,
-        "container": None
-        if c.container_id is None
-        else {"id": c.container_id, "name": c.container_name},
+        "container": _container_ref(c.container_id, c.container_name),
         "count": c.count,
     }
 

@@ -26,7 +26,7 @@ from gputui.boundary import sanitise, startup_trace
 from gputui.boundary.userfiles import UserFileError
 from gputui.collect.loop import CollectLoop
 from gputui.collect.sources import CollectorProtocol
-from gputui.config.file import Config, load_config, ui_state_path
+from gputui.config.file import Config, ui_state_path
 from gputui.config.ui_state import SORTS, THEMES, UiPrefs, load_ui_state, save_ui_state
 from gputui.config.values import ConfigError
 from gputui.derive.alerts import Alert
@@ -92,14 +92,27 @@ _ALWAYS = frozenset({"quit", "interrupt"})
 
 
 class GpuTuiApp(CrashSafeApp):
-    """Who is using the GPUs, in which container, and is the GPU runtime healthy."""
+    """Who is using the GPUs, in which container, and is the GPU runtime healthy.
+
+    Args:
+        collector: Where snapshots come from (the machine, a scenario, the demo, a recording).
+        settings: What the command line asked for.
+        tabs: The tab table (tests add one of their own).
+        config: The config file as the command line loaded it (alert rules, [ui], [keys],
+            [[notify]], the idle policy, the ledger); None: the built-in defaults.
+    """
 
     CSS_PATH = "gputui.tcss"
     TITLE = "gputui"
     BINDINGS = action_table.bindings(action_table.Scope.APP)
 
     def __init__(
-        self, collector: CollectorProtocol, settings: Settings, tabs: TabTable = TABS
+        self,
+        collector: CollectorProtocol,
+        settings: Settings,
+        tabs: TabTable = TABS,
+        *,
+        config: Config | None = None,
     ) -> None:
         super().__init__()
         #: Every action of this app: the action table with the keys of ``tabs``.
@@ -116,14 +129,9 @@ class GpuTuiApp(CrashSafeApp):
         self.process_history = ShownProcessHistory()
         self.paused = False
         self._binding_state: tuple[object, ...] = ()
-        # The CLI validated the files before starting; if one has since become invalid the
-        # monitor still starts, on the defaults, and says why (a monitor that refuses to run
-        # because of its alert config helps nobody).
-        self._config_error: str | None = None
-        try:
-            config = load_config(settings.config)
-        except ConfigError as exc:
-            config, self._config_error = Config(), str(exc)
+        # The config file as the command line read it, once, before anything started (an
+        # invalid file stopped it there); the app never reads the file again.
+        config = config if config is not None else Config()
         self.keep_secret(config.fleet.token, config.fleet.password)
         for target in config.notify:
             self.keep_secret(*target.secrets())
@@ -278,8 +286,6 @@ class GpuTuiApp(CrashSafeApp):
                 " the help (?) lists the binding ids",
                 severity="warning",
             )
-        if self._config_error:
-            self.notify(f"{self._config_error}; using the default alert rules", severity="error")
         # Started now, not after the first refresh, so the prefetched first snapshot is
         # analysed on the worker while the empty screen is laid out and painted; a snapshot
         # that arrives before that paint waits for it (widgets that have never been laid out

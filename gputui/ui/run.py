@@ -9,10 +9,15 @@ from gputui.model.settings import Settings
 
 if TYPE_CHECKING:
     from gputui.collect.sources import CollectorProtocol
+    from gputui.config.file import Config
 
 
 def run_tui(
-    settings: Settings, collector: CollectorProtocol | None = None, *, headless: bool = False
+    settings: Settings,
+    collector: CollectorProtocol | None = None,
+    *,
+    config: Config | None = None,
+    headless: bool = False,
 ) -> int:
     """Build the collector, run the app until the user quits, close the collector.
 
@@ -23,6 +28,7 @@ def run_tui(
         settings: What the user asked for.
         collector: A ready collector (``gputui replay`` passes a recording's player); built from
             ``settings`` when None. Closed at the end either way.
+        config: The config file, loaded once by the command line; None: the defaults.
         headless: Run without a terminal (no output, no input), as the tests do.
 
     Returns:
@@ -42,6 +48,6 @@ def run_tui(
     mark("textual-imported")
 
     try:
-        return run_app(lambda: GpuTuiApp(chosen, settings), headless=headless)
+        return run_app(lambda: GpuTuiApp(chosen, settings, config=config), headless=headless)
     finally:
         chosen.close()

@@ -244,7 +244,7 @@ def test_the_first_source_wins_a_clash_of_ids_in_either_order(cgroups: Cgroups) 
     first = ToyRuntime(cgroups.root, {shared: "from-first"}, name="first")
     second = ToyRuntime(cgroups.root, {shared: "from-second"}, name="second")
     for order, winner in (((first, second), "first"), ((second, first), "second")):
-        collector = _collector(cgroups, [pid], *order, health=None, tune_gc=False)
+        collector = _collector(cgroups, [pid], *order, health=None)
         try:
             snap = collector.collect()
             assert list(snap.sources) == ["nvml", *(s.name for s in order)]

@@ -12,9 +12,9 @@ from typing import Any
 
 import pytest
 
-from gputui.collect.docker.parse import cpu_percent_from_stats
 from gputui.collect.docker.source import DockerSource, docker_cli_available
 from gputui.model.containers import ContainerInfo, ContainerReading
+from tests.support.docker_stats import engine_cpu_percent, engine_memory
 
 TEST_LABEL = "gputui-test"  # the label tests/conftest.py puts on every test container
 
@@ -154,7 +154,7 @@ def test_cpu_and_memory_of_busy_container(
     stats = docker_engine.api.stats(ct.id, stream=False)  # two engine samples ~1 s apart
     info = find(source.read(), ct.id)  # ...and ends here, around the engine's window
     assert info is not None
-    engine = cpu_percent_from_stats(stats)
+    engine = engine_cpu_percent(stats)
     assert engine is not None and engine > 0, stats.get("cpu_stats")
     assert info.cpu_percent is not None
     assert abs(info.cpu_percent - engine) <= 20 + 0.3 * engine, (info.cpu_percent, engine)
@@ -167,12 +167,10 @@ def test_memory_matches_docker_stats(
     source: DockerSource, run_container: Any, docker_engine: Any
 ) -> None:
     """Same number as the engine's stats API (one slow call, tests only)."""
-    from gputui.collect.docker.parse import memory_from_stats
-
     ct = run_container(["sleep", "300"], mem_limit="32m")
     info = find(source.read(), ct.id)
     assert info is not None
-    used, limit = memory_from_stats(docker_engine.api.stats(ct.id, stream=False))
+    used, limit = engine_memory(docker_engine.api.stats(ct.id, stream=False))
     assert limit == info.memory_limit_bytes
     assert used is not None
     assert info.memory_used_bytes is not None

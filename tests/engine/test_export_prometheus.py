@@ -17,8 +17,6 @@ import signal
 import subprocess
 import sys
 import time
-import urllib.parse
-import urllib.request
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -27,6 +25,8 @@ import pytest
 
 from tests.support.net import free_port
 from tests.support.paths import REPO
+from tests.support.processes import stop_process
+from tests.support.prometheus import start_prometheus
 
 MIB = 1024 * 1024
 
@@ -37,23 +37,12 @@ def host_pids(container: Any) -> list[int]:
     return sorted(int(row[column]) for row in top["Processes"])
 
 
-def get_json(url: str) -> Any:
-    with urllib.request.urlopen(url, timeout=5) as response:
-        return json.load(response)
-
-
 @pytest.fixture
 def processes() -> Iterator[list[subprocess.Popen[bytes]]]:
     started: list[subprocess.Popen[bytes]] = []
     yield started
     for proc in reversed(started):
-        if proc.poll() is None:
-            proc.send_signal(signal.SIGTERM)
-            try:
-                proc.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
+        stop_process(proc)
 
 
 def test_prometheus_sees_container_gpu_memory_with_labels(
@@ -94,7 +83,7 @@ def test_prometheus_sees_container_gpu_memory_with_labels(
     scenario_path = tmp_path / "scenario.json"
     scenario_path.write_text(json.dumps(scenario))
 
-    export_port, prom_port = free_port(), free_port()
+    export_port = free_port()
     exporter = subprocess.Popen(
         [
             sys.executable, "-m", "gputui", "export", "--scenario", str(scenario_path),
@@ -104,31 +93,16 @@ def test_prometheus_sees_container_gpu_memory_with_labels(
         env={**os.environ, "XDG_CONFIG_HOME": str(tmp_path / "xdg")},
     )  # fmt: skip
     processes.append(exporter)
-    config = tmp_path / "prometheus.yml"
-    config.write_text(
+    prometheus = start_prometheus(
+        prometheus_bin,
+        tmp_path,
         "global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\n"
         "scrape_configs:\n"
         "  - job_name: gputui\n"
-        f"    static_configs:\n      - targets: ['127.0.0.1:{export_port}']\n"
+        f"    static_configs:\n      - targets: ['127.0.0.1:{export_port}']\n",
     )
-    prometheus = subprocess.Popen(
-        [
-            prometheus_bin,
-            f"--config.file={config}",
-            f"--storage.tsdb.path={tmp_path / 'tsdb'}",
-            f"--web.listen-address=127.0.0.1:{prom_port}",
-        ],
-        stdout=subprocess.DEVNULL,
-        stderr=(tmp_path / "prometheus.log").open("wb"),
-    )
-    processes.append(prometheus)
-
-    api = f"http://127.0.0.1:{prom_port}/api/v1/query?query="
-
-    def query(promql: str) -> list[dict[str, Any]]:
-        doc = get_json(api + urllib.parse.quote(promql))
-        assert doc["status"] == "success", doc
-        return list(doc["data"]["result"])
+    processes.append(prometheus.process)
+    query = prometheus.query
 
     series: list[dict[str, Any]] = []
     deadline = time.monotonic() + 90
@@ -141,7 +115,7 @@ def test_prometheus_sees_container_gpu_memory_with_labels(
         if len(series) == 2:
             break
         time.sleep(0.5)
-    log = (tmp_path / "prometheus.log").read_text(errors="replace")[-2000:]
+    log = prometheus.log_tail()
     assert len(series) == 2, f"no container series in Prometheus; its log ends:\n{log}"
 
     by_name = {s["metric"]["container"]: s for s in series}
@@ -224,31 +198,15 @@ def test_same_named_containers_of_two_hosts_stay_apart(
         gpu["processes"] = [{"pid": pid, "used_memory_mib": used, "sm_util": 10}]
         scenario.write_text(json.dumps({"gpus": [gpu]}))
         processes.append(exporter_on_host(host, scenario, port, tmp_path / f"{host}.log"))
-    prom_port = free_port()
-    config = tmp_path / "prometheus.yml"
     targets = ", ".join(f"'127.0.0.1:{port}'" for port in ports)
-    config.write_text(
+    prometheus = start_prometheus(
+        prometheus_bin,
+        tmp_path,
         "global:\n  scrape_interval: 1s\nscrape_configs:\n  - job_name: gputui\n"
-        f"    static_configs:\n      - targets: [{targets}]\n"
+        f"    static_configs:\n      - targets: [{targets}]\n",
     )
-    processes.append(
-        subprocess.Popen(
-            [
-                prometheus_bin,
-                f"--config.file={config}",
-                f"--storage.tsdb.path={tmp_path / 'tsdb'}",
-                f"--web.listen-address=127.0.0.1:{prom_port}",
-            ],
-            stdout=subprocess.DEVNULL,
-            stderr=(tmp_path / "prometheus.log").open("wb"),
-        )
-    )
-
-    def query(promql: str) -> list[dict[str, Any]]:
-        url = f"http://127.0.0.1:{prom_port}/api/v1/query?query=" + urllib.parse.quote(promql)
-        doc = get_json(url)
-        assert doc["status"] == "success", doc
-        return list(doc["data"]["result"])
+    processes.append(prometheus.process)
+    query = prometheus.query
 
     # The dashboard's "GPU memory by host and container" panel, every variable on "All".
     dashboard = json.loads((REPO / "contrib" / "grafana-gputui-containers.json").read_text())
@@ -269,7 +227,7 @@ def test_same_named_containers_of_two_hosts_stay_apart(
         if len(series) == 2:
             break
         time.sleep(0.5)
-    log = (tmp_path / "prometheus.log").read_text(errors="replace")[-2000:]
+    log = prometheus.log_tail()
     assert len(series) == 2, f"expected one series per host, got {series}; Prometheus:\n{log}"
     by_host = {s["metric"]["Hostname"]: float(s["value"][1]) for s in series}
     assert by_host == {hosts[0]: 1000 * MIB, hosts[1]: 3000 * MIB}

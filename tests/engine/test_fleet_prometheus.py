@@ -16,13 +16,10 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import subprocess
 import sys
 import threading
 import time
-import urllib.parse
-import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -32,6 +29,8 @@ from typing import Any
 import pytest
 
 from tests.support.net import free_port
+from tests.support.processes import stop_process
+from tests.support.prometheus import start_prometheus
 
 SCRAPE_S = 1.0
 DCGM_BODY = (
@@ -115,16 +114,6 @@ class Lab:
     logs: Path = field(default_factory=Path)
 
 
-def _stop(proc: subprocess.Popen[bytes]) -> None:
-    if proc.poll() is None:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-
-
 def fleet_json(url: str, *args: str) -> dict[str, Any]:
     """``gputui fleet --prometheus URL --json ARGS`` as a subprocess; its document."""
     done = subprocess.run(
@@ -140,13 +129,6 @@ def fleet_json(url: str, *args: str) -> dict[str, Any]:
 
 def hosts_by_name(doc: dict[str, Any]) -> dict[str, dict[str, Any]]:
     return {h["host"]: h for h in doc["hosts"]}
-
-
-def _query(url: str, promql: str) -> list[Any]:
-    api = f"{url}/api/v1/query?query={urllib.parse.quote(promql)}"
-    with urllib.request.urlopen(api, timeout=5) as response:
-        doc = json.load(response)
-    return list(doc["data"]["result"])
 
 
 @pytest.fixture(scope="module")
@@ -194,26 +176,15 @@ def lab(
             f"        labels: {{cluster: '{cluster}'{f', Hostname: {host!r}' if host else ''}}}\n"
             for host, cluster, port in targets
         )
-        config = tmp / "prometheus.yml"
-        config.write_text(
+        prometheus = start_prometheus(
+            prometheus_bin,
+            tmp,
             f"global:\n  scrape_interval: {SCRAPE_S:g}s\n  scrape_timeout: {SCRAPE_S:g}s\n"
             "scrape_configs:\n"
             "  - job_name: gpu\n"
-            f"    static_configs:\n{statics}"
+            f"    static_configs:\n{statics}",
         )
-        prom_port = free_port()
-        prometheus = subprocess.Popen(
-            [
-                prometheus_bin,
-                f"--config.file={config}",
-                f"--storage.tsdb.path={tmp / 'tsdb'}",
-                f"--web.listen-address=127.0.0.1:{prom_port}",
-            ],
-            stdout=subprocess.DEVNULL,
-            stderr=(tmp / "prometheus.log").open("wb"),
-        )
-        started.append(prometheus)
-        url = f"http://127.0.0.1:{prom_port}"
+        started.append(prometheus.process)
         deadline = time.monotonic() + 120
         ready = False
         while time.monotonic() < deadline and not ready:
@@ -222,21 +193,21 @@ def lab(
             try:
                 # By name: under load the first collections may see the container only in
                 # the cgroups (named docker-<id>) before the engine answers.
-                mem = _query(url, f'gputui_container_gpu_memory_bytes{{container="{name}"}}')
-                ups = _query(url, "up == 1")
+                mem = prometheus.query(f'gputui_container_gpu_memory_bytes{{container="{name}"}}')
+                ups = prometheus.query("up == 1")
                 ready = len(ups) == len(targets) and len(mem) == 1
             except OSError:  # Prometheus not listening yet
                 ready = False
             if not ready:
                 time.sleep(0.5)
-        log = (tmp / "prometheus.log").read_text(errors="replace")[-2000:]
+        log = prometheus.log_tail()
         assert ready, f"the lab never came up; Prometheus's log ends:\n{log}"
         # Two more scrapes, so every target's series (also the slower ones) are in.
         time.sleep(2 * SCRAPE_S)
-        yield Lab(url, exporters, name, logs=tmp)
+        yield Lab(prometheus.url, exporters, name, logs=tmp)
     finally:
         for proc in reversed(started):
-            _stop(proc)
+            stop_process(proc)
         dcgm.shutdown()
         container.remove(force=True)
 
@@ -318,7 +289,7 @@ def test_stopped_exporter_shows_down_within_two_scrape_intervals(lab: Lab) -> No
     endpoint = parse_url(lab.url)
     fleet = LiveFleet(PrometheusClient(endpoint), 'Hostname="node-d"', endpoint.shown)
     assert [r.up for r in fleet.snapshot().hosts] == [True]
-    _stop(lab.exporters["node-d"])
+    stop_process(lab.exporters["node-d"])
     stopped = time.time()
     seen_down: float | None = None
     while time.time() - stopped < 30:

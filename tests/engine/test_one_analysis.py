@@ -20,6 +20,7 @@ from typing import Any
 import docker.types
 from prometheus_client.parser import text_string_to_metric_families
 
+from gputui.config.file import load_config
 from gputui.derive.analysis import Analysis
 from gputui.model.settings import Settings
 from gputui.ui.app import GpuTuiApp
@@ -88,7 +89,7 @@ def _from_analysis(analysis: Analysis, ours: set[str]) -> Facts:
 
 
 async def _tui_facts(settings: Settings, ours: set[str], want: Facts) -> Facts:
-    app = GpuTuiApp(build_collector(settings), settings)
+    app = GpuTuiApp(build_collector(settings), settings, config=load_config(settings.config))
     facts: Facts = (frozenset(), frozenset())
     try:
         async with app.run_test(size=(160, 50)) as pilot:

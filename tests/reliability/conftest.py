@@ -19,6 +19,8 @@ from typing import Any
 
 import pytest
 
+from tests.support.procfs import children
+
 REPO = Path(__file__).resolve().parents[2]
 if str(REPO) not in sys.path:  # scripts/ holds the engine helpers shared with the script
     sys.path.insert(0, str(REPO))
@@ -63,22 +65,10 @@ def private_engine() -> Iterator[tuple[PrivateEngine, Any]]:
 @pytest.fixture
 def host_sleeper() -> Iterator[Callable[..., subprocess.Popen[bytes]]]:
     """Factory for host processes (extra argv allowed, bytes too); all killed at the end."""
-    children: list[subprocess.Popen[bytes]] = []
+    code = "import sys, time; print('ready', flush=True); time.sleep(120)"
+    with children() as spawn:
 
-    def start(*extra: str | bytes, **kwargs: Any) -> subprocess.Popen[bytes]:
-        code = "import sys, time; print('ready', flush=True); time.sleep(120)"
-        child = subprocess.Popen(
-            [sys.executable, "-c", code, *extra], stdout=subprocess.PIPE, **kwargs
-        )
-        children.append(child)
-        assert child.stdout is not None
-        assert child.stdout.readline() == b"ready\n"
-        return child
+        def start(*extra: str | bytes, **kwargs: Any) -> subprocess.Popen[bytes]:
+            return spawn(code, *extra, **kwargs)
 
-    yield start
-    for child in children:
-        if child.poll() is None:
-            child.kill()
-        child.wait()
-        if child.stdout is not None:
-            child.stdout.close()
+        yield start

@@ -60,7 +60,6 @@ from tests.support.gputui_process import NoDocker, run_gputui
 EXAMPLES = int(os.environ.get("GPUTUI_FUZZ_EXAMPLES", "2000"))
 FUZZ = settings(
     max_examples=EXAMPLES,
-    deadline=None,
     suppress_health_check=list(HealthCheck),
     database=None,  # reproducible counts; a failure prints its example anyway
 )

@@ -34,9 +34,11 @@ import uuid
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol, TypeVar
 
 import pytest
+
+from tests.support.processes import stop_process
 
 #: The image name the runtimes load (never tagged in the shared Docker engine).
 RUNTIME_IMAGE = "docker.io/library/gputui-rt:latest"
@@ -48,6 +50,8 @@ ROOTLESS_USER = "gputui-rt"
 START_DEADLINE_S = 60.0
 #: Seconds one runtime command may take.
 COMMAND_TIMEOUT_S = 60.0
+#: Seconds a runtime daemon gets to exit on SIGTERM before SIGKILL.
+RUNTIME_GRACE_S = 20.0
 #: Where a process's NUL-separated command line is; read to find the processes a runtime left.
 _PROC = Path("/proc")
 
@@ -158,17 +162,6 @@ def _alive(pid: int) -> bool:
     except (OSError, IndexError):
         return False
     return state != "Z"
-
-
-def stop(proc: subprocess.Popen[bytes], grace_s: float = 20.0) -> None:
-    """End a runtime daemon started here: SIGTERM, then SIGKILL after ``grace_s``."""
-    if proc.poll() is None:
-        proc.terminate()
-        try:
-            proc.wait(timeout=grace_s)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(timeout=grace_s)
 
 
 def get_unix(sock: Path, path: str, timeout: float = 2.0) -> tuple[int, bytes] | None:
@@ -374,7 +367,7 @@ class Podman:
         with contextlib.suppress(AssertionError, subprocess.TimeoutExpired):
             self("rm", "--all", "--force", "--time", "0")
         for proc in self.services:
-            stop(proc)
+            stop_process(proc, RUNTIME_GRACE_S)
         # Rootless podman keeps a pause process holding its user namespace; it was started by
         # this instance (its runtime dir is private), so it is ended by its recorded PID.
         if self.user is not None:
@@ -427,7 +420,7 @@ class RootlessDocker:
             ids = self("ps", "-aq").split()
             if ids:
                 self("rm", "-f", *ids)
-        stop(self.proc)
+        stop_process(self.proc, RUNTIME_GRACE_S)
         end_processes(processes_with(str(self.base)))
         unmount_below(self.base)
         shutil.rmtree(self.base, ignore_errors=True)
@@ -560,7 +553,7 @@ class Containerd:
                 for container in self.ctr(namespace, "container", "ls", "-q").split():
                     with contextlib.suppress(AssertionError):
                         self.ctr(namespace, "container", "rm", container)
-        stop(self.proc)
+        stop_process(self.proc, RUNTIME_GRACE_S)
         end_processes(processes_with(str(self.base)))
         unmount_below(self.base)
         shutil.rmtree(self.base, ignore_errors=True)
@@ -742,55 +735,63 @@ def runtime_image(docker_engine: Any, test_image: str) -> bytes:
     return runtime_image_archive(docker_engine, test_image)
 
 
-@pytest.fixture(scope="module")
-def rootful_podman(runtime_image: bytes) -> Iterator[Podman]:
-    """Rootful podman, private storage, cgroupfs manager (the test image loaded)."""
-    base = private_dir("podman")
+class _Runtime(Protocol):
+    def close(self) -> None: ...
+
+
+R = TypeVar("R", bound=_Runtime)
+
+
+@contextlib.contextmanager
+def _started(tag: str, start: Callable[[Path], R]) -> Iterator[R]:
+    """A runtime started in a private directory of its own (``private_dir(tag)``).
+
+    A start that fails removes the directory; once started, the runtime's own ``close`` ends
+    it and removes what it made.
+    """
+    base = private_dir(tag)
     try:
-        podman = start_podman(runtime_image, None, base)
+        runtime = start(base)
     except BaseException:
         shutil.rmtree(base, ignore_errors=True)
         raise
-    yield podman
-    podman.close()
+    try:
+        yield runtime
+    finally:
+        runtime.close()
+
+
+@pytest.fixture(scope="module")
+def rootful_podman(runtime_image: bytes) -> Iterator[Podman]:
+    """Rootful podman, private storage, cgroupfs manager (the test image loaded)."""
+    with _started("podman", lambda base: start_podman(runtime_image, None, base)) as podman:
+        yield podman
 
 
 @pytest.fixture(scope="module")
 def rootless_podman(runtime_image: bytes) -> Iterator[Podman]:
     """podman as :data:`ROOTLESS_USER` (cgroup v1: its containers get no cgroup)."""
-    base = private_dir("podman-rl")
-    try:
-        user = rootless_user(base)
-        podman = start_podman(runtime_image, user, base)
-    except BaseException:
-        shutil.rmtree(base, ignore_errors=True)
-        raise
-    yield podman
-    podman.close()
+
+    def start(base: Path) -> Podman:
+        return start_podman(runtime_image, rootless_user(base), base)
+
+    with _started("podman-rl", start) as podman:
+        yield podman
 
 
 @pytest.fixture(scope="module")
 def rootless_docker(runtime_image: bytes) -> Iterator[RootlessDocker]:
     """Rootless Docker (rootlesskit + slirp4netns) as :data:`ROOTLESS_USER`."""
-    base = private_dir("docker-rl")
-    try:
-        user = rootless_user(base)
-        docker = start_rootless_docker(runtime_image, user, base)
-    except BaseException:
-        shutil.rmtree(base, ignore_errors=True)
-        raise
-    yield docker
-    docker.close()
+
+    def start(base: Path) -> RootlessDocker:
+        return start_rootless_docker(runtime_image, rootless_user(base), base)
+
+    with _started("docker-rl", start) as docker:
+        yield docker
 
 
 @pytest.fixture(scope="module")
 def containerd(runtime_image: bytes) -> Iterator[Containerd]:
     """A private containerd instance (``ctr`` and its CRI plugin)."""
-    base = private_dir("containerd")
-    try:
-        ctrd = start_containerd(runtime_image, base)
-    except BaseException:
-        shutil.rmtree(base, ignore_errors=True)
-        raise
-    yield ctrd
-    ctrd.close()
+    with _started("containerd", lambda base: start_containerd(runtime_image, base)) as ctrd:
+        yield ctrd

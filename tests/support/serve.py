@@ -9,7 +9,6 @@ from __future__ import annotations
 import contextlib
 import os
 import re
-import signal
 import socket
 import subprocess
 import sys
@@ -19,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from tests.support.net import free_port
+from tests.support.processes import stop_process
 
 #: The line ``gputui serve`` prints once listening, with its token.
 ANNOUNCE = re.compile(r"gputui serve: (http://\S+/)\?token=([A-Za-z0-9_-]+) ")
@@ -153,10 +153,4 @@ def serving(
                 time.sleep(0.05)
         yield Served(proc, port, log, f"http://127.0.0.1:{port}", found.group(2))
     finally:
-        if proc.poll() is None:
-            proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+        stop_process(proc)

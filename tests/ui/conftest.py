@@ -6,6 +6,7 @@ from typing import Any
 
 import pytest
 
+from gputui.config.file import load_config
 from gputui.model.settings import Settings
 from gputui.ui.app import GpuTuiApp
 from tests.support.factories import FakeCollector
@@ -20,10 +21,16 @@ def _no_user_config(monkeypatch: pytest.MonkeyPatch, tmp_path: Any) -> None:
 
 @pytest.fixture
 def make_app() -> AppFactory:
-    """``make_app(collector=None, **settings)``: a long interval so only pushed frames change it."""
+    """``make_app(collector=None, **settings)``: a long interval so only pushed frames change it.
+
+    The config file (``config=PATH``, else the default path) is loaded here, once, as the
+    command line loads it, and handed to the app.
+    """
 
     def factory(collector: Any = None, **settings: Any) -> GpuTuiApp:
         settings.setdefault("interval", 60.0)
-        return GpuTuiApp(collector or FakeCollector(), Settings(**settings))
+        chosen = Settings(**settings)
+        config = load_config(chosen.config)
+        return GpuTuiApp(collector or FakeCollector(), chosen, config=config)
 
     return factory

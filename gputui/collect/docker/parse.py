@@ -1,7 +1,8 @@
-"""Pure functions turning Docker engine payloads and cgroup file texts into gputui's vocabulary.
+"""Pure functions turning Docker engine payloads into gputui's vocabulary.
 
 Nothing here imports ``docker`` or touches the network or the file system, so every rule can be
-tested on literal dicts and strings. The CPU and memory formulas are the docker CLI's own
+tested on literal dicts and strings. CPU and memory figures come from the cgroup files, not from
+the engine's stats call: ``gputui.collect.linux.cgroup_usage`` holds the docker CLI's formulas
 (docker/cli ``cli/command/container/stats_helpers.go``), so gputui shows the numbers a user
 would see in ``docker stats``.
 
@@ -17,8 +18,6 @@ from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
-# The cgroup-file half of parsing lives in cgroup_stats (module size); re-exported here.
-from gputui.collect.linux.cgroup_usage import cpu_percent, memory_used
 from gputui.collect.owners import (
     COMPOSE_DIR_LABEL,
     MAX_BIND_SOURCES,
@@ -441,34 +440,6 @@ def cpu_quota(host: Mapping[str, Any]) -> float | None:
     quota = as_int(host.get("CpuQuota"), 1, MAX_INT64)
     period = as_int(host.get("CpuPeriod"), 1, MAX_INT64) or 100_000
     return float(quota) / float(period) if quota is not None else None
-
-
-# --- CPU and memory, the docker CLI way -----------------------------------------------------
-
-
-def cpu_percent_from_stats(stats: Mapping[str, Any]) -> float | None:
-    """CPU % from one ``GET /containers/{id}/stats`` payload (``cpu_stats``/``precpu_stats``).
-
-    Returns:
-        None when the payload has no previous sample (first streamed or one-shot sample).
-    """
-    cur: Mapping[str, Any] = stats.get("cpu_stats") or {}
-    pre: Mapping[str, Any] = stats.get("precpu_stats") or {}
-    cur_sys, pre_sys = cur.get("system_cpu_usage"), pre.get("system_cpu_usage")
-    cur_total = (cur.get("cpu_usage") or {}).get("total_usage")
-    pre_total = (pre.get("cpu_usage") or {}).get("total_usage")
-    if cur_sys is None or pre_sys is None or cur_total is None or pre_total is None:
-        return None
-    online = cur.get("online_cpus") or len((cur.get("cpu_usage") or {}).get("percpu_usage") or ())
-    return cpu_percent(cur_total - pre_total, cur_sys - pre_sys, online)
-
-
-def memory_from_stats(stats: Mapping[str, Any]) -> tuple[int | None, int | None]:
-    """(used, limit) bytes from a stats payload; the key present tells v1 from v2."""
-    mem: Mapping[str, Any] = stats.get("memory_stats") or {}
-    detail: Mapping[str, int] = mem.get("stats") or {}
-    version = "1" if "total_inactive_file" in detail else "2"
-    return memory_used(mem.get("usage"), detail, version), mem.get("limit")
 
 
 def classify_connect_error(message: str) -> tuple[str, str]:

@@ -35,7 +35,6 @@ import pytest
 
 from tests.support.paths import REPO
 
-REPO = REPO
 PACKAGE = REPO / "gputui"
 ENV = {**os.environ, "XDG_CONFIG_HOME": "/nonexistent", "PYTHONIOENCODING": "utf-8:strict"}
 ENV.pop("DOCKER_CONFIG", None)

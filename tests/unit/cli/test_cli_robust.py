@@ -20,9 +20,8 @@ import pytest
 
 from gputui.recording.reader import read_recording
 from gputui.recording.writer import DEFAULT_MAX_BYTES, RecordWriter, rotated_path
-from tests.support.paths import REPO
+from tests.support.paths import FIXTURES, REPO
 
-REPO = REPO
 ENV = {**os.environ, "XDG_CONFIG_HOME": "/nonexistent", "PYTHONIOENCODING": "utf-8:strict"}
 T0 = 1_795_000_000.0
 
@@ -399,3 +398,41 @@ def test_tui_exit_status_is_passed_on(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("XDG_CONFIG_HOME", "/nonexistent")
     assert main.main(["--demo"]) == 0  # None: a clean exit
     assert main.main(["--demo"]) == 3  # a crash's status reaches the shell
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["--demo"],
+        ["--replay", "{recording}"],
+        ["replay", "{recording}"],
+    ],
+)
+def test_the_tui_gets_the_config_the_command_line_loaded(
+    argv: list[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    # Read once, by the command line: the monitor is handed that, never the path to read again.
+    import gputui.ui.run
+    from gputui.cli import main, replay
+    from gputui.config.file import Config
+
+    path = tmp_path / "config.toml"
+    path.write_text(
+        '[alerts]\ndefaults = false\n\n[[alerts.rules]]\nid = "mine"\nmetric = "gpu_util"\n'
+        "threshold = 70\n",
+        encoding="utf-8",
+    )
+    handed: list[Config | None] = []
+
+    def fake_run_tui(*_args: Any, config: Config | None = None, **_kw: Any) -> None:
+        handed.append(config)
+
+    monkeypatch.setattr(gputui.ui.run, "run_tui", fake_run_tui)
+    for module in (main, replay):
+        monkeypatch.setattr(module, "on_terminal", lambda: True)  # pytest's stdout is not one
+    recording = str(FIXTURES / "h200-lab-recording.jsonl")
+    args = [a.format(recording=recording) for a in argv]
+    assert main.main([*args, "--config", str(path)]) == 0
+    (config,) = handed
+    assert config is not None and config.path == path
+    assert [r.id for r in config.alert_rules] == ["mine"]

@@ -70,7 +70,7 @@ lines = st.lists(
 )
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=300)
 @given(lines, st.booleans())
 def test_keyed_value_is_parse_keyed_for_one_key(
     items: list[tuple[str, str, str]], end: bool

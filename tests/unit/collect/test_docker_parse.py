@@ -9,6 +9,7 @@ import pytest
 
 from gputui.collect.docker import parse as dp
 from gputui.collect.linux import cgroup_usage as cg
+from tests.support.docker_stats import engine_cpu_percent, engine_memory
 
 CID = "a2e6557fca65b70eb4eadef3eaafbd69c8f4484ae776eb1655cba8272992604d"
 
@@ -269,18 +270,31 @@ STATS_V2: dict[str, Any] = {
 }
 
 
+def _cpu_deltas(stats: dict[str, Any]) -> tuple[int, int, int]:
+    """(container, host, online CPUs) of a payload: what gputui takes from the cgroup files."""
+    cur, pre = stats["cpu_stats"], stats["precpu_stats"]
+    return (
+        cur["cpu_usage"]["total_usage"] - pre["cpu_usage"]["total_usage"],
+        cur["system_cpu_usage"] - pre["system_cpu_usage"],
+        cur["online_cpus"],
+    )
+
+
 def test_cpu_percent_v1_payload() -> None:
     expected = (2028084126 - 1029107123) / (859380000000 - 857390000000) * 2 * 100
-    assert dp.cpu_percent_from_stats(STATS_V1) == pytest.approx(expected)
-    assert dp.cpu_percent_from_stats(STATS_V1) == pytest.approx(100.4, abs=0.1)
+    assert cg.cpu_percent(*_cpu_deltas(STATS_V1)) == pytest.approx(expected)
+    assert cg.cpu_percent(*_cpu_deltas(STATS_V1)) == pytest.approx(100.4, abs=0.1)
+    # the engine tests' reference reads the same figure from the whole payload
+    assert engine_cpu_percent(STATS_V1) == pytest.approx(expected)
 
 
 def test_cpu_percent_v2_payload() -> None:
     # 2 s of CPU over 4 s of host CPU time on 4 CPUs = 2 cores busy = 200 %
-    assert dp.cpu_percent_from_stats(STATS_V2) == pytest.approx(200.0)
+    assert cg.cpu_percent(*_cpu_deltas(STATS_V2)) == pytest.approx(200.0)
+    assert engine_cpu_percent(STATS_V2) == pytest.approx(200.0)
 
 
-def test_cpu_percent_falls_back_to_percpu_length() -> None:
+def test_reference_cpu_percent_falls_back_to_percpu_length() -> None:
     payload = {
         "cpu_stats": {
             "cpu_usage": {"total_usage": 200, "percpu_usage": [1, 1, 1]},
@@ -288,7 +302,7 @@ def test_cpu_percent_falls_back_to_percpu_length() -> None:
         },
         "precpu_stats": {"cpu_usage": {"total_usage": 100}, "system_cpu_usage": 100},
     }
-    assert dp.cpu_percent_from_stats(payload) == pytest.approx(100 / 300 * 3 * 100)
+    assert engine_cpu_percent(payload) == pytest.approx(100 / 300 * 3 * 100)
 
 
 def test_cpu_percent_needs_a_previous_sample() -> None:
@@ -297,15 +311,20 @@ def test_cpu_percent_needs_a_previous_sample() -> None:
         "cpu_stats": STATS_V1["cpu_stats"],
         "precpu_stats": {"cpu_usage": {"total_usage": 0}, "throttling_data": {}},
     }
-    assert dp.cpu_percent_from_stats(first) is None
+    assert engine_cpu_percent(first) is None
     assert cg.cpu_percent(10, 0, 2) is None
     assert cg.cpu_percent(-1, 10, 2) is None
     assert cg.cpu_percent(0, 10, 2) == 0.0
 
 
-def test_memory_from_stats() -> None:
-    assert dp.memory_from_stats(STATS_V1) == (364544, 67108864)
-    assert dp.memory_from_stats(STATS_V2) == (30_000_000, 1_000_000_000)
+def test_memory_of_stats_payloads() -> None:
+    # gputui's formula on the payload's cgroup figures, and the engine tests' reference on the
+    # whole payload, give the docker CLI's numbers for both cgroup versions.
+    v1, v2 = STATS_V1["memory_stats"], STATS_V2["memory_stats"]
+    assert cg.memory_used(v1["usage"], v1["stats"], "1") == 364544
+    assert cg.memory_used(v2["usage"], v2["stats"], "2") == 30_000_000
+    assert engine_memory(STATS_V1) == (364544, 67108864)
+    assert engine_memory(STATS_V2) == (30_000_000, 1_000_000_000)
 
 
 def test_memory_used_subtracts_only_when_smaller() -> None:

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from gputui.collect.linux.fileio import KeptFiles, fd_budget, read_capped
 
-FAST = settings(max_examples=40, deadline=None)
+FAST = settings(max_examples=40)
 
 
 def _open_fds() -> int:

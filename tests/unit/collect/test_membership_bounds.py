@@ -21,7 +21,7 @@ from gputui.collect.linux.membership import (
 
 DOCKER_ID = "c3da37be2142bda84fb414cdb8eb48548f2b3b6b9c24da6b37de18a260e967d8"
 CONTAINER_LINE = f"0::/system.slice/docker-{DOCKER_ID}.scope\n"
-FAST = settings(max_examples=40, deadline=None)
+FAST = settings(max_examples=40)
 
 #: Text that looks like the real thing, padded with hostile bulk.
 junk = st.text(alphabet="0123456789abcdef:/-. \n\t", max_size=200)

@@ -44,7 +44,7 @@ sample = st.builds(
 )
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=400)
 @given(st.lists(sample, max_size=30), st.integers(0, 2**40))
 def test_average_samples_is_the_plain_average(samples: list[Any], since: int) -> None:
     assert average_samples(samples, since) == _reference_average(samples, since)

@@ -6,20 +6,16 @@ import json
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-BUSY = "import time\nend = time.time() + 60\nwhile time.time() < end:\n    pass\n"
+from tests.support.procfs import BUSY_CODE, SLEEP_CODE, Spawn
 
 
 @pytest.fixture
-def busy() -> Iterator[subprocess.Popen[bytes]]:
-    proc = subprocess.Popen([sys.executable, "-c", BUSY])
-    yield proc
-    proc.kill()
-    proc.wait()
+def busy(spawn: Spawn) -> subprocess.Popen[bytes]:
+    return spawn(BUSY_CODE)
 
 
 def test_once_measures_process_and_host_cpu(busy: subprocess.Popen[bytes], tmp_path: Path) -> None:
@@ -85,19 +81,15 @@ def test_an_early_sample_of_every_process_gives_the_first_read_a_cpu_percent(
         source.close()
 
 
-def test_a_process_started_after_the_early_sample_gets_no_rate_from_it() -> None:
+def test_a_process_started_after_the_early_sample_gets_no_rate_from_it(spawn: Spawn) -> None:
     from gputui.collect.linux.proc_reader import ProcSource
 
     source = ProcSource()
     try:
         source.prime_cpu()
-        first = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
-        try:
-            # Started after the prime: nothing was sampled for it, so no rate yet.
-            assert source.read([first.pid])[first.pid].cpu_percent is None
-        finally:
-            first.kill()
-            first.wait()
+        first = spawn(SLEEP_CODE)
+        # Started after the prime: nothing was sampled for it, so no rate yet.
+        assert source.read([first.pid])[first.pid].cpu_percent is None
     finally:
         source.close()
 

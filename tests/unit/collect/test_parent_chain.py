@@ -5,46 +5,30 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import psutil
-import pytest
 
 from gputui.collect.linux.parent_chain import EXITED_NOTE, parent_chain
 
-SLEEP_CODE = "print('ready', flush=True); import time; time.sleep(60)"
-
-
-@pytest.fixture
-def child() -> Iterator[subprocess.Popen[bytes]]:
-    """A sleeping child of this test process."""
-    proc = subprocess.Popen([sys.executable, "-c", SLEEP_CODE], stdout=subprocess.PIPE)
-    assert proc.stdout is not None
-    assert proc.stdout.readline() == b"ready\n"
-    yield proc
-    proc.kill()
-    proc.wait()
-    proc.stdout.close()
-
 
 def test_the_chain_of_a_live_child_starts_at_this_process(
-    child: subprocess.Popen[bytes],
+    sleeper: subprocess.Popen[bytes],
 ) -> None:
-    links, note = parent_chain(child.pid, psutil.Process(child.pid).create_time())
+    links, note = parent_chain(sleeper.pid, psutil.Process(sleeper.pid).create_time())
     assert links[0].pid == os.getpid()
     assert links[0].command is not None and sys.executable in links[0].command
     assert links[1].pid == os.getppid()
-    expected = [p.pid for p in psutil.Process(child.pid).parents()]
+    expected = [p.pid for p in psutil.Process(sleeper.pid).parents()]
     assert [link.pid for link in links] == expected[: len(links)]
     assert note is None or note.startswith("stopped after")
 
 
-def test_another_start_time_gives_no_chain(child: subprocess.Popen[bytes]) -> None:
-    started = psutil.Process(child.pid).create_time()
-    links, note = parent_chain(child.pid, started - 10)
+def test_another_start_time_gives_no_chain(sleeper: subprocess.Popen[bytes]) -> None:
+    started = psutil.Process(sleeper.pid).create_time()
+    links, note = parent_chain(sleeper.pid, started - 10)
     assert links == ()
-    assert note == f"{EXITED_NOTE} (PID {child.pid} now names another process)"
+    assert note == f"{EXITED_NOTE} (PID {sleeper.pid} now names another process)"
 
 
 def test_depth_bound_and_bad_pids() -> None:

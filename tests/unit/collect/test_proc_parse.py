@@ -23,7 +23,7 @@ from gputui.collect.linux.proc_parse import (
 )
 from gputui.collect.linux.proc_reader import MAX_CMDLINE_BYTES
 
-FAST = settings(max_examples=40, deadline=None)
+FAST = settings(max_examples=40)
 
 
 # --- stat --------------------------------------------------------------------------------------

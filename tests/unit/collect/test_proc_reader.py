@@ -31,7 +31,14 @@ from gputui.collect.linux.membership import (
 )
 from gputui.collect.linux.proc_reader import MAX_CMDLINE_BYTES, ProcSource
 from gputui.model.processes import ProcessInfo, Visibility
-from tests.support.procfs import cpu_ticks
+from tests.support.procfs import (
+    BUSY_CODE,
+    SLEEP_CODE,
+    Spawn,
+    cpu_ticks,
+    end_child,
+    wait_ready,
+)
 
 DOCKER_ID = "c3da37be2142bda84fb414cdb8eb48548f2b3b6b9c24da6b37de18a260e967d8"
 OTHER_ID = "a51a9f7d073f848e7fc59e56e8f11524f330a2175a4ed26327da2dfe0d28015f"
@@ -41,37 +48,6 @@ NOBODY = 65534
 def _unused_pid() -> int:
     # PIDs are always below pid_max, so pid_max itself can never exist.
     return int(Path("/proc/sys/kernel/pid_max").read_text())
-
-
-SLEEP_CODE = "print('ready', flush=True); import time; time.sleep(60)"
-BUSY_CODE = "print('ready', flush=True)\nwhile True: pass"
-
-
-@pytest.fixture
-def spawn() -> Iterator[Callable[[str], subprocess.Popen[bytes]]]:
-    """Start ``python -c CODE``; wait for its ``ready`` line when CODE prints one."""
-    children: list[subprocess.Popen[bytes]] = []
-
-    def start(code: str) -> subprocess.Popen[bytes]:
-        child = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE)
-        children.append(child)
-        if "ready" in code:
-            assert child.stdout is not None
-            assert child.stdout.readline() == b"ready\n"  # fully started, not mid-exec
-        return child
-
-    yield start
-    for child in children:
-        if child.poll() is None:
-            child.kill()
-        child.wait()
-        if child.stdout is not None:
-            child.stdout.close()
-
-
-@pytest.fixture
-def sleeper(spawn: Callable[[str], subprocess.Popen[bytes]]) -> subprocess.Popen[bytes]:
-    return spawn(SLEEP_CODE)
 
 
 def _wait_for_zombie(pid: int) -> None:
@@ -123,13 +99,8 @@ def _respawn_with_pid(pid: int, code: str) -> subprocess.Popen[bytes]:
             pytest.skip("cannot steer PID allocation (needs root in the PID namespace)")
         child = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE)
         if child.pid == pid:
-            assert child.stdout is not None
-            assert child.stdout.readline() == b"ready\n"
-            return child
-        child.kill()
-        child.wait()
-        assert child.stdout is not None
-        child.stdout.close()
+            return wait_ready(child)
+        end_child(child)
     pytest.skip("another process kept taking the PID")
 
 
@@ -152,35 +123,28 @@ def _write_proc(root: Path, pid: int, cgroup: str | None, status: str | None) ->
 
 
 @pytest.fixture
-def children() -> Iterator[Callable[..., subprocess.Popen[bytes]]]:
-    """Start sleeping Python children (all killed and reaped at the end)."""
-    started: list[subprocess.Popen[bytes]] = []
+def children(spawn: Spawn) -> Iterator[Callable[..., subprocess.Popen[bytes]]]:
+    """Start sleeping children, as this user or another (all killed and reaped at the end)."""
+    others: list[subprocess.Popen[bytes]] = []
 
     def start(user: int | None = None) -> subprocess.Popen[bytes]:
-        if user is not None:  # another user cannot run this interpreter: a plain sleep
-            child = subprocess.Popen(["sleep", "60"], user=user)
-            started.append(child)
-            deadline = time.monotonic() + 10
-            # Exec'd and asleep in nanosleep (its libraries loaded: the RSS holds from here).
-            while Path(f"/proc/{child.pid}/stat").read_text().split(") ")[1][0] != "S" or (
-                Path(f"/proc/{child.pid}/comm").read_text() != "sleep\n"
-            ):
-                assert time.monotonic() < deadline
-                time.sleep(0.01)
-            return child
-        child = subprocess.Popen([sys.executable, "-c", SLEEP_CODE], stdout=subprocess.PIPE)
-        started.append(child)
-        assert child.stdout is not None
-        assert child.stdout.readline() == b"ready\n"
+        if user is None:
+            return spawn(SLEEP_CODE)
+        # Another user cannot run this interpreter: a plain sleep.
+        child = subprocess.Popen(["sleep", "60"], user=user)
+        others.append(child)
+        deadline = time.monotonic() + 10
+        # Exec'd and asleep in nanosleep (its libraries loaded: the RSS holds from here).
+        while Path(f"/proc/{child.pid}/stat").read_text().split(") ")[1][0] != "S" or (
+            Path(f"/proc/{child.pid}/comm").read_text() != "sleep\n"
+        ):
+            assert time.monotonic() < deadline
+            time.sleep(0.01)
         return child
 
     yield start
-    for child in started:
-        if child.poll() is None:
-            child.kill()
-        child.wait()
-        if child.stdout is not None:
-            child.stdout.close()
+    for child in others:
+        end_child(child)
 
 
 def _open_fds() -> int:
@@ -209,19 +173,6 @@ def _new_style(info: ProcessInfo) -> dict[str, object]:
         "name": info.name,
         "command": info.command,
     }
-
-
-@pytest.fixture
-def victim() -> Iterator[subprocess.Popen[bytes]]:
-    """A sleeping child that a wrong signal would kill."""
-    child = subprocess.Popen([sys.executable, "-c", SLEEP_CODE], stdout=subprocess.PIPE)
-    assert child.stdout is not None
-    assert child.stdout.readline() == b"ready\n"
-    yield child
-    if child.poll() is None:
-        child.kill()
-    child.wait()
-    child.stdout.close()
 
 
 _CLONE_NEWNS = 0x00020000
@@ -336,7 +287,7 @@ def test_live_child_container_fields_match_our_own_cgroup(
 
 
 def test_cpu_percent_is_none_first_then_real_for_a_busy_process(
-    spawn: Callable[[str], subprocess.Popen[bytes]],
+    spawn: Spawn,
 ) -> None:
     busy = spawn(BUSY_CODE)
     source = ProcSource()
@@ -367,7 +318,7 @@ def test_idle_process_cpu_is_near_zero(sleeper: subprocess.Popen[bytes]) -> None
 
 
 def test_cpu_sample_waits_for_a_minimum_interval(
-    spawn: Callable[[str], subprocess.Popen[bytes]],
+    spawn: Spawn,
 ) -> None:
     busy = spawn(BUSY_CODE)
     now = [100.0]
@@ -409,7 +360,7 @@ def test_read_many_pids_with_duplicates(sleeper: subprocess.Popen[bytes]) -> Non
 
 
 def test_zombie_exists_with_what_can_be_read(
-    spawn: Callable[[str], subprocess.Popen[bytes]],
+    spawn: Spawn,
 ) -> None:
     child = spawn("pass")
     _wait_for_zombie(child.pid)  # exited, not reaped: Popen does not wait until asked
@@ -435,9 +386,7 @@ def test_pid_reuse_detected_through_start_time(sleeper: subprocess.Popen[bytes])
     assert sleeper.poll() is None  # and the innocent process was left alone
 
 
-def test_real_pid_reuse_is_a_new_process(
-    tmp_path: Path, spawn: Callable[[str], subprocess.Popen[bytes]]
-) -> None:
+def test_real_pid_reuse_is_a_new_process(tmp_path: Path, spawn: Spawn) -> None:
     old = spawn(BUSY_CODE)
     _write_proc(tmp_path, old.pid, f"0::/docker/{DOCKER_ID}\n", "NSpid:\t1\n")
     _host_namespace(tmp_path)
@@ -771,45 +720,30 @@ def test_hidden_process_and_hidepid_survive_record_and_replay() -> None:
         assert decode(type(value), encode(value)) == value
 
 
-def test_huge_command_line_of_a_live_process_is_cut() -> None:
+def test_huge_command_line_of_a_live_process_is_cut(spawn: Spawn) -> None:
     # Three arguments just under one argument's kernel limit: 384 KiB of command line.
     big = ["A" * (MAX_CMDLINE_BYTES - 16)] * 3
-    child = subprocess.Popen(
-        [sys.executable, "-c", "import time; print('ready', flush=True); time.sleep(30)", *big],
-        stdout=subprocess.PIPE,
-    )
-    try:
-        assert child.stdout is not None and child.stdout.readline() == b"ready\n"
-        info = ProcSource().read([child.pid])[child.pid]
-        assert info.command is not None
-        assert info.command.startswith(f"{sys.executable} -c import time")
-        assert len(info.command) <= MAX_CMDLINE_BYTES + 1
-        assert info.command.endswith("A…")
-    finally:
-        child.kill()
-        child.wait()
-        if child.stdout is not None:
-            child.stdout.close()
+    child = spawn("import time; print('ready', flush=True); time.sleep(30)", *big)
+    info = ProcSource().read([child.pid])[child.pid]
+    assert info.command is not None
+    assert info.command.startswith(f"{sys.executable} -c import time")
+    assert len(info.command) <= MAX_CMDLINE_BYTES + 1
+    assert info.command.endswith("A…")
 
 
 def test_oversized_cgroup_and_status_files_are_read_only_up_to_their_limit(
-    tmp_path: Path,
+    tmp_path: Path, sleeper: subprocess.Popen[bytes]
 ) -> None:
-    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
-    try:
-        pid_dir = tmp_path / str(child.pid)
-        pid_dir.mkdir()
-        # 8 MiB of junk before the facts: a reader that takes it all in is the defect.
-        (pid_dir / "cgroup").write_text("9:cpu:/" + "x" * (8 << 20) + "\n" + CONTAINER_LINE)
-        (pid_dir / "status").write_text("Groups:\t" + "1 " * (4 << 20) + "\nNSpid:\t5\t1\n")
-        started = time.monotonic()
-        info = ProcSource(tmp_path).read([child.pid])[child.pid]
-        assert time.monotonic() - started < 2.0
-        assert info.exists
-        assert (info.container_id, info.container_pid) == (None, None)
-    finally:
-        child.kill()
-        child.wait()
+    pid_dir = tmp_path / str(sleeper.pid)
+    pid_dir.mkdir()
+    # 8 MiB of junk before the facts: a reader that takes it all in is the defect.
+    (pid_dir / "cgroup").write_text("9:cpu:/" + "x" * (8 << 20) + "\n" + CONTAINER_LINE)
+    (pid_dir / "status").write_text("Groups:\t" + "1 " * (4 << 20) + "\nNSpid:\t5\t1\n")
+    started = time.monotonic()
+    info = ProcSource(tmp_path).read([sleeper.pid])[sleeper.pid]
+    assert time.monotonic() - started < 2.0
+    assert info.exists
+    assert (info.container_id, info.container_pid) == (None, None)
 
 
 # --- in-container PIDs in a sub-PID namespace of a real container ---------------------------

@@ -12,7 +12,6 @@ import itertools
 import math
 import os
 import subprocess
-import sys
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -20,11 +19,10 @@ from pathlib import Path
 import pytest
 
 from gputui.collect.linux.proc_reader import ProcSource
-from tests.support.procfs import cpu_ticks
+from tests.support.procfs import BUSY_CODE, children, cpu_ticks
 
 EPOCH = 1_800_000_000.0
 CLK_TCK = os.sysconf("SC_CLK_TCK")
-BUSY_CODE = "print('ready', flush=True)\nwhile True: pass"
 
 
 @pytest.fixture
@@ -55,13 +53,8 @@ def spawn() -> Iterator[Callable[[int], list[subprocess.Popen[bytes]]]]:
 @pytest.fixture
 def busy() -> Iterator[subprocess.Popen[bytes]]:
     """A process spinning one core (started fully: its ``ready`` line was read)."""
-    child = subprocess.Popen([sys.executable, "-c", BUSY_CODE], stdout=subprocess.PIPE)
-    assert child.stdout is not None
-    assert child.stdout.readline() == b"ready\n"
-    yield child
-    child.kill()
-    child.wait()
-    child.stdout.close()
+    with children() as start:  # this module's own ``spawn`` starts plain sleeps
+        yield start(BUSY_CODE)
 
 
 class FakeClock:

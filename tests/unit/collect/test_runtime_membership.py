@@ -9,8 +9,6 @@ from __future__ import annotations
 
 import os
 import subprocess
-import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -218,14 +216,6 @@ def test_ancestry_is_bounded(tmp_path: Path) -> None:
     _fake_proc(tmp_path, top + 1, top + 2, ["sh"])
     _fake_proc(tmp_path, top + 2, top + 1, ["sh"])  # a loop (PID reuse between two reads)
     assert RuntimeAncestry(tmp_path).resolve(top + 1) is None
-
-
-@pytest.fixture
-def sleeper() -> Iterator[subprocess.Popen[bytes]]:
-    proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(300)"])
-    yield proc
-    proc.kill()
-    proc.wait()
 
 
 def _write(root: Path, pid: int, cgroup: str, status: str) -> None:

@@ -12,7 +12,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -23,36 +23,6 @@ from gputui.collect.linux.proc_reader import ProcSource
 from tests.support.paths import REPO
 
 NOBODY = 65534
-
-
-SLEEP_CODE = "print('ready', flush=True); import time; time.sleep(60)"
-
-
-@pytest.fixture
-def spawn() -> Iterator[Callable[[str], subprocess.Popen[bytes]]]:
-    """Start ``python -c CODE``; wait for its ``ready`` line when CODE prints one."""
-    children: list[subprocess.Popen[bytes]] = []
-
-    def start(code: str) -> subprocess.Popen[bytes]:
-        child = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE)
-        children.append(child)
-        if "ready" in code:
-            assert child.stdout is not None
-            assert child.stdout.readline() == b"ready\n"  # fully started, not mid-exec
-        return child
-
-    yield start
-    for child in children:
-        if child.poll() is None:
-            child.kill()
-        child.wait()
-        if child.stdout is not None:
-            child.stdout.close()
-
-
-@pytest.fixture
-def sleeper(spawn: Callable[[str], subprocess.Popen[bytes]]) -> subprocess.Popen[bytes]:
-    return spawn(SLEEP_CODE)
 
 
 def _as_nobody(fn: Callable[[], object]) -> object:
@@ -87,22 +57,6 @@ def _start(pid: int) -> float:
     start = ProcSource().read([pid])[pid].start_time
     assert start is not None
     return start
-
-
-REPO = REPO
-
-
-@pytest.fixture
-def victim() -> Iterator[subprocess.Popen[bytes]]:
-    """A sleeping child that a wrong signal would kill."""
-    child = subprocess.Popen([sys.executable, "-c", SLEEP_CODE], stdout=subprocess.PIPE)
-    assert child.stdout is not None
-    assert child.stdout.readline() == b"ready\n"
-    yield child
-    if child.poll() is None:
-        child.kill()
-    child.wait()
-    child.stdout.close()
 
 
 def _alive(child: subprocess.Popen[bytes]) -> bool:

@@ -22,7 +22,6 @@ from gputui.ledger.quantities import Amounts, Device, Subject
 from gputui.ledger.store import Store
 from tests.support.paths import REPO
 
-REPO = REPO
 ENV = {**os.environ, "PYTHONPATH": str(REPO)}
 
 

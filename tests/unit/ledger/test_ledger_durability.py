@@ -23,7 +23,6 @@ import pytest
 
 from tests.support.paths import REPO
 
-REPO = REPO
 ENV = {**os.environ, "PYTHONPATH": str(REPO)}
 COMMIT_EVERY_S = 0.5
 INTERVAL_S = 0.1

@@ -28,7 +28,6 @@ from tests.support.paths import REPO
 MIB = 1024 * 1024
 CID = "c" * 64
 IDLE = "d" * 64
-REPO = REPO
 
 
 def _snap(t: float, energy_mj: int, name: str = "trainer") -> Snapshot:

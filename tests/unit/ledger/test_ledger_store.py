@@ -39,7 +39,6 @@ from gputui.model.processes import GpuProcess, ProcessInfo
 from gputui.model.snapshot import ContainerUsage, HostInfo, Snapshot
 from tests.support.paths import REPO
 
-REPO = REPO
 NOBODY = 65534
 T0 = 1_790_000_000
 ENV = {**os.environ, "PYTHONPATH": str(REPO), "GPUTUI_LEDGER": "on"}

@@ -39,7 +39,6 @@ from tests.support.paths import REPO
 
 T0 = 1_800_000_000.0
 TOKEN = "T0KEN-9c1d7e-secret"
-REPO = REPO
 
 
 @dataclass

@@ -19,7 +19,6 @@ from gputui.derive.idle_policy import Notice, Stage
 from gputui.notify.audit import AuditLog, notice_record, read_audit
 from tests.support.paths import REPO
 
-REPO = REPO
 #: How the test containers reserve GPU 0 without the NVIDIA runtime.
 GPU_ENV = {"NVIDIA_VISIBLE_DEVICES": "0"}
 GPUTUI = (sys.executable, "-m", "gputui")

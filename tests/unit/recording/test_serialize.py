@@ -183,13 +183,13 @@ def _strategy(tp: Any) -> st.SearchStrategy[Any]:
     return {bool: st.booleans(), int: ints, float: _FLOAT, str: _TEXT}[tp]
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=60)
 @given(_strategy(Snapshot))
 def test_any_snapshot_round_trips(snapshot: Snapshot) -> None:
     assert through_json(snapshot) == snapshot
 
 
-@settings(max_examples=30, deadline=None)
+@settings(max_examples=30)
 @given(_strategy(HealthCheck), _strategy(HealthCheck))
 def test_previous_only_supplies_what_is_named(a: HealthCheck, b: HealthCheck) -> None:
     one = Snapshot(1.0, "live", model_snapshot.HostInfo("h"), health=(a,))
