@@ -605,7 +605,7 @@ _ACTIONS: tuple[ActionRow, ...] = (
         "filter.close",
         "Close filter",
         "Close filter",
-        "Clear and close the process filter (in a dialog: close it)",
+        "Clear and close the filter; with none open, back to every GPU (in a dialog: close it)",
         footer=False,
         palette=False,
         scope=Scope.MAIN,

@@ -27,8 +27,6 @@ from gputui.ui.app import GpuTuiApp
 from gputui.ui.machine_actions import READ_ONLY_REFUSAL
 from gputui.ui.screens.confirm import ConfirmScreen
 from gputui.ui.screens.help import HelpScreen
-from gputui.ui.screens.signal_menu import SIGNAL_MENU, SignalMenuScreen
-from gputui.ui.widgets.crumbs import SEPARATOR as SEP
 from tests.support.factories import FakeCollector, cid, container, gpu, proc, snapshot
 from tests.support.pilot import AppFactory, current_screen, ready
 
@@ -175,6 +173,8 @@ async def test_i_sends_sigint_after_asking(make_app: AppFactory, children: list[
 
 
 async def test_f9_menu_sends_the_picked_signal(make_app: AppFactory, children: list[Child]) -> None:
+    from gputui.ui.screens.signal_menu import SIGNAL_MENU, SignalMenuScreen
+
     a, *_ = children
     collector = RealSignals([scene(children)])
     app = make_app(collector)
@@ -552,6 +552,8 @@ async def test_colon_opens_the_command_palette(make_app: AppFactory) -> None:
 async def test_breadcrumbs_on_the_drill_down_screens(
     make_app: AppFactory, children: list[Child]
 ) -> None:
+    from gputui.ui.widgets.crumbs import SEPARATOR as SEP
+
     a, _, c = children
     app = make_app(RealSignals([scene(children)]))
     async with app.run_test(size=(140, 40)) as pilot:

@@ -53,7 +53,7 @@ COMMAND_LIMIT = 8192
 PARENT_LIMIT = 160
 
 #: The signal rows of the action table this screen offers (by binding name).
-SIGNAL_ROWS = ("sigterm", "sigkill")
+SIGNAL_ROWS = ("sigterm", "sigint", "sigkill", "signal-menu")
 
 Part = str | tuple[str, str]
 
