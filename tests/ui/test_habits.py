@@ -580,3 +580,36 @@ async def test_breadcrumbs_on_the_drill_down_screens(
         await pilot.pause()
         screen = current_screen(app)
         assert screen.crumbs.text == f"Processes{SEP}host{SEP}PID {c.pid}"
+
+
+async def test_sigint_and_f9_on_the_drill_down_act_on_its_process(
+    make_app: AppFactory, children: list[Child]
+) -> None:
+    from gputui.ui.screens.signal_menu import SignalMenuScreen
+
+    a, b, c = children
+    collector = RealSignals([scene(children)])
+    app = make_app(collector)
+    async with app.run_test(size=(140, 40)) as pilot:
+        await ready(pilot)
+        await _select(app, pilot, f"p:{b.pid}:1")
+        await pilot.press("space")  # a tag elsewhere does not redirect the drill-down's keys
+        await _select(app, pilot, f"p:{a.pid}:0")
+        await pilot.press("enter")
+        await pilot.pause()
+        detail = current_screen(app)
+        await pilot.press("f9")
+        await pilot.pause()
+        assert isinstance(app.screen, SignalMenuScreen)
+        assert app.screen.target.startswith(f"PID {a.pid} ")
+        await pilot.press("escape")
+        await pilot.pause()
+        assert current_screen(app) is detail
+        await pilot.press("I")
+        await pilot.pause()
+        assert isinstance(app.screen, ConfirmScreen)
+        assert f"Send SIGINT to PID {a.pid}?" in app.screen.body.plain
+        await pilot.press("y")
+        await _sent(app, pilot)
+        assert _wait_exit(a) == 3
+        assert b.proc.poll() is None and c.proc.poll() is None

@@ -50,6 +50,7 @@ from gputui.ui.textual_compat import (
     LazyLabelTree,
     attach_rows,
     known_label_width,
+    redraw_tree_nodes,
     reorder_tree_children,
     repaint_moved_rows,
     repaint_tree_nodes,
@@ -517,9 +518,7 @@ class ContainerTree(LazyLabelTree[NodeRef]):
             and node.data.process is not None
             and node.data.process.pid in changed
         ]
-        for node in nodes:
-            node._updates += 1  # the line's render-cache key: drawn again with its mark
-        repaint_tree_nodes(self, nodes)
+        redraw_tree_nodes(self, nodes)  # drawn again with (or without) the mark
 
     def toggle_all(self) -> None:
         """``C``: collapse every expanded top-level node, or, when none is, expand them all."""
