@@ -613,3 +613,23 @@ async def test_sigint_and_f9_on_the_drill_down_act_on_its_process(
         await _sent(app, pilot)
         assert _wait_exit(a) == 3
         assert b.proc.poll() is None and c.proc.poll() is None
+
+
+async def test_a_gpu_nobody_is_on_says_so(make_app: AppFactory, children: list[Child]) -> None:
+    three = replace(scene(children), gpus=(gpu(0), gpu(1), gpu(2)))
+    app = make_app(RealSignals([three]))
+    async with app.run_test(size=(140, 40)) as pilot:
+        await ready(pilot)
+        main = app.main
+        await pilot.press("f", "f", "f")
+        await pilot.pause()
+        assert main.gpu_scope == 2
+        assert not main.ctree.root.children
+        assert main.cpane.empty.text.startswith("Nothing runs on GPU 2 (of 2 containers).")
+        await pilot.press("2")
+        await pilot.pause()
+        assert main.table.row_count == 0
+        assert main.proc_empty.text.startswith("Nothing runs on GPU 2 (of 3 GPU processes).")
+        await pilot.press("escape")
+        await pilot.pause()
+        assert main.table.row_count == 3 and main.proc_empty.text == ""

@@ -310,7 +310,9 @@ class MainScreen(Screen[None]):
                 (f"   ({key_hint(self.gpu_scope, len(self.tags))})", "$text-muted"),
             )
         )
-        self.proc_empty.show(processes_empty(self.snapshot, self.table.filter_text, shown))
+        self.proc_empty.show(
+            processes_empty(self.snapshot, self.table.filter_text, shown, self.gpu_scope)
+        )
 
     def _update_tree_note(self, note: str | None) -> None:
         """Show (or hide) the line saying container CPU/memory are read in turn."""

@@ -43,6 +43,7 @@ from gputui.derive.tree import (
 )
 from gputui.model.processes import GpuProcess
 from gputui.model.snapshot import ContainerUsage
+from gputui.ui.empty_states import scoped_empty
 from gputui.ui.filters import key_hint, parse_filter, requests_gpu, scope_parts
 from gputui.ui.styles import themed
 from gputui.ui.textual_compat import (
@@ -939,6 +940,8 @@ class ContainerPane(Vertical):
             self.header.display = titled
         if tree.root.children:
             self.empty.show(None)
+        elif not tree.filter_text and tree.scope_gpu is not None and self._why_empty is None:
+            self.empty.show(scoped_empty(tree.scope_gpu, tree.total_containers, "containers"))
         elif tree.filter_text and self._why_empty is None:
             shown = sanitise.safe_text(tree.filter_text, 40)
             self.empty.show(
