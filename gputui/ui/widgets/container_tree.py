@@ -9,8 +9,9 @@ markup);
 above the tree.
 
 ``s`` cycles the sort column (:data:`TREE_SORTS`), ``S`` reverses it, ``/`` filters containers
-by name, image, compose project/service, pod, or the user, command or PID of a process (a
-container stays with the processes that match).
+by name, image, compose project/service, pod, or the user, command, PID or GPU of a process (a
+container stays with the processes that match); ``gpu:3`` / ``gpu:0,2`` and the monitor's GPU
+scope keep what runs on (or reserved) those GPUs. Tagged processes (Space) carry a mark.
 """
 
 from __future__ import annotations
