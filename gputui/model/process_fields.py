@@ -200,7 +200,15 @@ PROCESS_FIELDS: tuple[ProcessField, ...] = (
         "gpu_index",
         "GPU index (the physical GPU of a MIG device)",
         lambda s, p: p.sample.gpu_index,
-        column=ProcessColumn("gpu", "GPU", 5, 20, lambda p, c: gpu_order(p)),
+        column=ProcessColumn(
+            "gpu",
+            "GPU",
+            5,
+            20,
+            lambda p, c: gpu_order(p),
+            # "Who is on GPU 3?": the rows by GPU (then MIG device), GPU 0 first.
+            sort=ProcessSortOrder("GPU", False, 6),
+        ),
     ),
     ProcessField("gpu_uuid", "GPU UUID", _gpu_uuid),
     ProcessField(

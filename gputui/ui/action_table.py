@@ -20,7 +20,7 @@ from textual.binding import Binding, BindingType
 
 from gputui.model.processes import GpuProcess
 from gputui.model.snapshot import ContainerUsage
-from gputui.ui.tab_table import TABS, TabRow, TabTable
+from gputui.ui.tab_table import TABS, Selection, TabRow, TabTable
 
 #: Seconds ``<`` / ``>`` (and ``[`` / ``]``) jump back / forward in a replay.
 SEEK_SECONDS = 60
@@ -50,6 +50,8 @@ class Needs(Enum):
     PROCESS = "process"  # a process (a row of the table, a process node of the tree)
     SORT = "sort"  # a tab whose view sorts (the tab table's ``sort``)
     FILTER = "filter"  # a tab with a filter (the tab table's ``filter``)
+    ROWS = "rows"  # a tab showing containers or processes as rows (Containers, Processes)
+    TREE = "tree"  # the tab of the container tree
 
 
 @dataclass(frozen=True, slots=True)
@@ -163,7 +165,8 @@ def tab_rows(tabs: TabTable) -> tuple[ActionRow, ...]:
 #: Every action but the tab keys (:func:`tab_rows`), in the order the help screen and the palette
 #: list them; :func:`actions` puts the tab keys after the help.
 _ACTIONS: tuple[ActionRow, ...] = (
-    ActionRow("quit", "q", "quit", "Quit", "Quit", "Quit gputui", palette=False),
+    # F10 quits as in htop and mc.
+    ActionRow("quit", "q,f10", "quit", "Quit", "Quit", "Quit gputui", palette=False),
     # Ctrl+C quits as in htop, nvitop, k9s and lazydocker; before the widgets' "copy".
     ActionRow(
         "interrupt",
@@ -177,7 +180,21 @@ _ACTIONS: tuple[ActionRow, ...] = (
         palette=False,
         priority=True,
     ),
-    ActionRow("help", "question_mark", "help", "Help", "Keys", "List every key", key_display="?"),
+    # F1 and h as in htop (h is free: the trees and tables move with j / k and the arrows).
+    ActionRow("help", "question_mark,f1,h", "help", "Help", "Keys", "List every key"),
+    # k9s's ":" runs a command by name: here it opens the command palette, whose entries are
+    # every action of this table (tabs, sort, filter, signals...) by title.
+    ActionRow(
+        "commands",
+        "colon",
+        "commands",
+        "Commands",
+        "Commands",
+        "Run an action by name (the command palette, as ctrl+p)",
+        key_display=":",
+        footer=False,
+        palette=False,
+    ),
     ActionRow(
         "filter",
         "slash",
@@ -208,6 +225,29 @@ _ACTIONS: tuple[ActionRow, ...] = (
         "Reverse the sort of the container tree, the process table or the users view",
         main_only=True,
         needs=Needs.SORT,
+        footer=False,
+    ),
+    ActionRow(
+        "gpu_scope(1)",
+        "f",
+        "gpu.scope",
+        "GPU",
+        "Scope to the next GPU",
+        "Show only what runs on one GPU: GPU 0, 1, … then all again (or click a GPU; "
+        "Esc: all GPUs)",
+        main_only=True,
+        needs=Needs.ROWS,
+        footer=False,
+    ),
+    ActionRow(
+        "toggle_tree",
+        "C",
+        "tree.collapse-all",
+        "Collapse all",
+        "Collapse / expand all",
+        "Containers: collapse every container to its row, or expand them all again",
+        main_only=True,
+        needs=Needs.TREE,
         footer=False,
     ),
     ActionRow(
@@ -327,14 +367,16 @@ _ACTIONS: tuple[ActionRow, ...] = (
         needs=Needs.CONTAINER,
         footer=False,
     ),
-    # T / K are never dimmed: they always reach action_signal, which says why it cannot act.
+    # The signal keys are never dimmed: they always reach action_signal, which says why it
+    # cannot act. Each acts on the tagged processes when there are any, else on the process
+    # under the cursor, else on the GPU processes of the container under it.
     ActionRow(
         "signal(15)",
         "T",
         "sigterm",
         "SIGTERM",
         "SIGTERM process",
-        "SIGTERM: ask the selected process to terminate (confirms)",
+        "SIGTERM: ask the selected (or tagged) processes to terminate (confirms)",
         write=True,
         main_only=True,
         footer=False,
@@ -347,12 +389,65 @@ _ACTIONS: tuple[ActionRow, ...] = (
         "sigkill",
         "SIGKILL",
         "SIGKILL process",
-        "SIGKILL: kill the selected process (confirms)",
+        "SIGKILL: kill the selected (or tagged) processes (confirms)",
         write=True,
         main_only=True,
         footer=False,
         explain_read_only=True,
         detail=True,
+    ),
+    ActionRow(
+        "signal(2)",
+        "I",
+        "sigint",
+        "SIGINT",
+        "SIGINT process",
+        "SIGINT, as Ctrl+C: the polite stop of a Python training job (confirms)",
+        write=True,
+        main_only=True,
+        footer=False,
+        explain_read_only=True,
+        detail=True,
+    ),
+    ActionRow(
+        "signal_menu",
+        "f9",
+        "signal-menu",
+        "Signal",
+        "Send a signal…",
+        "Pick a signal (TERM, INT, HUP, KILL, USR1, USR2, STOP, CONT, QUIT) to send (confirms)",
+        write=True,
+        main_only=True,
+        footer=False,
+        explain_read_only=True,
+        detail=True,
+    ),
+    # Space on a process tags it (htop); on a container it keeps the tree's expand / collapse.
+    # Tags only serve signals, so they go with --read-only too.
+    ActionRow(
+        "tag",
+        "space",
+        "tag",
+        "Tag",
+        "Tag / untag process",
+        "Tag or untag the process under the cursor: signal keys then act on every tagged "
+        "process at once (on a container: expand / collapse)",
+        write=True,
+        main_only=True,
+        needs=Needs.PROCESS,
+        footer=False,
+        priority=True,
+    ),
+    ActionRow(
+        "untag_all",
+        "u",
+        "untag-all",
+        "Untag all",
+        "Untag all processes",
+        "Untag every tagged process",
+        write=True,
+        main_only=True,
+        footer=False,
     ),
     ActionRow(
         "rerun_health",
@@ -510,7 +605,7 @@ _ACTIONS: tuple[ActionRow, ...] = (
         "filter.close",
         "Close filter",
         "Close filter",
-        "Clear and close the process filter (in a dialog: close it)",
+        "Clear and close the filter; with none open, back to every GPU (in a dialog: close it)",
         footer=False,
         palette=False,
         scope=Scope.MAIN,
@@ -595,6 +690,10 @@ def needs_met(
         return tab is not None and tab.sort is not None
     if needs is Needs.FILTER:
         return tab is not None and tab.filter is not None
+    if needs is Needs.ROWS:
+        return tab is not None and tab.shows_rows
+    if needs is Needs.TREE:
+        return tab is not None and tab.selection is Selection.TREE
     if needs is Needs.PROCESS:
         return process is not None
     if needs is Needs.CONTAINER:

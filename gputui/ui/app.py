@@ -6,7 +6,7 @@ import inspect
 import socket
 import sys
 import threading
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import replace
 from functools import partial
@@ -34,6 +34,7 @@ from gputui.derive.analysis import Analysis, Analyzer
 from gputui.derive.history import WINDOWS, ShownHistory, next_window, window_label
 from gputui.derive.process_history import ProcessKey, ShownProcessHistory
 from gputui.ledger.writer import announcing, writer_for
+from gputui.model.processes import GpuProcess
 from gputui.model.settings import Settings
 from gputui.model.snapshot import Snapshot
 from gputui.notify.policy import PolicyRunner, start_policy
@@ -43,7 +44,7 @@ from gputui.ui.crash import CrashSafeApp
 from gputui.ui.messages import ExecFinished, SelectionChanged, SnapshotReady
 from gputui.ui.screens.main import MainScreen
 from gputui.ui.state import UiState, interval_label, step_interval
-from gputui.ui.tab_table import TABS, TabTable
+from gputui.ui.tab_table import TABS, Selection, TabTable
 from gputui.ui.textual_compat import bind_on_instance
 
 if TYPE_CHECKING:
@@ -456,6 +457,8 @@ class GpuTuiApp(CrashSafeApp):
             return self.ui_state.paused is (action == "resume")
         if action == "process_detail":
             return self._enter_opens_detail()
+        if action == "tag":
+            return self._space_tags()
         if not self.is_running or self.screen is not self.main:
             return True
         return True if self.refusal(action) is None else None  # None: dimmed until it fits
@@ -484,6 +487,11 @@ class GpuTuiApp(CrashSafeApp):
         if policy.needs is action_table.Needs.FILTER:
             where = tabs.where(lambda row: row.filter is not None)
             return f"{title}: the {tab.title} tab has no filter; it filters on {where}."
+        if policy.needs is action_table.Needs.TREE:
+            where = tabs.where(lambda row: row.selection is Selection.TREE)
+            return f"{title}: it acts on {where}; the {tab.title} tab has no container tree."
+        if policy.needs is action_table.Needs.ROWS:
+            return f"{title}: it acts on {tabs.where_to_go()}."
         if not tab.has_container_selection:
             return f"{title}: it acts on {tabs.where_to_go()}."
         if policy.needs is action_table.Needs.PROCESS:
@@ -558,8 +566,8 @@ class GpuTuiApp(CrashSafeApp):
             return
         active = self.screen.active_bindings.get(event.key)
         if active is not None and not active.enabled:
-            if active.binding.action == "process_detail":
-                return  # Enter off a process keeps its widget's meaning: nothing to explain
+            if active.binding.action in ("process_detail", "tag"):
+                return  # Enter / Space off a process keep their widget's meaning: no refusal
             why = self.refusal(parse_action(active.binding.action)[1])
             if why is not None:
                 self.notify(why, severity="warning", timeout=4)
@@ -584,6 +592,10 @@ class GpuTuiApp(CrashSafeApp):
         from gputui.ui.screens.help import HelpScreen, help_rows
 
         self.push_screen(HelpScreen(help_rows(rows, bound), [row.name for row in rows]))
+
+    def action_commands(self) -> None:
+        """``:`` (k9s's command key): the command palette, every action by its name."""
+        self.action_command_palette()
 
     def action_toggle_theme(self) -> None:
         """Light / dark (remembered by the theme signal)."""
@@ -649,15 +661,15 @@ class GpuTuiApp(CrashSafeApp):
         """nvidia-smi in the selected container on the real terminal."""
         self.machine.exec_interactive()
 
-    def action_signal(self, signum: int) -> None:
-        """Confirm, then signal the selected process (or say why not)."""
+    def _signal_from(self, send: Callable[[GpuProcess | None], None]) -> None:
+        """Run a signal action on the drill-down's process, or the monitor's (or say why not)."""
         if _is_detail(self.screen):
             target = self.screen.target()
             if target is None:
                 pid = self.screen.pid
                 self.notify(f"PID {pid} has exited: nothing to signal.", severity="warning")
                 return
-            self.machine.signal(signum, target)
+            send(target)
             return
         if self.screen is self.main and not self.main.active_row.has_container_selection:
             self.notify(
@@ -665,7 +677,37 @@ class GpuTuiApp(CrashSafeApp):
                 severity="warning",
             )
             return
-        self.machine.signal(signum)
+        send(None)
+
+    def action_signal(self, signum: int) -> None:
+        """Confirm, then signal the selected (or tagged) processes (or say why not)."""
+        self._signal_from(partial(self.machine.signal, signum))
+
+    def action_signal_menu(self) -> None:
+        """F9: pick a signal, confirm, send it to the selected (or tagged) processes."""
+        self._signal_from(self.machine.signal_menu)
+
+    def action_tag(self) -> None:
+        """Space on a process: tag or untag it (the signal keys then act on every tagged one)."""
+        if self.machine.refused():
+            return
+        self.main.toggle_tag()
+
+    def action_untag_all(self) -> None:
+        """``u``: untag every tagged process."""
+        if self.machine.refused():
+            return
+        count = self.main.untag_all()
+        if count:
+            self.notify(f"Untagged {count} process{'es' if count != 1 else ''}.", timeout=2)
+
+    def action_gpu_scope(self, step: int) -> None:
+        """``f``: show only what runs on the next GPU (after the last: every GPU again)."""
+        self.main.cycle_gpu_scope(step)
+
+    def action_toggle_tree(self) -> None:
+        """``C``: collapse every container of the tree, or expand them all."""
+        self.main.ctree.toggle_all()
 
     def action_logs(self) -> None:
         """The selected container's logs (last lines, then following) on their own screen."""
@@ -756,6 +798,14 @@ class GpuTuiApp(CrashSafeApp):
             return None  # the History tab charts the tree's selection but does not show it
         return True if self.main.selection()[1] is not None else None
 
+    def _space_tags(self) -> bool | None:
+        """Whether Space tags now; None leaves Space to the focused widget (expand, typing).
+
+        As Enter (:meth:`_enter_opens_detail`): only on the monitor, on a process row, with no
+        input focused.
+        """
+        return self._enter_opens_detail()
+
     def action_process_detail(self) -> None:
         """The drill-down of the process under the cursor (Enter)."""
         _, process = self.main.selection()
@@ -771,8 +821,15 @@ class GpuTuiApp(CrashSafeApp):
             reader, off = None, "not read: a demo's or a recording's PIDs are not this machine's"
         elif snapshot.visibility.host_pid_namespace is not True:
             reader, off = None, "not read: gputui is not in the host's PID namespace"
+        container = snapshot.container(process.container_id) if process.container_id else None
         screen = ProcessDetailScreen(
-            process, snapshot, self.process_history, self.window, reader, off
+            process,
+            snapshot,
+            self.process_history,
+            self.window,
+            reader,
+            off,
+            self.main.crumbs(container, f"PID {process.pid}"),
         )
         self.push_screen(screen)
         self.analyzer.follow(self._viewed_processes() | {screen.key})
@@ -785,7 +842,13 @@ class GpuTuiApp(CrashSafeApp):
             return
         from gputui.ui.screens.evidence import EvidenceScreen
 
-        screen = EvidenceScreen(container.info.id, self.history, self.window, self.analysis)
+        screen = EvidenceScreen(
+            container.info.id,
+            self.history,
+            self.window,
+            self.analysis,
+            self.main.crumbs(container, "Evidence"),
+        )
         self.push_screen(screen)
 
     def action_faults(self) -> None:

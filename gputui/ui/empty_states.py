@@ -135,7 +135,7 @@ def containers_empty(snapshot: Snapshot | None) -> Content | None:
 
 
 def processes_empty(
-    snapshot: Snapshot | None, filter_text: str = "", shown: int = 0
+    snapshot: Snapshot | None, filter_text: str = "", shown: int = 0, scope: int | None = None
 ) -> Content | None:
     """What the process table says when it has no row, None when it has some.
 
@@ -143,6 +143,7 @@ def processes_empty(
         snapshot: The latest refresh (None before the first).
         filter_text: The table's filter; when it hides every process, that is the reason.
         shown: Rows the table shows now (after the filter): any row means no note.
+        scope: The GPU the table is scoped to (``f``); None: every GPU.
 
     Returns:
         Why no GPU process is listed, and what to do; None when there are processes to list.
@@ -150,8 +151,10 @@ def processes_empty(
     if snapshot is None:
         return Content.styled("Reading processes…", "$text-muted")
     if snapshot.processes:
-        if not filter_text or shown > 0:
+        if shown > 0 or not (filter_text or scope is not None):
             return None
+        if not filter_text:
+            return scoped_empty(scope, len(snapshot.processes), "GPU processes")
         needle = sanitise.safe_text(filter_text, 40)
         return Content.assemble(
             ("No process matches ", "bold"),
@@ -167,4 +170,15 @@ def processes_empty(
         ("No process is using a GPU right now.", "bold"),
         "\n",
         ("Processes show up here as soon as one opens a GPU (CUDA, nvidia-smi, Xorg).", "dim"),
+    )
+
+
+def scoped_empty(scope: int | None, total: int, what: str) -> Content:
+    """``Nothing runs on GPU 3 (of 7 GPU processes).``: a GPU scope hides every row."""
+    return Content.assemble(
+        ("Nothing runs on ", "bold"),
+        (f"GPU {scope}", "bold $accent"),
+        f" (of {total} {what}).",
+        "\n",
+        ("f scopes to the next GPU, Escape shows every GPU", "$text-muted"),
     )

@@ -22,11 +22,13 @@ import subprocess
 import threading
 from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
+from dataclasses import dataclass
 from functools import partial
 from typing import TYPE_CHECKING
 
 from textual.app import App, SuspendNotSupported
 from textual.content import Content
+from textual.notifications import SeverityLevel
 
 from gputui.boundary import sanitise
 from gputui.collect.sources import Capability, CollectorProtocol, refusal
@@ -70,6 +72,61 @@ PENDING_STATUS = {
     "start": "starting…",
     "restart": "restarting…",
 }
+
+
+#: How many processes a signal's confirmation names, one a line (the rest are counted).
+LISTED_TARGETS = 12
+
+
+@dataclass(frozen=True, slots=True)
+class SignalTargets:
+    """The processes one signal goes to, and those left out.
+
+    Attributes:
+        processes: The processes to signal (each pinned by its start time when sent).
+        skipped: Why each process left out cannot be signalled (gone, hidden).
+        what: What they are, for people (``PID 611``, ``the tagged processes``).
+    """
+
+    processes: tuple[GpuProcess, ...]
+    skipped: tuple[str, ...]
+    what: str
+
+    def summary(self) -> str:
+        """One line naming the targets (the signal menu's title)."""
+        if len(self.processes) == 1:
+            process = self.processes[0]
+            command = sanitise.safe_text(process.info.command or process.info.name, 50)
+            return f"PID {process.pid} ({command})"
+        return f"{len(self.processes)} processes: {self.what}"
+
+    def listing(self, name: str) -> Content:
+        """The confirmation's body: every process (up to :data:`LISTED_TARGETS`), then skips."""
+        count = len(self.processes)
+        parts: list[str | tuple[str, str]] = [
+            f"Send {name} to ",
+            (f"{count} process{'es' if count != 1 else ''}", "bold"),
+            f" ({self.what})?",
+        ]
+        width = max(len(str(p.pid)) for p in self.processes)
+        for process in self.processes[:LISTED_TARGETS]:
+            command = sanitise.safe_text(process.info.command or process.info.name, 70)
+            parts += ["\n", ("PID ", "$text-muted"), (str(process.pid).rjust(width), "bold")]
+            parts += ["  ", (command, "$text-muted")]
+        if count > LISTED_TARGETS:
+            parts += ["\n", (f"… and {count - LISTED_TARGETS} more", "$text-muted")]
+        for why in self.skipped[:LISTED_TARGETS]:
+            parts += ["\n", ("not sent: ", "$text-warning"), sanitise.safe_text(why, 120)]
+        return Content.assemble(*parts)
+
+
+def _pids(pids: Sequence[int]) -> str:
+    """``PID 611`` or ``PIDs 611, 612, 613`` (at most 20 named)."""
+    if len(pids) == 1:
+        return f"PID {pids[0]}"
+    named = ", ".join(str(pid) for pid in pids[:20])
+    more = f" and {len(pids) - 20} more" if len(pids) > 20 else ""
+    return f"PIDs {named}{more}"
 
 
 class MachineActions:
@@ -223,27 +280,16 @@ class MachineActions:
 
     # ------------------------------------------------------------------------- signals
 
-    def signal_refusal(self, chosen: GpuProcess | None = None) -> str | None:
-        """Why ``T`` / ``K`` cannot act on the selection now, None when they can.
-
-        Signals need a live process under the cursor and gputui in the host's PID namespace:
-        elsewhere the PIDs NVML reports name other processes (or none) in gputui's namespace.
-
-        Args:
-            chosen: The process to signal instead of the monitor's selection (the drill-down's).
-        """
-        container, process = (None, chosen) if chosen is not None else self.main.selection()
-        if process is None:
-            if container is not None:
-                return (
-                    "A container is selected: T / K signal a process, not a container; "
-                    "select one of its processes."
-                )
-            return "Select a process first: T / K signal the process under the cursor."
+    def _process_refusal(self, process: GpuProcess) -> str | None:
+        """Why one process cannot be signalled (hidden, gone), None when it can."""
         if process.info.proc_hidden:
             return f"PID {process.pid} is hidden by /proc (hidepid): gputui cannot check it."
         if not process.info.exists:
             return f"PID {process.pid} is gone or hidden from gputui: nothing to signal."
+        return None
+
+    def _namespace_refusal(self) -> str | None:
+        """Why no signal can go anywhere now (outside the host's PID namespace), or None."""
         snapshot = self.main.snapshot
         host_pids = snapshot.visibility.host_pid_namespace if snapshot is not None else None
         if host_pids is False:
@@ -255,8 +301,74 @@ class MachineActions:
             return "Signals are off: gputui cannot tell whether it shares the host's PID namespace."
         return None
 
+    def signal_targets(
+        self, chosen: GpuProcess | None = None
+    ) -> tuple[SignalTargets | None, str | None]:
+        """What a signal key acts on now, or why it cannot act.
+
+        The drill-down's process when ``chosen`` is given; else the tagged processes (Space)
+        when there are any; else the process under the cursor; else, on a container's row, the
+        GPU processes of that container. Processes that cannot be signalled (gone, hidden) are
+        left out and named; signals need gputui in the host's PID namespace: elsewhere the PIDs
+        NVML reports name other processes (or none) in gputui's namespace.
+
+        Args:
+            chosen: The process to signal instead of the monitor's selection (the drill-down's).
+
+        Returns:
+            (the targets, None), or (None, one sentence saying why nothing can be signalled).
+        """
+        candidates: list[GpuProcess]
+        if chosen is not None:
+            candidates, what = [chosen], f"PID {chosen.pid}"
+        elif tagged := self.main.tagged_processes():
+            candidates = tagged
+            what = "the tagged process" if len(tagged) == 1 else "the tagged processes"
+        else:
+            container, process = self.main.selection()
+            if process is not None:
+                candidates, what = [process], f"PID {process.pid}"
+            elif container is not None:
+                name = sanitise.safe_text(container.info.name, 60)
+                candidates = self.main.container_processes(container)
+                if not candidates:
+                    return None, (
+                        f"Container {name} has no GPU process to signal "
+                        "(D stops the container, if its engine offers it)."
+                    )
+                what = f"the GPU processes of {name}"
+            else:
+                return None, (
+                    "Select a process first: signals go to the process under the cursor, "
+                    "the tagged processes (Space) or a container's GPU processes."
+                )
+        ok: list[GpuProcess] = []
+        skipped: list[str] = []
+        for candidate in candidates:
+            why = self._process_refusal(candidate)
+            if why is None:
+                ok.append(candidate)
+            else:
+                skipped.append(why)
+        if not ok:
+            if len(candidates) == 1:
+                return None, skipped[0]
+            return None, f"None of {what} can be signalled: {skipped[0]}"
+        why = self._namespace_refusal()
+        if why is not None:
+            return None, why
+        return SignalTargets(tuple(ok), tuple(skipped), what), None
+
+    def signal_refusal(self, chosen: GpuProcess | None = None) -> str | None:
+        """Why a signal key cannot act on the selection now, None when it can.
+
+        Args:
+            chosen: The process to signal instead of the monitor's selection (the drill-down's).
+        """
+        return self.signal_targets(chosen)[1]
+
     def signal(self, signum: int, chosen: GpuProcess | None = None) -> None:
-        """Confirm, then send SIGTERM / SIGKILL to the selected process (or say why not).
+        """Confirm, then send ``signum`` to the targets of :meth:`signal_targets` (or say why not).
 
         Args:
             signum: The signal.
@@ -264,52 +376,101 @@ class MachineActions:
         """
         if self.refused():
             return
-        why = self.signal_refusal(chosen)
-        if why is not None:
-            self.app.notify(why, severity="warning")
+        targets, why = self.signal_targets(chosen)
+        if targets is None:
+            self.app.notify(why or "Nothing to signal.", severity="warning")
             return
-        process = chosen if chosen is not None else self.main.selection()[1]
-        assert process is not None  # signal_refusal said there is one
+        self.confirm_signal(signum, targets)
+
+    def signal_menu(self, chosen: GpuProcess | None = None) -> None:
+        """F9: pick a signal from a list, then confirm as the signal keys do (or say why not).
+
+        Args:
+            chosen: The process to signal instead of the monitor's selection (the drill-down's).
+        """
+        if self.refused():
+            return
+        targets, why = self.signal_targets(chosen)
+        if targets is None:
+            self.app.notify(why or "Nothing to signal.", severity="warning")
+            return
+        from gputui.ui.screens.signal_menu import SignalMenuScreen
+
+        def picked(signum: int | None) -> None:
+            if signum is not None and not self.settings.read_only:
+                self.confirm_signal(signum, targets)
+
+        self.app.push_screen(SignalMenuScreen(targets.summary()), picked)
+
+    def confirm_signal(self, signum: int, targets: SignalTargets) -> None:
+        """Ask (naming every process), then send on a worker thread.
+
+        Each process is signalled only if it is still the one that started at the start time
+        seen here (:func:`gputui.collect.linux.signals.send_signal` checks it).
+        """
         name = signal.Signals(signum).name
-        command = sanitise.safe_text(process.info.command or process.info.name, 80)
         from gputui.ui.screens.confirm import ConfirmScreen
 
-        body = Content.assemble(
-            f"Send {name} to PID ",
-            (str(process.pid), "bold"),
-            "?\n",
-            (command, "$text-muted"),
-        )
-        pid, start = process.pid, process.info.start_time
+        processes = targets.processes
+        if len(processes) == 1 and not targets.skipped:
+            process = processes[0]
+            command = sanitise.safe_text(process.info.command or process.info.name, 80)
+            body = Content.assemble(
+                f"Send {name} to PID ",
+                (str(process.pid), "bold"),
+                "?\n",
+                (command, "$text-muted"),
+            )
+            title = f"{name} process {process.pid}"
+        else:
+            body = targets.listing(name)
+            title = f"{name} {len(processes)} process{'es' if len(processes) != 1 else ''}"
+        pinned = tuple((p.pid, p.info.start_time) for p in processes)
 
         def answered(yes: bool | None) -> None:
-            if not yes:
+            if not yes or self.settings.read_only:
                 return
             snapshot = self.main.snapshot  # refreshed while the question was open
             if snapshot is None or snapshot.visibility.host_pid_namespace is not True:
                 self.app.notify("Signals are off: the host's PID namespace is no longer visible.")
                 return
             self.app.run_worker(
-                partial(self._send_signal, pid, signum, start),
+                partial(self._send_signals, pinned, signum),
                 group="signal",
                 thread=True,
                 exit_on_error=False,
             )
 
-        self.app.push_screen(ConfirmScreen(f"{name} process {pid}", body), answered)
+        self.app.push_screen(ConfirmScreen(title, body), answered)
 
-    def _send_signal(self, pid: int, signum: int, start_time: float | None) -> None:
-        """On a worker thread: send the signal, report the outcome as a toast."""
+    def _send_signals(self, pinned: Sequence[tuple[int, float | None]], signum: int) -> None:
+        """On a worker thread: send the signal to each process, report the outcome as a toast."""
         name = signal.Signals(signum).name
-        try:
-            error = self.collector.signal_process(pid, signum, start_time)
-        except Exception as exc:  # the collector reports refusals as text; this one did not
-            error = f"{type(exc).__name__}: {redact(str(exc), 200)}"
-        if error is None:
-            self.app.call_from_thread(self.app.notify, f"Sent {name} to PID {pid}.")
+        sent: list[int] = []
+        failed: list[str] = []
+        for pid, start_time in pinned:
+            try:
+                error = self.collector.signal_process(pid, signum, start_time)
+            except Exception as exc:  # the collector reports refusals as text; this one did not
+                error = f"{type(exc).__name__}: {redact(str(exc), 200)}"
+            if error is None:
+                sent.append(pid)
+            else:
+                failed.append(f"PID {pid}: {sanitise.safe_text(error, 200)}")
+        severity: SeverityLevel = "information"
+        if len(pinned) == 1:
+            pid = pinned[0][0]
+            if sent:
+                text = f"Sent {name} to PID {pid}."
+            else:
+                reason = failed[0].split(": ", 1)[1]
+                text, severity = f"{name} to PID {pid} failed: {reason}", "error"
+        elif not failed:
+            text = f"Sent {name} to {len(sent)} processes: {_pids(sent)}."
         else:
-            text = f"{name} to PID {pid} failed: {sanitise.safe_text(error, 200)}"
-            self.app.call_from_thread(self.app.notify, text, severity="error")
+            done = f"sent to {_pids(sent)}; " if sent else ""
+            text, severity = f"{name}: {done}failed: {'; '.join(failed)}", "error"
+        self.app.call_from_thread(self.app.notify, text, severity=severity)
 
     # ------------------------------------------------------------------------ containers
 
@@ -363,7 +524,8 @@ class MachineActions:
         opener = partial(
             self.collector.open_container_logs, info.id, tail=DEFAULT_TAIL, follow=info.running
         )
-        self.app.push_screen(LogsScreen(name, subtitle, opener, follow=info.running))
+        crumbs = self.main.crumbs(container, "Logs")
+        self.app.push_screen(LogsScreen(name, subtitle, opener, follow=info.running, crumbs=crumbs))
 
     def shell(self) -> None:
         """A shell in the selected container on the real terminal: bash, else sh.

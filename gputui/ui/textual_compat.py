@@ -64,6 +64,17 @@ def repaint_tree_nodes(tree: Tree[Any], nodes: Iterable[TreeNode[Any]]) -> None:
             tree._refresh_line(line)
 
 
+def redraw_tree_nodes(tree: Tree[Any], nodes: Sequence[TreeNode[Any]]) -> None:
+    """Draw ``nodes`` again though their labels are unchanged (what ``render_label`` adds moved).
+
+    Bumps each node's render-cache counter (``_updates``, as ``set_label`` does), then repaints
+    the lines of those on screen (:func:`repaint_tree_nodes`).
+    """
+    for node in nodes:
+        node._updates += 1
+    repaint_tree_nodes(tree, nodes)
+
+
 NodeData = TypeVar("NodeData")
 NodeData_co = TypeVar("NodeData_co", covariant=True)
 

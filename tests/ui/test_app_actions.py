@@ -252,7 +252,6 @@ async def test_signals_on_containers_and_orphans_say_why(make_app: AppFactory) -
     async with app.run_test(size=(140, 40)) as pilot:
         await ready(pilot)
         expected = {
-            f"c:{cid(1)}": "A container is selected",
             "p:999:1": "PID 999 is gone",
             "g:host": "Select a process first",
         }

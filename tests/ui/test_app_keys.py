@@ -214,6 +214,9 @@ async def test_s_sorts_the_process_table(make_app: AppFactory) -> None:
         assert table.sort_label.startswith("container")
         await pilot.press("s")  # elapsed, longest first
         assert table.sort_label == "elapsed ▼"
+        await pilot.press("s")  # GPU index: who is on GPU 0 first
+        assert table.sort_label == "GPU ▲"
+        assert table.row_keys() == ["611:0", "800:0", "900:0", "612:1", "700:1", "999:1"]
         await pilot.press("s")
         assert table.sort_label == "GPU mem ▼"
 

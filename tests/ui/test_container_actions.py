@@ -29,6 +29,7 @@ from gputui.ui.app import GpuTuiApp
 from gputui.ui.machine_actions import READ_ONLY_REFUSAL
 from gputui.ui.screens.confirm import ConfirmScreen
 from gputui.ui.screens.logs import LogsScreen, ShownLine, short_time, shown_line
+from gputui.ui.widgets.crumbs import SEPARATOR
 from tests.support.pilot import current_screen, ready, screen_lines
 
 SCENARIO: dict[str, Any] = {
@@ -165,6 +166,9 @@ async def test_logs_of_a_stopped_container_streams_marked_hostile_bytes_inert(
             await pilot.pause()
             screen = current_screen(app)
             assert isinstance(screen, LogsScreen)
+            # The path it was opened from, on its first line.
+            name = f"ui-logs-done-{free_run_id}"
+            assert screen.crumbs.text == f"Containers{SEPARATOR}{name}{SEPARATOR}Logs"
             await _wait(pilot, lambda: screen.ended, "the stream's end")
             assert screen.error is None
             lines = screen.view.plain_lines()

@@ -157,6 +157,6 @@ async def test_help_and_palette_list_each_thing_once(make_app: AppFactory) -> No
         assert keys["escape"] == 1
         assert max(keys.values()) == 1, keys
         texts = {text: key for key, text in app.screen.rows}
-        assert texts["Quit gputui"] == "q/^c"
+        assert texts["Quit gputui"] == "q/f10/^c"
         assert texts["Stop or restart refreshing"] == "p"
         assert "v" in keys  # the collapse key is documented

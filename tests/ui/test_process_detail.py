@@ -20,6 +20,7 @@ from gputui.ui.app import GpuTuiApp
 from gputui.ui.screens.confirm import ConfirmScreen
 from gputui.ui.screens.main import MainScreen
 from gputui.ui.screens.process_detail import ProcessDetailScreen
+from gputui.ui.widgets.crumbs import SEPARATOR
 from tests.support.factories import (
     FakeCollector,
     demo_app,
@@ -316,10 +317,12 @@ async def test_layout_at_small_and_large_terminals(
         await _open(app, pilot, 611)
         await pilot.pause()
         lines = screen_lines(app)
-        assert lines[0].lstrip().startswith("Process  611  python3")
+        sep = SEPARATOR.strip()
+        assert lines[0].split() == ["Processes", sep, "trainer-a", sep, "PID", "611"]
+        assert lines[1].lstrip().startswith("Process  611  python3")
         assert any(line.lstrip().startswith("GPU memory") for line in lines)
         assert any(line.lstrip().startswith("SM %") for line in lines)
-        assert any("T SIGTERM" in line for line in lines)
+        assert any("T SIGTERM" in line and "I SIGINT" in line for line in lines)
         assert all(len(line) == size[0] for line in lines)
 
 

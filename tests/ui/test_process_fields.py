@@ -65,7 +65,8 @@ def test_the_table_is_the_report_scenario_and_sort_vocabulary() -> None:
     assert list(doc["processes"][0]) == [f.key for f in PROCESS_FIELDS]
     assert scenario_keys() == scenario_format.PROCESS_KEYS
     assert scenario_keys() == {"pid", "used_memory_mib", "sm_util", "mem_util", "type"}
-    assert ui_state.SORTS == sort_names() == ("mem", "sm", "cpu", "pid", "container", "elapsed")
+    names = ("mem", "sm", "cpu", "pid", "container", "elapsed", "gpu")
+    assert ui_state.SORTS == sort_names() == names
     assert pt.SORTS[0] == ("mem", "GPU mem", True)
     assert [key for key, _, _ in pt.COLUMNS][-1] == "command"
     with pytest.raises(ValueError, match="unique"):

@@ -77,3 +77,14 @@ def test_containers_tab_other_sizes(snap_compare: Any, size: tuple[int, int]) ->
     """The layout chosen by size: the GPU summary line at 60x15 (cards and the side column:
     test_containers_tab)."""
     assert snap_compare(demo_app(), terminal_size=size, run_before=_before())
+
+
+def test_tagged_processes_and_gpu_scope(snap_compare: Any) -> None:
+    """GPU 0 scoped (its card highlighted, "GPU 0 only"), a tagged process marked ``*``."""
+    keys = ("f", "j", "space")
+    assert snap_compare(demo_app(), terminal_size=(120, 30), run_before=_before(*keys))
+
+
+def test_signal_menu(snap_compare: Any) -> None:
+    """F9 on a process: the signals to pick from (the confirmation comes after)."""
+    assert snap_compare(demo_app(), terminal_size=(100, 30), run_before=_before("2", "f9"))

@@ -5,9 +5,11 @@ A Textual upgrade that renames or changes any of them fails here, not silently o
 
 from __future__ import annotations
 
+from rich.style import Style
 from rich.text import Text
 from textual.app import App, ComposeResult
 from textual.widgets import Tree
+from textual.widgets.tree import TreeNode
 
 from gputui.ui import textual_compat as tc
 
@@ -156,3 +158,34 @@ async def test_rows_drawn_from_a_source_when_read() -> None:
         tc.set_tree_node_label(tree, nodes[2], Text("fixed"))
         tc.attach_rows(nodes[:2], _Rows([0, 0]))
         assert nodes[2].label == Text("fixed") and not lazy[2].pending
+
+
+class _MarkedTree(Tree[str]):
+    """A tree whose lines carry a mark the label does not hold (as the tagged processes')."""
+
+    marked: frozenset[str] = frozenset()
+
+    def render_label(self, node: TreeNode[str], base_style: Style, style: Style) -> Text:
+        text = super().render_label(node, base_style, style)
+        return Text("* ") + text if node.data in self.marked else text
+
+
+class _MarkedHost(App[None]):
+    def compose(self) -> ComposeResult:
+        yield _MarkedTree("root", id="tree")
+
+
+async def test_redraw_tree_nodes_draws_an_unchanged_label_again() -> None:
+    app = _MarkedHost()
+    async with app.run_test(size=(60, 20)) as pilot:
+        tree = app.query_one(_MarkedTree)
+        tree.show_root = False
+        nodes = [tree.root.add_leaf(f"leaf {i}", str(i)) for i in range(3)]
+        await pilot.pause()
+        assert "* " not in _line_text(tree, 1)
+        tree.marked = frozenset({"1"})
+        assert "* " not in _line_text(tree, 1)  # the line cache still holds the old line
+        tc.redraw_tree_nodes(tree, [nodes[1]])
+        await pilot.pause()
+        assert "* leaf 1" in _line_text(tree, 1)
+        assert "* " not in _line_text(tree, 0)

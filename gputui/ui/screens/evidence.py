@@ -8,6 +8,8 @@ GPU memory, CPU and memory. It follows the live refreshes while open.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import VerticalScroll
@@ -26,6 +28,7 @@ from gputui.derive.history import UNITS, HistoryReader, container_key, coverage_
 from gputui.model.gpu import GpuSample
 from gputui.model.snapshot import ContainerUsage, Snapshot
 from gputui.ui.styles import MUTED, severity_style
+from gputui.ui.widgets.crumbs import Breadcrumbs
 from gputui.ui.widgets.hanging import HangingStatic
 from gputui.ui.widgets.history import SeriesRow
 from gputui.ui.widgets.tree_labels import HIDDEN_TEXT
@@ -332,6 +335,7 @@ class EvidenceScreen(Screen[None]):
         history: The app's ring buffers (the container's series).
         window: Seconds of history the sparklines show.
         analysis: The latest analysis, shown at once.
+        crumbs: Where it was opened from: the tab, the container, ``Evidence``.
     """
 
     BINDINGS = [
@@ -347,9 +351,16 @@ class EvidenceScreen(Screen[None]):
     """
 
     def __init__(
-        self, container_id: str, history: HistoryReader, window: float, analysis: Analysis
+        self,
+        container_id: str,
+        history: HistoryReader,
+        window: float,
+        analysis: Analysis,
+        crumbs: Sequence[str] = (),
     ) -> None:
         super().__init__()
+        #: Where it was opened from: the tab, the container, ``Evidence`` (one line on top).
+        self.crumbs = Breadcrumbs(crumbs, id="ev-crumbs")
         self.container_id = container_id
         self.history = history
         self.window = window
@@ -366,7 +377,8 @@ class EvidenceScreen(Screen[None]):
         self._shown: tuple[str, str] | None = None
 
     def compose(self) -> ComposeResult:
-        """Title, the sections, the sparklines, footer."""
+        """Path, title, the sections, the sparklines, footer."""
+        yield self.crumbs
         yield self.title_line
         with VerticalScroll(id="ev-scroll"):
             yield self.body

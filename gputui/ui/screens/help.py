@@ -24,7 +24,7 @@ BUILTIN_KEYS: tuple[tuple[str, str], ...] = (
     ("enter", "expand / collapse the container under the cursor"),
     ("space", "expand / collapse"),
     ("shift+←/→/↑/↓", "tree: parent / next ancestor / previous / next sibling"),
-    ("escape", "close a dialog (on the monitor: clear and close the filter)"),
+    ("escape", "close a dialog (on the monitor: clear and close the filter, else all GPUs)"),
     ("ctrl+p", "command palette (every action by name)"),
     ("/ n N t f", "in the logs screen: search, next / previous match, times, follow"),
     ("mouse", "click tabs, rows and tree nodes; scroll with the wheel"),
@@ -38,6 +38,7 @@ TREE_LEGEND: tuple[tuple[str, str], ...] = (
     ("GPUS", "the GPUs its processes use; req …: what it asked for, while it uses none"),
     ("SM%", "SM % per GPU: its processes' figures added up on each GPU, mean over its GPUs"),
     ("stopping…", "an action asked of Docker, until Docker reports the outcome"),
+    ("*", "before a process: tagged (Space); the signal keys act on every tagged process"),
 )
 
 
@@ -48,6 +49,10 @@ SCREEN_LEGEND: tuple[tuple[str, str], ...] = (
     (
         "N pending",
         "header: alert rules whose condition holds, not yet for their `for` duration",
+    ),
+    (
+        "GPU N only",
+        "status lines: the tree and table show only GPU N (f or a click on it; Esc: every GPU)",
     ),
 )
 
@@ -65,6 +70,8 @@ KEY_NAMES = {
     "greater_than_sign": ">",
     "left_square_bracket": "[",
     "right_square_bracket": "]",
+    "colon": ":",
+    "space": "Space",
 }
 
 
@@ -96,7 +103,7 @@ def help_content(rows: list[tuple[str, str]]) -> Content:
 class HelpScreen(ModalScreen[None]):
     """Lists every binding the main screen offers right now (read-only hides exec and signals)."""
 
-    BINDINGS = [Binding("escape,q,question_mark", "dismiss_help", "Close")]
+    BINDINGS = [Binding("escape,q,question_mark,f1,h", "dismiss_help", "Close")]
 
     def __init__(self, rows: list[tuple[str, str]], binding_ids: Sequence[str] = ()) -> None:
         super().__init__()
@@ -121,7 +128,8 @@ class HelpScreen(ModalScreen[None]):
                 yield Static(binding_ids_content(self.binding_ids), id="help-binding-ids")
             yield Static(Content.styled(IN_TURN_TEXT, "$text-muted"), id="help-in-turn")
             yield Static(
-                Content.styled("Esc, q or ? closes this screen.", "$text-muted"), id="help-foot"
+                Content.styled("Esc, q, ?, F1 or h closes this screen.", "$text-muted"),
+                id="help-foot",
             )
         # Its own footer, over the monitor's: only the keys that work here.
         yield Footer()

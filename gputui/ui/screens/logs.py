@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import threading
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from rich.cells import cell_len
@@ -44,6 +44,7 @@ from gputui.collect.docker.logs import (
     LogStreamError,
     PendingLines,
 )
+from gputui.ui.widgets.crumbs import Breadcrumbs
 
 #: Characters of one line shown (a cut line says so after them).
 MAX_SHOWN_CHARS = MAX_LINE_BYTES
@@ -311,6 +312,7 @@ class LogsScreen(Screen[None]):
         opener: Opens the stream (called on the reader thread).
         follow: The container runs: new lines keep coming (else the stream ends after the tail).
         max_lines: Lines kept on screen.
+        crumbs: Where it was opened from: the tab, the container, ``Logs``.
     """
 
     DEFAULT_CSS = """
@@ -356,8 +358,11 @@ class LogsScreen(Screen[None]):
         *,
         follow: bool,
         max_lines: int = MAX_PENDING_LINES,
+        crumbs: Sequence[str] = (),
     ) -> None:
         super().__init__()
+        #: Where it was opened from: the tab, the container, ``Logs`` (one line on top).
+        self.crumbs = Breadcrumbs(crumbs, id="logs-crumbs")
         self.title_text = title
         self.subtitle = subtitle
         self.opener = opener
@@ -379,7 +384,8 @@ class LogsScreen(Screen[None]):
         self._thread: threading.Thread | None = None
 
     def compose(self) -> ComposeResult:
-        """Title, the lines, a status line, the search box (hidden) and the keys."""
+        """Path, title, the lines, a status line, the search box (hidden) and the keys."""
+        yield self.crumbs
         yield Static(self._title(), id="logs-title")
         yield self.view
         yield Static(self._status(), id="logs-status")

@@ -27,6 +27,7 @@ from gputui.model.snapshot import ContainerUsage, Snapshot
 from gputui.model.status import HealthStatus, worst_status
 from gputui.ui import action_table
 from gputui.ui.empty_states import containers_empty, gpus_empty, processes_empty
+from gputui.ui.filters import key_hint, scope_parts
 from gputui.ui.layout import SIDE_HYSTERESIS, SIDE_WIDTH, Layout, choose_layout, wants_side
 from gputui.ui.messages import SelectionChanged
 from gputui.ui.state import UiState
@@ -132,6 +133,11 @@ class MainScreen(Screen[None]):
         #: The arrangement in use (None until the first fit).
         self.arrangement: Layout | None = None
         self._focus_before_small: Widget | None = None
+        #: Tagged processes (Space): PID -> the start time it had when tagged (a PID reused by
+        #: another process is not tagged).
+        self.tags: dict[int, float | None] = {}
+        #: The GPU the tree and the table are scoped to (``f``, a click on a GPU); None: all.
+        self.gpu_scope: int | None = None
 
     def compose(self) -> ComposeResult:
         """Header, body (GPU panel + tabs), footer."""
@@ -183,6 +189,7 @@ class MainScreen(Screen[None]):
         """
         if snapshot is not None:
             self.snapshot = snapshot
+            self._prune_tags(snapshot)
         if analysis is not None:
             self.analysis = analysis
         self.state = state
@@ -296,13 +303,16 @@ class MainScreen(Screen[None]):
                 ("sort ", "$text-muted"),
                 (self.table.sort_label, "bold"),
                 (f"  ·  {shown} of {total} GPU processes", "$text-muted"),
+                *scope_parts(self.gpu_scope, len(self.tags)),
                 (filt, "$text-warning"),
                 # Before the key hint, which the footer repeats: a narrow terminal cuts the hint.
                 (f"  ·  {note}" if note else "", "$text-muted"),
-                ("   (s/S: sort  /: filter)", "$text-muted"),
+                (f"   ({key_hint(self.gpu_scope, len(self.tags))})", "$text-muted"),
             )
         )
-        self.proc_empty.show(processes_empty(self.snapshot, self.table.filter_text, shown))
+        self.proc_empty.show(
+            processes_empty(self.snapshot, self.table.filter_text, shown, self.gpu_scope)
+        )
 
     def _update_tree_note(self, note: str | None) -> None:
         """Show (or hide) the line saying container CPU/memory are read in turn."""
@@ -509,10 +519,15 @@ class MainScreen(Screen[None]):
         """Escape: clear and hide the filter when it is focused."""
         if self.active_tab == "containers" and self.cpane.close_filter():
             return
-        if self.filter_input.has_focus or self.filter_input.display:
+        if self.active_tab == "processes" and (
+            self.filter_input.has_focus or self.filter_input.display
+        ):
             self.filter_input.value = ""
             self.filter_input.display = False
             self.table.focus()
+            return
+        if self.gpu_scope is not None and self.active_row.shows_rows:
+            self.set_gpu_scope(None)  # no filter left to close: back to every GPU
 
     @property
     def sort_target(self) -> Sortable | None:
@@ -535,6 +550,103 @@ class MainScreen(Screen[None]):
     def update_proc_status(self) -> None:
         """Redraw the Processes tab's status line (after a sort or filter change)."""
         self._update_proc_status()
+
+    def crumbs(self, container: ContainerUsage | None, leaf: str) -> tuple[str, ...]:
+        """A drill-down's path: the visible tab, the container (``host`` outside any), ``leaf``."""
+        name = container.info.name if container is not None else "host"
+        return (self.active_row.title, name, leaf)
+
+    # ------------------------------------------------------------------ tags and scope
+
+    def _prune_tags(self, snapshot: Snapshot) -> None:
+        """Tags of processes that exited (or whose PID was reused) go with them."""
+        if not self.tags:
+            return
+        alive = {p.pid: p.info.start_time for p in snapshot.processes if p.info.exists}
+        kept = {pid: start for pid, start in self.tags.items() if alive.get(pid, -1.0) == start}
+        if kept != self.tags:
+            self.tags = kept
+            self._show_tags()
+
+    def tagged_processes(self) -> list[GpuProcess]:
+        """The tagged processes of the snapshot shown, one per PID, in the snapshot's order."""
+        if not self.tags or self.snapshot is None:
+            return []
+        found: dict[int, GpuProcess] = {}
+        for process in self.snapshot.processes:
+            pid = process.pid
+            if pid in self.tags and pid not in found and self.tags[pid] == process.info.start_time:
+                found[pid] = process
+        return list(found.values())
+
+    def container_processes(self, usage: ContainerUsage) -> list[GpuProcess]:
+        """The GPU processes of a container in the snapshot shown, one per PID."""
+        if self.snapshot is None:
+            return []
+        found: dict[int, GpuProcess] = {}
+        for process in self.snapshot.processes:
+            if process.container_id == usage.info.id:
+                found.setdefault(process.pid, process)
+        return list(found.values())
+
+    def toggle_tag(self) -> None:
+        """Space: tag or untag the process under the cursor, then move down (as htop does)."""
+        _, process = self.selection()
+        if process is None:
+            return
+        if process.pid in self.tags:
+            del self.tags[process.pid]
+        else:
+            self.tags[process.pid] = process.info.start_time
+        self._show_tags()
+        if self.active_row.selection is Selection.TABLE:
+            self.table.action_cursor_down()
+        else:
+            self.ctree.action_cursor_down()
+
+    def untag_all(self) -> int:
+        """``u``: untag every process; returns how many were tagged."""
+        count = len(self.tags)
+        if count:
+            self.tags = {}
+            self._show_tags()
+        return count
+
+    def _show_tags(self) -> None:
+        pids = frozenset(self.tags)
+        self.ctree.set_tagged(pids)
+        self.table.set_tagged(pids)
+        self.cpane.refresh_status()
+        self._update_proc_status()
+        self.post_message(SelectionChanged())
+
+    def cycle_gpu_scope(self, step: int = 1) -> None:
+        """``f``: scope to the next GPU of the snapshot; after the last, every GPU again."""
+        indexes = [gpu.index for gpu in self.snapshot.gpus] if self.snapshot else []
+        if not indexes:
+            self.app.notify("No GPU to scope to.", severity="warning", timeout=3)
+            return
+        options: list[int | None] = [*indexes, None]
+        at = options.index(self.gpu_scope) if self.gpu_scope in options else len(options) - 1
+        self.set_gpu_scope(options[(at + step) % len(options)])
+
+    def set_gpu_scope(self, gpu: int | None) -> None:
+        """Show only what runs on GPU ``gpu`` in the tree and the table (None: every GPU)."""
+        if gpu == self.gpu_scope:
+            return
+        self.gpu_scope = gpu
+        self.gpus.set_scope(gpu)
+        self.table.scope_gpu = gpu
+        self._synced["processes"] = None  # caught up when shown
+        if self.active_tab == "processes":
+            self.sync_tab("processes")
+        self._update_proc_status()
+        self.ctree.set_scope(gpu)
+        self.cpane.refresh_status()
+
+    def on_gpu_panel_picked(self, event: GpuPanel.Picked) -> None:
+        """A click on a GPU: scope to it; a click on the scoped GPU: every GPU again."""
+        self.set_gpu_scope(None if event.index == self.gpu_scope else event.index)
 
 
 class _ProcessSort:

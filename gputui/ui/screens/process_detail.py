@@ -9,7 +9,7 @@ so. The parent chain is read from ``/proc`` on a worker thread, never on the UI'
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -35,6 +35,7 @@ from gputui.model.processes import GpuProcess
 from gputui.model.snapshot import ContainerUsage, Snapshot
 from gputui.ui.action_table import ACTIONS
 from gputui.ui.styles import MUTED
+from gputui.ui.widgets.crumbs import Breadcrumbs
 from gputui.ui.widgets.hanging import HangingStatic
 from gputui.ui.widgets.spark import Spark
 from gputui.ui.widgets.tree_labels import HIDDEN_TEXT, since
@@ -52,7 +53,7 @@ COMMAND_LIMIT = 8192
 PARENT_LIMIT = 160
 
 #: The signal rows of the action table this screen offers (by binding name).
-SIGNAL_ROWS = ("sigterm", "sigkill")
+SIGNAL_ROWS = ("sigterm", "sigint", "sigkill", "signal-menu")
 
 Part = str | tuple[str, str]
 
@@ -328,6 +329,7 @@ class ProcessDetailScreen(Screen[None]):
         window: Seconds of history the sparklines show.
         chain_reader: Reads the parent chain (on a worker); None when it cannot be read.
         chain_off: Why the parent chain is not read (shown when ``chain_reader`` is None).
+        crumbs: Where it was opened from: the tab, the container, ``PID 1234``.
     """
 
     BINDINGS = [
@@ -352,8 +354,11 @@ class ProcessDetailScreen(Screen[None]):
         window: float,
         chain_reader: ChainReader | None,
         chain_off: str | None = None,
+        crumbs: Sequence[str] = (),
     ) -> None:
         super().__init__()
+        #: Where it was opened from: the tab, the container, ``PID 1234`` (one line on top).
+        self.crumbs = Breadcrumbs(crumbs, id="pd-crumbs")
         self.key: ProcessKey = identity_of(process)
         self.pid = process.pid
         self.history = history
@@ -389,7 +394,8 @@ class ProcessDetailScreen(Screen[None]):
         self._shown: tuple[str, str, str] | None = None
 
     def compose(self) -> ComposeResult:
-        """Title, the sparklines, the sections, the command line, the key hints, footer."""
+        """Path, title, the sparklines, the sections, the command line, the key hints, footer."""
+        yield self.crumbs
         yield self.title_line
         with VerticalScroll(id="pd-scroll"):
             yield self.history_title

@@ -9,8 +9,9 @@ markup);
 above the tree.
 
 ``s`` cycles the sort column (:data:`TREE_SORTS`), ``S`` reverses it, ``/`` filters containers
-by name, image, compose project/service, pod, or the user, command or PID of a process (a
-container stays with the processes that match).
+by name, image, compose project/service, pod, or the user, command, PID or GPU of a process (a
+container stays with the processes that match); ``gpu:3`` / ``gpu:0,2`` and the monitor's GPU
+scope keep what runs on (or reserved) those GPUs. Tagged processes (Space) carry a mark.
 """
 
 from __future__ import annotations
@@ -43,19 +44,22 @@ from gputui.derive.tree import (
 )
 from gputui.model.processes import GpuProcess
 from gputui.model.snapshot import ContainerUsage
+from gputui.ui.empty_states import scoped_empty
+from gputui.ui.filters import key_hint, parse_filter, requests_gpu, scope_parts
 from gputui.ui.styles import themed
 from gputui.ui.textual_compat import (
     TREE_TOGGLE_STYLE,
     LazyLabelTree,
     attach_rows,
     known_label_width,
+    redraw_tree_nodes,
     reorder_tree_children,
     repaint_moved_rows,
     repaint_tree_nodes,
     set_lazy_label,
     tree_node_label,
 )
-from gputui.ui.widgets.process_table import EmptyNote
+from gputui.ui.widgets.process_table import TAG_MARK, EmptyNote, gpu_text
 from gputui.ui.widgets.tree_labels import (
     EXPANDER_WIDTH,
     FULL,
@@ -137,6 +141,8 @@ TREE_SORTS: tuple[TreeSort, ...] = (
     TreeSort("cpu", "CPU %", True, lambda u, m, s, n: u.info.cpu_percent),
     TreeSort("mem", "memory", True, lambda u, m, s, n: u.info.memory_used_bytes),
     TreeSort("elapsed", "uptime", True, lambda u, m, s, n: _uptime_s(u, n)),
+    # By the lowest GPU index its processes use ("who is on GPU 0" first); none: last.
+    TreeSort("gpu", "GPU", False, lambda u, m, s, n: min(u.gpu_indexes) if u.gpu_indexes else None),
 )
 
 
@@ -156,13 +162,37 @@ def container_matches(usage: ContainerUsage, needle: str) -> bool:
 
 
 def process_matches(process: GpuProcess, needle: str) -> bool:
-    """The (lower-case) needle occurs in the process's command, name, user or PID."""
+    """The (lower-case) needle occurs in the process's command, name, user, PID or GPU."""
     info = process.info
-    fields = (info.command, info.name, info.user, str(process.pid))
+    fields = (info.command, info.name, info.user, str(process.pid), gpu_text(process))
     return any(needle in field.lower() for field in fields if field)
 
 
-def _filtered(group: Group, needle: str) -> Group | None:
+def _filtered(group: Group, needle: str, gpus: frozenset[int] | None = None) -> Group | None:
+    """The group as the filter shows it (None: nothing of it matches).
+
+    ``gpus`` first: only the processes on those GPUs stay (a container without one goes, an
+    idle container stays when it reserved one of them); then the text, as before.
+    """
+    if gpus is not None:
+        if group.kind is GroupKind.OTHERS:
+            kept = tuple(u for u in group.containers if requests_gpu(u.info.gpu_request, gpus))
+            if not kept:
+                return None
+            group = replace(group, containers=kept)
+        elif not group.processes:
+            # An idle reservation is "on" the GPUs it asked for.
+            usage = group.usage
+            if usage is None or not requests_gpu(usage.info.gpu_request, gpus):
+                return None
+        else:
+            on = tuple(p for p in group.processes if p.sample.gpu_index in gpus)
+            if not on:
+                return None
+            if len(on) != len(group.processes):
+                group = replace(group, processes=on)
+    if not needle:
+        return group
     if group.kind is GroupKind.OTHERS:
         kept = tuple(u for u in group.containers if container_matches(u, needle))
         return replace(group, containers=kept) if kept else None
@@ -199,27 +229,31 @@ def tree_view(
     order: TreeSort = TREE_SORTS[0],
     reverse: bool = False,
     now: float | None = None,
+    scope: int | None = None,
 ) -> tuple[Group, ...]:
     """The groups the tree shows: filtered by ``needle``, containers in the asked order.
 
     Args:
         groups: From :func:`gputui.derive.tree.build_groups`.
-        needle: Filter text (matched case-blind); empty shows everything.
+        needle: Filter text (matched case-blind, ``gpu:3`` / ``gpu:0,2`` tokens name GPUs);
+            empty shows everything.
         order: The sort order.
         reverse: ``S``: the other direction.
         now: The snapshot's time (uptime).
+        scope: The GPU the monitor is scoped to (None: every GPU).
 
     Returns:
         The container groups sorted, then host, orphans and the other containers (also sorted)
         as ``build_groups`` places them.
     """
-    if not needle and order.value is None and not reverse:
+    query = parse_filter(needle, scope)
+    if query.empty and order.value is None and not reverse:
         return tuple(groups)  # the common case costs nothing
-    needle = needle.lower()
+    needle = query.text.lower()
     featured: list[tuple[Group, ContainerUsage]] = []
     rest: list[Group] = []
     for group in groups:
-        shown = _filtered(group, needle) if needle else group
+        shown = group if query.empty else _filtered(group, needle, query.gpus)
         if shown is None:
             continue
         if shown.kind is GroupKind.CONTAINER and shown.usage is not None:
@@ -389,7 +423,9 @@ def flags_width(groups: Sequence[Group], markers: Markers, stale: bool) -> int:
     return widest
 
 
-__all__ = ["STALE_TEXT", "ContainerPane", "ContainerTree", "NodeRef"]
+__all__ = ["STALE_TEXT", "TAG_MARK", "ContainerPane", "ContainerTree", "NodeRef"]
+#: The tagged lines' colour (a theme variable, resolved when drawn).
+TAG_STYLE = "bold $text-warning"
 
 #: Seconds a container's row says ``stopping…`` (or ``restarting…``, ``starting…``) at most,
 #: when the engine's status does not move: Docker's stop grace is 10 s, then SIGKILL.
@@ -431,6 +467,10 @@ class ContainerTree(LazyLabelTree[NodeRef]):
         #: Container id -> (what its status reads meanwhile, its status and start time when
         #: asked, the monotonic deadline): an action asked of the engine and not yet seen done.
         self.pending: dict[str, tuple[str, tuple[object, ...], float]] = {}
+        #: The GPU the monitor is scoped to (``f``, a click on a GPU): only what runs there.
+        self.scope_gpu: int | None = None
+        #: The PIDs tagged with Space: their lines carry :data:`TAG_MARK`.
+        self.tagged: frozenset[int] = frozenset()
 
     @property
     def selected(self) -> NodeRef | None:
@@ -459,6 +499,38 @@ class ContainerTree(LazyLabelTree[NodeRef]):
         """``S``: the same column, the other way round."""
         self.reverse = not self.reverse
         self.resync()
+
+    def set_scope(self, gpu: int | None) -> None:
+        """Show only what runs on GPU ``gpu`` (None: every GPU)."""
+        if gpu != self.scope_gpu:
+            self.scope_gpu = gpu
+            self.resync()
+
+    def set_tagged(self, pids: frozenset[int]) -> None:
+        """Mark the lines of the tagged PIDs (Space), repainting only the lines that change."""
+        changed = pids ^ self.tagged
+        self.tagged = pids
+        if not changed:
+            return
+        nodes = [
+            node
+            for key, node in self.nodes_by_key.items()
+            if key.startswith("p:")
+            and node.data is not None
+            and node.data.process is not None
+            and node.data.process.pid in changed
+        ]
+        redraw_tree_nodes(self, nodes)  # drawn again with (or without) the mark
+
+    def toggle_all(self) -> None:
+        """``C``: collapse every expanded top-level node, or, when none is, expand them all."""
+        nodes = [node for node in self.root.children if node.allow_expand]
+        if any(node.is_expanded for node in nodes):
+            for node in nodes:
+                node.collapse()
+        else:
+            for node in nodes:
+                node.expand()
 
     def set_filter(self, text: str) -> None:
         """Show only containers (and processes) matching ``text``; empty shows everything."""
@@ -493,7 +565,7 @@ class ContainerTree(LazyLabelTree[NodeRef]):
         """
         groups = tuple(groups)
         self._last = (groups, markers, stale, now)
-        shown = tree_view(groups, self.filter_text, self.sort, self.reverse, now)
+        shown = tree_view(groups, self.filter_text, self.sort, self.reverse, now, self.scope_gpu)
         self.total_containers = container_count(groups)
         self.shown_containers = self.total_containers if shown is groups else container_count(shown)
         markers = markers or {}
@@ -654,9 +726,16 @@ class ContainerTree(LazyLabelTree[NodeRef]):
         """
         label = tree_node_label(node).copy()
         label.stylize(style)
+        data = node.data
         if node.allow_expand:
             icon = self.ICON_NODE_EXPANDED if node.is_expanded else self.ICON_NODE
             prefix = Text(icon, style=base_style + TREE_TOGGLE_STYLE)
+        elif data is not None and data.process is not None and data.process.pid in self.tagged:
+            # A tagged process (Space): its mark where a leaf has no expander, and its line in
+            # the tag colour (htop's), so the rows the signal keys will act on stand out.
+            prefix = Text(TAG_MARK.ljust(EXPANDER_WIDTH), style=base_style + Style(bold=True))
+            label.stylize(TAG_STYLE)
+            prefix.stylize(TAG_STYLE)
         else:
             prefix = Text(" " * EXPANDER_WIDTH, style=base_style)
         return themed(Text.assemble(prefix, label))
@@ -808,13 +887,21 @@ class ContainerPane(Vertical):
             (tree.sort_label, "bold"),
             (f"  ·  {counts}", "$text-muted"),
         ]
+        tagged = len(tree.tagged)
+        parts += scope_parts(tree.scope_gpu, tagged)
         if needle:
             parts.append((f"  ·  filter “{sanitise.safe_text(needle, 60)}”", "$text-warning"))
-        parts.append(("   (s/S: sort  /: filter)", "$text-muted"))
+        parts.append((f"   ({key_hint(tree.scope_gpu, tagged)})", "$text-muted"))
         key = "".join(p if isinstance(p, str) else p[0] for p in parts)
         # The default order needs no line of its own (the titles say what the rows are): the
         # status shows once a sort or a filter is chosen, as the tree has few rows to spare.
-        chosen = bool(needle) or tree.sort_index != 0 or tree.reverse
+        chosen = (
+            bool(needle)
+            or tree.sort_index != 0
+            or tree.reverse
+            or tree.scope_gpu is not None
+            or bool(tagged)
+        )
         if self.status.display != chosen:
             self.status.display = chosen
         if self._shown is None or self._shown[0] != key:
@@ -854,6 +941,8 @@ class ContainerPane(Vertical):
             self.header.display = titled
         if tree.root.children:
             self.empty.show(None)
+        elif not tree.filter_text and tree.scope_gpu is not None and self._why_empty is None:
+            self.empty.show(scoped_empty(tree.scope_gpu, tree.total_containers, "containers"))
         elif tree.filter_text and self._why_empty is None:
             shown = sanitise.safe_text(tree.filter_text, 40)
             self.empty.show(

@@ -12,7 +12,8 @@ from collections.abc import Mapping
 from textual.app import ComposeResult
 from textual.containers import VerticalScroll
 from textual.content import Content
-from textual.events import Resize
+from textual.events import Click, Resize
+from textual.message import Message
 from textual.widget import Widget
 from textual.widgets import Static
 
@@ -493,10 +494,11 @@ class GpuGauges(LineCachedWidget):
 
 
 class GpuCard(Widget):
-    """One GPU: gauges above a util / memory sparkline row."""
+    """One GPU: gauges above a util / memory sparkline row; a click scopes the monitor to it."""
 
     DEFAULT_CSS = """
     GpuCard { height: auto; }
+    GpuCard.-scoped { background: $accent 25%; }
     """
 
     def __init__(self, index: int) -> None:
@@ -511,6 +513,11 @@ class GpuCard(Widget):
         """Gauges, then the sparkline row."""
         yield self.gauges
         yield self.sparks
+
+    def on_click(self, event: Click) -> None:
+        """A click picks this GPU (the screen scopes the tree and the table to it)."""
+        event.stop()
+        self.post_message(GpuPanel.Picked(self.index))
 
     def show(
         self,
@@ -565,8 +572,17 @@ class GpuPanel(VerticalScroll):
 
     can_focus = False
 
+    class Picked(Message):
+        """A GPU was clicked: the monitor scopes its tree and table to it (or back to all)."""
+
+        def __init__(self, index: int) -> None:
+            super().__init__()
+            self.index = index
+
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
+        #: The GPU the monitor is scoped to: its card is highlighted.
+        self.scope: int | None = None
         self.cards: dict[int, GpuCard] = {}
         self.style = GpuStyle.CARDS
         self.collapsed = False
@@ -605,6 +621,7 @@ class GpuPanel(VerticalScroll):
             for gpu in gpus:
                 if gpu.index not in self.cards:
                     self.cards[gpu.index] = card = GpuCard(gpu.index)
+                    card.set_class(gpu.index == self.scope, "-scoped")
                     self.mount(card)
             self.cards = {i: self.cards[i] for i in indexes}
         if self.style is GpuStyle.SUMMARY:
@@ -613,6 +630,12 @@ class GpuPanel(VerticalScroll):
         sparks = self.style is GpuStyle.CARDS
         for gpu in gpus:
             self.cards[gpu.index].show(gpu, history, window, sparks, shares.get(gpu.index, ()))
+
+    def set_scope(self, index: int | None) -> None:
+        """Highlight the card of the GPU the monitor is scoped to (None: no card)."""
+        self.scope = index
+        for card in self.cards.values():
+            card.set_class(card.index == index, "-scoped")
 
     def show_empty(self, text: Content) -> None:
         """What to say when there is no GPU (see :mod:`gputui.ui.empty_states`).

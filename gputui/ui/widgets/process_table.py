@@ -48,6 +48,7 @@ from gputui.model.process_fields import (
 from gputui.model.process_fields import columns as field_columns
 from gputui.model.processes import GpuProcess
 from gputui.model.snapshot import ContainerUsage, Snapshot
+from gputui.ui.filters import parse_filter
 from gputui.ui.messages import SelectionChanged
 from gputui.ui.styles import EMPH, ERROR, MUTED, themed
 from gputui.ui.widgets.tree_labels import HIDDEN_TEXT, SIDE_STEP, elapsed_key, since
@@ -194,6 +195,9 @@ ROW_INPUTS: dict[str, Callable[[GpuProcess, str, float | None], object]] = {
     ),
 }
 
+
+#: Before a tagged process's PID (Space), as the container tree marks its line.
+TAG_MARK = "*"
 
 #: The COMMAND cell's mark of an MPS client (nvidia-smi's ``M+C``), as the container tree says it.
 MPS_MARK = "[MPS client]"
@@ -376,12 +380,30 @@ def row_cells(process: GpuProcess, container: str, now: float | None = None) -> 
 
 
 def matches(process: GpuProcess, container: str, needle: str) -> bool:
-    """True when the filter text occurs in the command, container, user or PID (case-blind)."""
+    """True when the filter's text occurs in the command, container, user, PID or GPU column.
+
+    Case-blind; ``gpu:3`` / ``gpu:0,2`` tokens keep only the processes on those GPUs
+    (:func:`gputui.ui.filters.parse_filter`).
+    """
     if not needle:
         return True
-    needle = needle.lower()
+    query = parse_filter(needle)
+    return query.on_gpus(process) and _text_matches(process, container, query.text)
+
+
+def _text_matches(process: GpuProcess, container: str, text: str) -> bool:
+    """The (case-blind) text occurs in the command, container, user, PID or GPU column."""
+    if not text:
+        return True
+    needle = text.lower()
     info = process.info
-    haystack = (info.command or info.name or "", container, info.user or "", str(process.pid))
+    haystack = (
+        info.command or info.name or "",
+        container,
+        info.user or "",
+        str(process.pid),
+        gpu_text(process),
+    )
     return any(needle in field.lower() for field in haystack)
 
 
@@ -495,6 +517,7 @@ class ProcessTable(ScrollView, can_focus=True):
         "process-table--even-row",
         "process-table--cursor",
         "process-table--fixed-cursor",
+        "process-table--tagged",
     }
 
     # The look of Textual's DataTable, which this table replaced.
@@ -530,6 +553,7 @@ class ProcessTable(ScrollView, can_focus=True):
             background: $block-cursor-blurred-background;
             color: $foreground;
         }
+        & > .process-table--tagged { color: $text-warning; text-style: bold; }
     }
     """
 
@@ -548,6 +572,10 @@ class ProcessTable(ScrollView, can_focus=True):
         self.sort_index = 0
         self.reverse = False
         self.filter_text = ""
+        #: The GPU the monitor is scoped to (``f``, a click on a GPU): only its processes.
+        self.scope_gpu: int | None = None
+        #: The PIDs tagged with Space: their rows carry :data:`TAG_MARK` in the tag colour.
+        self.tagged: frozenset[int] = frozenset()
         self.cursor_row = 0
         self._rows: dict[str, ProcessRow] = {}
         self._order: list[str] = []
@@ -620,6 +648,12 @@ class ProcessTable(ScrollView, can_focus=True):
 
     # ------------------------------------------------------------------------ sorting
 
+    def set_tagged(self, pids: frozenset[int]) -> None:
+        """Mark the rows of the tagged PIDs (Space); their lines are drawn again."""
+        if pids != self.tagged:
+            self.tagged = pids
+            self.refresh()
+
     def cycle_sort(self) -> None:
         """Move to the next sort order (in its natural direction) and re-sort now."""
         self.sort_index = (self.sort_index + 1) % len(self.columns.sorts)
@@ -679,14 +713,16 @@ class ProcessTable(ScrollView, can_focus=True):
         column = self.columns.sorts[self.sort_index][0]
         # The sort value is a function of this input (PID and GPU are the row's key).
         sort_input = self.columns.index[column]
-        needle = self.filter_text
+        query = parse_filter(self.filter_text, self.scope_gpu)
         rows = self._rows
         seen: set[str] = set()
         moved: list[str] = []
         resort = False
         for process in snapshot.processes:
             name = _name(process, names)
-            if needle and not matches(process, name, needle):
+            if not query.empty and not (
+                query.on_gpus(process) and _text_matches(process, name, query.text)
+            ):
                 continue
             key = process_key(process)
             if key in seen:
@@ -927,11 +963,20 @@ class ProcessTable(ScrollView, can_focus=True):
                 base + self.get_component_rich_style("process-table--even-row") if even else base
             )
             fixed = self.get_component_rich_style("process-table--fixed")
-        drawn = (row.inputs, style, fixed, self._widths)
+        tagged = row.process.pid in self.tagged
+        drawn = (row.inputs, style, fixed, self._widths, tagged)
         cached = self._lines.get(key)
         if cached is not None and cached[0] == drawn:
             return cached[1]
-        strip = self._draw([cell.text for cell in self._cells_of(row)], style, fixed)
+        texts = [cell.text for cell in self._cells_of(row)]
+        if tagged:
+            # htop's tagged rows: a mark before the PID, the whole row in the tag colour.
+            tag = self.get_component_rich_style("process-table--tagged")
+            pid = texts[0].copy()
+            pid.plain = f"{TAG_MARK}{pid.plain}"
+            texts = [pid, *texts[1:]]
+            style, fixed = style + tag, fixed + tag
+        strip = self._draw(texts, style, fixed)
         if len(self._lines) >= LINE_CACHE_SIZE:
             self._lines.pop(next(iter(self._lines)))
         self._lines[key] = (drawn, strip)
