@@ -295,6 +295,10 @@ class Collector:
                     visibility,
                     sources.get("kmsg"),
                     container_sources=statuses,
+                    engines={
+                        got.status.name: got.engine for got in readings if got.engine is not None
+                    },
+                    owners={cid: readings[i].status.name for cid, i in owners.items()},
                 )
             )
             mark("health-checks")

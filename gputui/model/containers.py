@@ -125,6 +125,8 @@ class EngineInfo:
         cdi_spec_dirs: Directories the engine reads CDI specs from; empty when CDI is disabled,
             None when the engine does not report it (older engines).
         host_memory_bytes: Total memory of the engine's host.
+        product: What answers at the endpoint: ``docker``, or ``podman`` when ``/version``'s
+            ``Components`` name the Podman Engine (its Docker-compatible API); None unknown.
     """
 
     endpoint: str | None = None
@@ -137,6 +139,7 @@ class EngineInfo:
     cgroup_version: str | None = None
     cdi_spec_dirs: tuple[str, ...] | None = None
     host_memory_bytes: int | None = None
+    product: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

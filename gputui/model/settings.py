@@ -34,6 +34,8 @@ class Settings:
         kernel_log: Where to read kernel-log faults (XID lines, OOM kills) from
             (``--kernel-log``): None for the default (``/dev/kmsg`` on a live machine, nothing
             with a scenario or the demo), ``off`` for nowhere, else a path.
+        engines: The ``--engine`` values (``docker``, ``podman=unix:///PATH``, ``auto``...):
+            which container engines are read; empty reads every engine the host shows.
     """
 
     interval: float = 1.0
@@ -48,6 +50,7 @@ class Settings:
     config: Path | None = None
     bell: bool = False
     kernel_log: str | None = None
+    engines: tuple[str, ...] = ()
 
     @property
     def mode(self) -> str:

@@ -6,6 +6,8 @@ source protocols and the health layer stays above the data layer.
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
+from functools import partial
 from typing import TYPE_CHECKING
 
 from gputui.collect.collector import DOCKER_WAIT_S, Collector, DeferredContainers
@@ -14,6 +16,7 @@ from gputui.health.runner import run_checks
 from gputui.model.settings import Settings
 
 if TYPE_CHECKING:
+    from gputui.collect.engines import EngineSpec
     from gputui.collect.fault_attribution import KernelFaultTracker
     from gputui.collect.linux.proc_reader import EarlyCpuSample
 from gputui.wiring.demo_host import demo_health
@@ -75,7 +78,7 @@ def build_collector(
     return Collector(
         gpu,
         early.procs if early is not None else ProcSource(),
-        container_sources(),
+        container_sources(settings.engines),
         mode=settings.mode,
         health=run_checks if health else None,
         health_interval=settings.health_interval,
@@ -91,22 +94,42 @@ def build_collector(
     )
 
 
-def container_sources() -> list[ContainerSource]:
-    """The container engines a live (or scenario) collector reads, one entry per engine.
+def container_sources(
+    engines: Sequence[str] = (), env: Mapping[str, str] | None = None
+) -> list[ContainerSource]:
+    """The container engines a live (or scenario) collector reads, one source per engine.
 
-    Each is built on its first read, on its own read thread. The first one listed wins when
-    two engines list the same container id, and its status and engine facts are what the
-    Docker health checks judge.
+    Every engine the host shows (:func:`gputui.collect.engines.discover`: the Docker CLI's
+    endpoint, rootful and each user's rootless podman, each user's rootless Docker,
+    containerd and k3s' containerd), or those ``--engine`` names. Each is built on its first
+    read, on its own read thread, so a slow engine (podman's service takes seconds for
+    ``/info``) delays no other and never the GPU data. The first one listed wins when two
+    engines list the same container id, and its status and engine facts are what the Docker
+    health checks judge.
+
+    Args:
+        engines: The ``--engine`` values (validated by the CLI); none reads every engine found.
+        env: The environment for discovery (``os.environ`` when None).
     """
-    return [
-        DeferredContainers(_docker_source, name="docker"),
-    ]
+    from gputui.collect.engines import select
+
+    return [_deferred(spec) for spec in select(list(engines), env=env)]
 
 
-def _docker_source() -> ContainerSource:
-    from gputui.collect.docker.source import DockerSource  # on the read thread (see above)
+def _deferred(spec: EngineSpec) -> ContainerSource:
+    return DeferredContainers(partial(_engine_source, spec), name=spec.name)
 
-    return DockerSource(timeout=DOCKER_READ_S)
+
+def _engine_source(spec: EngineSpec) -> ContainerSource:
+    """The source of one engine (imported and built on its read thread, see above)."""
+    if spec.kind == "containerd":
+        from gputui.collect.containerd.bundles import ContainerdBundles
+
+        return ContainerdBundles(spec.address or "/run/containerd", name=spec.name)
+    from gputui.collect.docker.source import DockerSource
+
+    product = "podman" if spec.kind == "podman" else None
+    return DockerSource(spec.address, timeout=DOCKER_READ_S, name=spec.name, product=product)
 
 
 def kernel_faults(settings: Settings, *, once: bool = False) -> KernelFaultTracker | None:

@@ -23,6 +23,7 @@ import contextlib
 import dataclasses
 import math
 import os
+import shutil
 import signal
 import threading
 import time
@@ -78,6 +79,13 @@ EVENT_ACTIONS = (
     "create", "start", "restart", "die", "stop", "kill", "destroy", "rename",
     "pause", "unpause", "oom", "update", "health_status",
 )  # fmt: skip
+#: podman's names in its Docker-compatible events, as the Docker names they mean. podman
+#: filters ``event=`` by its own names (``died``, ``remove``), so a Docker filter drops its
+#: deaths and removals: a podman stream is filtered here instead.
+PODMAN_EVENT_ACTIONS = {
+    "died": "die", "exited": "die", "cleanup": "die", "remove": "destroy", "init": "start",
+    "cleanup_failed": "die", "sync": "update",
+}  # fmt: skip
 _MIN_BACKOFF_S = 2.0
 _MAX_BACKOFF_S = 10.0
 #: More containers than one engine runs; a longer list is cut (the reply is bounded anyway).
@@ -334,13 +342,45 @@ DOCKER_CAPABILITIES = ContainerCapabilities(
 DOCKER_WITHOUT_CLI = dataclasses.replace(
     DOCKER_CAPABILITIES, interactive_exec=False, note="the docker CLI is not on PATH"
 )
+#: podman's service offers the same; exec on the terminal runs the podman CLI.
+PODMAN_CAPABILITIES = DOCKER_CAPABILITIES
+PODMAN_WITHOUT_CLI = dataclasses.replace(
+    DOCKER_CAPABILITIES, interactive_exec=False, note="the podman CLI is not on PATH"
+)
+
+#: The fixes a podman source's failures get, by kind (podman has no dockerd, no docker group).
+PODMAN_FIXES = {
+    "permission": "The socket is its owner's: run gputui as that user or with sudo (a rootless "
+    "user's podman service is `systemctl --user start podman.socket`).",
+    "not_found": "No podman service at that socket: start it (sudo systemctl start "
+    "podman.socket; a user's own: systemctl --user start podman.socket), or give its address "
+    "with --engine podman=unix:///PATH.",
+    "unreachable": "The podman service does not answer: check `systemctl status podman.socket` "
+    "(or `podman system service --time=0` for a one-off service).",
+    "slow": "The podman service answers slowly (it starts podman for each connection; /info "
+    "takes seconds): `podman info` shows why; GPU data keeps updating meanwhile.",
+    "error": "Check `podman --url URL info` against the same socket.",
+}
+
+
+def _as_podman(status: SourceStatus) -> SourceStatus:
+    """A failure status in podman's words: no Docker daemon, docker group or daemon.json."""
+    error = (status.error or "").replace("Docker engine", "podman service")
+    error = error.replace("no Docker socket", "no podman socket")
+    fix = PODMAN_FIXES.get(status.kind or "error", PODMAN_FIXES["error"])
+    return dataclasses.replace(status, error=error or None, fix=fix)
 
 
 class DockerSource(ContainerSource):
     """Containers, engine facts, exec, logs and stop/start/restart, from a Docker engine.
 
+    podman's Docker-compatible API service is read by the same source: what answers is told
+    from ``/version`` (``EngineInfo.product``), and a podman engine gets podman's event names,
+    its own inspect for the runtime and CDI request, and podman's words in every status.
+
     Attributes:
-        name: ``docker``: the key of its status in the snapshot and the reports.
+        name: ``docker`` (or the name it was given: ``podman``, ``docker-alice``): the key of
+            its status in the snapshot and the reports.
         api_calls: Docker API requests made so far (read, events, exec), for tests and benchmarks.
     """
 
@@ -355,6 +395,8 @@ class DockerSource(ContainerSource):
         cgroup_root: str | os.PathLike[str] = "/sys/fs/cgroup",
         proc_root: str | os.PathLike[str] = "/proc",
         label: str | None = None,
+        name: str = "docker",
+        product: str | None = None,
     ) -> None:
         """Remember the settings; no I/O happens until the first :meth:`read`.
 
@@ -366,7 +408,12 @@ class DockerSource(ContainerSource):
             proc_root: Where the host's ``/proc`` is.
             label: Only watch containers carrying this label (``key`` or ``key=value``), as
                 ``docker ps --filter label=...`` does; None watches every container.
+            name: The source's name (its key in the snapshot).
+            product: What is expected at the endpoint (``podman`` for a podman socket) until
+                the engine's ``/version`` says what it is.
         """
+        self.name = name
+        self._product = product or "docker"
         self.api_calls = 0
         self._cli: bool | None = None  # whether the docker CLI is on PATH, once looked for
         self._label_filter: dict[str, list[str]] = {"label": [label]} if label else {}
@@ -402,12 +449,23 @@ class DockerSource(ContainerSource):
 
         The CLI is looked for once (on the read thread): PATH does not change under gputui.
         """
+        if self._product == "podman":
+            return PODMAN_CAPABILITIES if shutil.which("podman") else PODMAN_WITHOUT_CLI
         if self._cli is None:
             self._cli = docker_cli_available()
         return DOCKER_CAPABILITIES if self._cli else DOCKER_WITHOUT_CLI
 
     def slow_status(self, waited_s: float) -> SourceStatus:
         """The engine has not answered a read for ``waited_s`` seconds (it goes on)."""
+        if self._product == "podman":
+            return SourceStatus(
+                self.name,
+                ok=False,
+                error=f"the podman service has not answered for {waited_s:.0f} s; "
+                "showing the containers last seen",
+                kind="slow",
+                fix=PODMAN_FIXES["slow"],
+            )
         return SourceStatus(
             self.name,
             ok=False,
@@ -441,7 +499,7 @@ class DockerSource(ContainerSource):
             info = api.info(timeout=_remaining(deadline))
         except EndpointError as exc:
             kind, fix = dp.classify_connect_error(f"ContextNotFound: {exc}")
-            return SourceStatus("docker", ok=False, error=_one_line(exc), kind=kind, fix=fix)
+            return SourceStatus(self.name, ok=False, error=_one_line(exc), kind=kind, fix=fix)
         except Exception as exc:  # any failure to connect is a status, never an exception
             if api is not None:
                 api.close()
@@ -451,6 +509,7 @@ class DockerSource(ContainerSource):
         self._engine = dp.parse_engine(
             info, version, endpoint.base_url, endpoint.context, self._api_version
         )
+        self._product = self._engine.product or self._product
         self._cache.clear()
         self._oversized.clear()
         self._sampler.clear()
@@ -500,6 +559,9 @@ class DockerSource(ContainerSource):
 
     def _fail(self, status: SourceStatus) -> ContainerReading:
         self._teardown()
+        status = dataclasses.replace(status, name=self.name)
+        if self._product == "podman":
+            status = _as_podman(status)
         self._failure = status
         self._next_retry = self._clock() + self._backoff
         self._backoff = min(self._backoff * 2, _MAX_BACKOFF_S)
@@ -532,7 +594,9 @@ class DockerSource(ContainerSource):
         subscribed: threading.Event,
     ) -> None:
         backoff = 0.5
-        filters = {"type": ["container"], "event": list(EVENT_ACTIONS), **self._label_filter}
+        filters: dict[str, list[str]] = {"type": ["container"], **self._label_filter}
+        if self._product != "podman":
+            filters["event"] = list(EVENT_ACTIONS)
         while not stop.is_set():
             try:
                 self._count()
@@ -570,6 +634,7 @@ class DockerSource(ContainerSource):
         event = dp.as_dict(event)
         action = dp.as_text(event.get("Action"), 64) or dp.as_text(event.get("status"), 64) or ""
         action = action.split(":", 1)[0]
+        action = PODMAN_EVENT_ACTIONS.get(action, action)
         cid = dp.as_dict(event.get("Actor")).get("ID") or event.get("id")
         if not dp.valid_id(cid) or action not in EVENT_ACTIONS:
             return
@@ -599,7 +664,7 @@ class DockerSource(ContainerSource):
             return self._read(time.monotonic() + self._timeout)
         except Exception as exc:  # the boundary: whatever happened is a status, not a traceback
             status = SourceStatus(
-                "docker",
+                self.name,
                 False,
                 f"unexpected {type(exc).__name__}: {_one_line(exc)}",
                 "error",
@@ -625,7 +690,7 @@ class DockerSource(ContainerSource):
             # (no API call, tens of microseconds) tells at once.
             message = f"the Docker engine at {self._last_url} does not accept connections"
             kind, fix = dp.classify_connect_error(f"ConnectionRefusedError: {message}")
-            return self._fail(SourceStatus("docker", False, message, kind, fix))
+            return self._fail(SourceStatus(self.name, False, message, kind, fix))
         try:
             self._sync(deadline)
         except (EngineError, OSError) as exc:
@@ -639,11 +704,11 @@ class DockerSource(ContainerSource):
         """``ok``, or ``ok`` with a note naming the containers shown as stubs (never silent)."""
         stubs = sorted(c.name for c in self._cache.values() if c.inspect_problem)
         if not stubs:
-            return SourceStatus("docker", ok=True)
+            return SourceStatus(self.name, ok=True)
         named = ", ".join(stubs[:3]) + (f" and {len(stubs) - 3} more" if len(stubs) > 3 else "")
         noun = "container" if len(stubs) == 1 else "containers"
         error = f"{len(stubs)} {noun} shown from the list only ({named}): {OVERSIZED_INSPECT}"
-        return SourceStatus("docker", True, error, "partial", _OVERSIZED_FIX)
+        return SourceStatus(self.name, True, error, "partial", _OVERSIZED_FIX)
 
     def _sync(self, deadline: float) -> None:
         """Apply events since the last read; list everything only when the stream was down."""
@@ -721,6 +786,8 @@ class DockerSource(ContainerSource):
             info = dp.parse_inspect(data)
             parent = dp.cgroup_parent(data)
             del data  # holds Config.Env: never keep it past parsing
+            if self._product == "podman" and info.id == cid:
+                info = self._podman_facts(api, info, deadline)
             if info.id != cid:
                 # A payload describing another (or no valid) id is not this container's.
                 retry.add(cid)
@@ -731,6 +798,20 @@ class DockerSource(ContainerSource):
         if retry:
             with self._lock:
                 self._dirty |= retry
+
+    def _podman_facts(self, api: _Api, info: ContainerInfo, deadline: float) -> ContainerInfo:
+        """What only podman's own inspect says (runtime, CDI request); ``info`` if unread."""
+        libpod: dict[str, Any] = {}
+        if isinstance(api, EngineApi):  # the SDK adapter (ssh://) has no libpod call
+            try:
+                self._count()
+                libpod = api.libpod_inspect(info.id, timeout=_remaining(deadline))
+            except (EngineError, OSError):
+                libpod = {}  # the compatible inspect's facts stand; ``oci`` becomes the default
+        default = self._engine.default_runtime if self._engine else None
+        result = dp.podman_facts(info, libpod, default)
+        del libpod  # holds Config.Env too
+        return result
 
     def _stub(self, api: _Api, cid: str, deadline: float) -> None:
         """Cache a stub for a container whose inspect reply is over the cap (from a list call).
@@ -994,6 +1075,10 @@ class DockerSource(ContainerSource):
             endpoint: _Endpoint | None = self._endpoint or self._resolve()
         except Exception:  # a broken context: let the CLI report it itself
             endpoint = None
+        if self._product == "podman" and endpoint is not None:
+            # The podman CLI as a client of the service that lists the container: a rootless
+            # user's containers are not in root's local storage.
+            return ["podman", "--url", endpoint.base_url, "exec", "-it", container_id, *argv]
         return interactive_argv(endpoint, container_id, argv)
 
     # --- logs and lifecycle -----------------------------------------------------------------

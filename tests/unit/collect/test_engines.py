@@ -1,0 +1,141 @@
+"""Which engines a host shows (real sockets and directories in a made-up /run) and --engine."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from gputui.collect.engines import (
+    CONTAINERD_TASKS,
+    EngineSpec,
+    EngineSpecError,
+    discover,
+    parse_engine_spec,
+    select,
+)
+
+
+@pytest.fixture
+def run_root(tmp_path: Path) -> Iterator[Path]:
+    root = tmp_path / "run"
+    (root / "user").mkdir(parents=True)
+    yield root
+
+
+def _listen(path: Path) -> socket.socket:
+    """A real unix socket at ``path`` (discovery only stats it)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    sock.bind(str(path))
+    return sock
+
+
+def test_every_engine_of_the_host_is_found_docker_first(run_root: Path, tmp_path: Path) -> None:
+    var_run = tmp_path / "var-run"
+    uid = os.getuid()
+    held = [
+        _listen(var_run / "docker.sock"),
+        _listen(run_root / "podman" / "podman.sock"),
+        _listen(run_root / "user" / str(uid) / "podman" / "podman.sock"),
+        _listen(run_root / "user" / "4000001" / "docker.sock"),
+    ]
+    (run_root / "containerd" / CONTAINERD_TASKS / "k8s.io").mkdir(parents=True)
+    (run_root / "k3s" / "containerd" / CONTAINERD_TASKS).mkdir(parents=True)
+    # Not sockets: a regular file where a socket would be is no engine.
+    (run_root / "user" / "4000002").mkdir()
+    (run_root / "user" / "4000002" / "docker.sock").write_text("")
+    try:
+        found = discover({}, run_root=run_root, var_run=var_run)
+    finally:
+        for sock in held:
+            sock.close()
+    import pwd
+
+    me = pwd.getpwuid(uid).pw_name
+    assert [(s.name, s.kind) for s in found] == [
+        ("docker", "docker"),
+        ("podman", "podman"),
+        (f"podman-{me}", "podman"),
+        ("docker-4000001", "docker"),
+        ("containerd", "containerd"),
+        ("k3s", "containerd"),
+    ]
+    assert found[0].address is None  # the Docker CLI's endpoint: DOCKER_HOST or the context
+    assert found[1].address == f"unix://{run_root}/podman/podman.sock"
+    assert found[4].address == str(run_root / "containerd")
+
+
+def test_a_node_without_docker_reads_only_its_containerd(run_root: Path, tmp_path: Path) -> None:
+    (run_root / "containerd" / CONTAINERD_TASKS).mkdir(parents=True)
+    found = discover({}, run_root=run_root, var_run=tmp_path / "none")
+    assert found == [EngineSpec("containerd", "containerd", str(run_root / "containerd"))]
+    # Nothing at all: the Docker endpoint stays, so its status says there is no engine.
+    (run_root / "containerd" / CONTAINERD_TASKS).rmdir()
+    assert discover({}, run_root=run_root, var_run=tmp_path / "none") == [
+        EngineSpec("docker", "docker", None)
+    ]
+
+
+def test_a_podman_socket_that_is_docker_host_is_read_once(run_root: Path) -> None:
+    path = run_root / "podman" / "podman.sock"
+    sock = _listen(path)
+    try:
+        found = discover({"DOCKER_HOST": f"unix://{path}"}, run_root=run_root)
+    finally:
+        sock.close()
+    assert found == [EngineSpec("docker", "docker", None)]
+    # DOCKER_HOST names an engine that is not there: still read (its status says so).
+    path.unlink()
+    (run_root / "containerd" / CONTAINERD_TASKS).mkdir(parents=True)
+    found = discover({"DOCKER_HOST": f"unix://{run_root}/gone.sock"}, run_root=run_root)
+    assert [s.name for s in found] == ["docker", "containerd"]
+
+
+def test_engine_values_restrict_and_add() -> None:
+    found = [
+        EngineSpec("docker", "docker", None),
+        EngineSpec("podman", "podman", "unix:///run/podman/podman.sock"),
+        EngineSpec("containerd", "containerd", "/run/containerd"),
+    ]
+    assert [s.name for s in select([], found)] == ["docker", "podman", "containerd"]
+    assert [s.name for s in select(["podman"], found)] == ["podman"]
+    added = select(["docker", "podman=/tmp/p.sock"], found)
+    assert [(s.name, s.address) for s in added] == [
+        ("docker", None),
+        ("podman", "unix:///tmp/p.sock"),
+    ]
+    both = select(["auto", "podman=unix:///tmp/p.sock"], found)
+    assert [s.name for s in both] == ["docker", "podman", "containerd", "podman-2"]
+    assert all(s.explicit for s in added)
+    # A kind nothing was found of is still read at its usual place: its status says why not.
+    assert select(["containerd"], found[:1]) == [
+        EngineSpec("containerd", "containerd", "/run/containerd", explicit=True)
+    ]
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["crio", "docker=", "containerd=relative/dir", "podman=ftp://x", "podman=" + "x" * 400, ""],
+)
+def test_a_bad_engine_value_is_one_error(text: str) -> None:
+    with pytest.raises(EngineSpecError) as caught:
+        parse_engine_spec(text)
+    assert "\n" not in str(caught.value)
+
+
+def test_a_bad_engine_flag_is_one_line_and_exit_2() -> None:
+    result = subprocess.run(
+        [sys.executable, "-m", "gputui", "--once", "--engine", "crio"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert result.returncode == 2
+    assert result.stderr.count("\n") == 1 and "unknown engine 'crio'" in result.stderr
