@@ -705,6 +705,7 @@ def attribute_containers(
         info = known.get(cid)
         runtime = None
         answered = all_answered
+        source = None
         if info is None:
             runtime = next((p.info.runtime for p in procs if p.info.runtime), None)
             # Only a display name: the id and the cgroup's runtime are all that is known.
@@ -714,6 +715,9 @@ def attribute_containers(
         elif listed_by is not None:
             owner = listed_by.get(cid)
             answered = docker.status.ok if owner is None else owner.ok
+            source = owner.name if owner is not None else None
+        else:
+            source = docker.status.name
         usages.append(
             ContainerUsage(
                 info=info,
@@ -726,6 +730,7 @@ def attribute_containers(
                 gpu_data=gpu_data,
                 mig_devices=_mig_devices(by_index, procs),
                 cgroup_runtime=runtime,
+                source=source,
             )
         )
 

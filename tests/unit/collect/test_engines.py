@@ -6,7 +6,6 @@ import os
 import socket
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -22,10 +21,10 @@ from gputui.collect.engines import (
 
 
 @pytest.fixture
-def run_root(tmp_path: Path) -> Iterator[Path]:
+def run_root(tmp_path: Path) -> Path:
     root = tmp_path / "run"
     (root / "user").mkdir(parents=True)
-    yield root
+    return root
 
 
 def _listen(path: Path) -> socket.socket:
