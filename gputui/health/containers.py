@@ -327,19 +327,21 @@ def check_container_gpu_unrequested(ctx: CheckContext, container: ContainerInfo)
         ),
         fix=(
             "Recreate it with an explicit request, e.g. "
-            + _request_example(ctx.product_of(container), gpus)
+            + _request_example(ctx.product_of(container), gpus, pod=container.k8s_pod is not None)
             + ", and drop --privileged if it was only there for the GPU."
         ),
         docs=DOCS_DOCKER_SPECIALIZED,
     )
 
 
-def _request_example(product: str, gpus: Sequence[int]) -> str:
-    """How a container asks for these GPUs, in its engine's words."""
+def _request_example(product: str, gpus: Sequence[int], *, pod: bool = False) -> str:
+    """How a container asks for these GPUs, in its engine's words (a pod: in its spec)."""
+    if pod:
+        return f"`resources.limits: {{nvidia.com/gpu: {len(gpus)}}}` in the pod's spec"
     if product == "podman":
         return " ".join(f"`--device nvidia.com/gpu={g}`" for g in gpus)
     if product == "containerd":
-        return f"`resources.limits: {{nvidia.com/gpu: {len(gpus)}}}` in the pod's spec"
+        return f"`ctr run --gpus {gpus[0]}`" if len(gpus) == 1 else "`ctr run --gpus N` per GPU"
     return f"`--gpus '\"device={','.join(map(str, gpus))}\"'`"
 
 
