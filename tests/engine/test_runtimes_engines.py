@@ -21,6 +21,7 @@ from typing import Any
 import pytest
 
 from gputui.collect.docker.source import DockerSource
+from gputui.exporter.families import container_families
 from gputui.model.settings import Settings
 from gputui.wiring.compose import build_collector
 from tests.support.runtimes import (
@@ -215,8 +216,20 @@ def test_containerd_cri_and_ctr_names_pods_and_figures_without_grpc(
     try:
         collector.collect()
         time.sleep(0.3)
-        usage = {u.info.id: u for u in collector.collect().containers}[pod.container_id]
+        snapshot = collector.collect()
+        usage = {u.info.id: u for u in snapshot.containers}[pod.container_id]
         assert usage.info.cpu_percent is not None  # the second sample of its own cgroup
+        # The exporter's pod and namespace labels, as dcgm-exporter's are for the same pod.
+        labelled = [
+            sample.labels
+            for family in container_families(snapshot)
+            for sample in family.samples
+            if sample.labels.get("container_id") == pod.container_id
+        ]
+        assert labelled and all(
+            (lb["pod"], lb["namespace"], lb["container"]) == (pod.name, pod.namespace, "main")
+            for lb in labelled
+        ), labelled
         result = collector.exec_in_container(pod.container_id, ["true"], 5)
         assert result.error is not None and "containerd does not offer exec" in result.error
         assert "crictl exec" in result.error
