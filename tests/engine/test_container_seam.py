@@ -347,7 +347,9 @@ def toy_wired(
     path = tmp_path / "scenario.json"
     path.write_text(json.dumps(scenario([pid])))
     monkeypatch.setattr(
-        compose, "container_sources", lambda: [ToyRuntime(cgroups.root, {trainer: "toy-trainer"})]
+        compose,
+        "container_sources",
+        lambda *_: [ToyRuntime(cgroups.root, {trainer: "toy-trainer"})],
     )
     return trainer, path
 
