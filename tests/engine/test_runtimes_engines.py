@@ -65,7 +65,7 @@ def _once(scenario: Path, *engines: str) -> dict[str, Any]:
 
 
 def _container(doc: dict[str, Any], container_id: str) -> dict[str, Any]:
-    found = [
+    found: list[dict[str, Any]] = [
         c for c in doc["containers"] + doc.get("other_containers", []) if c["id"] == container_id
     ]
     assert len(found) == 1, [c["id"] for c in doc["containers"]]

@@ -105,6 +105,7 @@ def test_cri_names_pods_and_gpu_requests_come_from_the_bundle() -> None:
         "io.kubernetes.cri.sandbox-namespace": "ml"}})  # fmt: skip
     assert (sandbox.name, sandbox.k8s_pod) == ("POD", "train-7d9c")
     assert parse_bundle("default", "my-job", {}).name == "my-job"
+    odd: Any
     for odd in (
         [],
         {"annotations": []},
