@@ -78,7 +78,7 @@ def build_collector(
     return Collector(
         gpu,
         early.procs if early is not None else ProcSource(),
-        container_sources(settings.engines),
+        container_sources(settings.engines, cpu_settle_s=ONCE_CPU_WINDOW_S if once else 0.0),
         mode=settings.mode,
         health=run_checks if health else None,
         health_interval=settings.health_interval,
@@ -95,7 +95,10 @@ def build_collector(
 
 
 def container_sources(
-    engines: Sequence[str] = (), env: Mapping[str, str] | None = None
+    engines: Sequence[str] = (),
+    env: Mapping[str, str] | None = None,
+    *,
+    cpu_settle_s: float = 0.0,
 ) -> list[ContainerSource]:
     """The container engines a live (or scenario) collector reads, one source per engine.
 
@@ -110,26 +113,35 @@ def container_sources(
     Args:
         engines: The ``--engine`` values (validated by the CLI); none reads every engine found.
         env: The environment for discovery (``os.environ`` when None).
+        cpu_settle_s: A one-shot's wait between the two cgroup samples of a container's CPU %
+            (0 in a live loop, which has the previous refresh's).
     """
     from gputui.collect.engines import select
 
-    return [_deferred(spec) for spec in select(list(engines), env=env)]
+    return [
+        DeferredContainers(partial(_engine_source, spec, cpu_settle_s), name=spec.name)
+        for spec in select(list(engines), env=env)
+    ]
 
 
-def _deferred(spec: EngineSpec) -> ContainerSource:
-    return DeferredContainers(partial(_engine_source, spec), name=spec.name)
-
-
-def _engine_source(spec: EngineSpec) -> ContainerSource:
+def _engine_source(spec: EngineSpec, cpu_settle_s: float = 0.0) -> ContainerSource:
     """The source of one engine (imported and built on its read thread, see above)."""
     if spec.kind == "containerd":
         from gputui.collect.containerd.bundles import ContainerdBundles
 
-        return ContainerdBundles(spec.address or "/run/containerd", name=spec.name)
+        return ContainerdBundles(
+            spec.address or "/run/containerd", name=spec.name, cpu_settle_s=cpu_settle_s
+        )
     from gputui.collect.docker.source import DockerSource
 
     product = "podman" if spec.kind == "podman" else None
-    return DockerSource(spec.address, timeout=DOCKER_READ_S, name=spec.name, product=product)
+    return DockerSource(
+        spec.address,
+        timeout=DOCKER_READ_S,
+        name=spec.name,
+        product=product,
+        cpu_settle_s=cpu_settle_s,
+    )
 
 
 def kernel_faults(settings: Settings, *, once: bool = False) -> KernelFaultTracker | None:

@@ -96,6 +96,7 @@ def test_podman_and_docker_at_once_by_name_with_figures_exec_and_logs(
     assert row["runtime"] == "runc"  # not podman's "oci"
     assert sorted(row["pids"]) == sorted(pids)
     assert row["memory_used_bytes"] is not None and row["memory_used_bytes"] > 0
+    assert row["cpu_percent"] is not None  # a one-shot samples its cgroup twice
     for proc in doc["processes"]:
         assert proc["container"]["name"] == name
     # No false verdicts from Docker's facts: podman's runtime is podman's.
@@ -192,6 +193,7 @@ def test_containerd_cri_and_ctr_names_pods_and_figures_without_grpc(
     assert row["image"].endswith("gputui-rt:latest")
     # Its own cgroup (/kubepods/burstable/pod<uid>/<id>): its figures, not the node's.
     assert row["memory_used_bytes"] is not None and row["memory_used_bytes"] > 0
+    assert row["cpu_percent"] is not None
     sandbox = _container(doc, pod.sandbox_id)
     assert sandbox["name"] == "POD" and sandbox["k8s_pod"] == pod.name
     ctr_row = _container(doc, ctr_name)
@@ -241,3 +243,16 @@ def test_containerd_cri_and_ctr_names_pods_and_figures_without_grpc(
 def _linux_only() -> None:
     if not Path("/proc/self/cgroup").exists():
         pytest.skip("needs Linux /proc and cgroups")
+
+
+def test_a_one_shot_gives_docker_containers_a_cpu_figure(
+    docker_engine: Any, run_container: Any, tmp_path: Path
+) -> None:
+    # Before, every engine's container CPU % in `--once --json` was null: one cgroup sample.
+    box = run_container(["sh", "-c", "while :; do :; done"], network_mode="none")
+    box.reload()
+    pid = int(box.attrs["State"]["Pid"])
+    doc = _once(_scenario(tmp_path, [pid]), "docker")
+    row = _container(doc, box.id)
+    assert row["source"] == "docker"
+    assert row["cpu_percent"] is not None and row["cpu_percent"] > 1.0, row

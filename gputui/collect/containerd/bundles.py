@@ -191,6 +191,8 @@ class ContainerdBundles(ContainerSource):
         timeout: Seconds one read may spend on the files.
         cgroup_root: Where the host's cgroup hierarchy is.
         proc_root: Where the host's ``/proc`` is.
+        cpu_settle_s: For a single collection: seconds between the two cgroup samples a
+            container's first CPU % needs.
     """
 
     def __init__(
@@ -201,8 +203,10 @@ class ContainerdBundles(ContainerSource):
         timeout: float = 2.0,
         cgroup_root: str | os.PathLike[str] = "/sys/fs/cgroup",
         proc_root: str | os.PathLike[str] = "/proc",
+        cpu_settle_s: float = 0.0,
     ) -> None:
         self.name = name
+        self._cpu_settle_s = cpu_settle_s
         self._state = Path(state_dir)
         self._tasks = self._state / CONTAINERD_TASKS
         self._timeout = timeout
@@ -273,7 +277,7 @@ class ContainerdBundles(ContainerSource):
         self._bundles = seen
         containers = [_with_pid(b, self._proc) for b in seen.values()]
         containers.sort(key=lambda c: (c.k8s_namespace or "", c.k8s_pod or "", c.name, c.id))
-        sampled = self._sampler.sample(containers, self._engine)
+        sampled = self._sampler.sample(containers, self._engine, settle_s=self._cpu_settle_s)
         status = SourceStatus(self.name, ok=True)
         if problems or late:
             shown = "; ".join(problems[:3]) + (

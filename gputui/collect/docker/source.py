@@ -397,6 +397,7 @@ class DockerSource(ContainerSource):
         label: str | None = None,
         name: str = "docker",
         product: str | None = None,
+        cpu_settle_s: float = 0.0,
     ) -> None:
         """Remember the settings; no I/O happens until the first :meth:`read`.
 
@@ -411,8 +412,11 @@ class DockerSource(ContainerSource):
             name: The source's name (its key in the snapshot).
             product: What is expected at the endpoint (``podman`` for a podman socket) until
                 the engine's ``/version`` says what it is.
+            cpu_settle_s: For a single collection: seconds between the two cgroup samples a
+                container's first CPU % needs (see ``CgroupSampler.sample``).
         """
         self.name = name
+        self._cpu_settle_s = cpu_settle_s
         self._product = product or "docker"
         self.api_calls = 0
         self._cli: bool | None = None  # whether the docker CLI is on PATH, once looked for
@@ -855,7 +859,7 @@ class DockerSource(ContainerSource):
         """Add CPU %, memory and throttling from the cgroup files (local engines only)."""
         if self._engine is None or not self._local():
             return containers
-        return self._sampler.sample(containers, self._engine)
+        return self._sampler.sample(containers, self._engine, settle_s=self._cpu_settle_s)
 
     def tracked_ids(self) -> dict[str, frozenset[str]]:
         """The container ids each cache holds, by cache (for leak checks: churn tests, soaks).
