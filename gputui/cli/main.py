@@ -158,6 +158,8 @@ def _main(argv: Sequence[str] | None) -> int:
         return fail_usage(str(exc))
     if args.interval is None and config.ui.interval is not None:
         settings = replace(settings, interval=config.ui.interval)
+    if not settings.engines and config.engines:  # --engine wins over the file's [engines]
+        settings = replace(settings, engines=config.engines)
     if args.replay is not None:
         if args.demo or args.scenario is not None:
             return fail_usage("--replay cannot be combined with --demo or --scenario")

@@ -152,6 +152,8 @@ class Config:
         notify: ``[[notify]]``: where alerts, findings, faults and idle-policy notices go
             (docs/notify.md; parsed by :mod:`gputui.notify.config`).
         idle_policy: ``[idle_policy]``: the idle-GPU policy (off unless ``enabled``).
+        engines: ``[engines] use``: the container engines read, as ``--engine`` values
+            (a command-line ``--engine`` wins); empty reads every engine found.
     """
 
     path: Path | None = None
@@ -162,6 +164,39 @@ class Config:
     notify: tuple[NotifyTarget, ...] = ()
     idle_policy: IdlePolicy = field(default_factory=IdlePolicy)
     ledger: LedgerPrefs = LedgerPrefs()
+    engines: tuple[str, ...] = ()
+
+
+#: More engines than a host runs: a longer list is a mistake.
+MAX_ENGINES = 32
+
+
+def parse_engines(raw: object, origin: str) -> tuple[str, ...]:
+    """``[engines] use = ["docker", "podman=unix:///run/podman/podman.sock"]``.
+
+    Raises:
+        ConfigError: not a table of a list of ``--engine`` values (each checked as the flag).
+    """
+    from gputui.collect.engines import EngineSpecError, parse_engine_spec
+
+    if not isinstance(raw, dict):
+        raise ConfigError(f"{origin}: [engines] must be a table")
+    unknown = sorted(set(raw) - {"use"})
+    if unknown:
+        raise ConfigError(f"{origin}: [engines] has no key {shown_text(str(unknown[0]))}")
+    use = raw.get("use", [])
+    if not isinstance(use, list) or len(use) > MAX_ENGINES:
+        raise ConfigError(f"{origin}: [engines] use must be a list of at most {MAX_ENGINES}")
+    values: list[str] = []
+    for value in use:
+        if not isinstance(value, str):
+            raise ConfigError(f'{origin}: [engines] use takes strings such as "podman"')
+        try:
+            parse_engine_spec(value)
+        except EngineSpecError as exc:
+            raise ConfigError(f"{origin}: [engines] use: {exc}") from None
+        values.append(value)
+    return tuple(values)
 
 
 def default_config_path(env: Mapping[str, str] | None = None) -> Path:
@@ -224,6 +259,7 @@ def parse_config(text: str, path: Path) -> Config:
     except NotifyConfigError as exc:
         raise ConfigError(str(exc)) from None
     ledger = parse_ledger(data.get("ledger", {}), str(path))
+    engines = parse_engines(data.get("engines", {}), str(path))
     return Config(
         path=path,
         alert_rules=parse_alerts(data, str(path)),
@@ -233,6 +269,7 @@ def parse_config(text: str, path: Path) -> Config:
         notify=notify,
         idle_policy=idle_policy,
         ledger=ledger,
+        engines=engines,
     )
 
 

@@ -120,10 +120,11 @@ def check_engine_sources(ctx: CheckContext) -> Result:
     lines = []
     for name, status in statuses.items():
         engine = engines.get(name)
-        what = (engine.product if engine else None) or "unknown"
+        what = (engine.product if engine else None) or ""
         where = (engine.endpoint if engine else None) or ""
+        about = " at ".join(part for part in (what, where) if part)
         state = "answers" if status.ok else f"{status.kind or 'error'}: {status.error or '?'}"
-        lines.append(f"{name} ({what}{' at ' + where if where else ''}): {state}")
+        lines.append(f"{name} ({about}): {state}" if about else f"{name}: {state}")
     # The Docker engine's failure is docker.engine's FAIL; another engine's is this warning.
     down = [n for n, s in statuses.items() if not s.ok and n != "docker"]
     if down:

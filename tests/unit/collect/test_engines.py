@@ -138,3 +138,38 @@ def test_a_bad_engine_flag_is_one_line_and_exit_2() -> None:
     )
     assert result.returncode == 2
     assert result.stderr.count("\n") == 1 and "unknown engine 'crio'" in result.stderr
+
+
+def test_the_config_files_engines_are_checked_like_the_flag(tmp_path: Path) -> None:
+    from gputui.config.file import parse_config
+    from gputui.config.values import ConfigError
+
+    path = tmp_path / "config.toml"
+    good = '[engines]\nuse = ["docker", "podman=unix:///run/podman/podman.sock"]\n'
+    assert parse_config(good, path).engines == ("docker", "podman=unix:///run/podman/podman.sock")
+    assert parse_config("", path).engines == ()
+    for bad in ('[engines]\nuse = ["crio"]\n', "[engines]\nuse = 3\n", "[engines]\nother = 1\n"):
+        with pytest.raises(ConfigError) as caught:
+            parse_config(bad, path)
+        assert "\n" not in str(caught.value) and "[engines]" in str(caught.value)
+
+
+def test_the_config_files_engines_are_read_and_the_flag_wins(tmp_path: Path) -> None:
+    config = tmp_path / "config.toml"
+    config.write_text(f'[engines]\nuse = ["containerd={tmp_path}/ctd"]\n')
+    scenario = tmp_path / "s.json"
+    scenario.write_text('{"nvml": "ok", "gpus": []}')
+
+    def sources(*extra: str) -> list[str]:
+        result = subprocess.run(
+            [sys.executable, "-m", "gputui", "--once", "--json", "--scenario", str(scenario),
+             "--config", str(config), *extra],
+            capture_output=True, text=True, timeout=60, check=False,
+        )  # fmt: skip
+        assert result.returncode == 0, result.stderr
+        import json
+
+        return [name for name in json.loads(result.stdout)["sources"] if name != "nvml"]
+
+    assert sources() == ["containerd"]
+    assert sources("--engine", f"podman=unix://{tmp_path}/p.sock") == ["podman"]
