@@ -31,13 +31,22 @@ from tests.support.runtimes import (
     Containerd,
     CriClient,
     Podman,
+    RootlessDocker,
     containerd,
     rootful_podman,
+    rootless_docker,
+    rootless_podman,
     runtime_image,
     wait_until,
 )
 
-__all__ = ["containerd", "rootful_podman", "runtime_image"]
+__all__ = [
+    "containerd",
+    "rootful_podman",
+    "rootless_docker",
+    "rootless_podman",
+    "runtime_image",
+]
 
 #: PID 1 is ``sh``, which says hello on its log first; its child ``sleep`` is another process.
 COMMAND = ("sh", "-c", "echo gputui-hello; sleep 900 & wait")
@@ -256,3 +265,33 @@ def test_a_one_shot_gives_docker_containers_a_cpu_figure(
     row = _container(doc, box.id)
     assert row["source"] == "docker"
     assert row["cpu_percent"] is not None and row["cpu_percent"] > 1.0, row
+
+
+def test_rootless_podman_and_rootless_docker_by_name_from_their_users_sockets(
+    rootless_podman: Podman, rootless_docker: RootlessDocker, tmp_path: Path
+) -> None:
+    podman_sock = rootless_podman.service()
+    podman_name = f"{PREFIX}-{uuid.uuid4().hex[:8]}"
+    podman_id = rootless_podman.run_container(podman_name, *COMMAND)
+    wait_until(lambda: len(rootless_podman.top(podman_name)) == 2, "podman did not start", 30)
+    podman_pid = rootless_podman.top(podman_name)[0][0]
+    docker_name = f"{PREFIX}-{uuid.uuid4().hex[:8]}"
+    docker_id = rootless_docker(
+        "run", "-d", "--name", docker_name, "--network", "none", "gputui-rt:latest", *COMMAND
+    ).strip()
+    docker_pid = int(rootless_docker("inspect", "--format", "{{.State.Pid}}", docker_name))
+    scenario = _scenario(tmp_path, [podman_pid, docker_pid])
+
+    doc = _once(scenario, f"podman=unix://{podman_sock}", f"docker={rootless_docker.host}")
+    assert doc["sources"]["podman"]["ok"] and doc["sources"]["docker"]["ok"], doc["sources"]
+    podman_row = _container(doc, podman_id)
+    docker_row = _container(doc, docker_id)
+    assert (podman_row["name"], podman_row["source"]) == (podman_name, "podman")
+    assert (docker_row["name"], docker_row["source"]) == (docker_name, "docker")
+    # cgroup v1 gives neither a cgroup of its own: their figures are unknown, never the
+    # session's (that showed 200 % CPU and the session's memory).
+    for row in (podman_row, docker_row):
+        assert row["cpu_percent"] is None and row["memory_used_bytes"] is None, row
+    procs = {p["pid"]: p for p in doc["processes"]}
+    assert procs[podman_pid]["container"]["name"] == podman_name
+    assert procs[docker_pid]["container"]["name"] == docker_name
