@@ -256,3 +256,21 @@ def _default_of(kind: str) -> EngineSpec:
     if kind == "containerd":
         return EngineSpec("containerd", "containerd", "/run/containerd", explicit=True)
     return EngineSpec("docker", "docker", None, explicit=True)
+
+
+#: How to let gputui reach the engine of a container it sees only in a cgroup, by the runtime
+#: its cgroup path (or runtime monitor) names.
+_CONNECT_HINTS = {
+    "podman": "start podman's API service (systemctl start podman.socket; a user's: "
+    "systemctl --user start podman.socket) or name it: --engine podman=unix:///PATH",
+    "docker": "name its engine: --engine docker=unix:///PATH (a rootless one: "
+    "/run/user/UID/docker.sock)",
+    "containerd": "name containerd's state directory: --engine containerd=/run/containerd",
+    "kubernetes": "name containerd's state directory: --engine containerd=/run/containerd "
+    "(k3s: /run/k3s/containerd)",
+}
+
+
+def connect_hint(runtime: str | None) -> str:
+    """How to connect the engine of a runtime gputui does not read (empty when unknown)."""
+    return _CONNECT_HINTS.get(runtime or "", "")
