@@ -49,8 +49,12 @@ def sock_path() -> Iterator[str]:
     short.unlink(missing_ok=True)
 
 
-def _routes(libpod: Behaviour) -> dict[str, Any]:
+POD_ID = "b" * 64
+
+
+def _routes(libpod: Behaviour, pod: Behaviour | None = None) -> dict[str, Any]:
     return {
+        "/v4.0.0/libpod/pods/": pod or json_reply({"Name": "trainers"}),
         "/version": json_reply(PODMAN_VERSION),
         "/info": json_reply({**INFO, "Runtimes": {"crun": {}, "runc": {}}}),
         "/events": held_open,
@@ -74,6 +78,25 @@ def test_podman_facts_from_its_own_inspect(sock_path: str) -> None:
         "trainer", "crun", ("0",), "cdi"
     )  # fmt: skip
     assert f"GET /v4.0.0/libpod/containers/{GOOD_ID}/json" in engine.requests
+
+
+@pytest.mark.parametrize(
+    "pod",
+    [trickle(2.0), oversize, deep_json, json_reply([1]), json_reply({"Name": 7}), None],
+    ids=["trickle", "oversize", "deep", "list", "wrong-type", "named"],
+)
+def test_a_podman_pods_name_and_a_hostile_pod_reply(sock_path: str, pod: Behaviour | None) -> None:
+    libpod = json_reply({"OCIRuntime": "runc", "Pod": POD_ID})
+    with FakeEngine(sock_path, _routes(libpod, pod)) as engine:
+        source = DockerSource(engine.url, timeout=2.0, name="podman", product="podman")
+        started = time.monotonic()
+        reading = source.read()
+        elapsed = time.monotonic() - started
+        source.close()
+    assert elapsed < 4.0 and reading.status.ok, (elapsed, reading.status)
+    (info,) = reading.containers
+    assert info.name == "trainer"
+    assert info.k8s_pod == ("trainers" if pod is None else None)
 
 
 @pytest.mark.parametrize(

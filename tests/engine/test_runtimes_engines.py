@@ -295,3 +295,27 @@ def test_rootless_podman_and_rootless_docker_by_name_from_their_users_sockets(
     procs = {p["pid"]: p for p in doc["processes"]}
     assert procs[podman_pid]["container"]["name"] == podman_name
     assert procs[docker_pid]["container"]["name"] == docker_name
+
+
+def test_a_podman_pods_containers_carry_its_name(rootful_podman: Podman) -> None:
+    sock = rootful_podman.service()
+    pod = f"{PREFIX}-pod-{uuid.uuid4().hex[:6]}"
+    rootful_podman("pod", "create", "--name", pod, "--infra=false")
+    names = [f"{pod}-a", f"{pod}-b"]
+    ids = [
+        rootful_podman("run", "-d", "--pod", pod, "--name", n, "--network", "none",
+                       "docker.io/library/gputui-rt:latest", "sleep", "900").strip()
+        for n in names
+    ]  # fmt: skip
+    source = DockerSource(f"unix://{sock}", timeout=10.0, name="podman", product="podman")
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            listed = {c.id: c for c in source.read().containers}
+            if all(i in listed for i in ids) or time.monotonic() > deadline:
+                break
+        assert [listed[i].name for i in ids] == names
+        assert [listed[i].k8s_pod for i in ids] == [pod, pod]  # from podman's own pod record
+    finally:
+        source.close()
+        rootful_podman("pod", "rm", "--force", pod)

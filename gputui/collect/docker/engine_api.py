@@ -348,6 +348,16 @@ class EngineApi:
         )
         return _expect_dict(reply, what)
 
+    def libpod_pod(self, pod_id: str, timeout: float | None = None) -> dict[str, Any]:
+        """A podman pod, ``GET /v4.0.0/libpod/pods/{id}/json`` (its name; podman only)."""
+        reply = self.request(
+            "GET",
+            f"v{LIBPOD_API_VERSION}/libpod/pods/{pod_id}/json",
+            max_bytes=MAX_INSPECT_BYTES,
+            timeout=timeout,
+        )
+        return _expect_dict(reply, "GET /libpod/pods/{id}/json")
+
     def events(self, filters: Mapping[str, Sequence[str]]) -> EventStream:
         """Subscribe to ``GET /events``; the reply's headers arrive within the timeout.
 

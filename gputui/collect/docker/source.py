@@ -88,6 +88,8 @@ PODMAN_EVENT_ACTIONS = {
 }  # fmt: skip
 _MIN_BACKOFF_S = 2.0
 _MAX_BACKOFF_S = 10.0
+#: podman pod names kept (more pods than a host runs; the cache starts again beyond).
+MAX_PODS = 4096
 #: More containers than one engine runs; a longer list is cut (the reply is bounded anyway).
 MAX_CONTAINERS = 20_000
 #: A container whose inspect reply is over the size cap is a stub from the list reply; the
@@ -445,6 +447,8 @@ class DockerSource(ContainerSource):
         self._stop_events = threading.Event()
         self._events_stream: Any = None
         self._events_thread: threading.Thread | None = None
+        #: podman pods' names by pod id (asked once each; cleared beyond MAX_PODS).
+        self._pod_names: dict[str, str | None] = {}
         #: Execs started and not yet over: exec id -> container id (guarded by _lock).
         self._live_execs: dict[str, str] = {}
 
@@ -814,8 +818,29 @@ class DockerSource(ContainerSource):
                 libpod = {}  # the compatible inspect's facts stand; ``oci`` becomes the default
         default = self._engine.default_runtime if self._engine else None
         result = dp.podman_facts(info, libpod, default)
+        pod_id = libpod.get("Pod")
         del libpod  # holds Config.Env too
+        if isinstance(api, EngineApi) and dp.valid_id(pod_id) and result.k8s_pod is None:
+            assert isinstance(pod_id, str)
+            pod = self._pod_name(api, pod_id, deadline)
+            if pod:
+                result = dataclasses.replace(result, k8s_pod=pod)
         return result
+
+    def _pod_name(self, api: EngineApi, pod_id: str, deadline: float) -> str | None:
+        """A podman pod's name, asked once per pod (a few pods; the cache is bounded)."""
+        if pod_id in self._pod_names:
+            return self._pod_names[pod_id]
+        try:
+            self._count()
+            reply = api.libpod_pod(pod_id, timeout=_remaining(deadline))
+        except (EngineError, OSError):
+            return None  # asked again at the container's next inspect
+        name = dp.as_text(reply.get("Name"), dp.MAX_NAME_CHARS) or None
+        if len(self._pod_names) >= MAX_PODS:
+            self._pod_names.clear()
+        self._pod_names[pod_id] = name
+        return name
 
     def _stub(self, api: _Api, cid: str, deadline: float) -> None:
         """Cache a stub for a container whose inspect reply is over the cap (from a list call).

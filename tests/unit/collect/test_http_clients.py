@@ -88,6 +88,12 @@ def _podman(port: int, timeout: float) -> Any:
     return api.libpod_inspect("a" * 64)
 
 
+def _podman_pod(port: int, timeout: float) -> Any:
+    # A podman pod's name: asked once per pod.
+    api = EngineApi(DockerEndpoint(f"tcp://127.0.0.1:{port}", False, None, True), timeout)
+    return api.libpod_pod("b" * 64)
+
+
 def _prometheus(port: int, timeout: float) -> Any:
     client = PrometheusClient(parse_url(f"http://127.0.0.1:{port}"), timeout=timeout)
     data = client.query("up", 1.0)
@@ -116,6 +122,9 @@ CLIENTS: dict[str, Driver] = {
     "collect/docker/engine_api.py": Driver(_docker, EngineError, "did not answer", "larger than"),
     "collect/docker/engine_api.py::libpod": Driver(
         _podman, EngineError, "did not answer", "larger than"
+    ),
+    "collect/docker/engine_api.py::libpod-pod": Driver(
+        _podman_pod, EngineError, "did not answer", "larger than"
     ),
     "fleet/client.py": Driver(_prometheus, FleetError, "did not answer", "answered more than"),
     "notify/send.py": Driver(_webhook, DeliveryFailed, "did not answer", "answered more than"),
