@@ -127,3 +127,45 @@ def test_a_podman_socket_that_is_gone_speaks_podman(tmp_path: Path) -> None:
     assert status.name == "podman-alice" and status.kind == "not_found"
     assert "podman" in (status.error or "") and "Docker" not in (status.error or "")
     assert "podman.socket" in (status.fix or "") and "docker" not in (status.fix or "").lower()
+
+
+def test_a_stuck_podman_service_delays_neither_docker_nor_the_gpu_data(sock_path: str) -> None:
+    from gputui.collect.collector import Collector
+    from gputui.collect.linux.proc_reader import ProcSource
+    from gputui.collect.standins.scenario import ScenarioSource
+    from tests.support.fake_engine import VERSION
+
+    scenario = {"gpus": [{"index": 0, "name": "NVIDIA H200", "processes": []}]}
+    docker_sock = sock_path + ".docker"
+    docker_routes = {
+        "/version": json_reply(VERSION),
+        "/info": json_reply(INFO),
+        "/events": held_open,
+        "/containers/json": json_reply(LISTED),
+        f"/containers/{GOOD_ID}/json": json_reply(RUNNING),
+    }
+    stuck = {**_routes(json_reply({})), "/version": trickle(2.0)}
+    try:
+        with (
+            FakeEngine(sock_path, stuck) as podman_engine,
+            FakeEngine(docker_sock, docker_routes) as docker_engine,
+        ):
+            podman = DockerSource(podman_engine.url, timeout=30.0, name="podman", product="podman")
+            docker = DockerSource(docker_engine.url, timeout=5.0)
+            collector = Collector(
+                ScenarioSource(scenario), ProcSource(), [docker, podman], docker_wait=1.0
+            )
+            try:
+                for _ in range(2):
+                    started = time.monotonic()
+                    snap = collector.collect()
+                    assert time.monotonic() - started < 1.8  # one wait, not one per source
+                    assert [g.index for g in snap.gpus] == [0]
+                    assert snap.sources["docker"].ok
+                    assert [c.info.name for c in snap.containers] == ["trainer"]
+                    assert snap.sources["podman"].kind == "slow"
+                    assert "podman" in (snap.sources["podman"].error or "")
+            finally:
+                collector.close()
+    finally:
+        Path(docker_sock).unlink(missing_ok=True)
