@@ -421,7 +421,8 @@ class DockerSource(ContainerSource):
         self._cpu_settle_s = cpu_settle_s
         self._product = product or "docker"
         self.api_calls = 0
-        self._cli: bool | None = None  # whether the docker CLI is on PATH, once looked for
+        self._cli: bool | None = None  # whether the engine's CLI is on PATH, once looked for
+        self._cli_of = ""  # which CLI that was (docker or podman)
         self._label_filter: dict[str, list[str]] = {"label": [label]} if label else {}
         self._base_url = base_url
         self._timeout = timeout
@@ -453,14 +454,16 @@ class DockerSource(ContainerSource):
         self._live_execs: dict[str, str] = {}
 
     def capabilities(self) -> ContainerCapabilities:
-        """Exec, logs and lifecycle; exec on the terminal while the docker CLI is on PATH.
+        """Exec, logs and lifecycle; exec on the terminal while the engine's CLI is on PATH.
 
         The CLI is looked for once (on the read thread): PATH does not change under gputui.
         """
-        if self._product == "podman":
-            return PODMAN_CAPABILITIES if shutil.which("podman") else PODMAN_WITHOUT_CLI
-        if self._cli is None:
-            self._cli = docker_cli_available()
+        podman = self._product == "podman"
+        if self._cli is None or self._cli_of != self._product:
+            self._cli = shutil.which("podman") is not None if podman else docker_cli_available()
+            self._cli_of = self._product
+        if podman:
+            return PODMAN_CAPABILITIES if self._cli else PODMAN_WITHOUT_CLI
         return DOCKER_CAPABILITIES if self._cli else DOCKER_WITHOUT_CLI
 
     def slow_status(self, waited_s: float) -> SourceStatus:
