@@ -295,8 +295,12 @@ class Collector:
                     visibility,
                     sources.get("kmsg"),
                     container_sources=statuses,
+                    # An engine away keeps its last facts: its containers (kept too) are still
+                    # judged against their own engine, never the first source's.
                     engines={
-                        got.status.name: got.engine for got in readings if got.engine is not None
+                        got.status.name: engine
+                        for i, got in enumerate(readings)
+                        if (engine := got.engine or self._last_engine[i]) is not None
                     },
                     owners={cid: readings[i].status.name for cid, i in owners.items()},
                 )

@@ -173,3 +173,65 @@ def test_the_config_files_engines_are_read_and_the_flag_wins(tmp_path: Path) -> 
 
     assert sources() == ["containerd"]
     assert sources("--engine", f"podman=unix://{tmp_path}/p.sock") == ["podman"]
+
+
+class _Engine:
+    """A container source answering from a list of readings (the last one repeated)."""
+
+    def __init__(self, name: str, readings: list[object]) -> None:
+        self.name = name
+        self._readings = readings
+
+    def read(self) -> object:
+        return self._readings.pop(0) if len(self._readings) > 1 else self._readings[0]
+
+    def capabilities(self) -> object:
+        from gputui.collect.sources import ContainerCapabilities
+
+        return ContainerCapabilities()
+
+    def slow_status(self, waited_s: float) -> object:
+        from gputui.model.status import SourceStatus
+
+        return SourceStatus(self.name, False, "slow", "slow")
+
+    def close(self) -> None:
+        pass
+
+
+def test_each_container_is_judged_against_its_own_engine_even_while_it_is_away() -> None:
+    from gputui.collect.collector import Collector
+    from gputui.collect.linux.proc_reader import ProcSource
+    from gputui.collect.standins.scenario import ScenarioSource
+    from gputui.health.runner import run_checks
+    from gputui.model.containers import ContainerInfo, ContainerReading, EngineInfo
+    from gputui.model.status import HealthStatus, SourceStatus
+
+    docker = ContainerReading(
+        SourceStatus("docker", ok=True), (), EngineInfo(runtimes=("runc",), product="docker")
+    )
+    boxed = ContainerInfo("a" * 64, "boxed", "img", "exited", runtime="crun")
+    podman_ok = ContainerReading(
+        SourceStatus("podman", ok=True),
+        (boxed,),
+        EngineInfo(runtimes=("crun", "runc"), product="podman"),
+    )
+    podman_down = ContainerReading(SourceStatus("podman", False, "gone", "unreachable"))
+    scenario = {"gpus": [{"index": 0, "name": "NVIDIA H200", "processes": []}]}
+    collector = Collector(
+        ScenarioSource(scenario),
+        ProcSource(),
+        [_Engine("docker", [docker]), _Engine("podman", [podman_ok, podman_down])],  # type: ignore[list-item]
+        health=run_checks,
+        tune_gc=False,
+    )
+    try:
+        for _ in range(2):  # podman answers, then is away (its containers kept)
+            snap = collector.collect()
+            checks = {c.id: c for c in snap.health}
+            assert "boxed" in {c.info.name for c in snap.containers}
+            runtime = checks["container.runtime:boxed"]
+            assert runtime.status is HealthStatus.PASS, runtime
+            assert {u.info.name: u.source for u in snap.containers} == {"boxed": "podman"}
+    finally:
+        collector.close()
