@@ -53,6 +53,38 @@ def add_kernel_log(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def engine_arg(text: str) -> str:
+    """One ``--engine`` value, checked here so a bad one is one line and exit 2."""
+    from gputui.collect.engines import EngineSpecError, parse_engine_spec
+
+    try:
+        parse_engine_spec(text)
+    except EngineSpecError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    return text
+
+
+def add_engine(parser: argparse.ArgumentParser) -> None:
+    """``--engine KIND[=ADDRESS]`` (repeatable): which container engines are read."""
+    parser.add_argument(
+        "--engine",
+        metavar="KIND[=ADDRESS]",
+        action="append",
+        type=engine_arg,
+        default=None,
+        help=(
+            "read only this container engine (repeatable): docker, podman or containerd, "
+            "as found on the host, or KIND=ADDRESS (a unix:// or tcp:// URL; containerd: its "
+            "state directory); 'auto' adds every engine found (default: all found)"
+        ),
+    )
+
+
+def engines_of(args: argparse.Namespace) -> tuple[str, ...]:
+    """The ``--engine`` values given (none: every engine the host shows)."""
+    return tuple(getattr(args, "engine", None) or ())
+
+
 def add_config(parser: argparse.ArgumentParser) -> None:
     """The ``--config FILE`` option every command that reads the config takes."""
     parser.add_argument(
@@ -80,6 +112,7 @@ def run_settings(args: argparse.Namespace) -> Settings:
         config=args.config,
         bell=args.bell,
         kernel_log=getattr(args, "kernel_log", None),
+        engines=engines_of(args),
     )
 
 
@@ -94,6 +127,7 @@ def source_args(parser: argparse.ArgumentParser) -> None:
         "--interval", metavar="SECONDS", type=interval_arg, default=1.0, help="refresh period"
     )
     add_kernel_log(parser)
+    add_engine(parser)
 
 
 def source_settings(args: argparse.Namespace) -> Settings | str:
@@ -114,6 +148,7 @@ def source_settings(args: argparse.Namespace) -> Settings | str:
         demo=args.demo,
         scenario=args.scenario,
         kernel_log=getattr(args, "kernel_log", None),
+        engines=engines_of(args),
     )
 
 

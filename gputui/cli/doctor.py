@@ -11,7 +11,7 @@ from gputui.model.settings import Settings
 
 if TYPE_CHECKING:
     pass
-from gputui.cli.args import Parser
+from gputui.cli.args import Parser, add_engine, engines_of
 from gputui.cli.once import collect_once
 from gputui.cli.terminal import fail_usage, write_out
 
@@ -22,12 +22,15 @@ def doctor(argv: Sequence[str]) -> int:
     parser.add_argument("--json", action="store_true", help="print the checks as JSON")
     parser.add_argument("--demo", action="store_true", help="check the simulated machine")
     parser.add_argument("--scenario", metavar="FILE", type=Path, help="replace NVML with FILE")
+    add_engine(parser)
     args = parser.parse_args(argv)
     from gputui.model.status import HealthStatus
     from gputui.present.json_report import check_to_json
     from gputui.present.text_report import format_checks
 
-    snapshot = collect_once(Settings(demo=args.demo, scenario=args.scenario))
+    snapshot = collect_once(
+        Settings(demo=args.demo, scenario=args.scenario, engines=engines_of(args))
+    )
     if isinstance(snapshot, str):
         return fail_usage(snapshot)
     checks = snapshot.health

@@ -25,7 +25,14 @@ from gputui.model.settings import MAX_INTERVAL_S, MIN_INTERVAL_S
 
 if TYPE_CHECKING:
     pass
-from gputui.cli.args import Parser, add_config, add_kernel_log, interval_arg, run_settings
+from gputui.cli.args import (
+    Parser,
+    add_config,
+    add_engine,
+    add_kernel_log,
+    interval_arg,
+    run_settings,
+)
 from gputui.cli.doctor import doctor
 from gputui.cli.export import export
 from gputui.cli.fleet import fleet
@@ -84,6 +91,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="no container logs (they can hold secrets)",
     )
     add_config(parser)
+    add_engine(parser)
     parser.add_argument(
         "--bell", action="store_true", help="ring the terminal bell when an alert starts firing"
     )

@@ -252,6 +252,14 @@ class Collector:
                     visibility,
                     sources.get("kmsg"),
                     container_sources=statuses,
+                    # An engine away keeps its last facts: its containers (kept too) are still
+                    # judged against their own engine, never the first source's.
+                    engines={
+                        got.status.name: engine
+                        for i, got in enumerate(readings)
+                        if (engine := got.engine or self._last_engine[i]) is not None
+                    },
+                    owners={cid: readings[i].status.name for cid, i in owners.items()},
                 )
             )
             mark("health-checks")
@@ -647,6 +655,7 @@ def attribute_containers(
         info = known.get(cid)
         runtime = None
         answered = all_answered
+        source = None
         if info is None:
             runtime = next((p.info.runtime for p in procs if p.info.runtime), None)
             # Only a display name: the id and the cgroup's runtime are all that is known.
@@ -656,6 +665,9 @@ def attribute_containers(
         elif listed_by is not None:
             owner = listed_by.get(cid)
             answered = docker.status.ok if owner is None else owner.ok
+            source = owner.name if owner is not None else None
+        else:
+            source = docker.status.name
         usages.append(
             ContainerUsage(
                 info=info,
@@ -668,6 +680,7 @@ def attribute_containers(
                 gpu_data=gpu_data,
                 mig_devices=_mig_devices(by_index, procs),
                 cgroup_runtime=runtime,
+                source=source,
             )
         )
 

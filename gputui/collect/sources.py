@@ -24,7 +24,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal, Protocol
 
-from gputui.model.containers import ContainerReading, ExecResult
+from gputui.model.containers import ContainerReading, EngineInfo, ExecResult
 from gputui.model.gpu import GpuReading
 from gputui.model.processes import GpuProcess, ProcessInfo, Visibility
 from gputui.model.snapshot import HostStats, Snapshot
@@ -234,6 +234,10 @@ class HealthInputs:
             gputui does not read it (scenario, demo).
         container_sources: Each container source's status, by source name, in the order the
             collector was given them.
+        engines: Each container source's engine facts, by source name (a source that never
+            answered has none).
+        owners: Container id -> the name of the source that lists it: a container is judged
+            against its own engine (a podman container against podman's runtimes).
     """
 
     gpu: GpuReading
@@ -242,6 +246,8 @@ class HealthInputs:
     visibility: Visibility
     kmsg: SourceStatus | None = None
     container_sources: Mapping[str, SourceStatus] = field(default_factory=dict)
+    engines: Mapping[str, EngineInfo] = field(default_factory=dict)
+    owners: Mapping[str, str] = field(default_factory=dict)
 
 
 class Player(Protocol):

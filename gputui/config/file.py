@@ -189,6 +189,8 @@ class Config:
             (docs/notify.md; parsed by :mod:`gputui.notify.config`).
         idle_policy: ``[idle_policy]``: the idle-GPU policy (off unless ``enabled``).
         owner_labels: ``[owners]``: labels naming a container's owner, strongest first.
+        engines: ``[engines] use``: the container engines read, as ``--engine`` values
+            (a command-line ``--engine`` wins); empty reads every engine found.
     """
 
     path: Path | None = None
@@ -200,10 +202,51 @@ class Config:
     idle_policy: IdlePolicy = field(default_factory=IdlePolicy)
     ledger: LedgerPrefs = LedgerPrefs()
     owner_labels: tuple[str, ...] = ()
+    engines: tuple[str, ...] = ()
 
     def applied(self, settings: Settings) -> Settings:
-        """``settings`` with what the config adds to a collector's (the owner labels)."""
-        return replace(settings, owner_labels=self.owner_labels)
+        """``settings`` with what the config adds to a collector's.
+
+        The owner labels, and ``[engines] use`` unless ``--engine`` named engines (the
+        command line wins).
+        """
+        return replace(
+            settings,
+            owner_labels=self.owner_labels,
+            engines=settings.engines or self.engines,
+        )
+
+
+#: More engines than a host runs: a longer list is a mistake.
+MAX_ENGINES = 32
+
+
+def parse_engines(raw: object, origin: str) -> tuple[str, ...]:
+    """``[engines] use = ["docker", "podman=unix:///run/podman/podman.sock"]``.
+
+    Raises:
+        ConfigError: not a table of a list of ``--engine`` values (each checked as the flag).
+    """
+    from gputui.collect.engines import EngineSpecError, parse_engine_spec
+
+    if not isinstance(raw, dict):
+        raise ConfigError(f"{origin}: [engines] must be a table")
+    unknown = sorted(set(raw) - {"use"})
+    if unknown:
+        raise ConfigError(f"{origin}: [engines] has no key {shown_text(str(unknown[0]))}")
+    use = raw.get("use", [])
+    if not isinstance(use, list) or len(use) > MAX_ENGINES:
+        raise ConfigError(f"{origin}: [engines] use must be a list of at most {MAX_ENGINES}")
+    values: list[str] = []
+    for value in use:
+        if not isinstance(value, str):
+            raise ConfigError(f'{origin}: [engines] use takes strings such as "podman"')
+        try:
+            parse_engine_spec(value)
+        except EngineSpecError as exc:
+            raise ConfigError(f"{origin}: [engines] use: {exc}") from None
+        values.append(value)
+    return tuple(values)
 
 
 def default_config_path(env: Mapping[str, str] | None = None) -> Path:
@@ -267,6 +310,7 @@ def parse_config(text: str, path: Path) -> Config:
         raise ConfigError(str(exc)) from None
     ledger = parse_ledger(data.get("ledger", {}), str(path))
     owner_labels = parse_owners(data.get("owners", {}), str(path))
+    engines = parse_engines(data.get("engines", {}), str(path))
     return Config(
         path=path,
         alert_rules=parse_alerts(data, str(path)),
@@ -277,6 +321,7 @@ def parse_config(text: str, path: Path) -> Config:
         idle_policy=idle_policy,
         ledger=ledger,
         owner_labels=owner_labels,
+        engines=engines,
     )
 
 

@@ -6,6 +6,10 @@ Top level, in this order:
    GPU and sit idle, then containers known only from cgroups without a GPU process (by name);
    the order ``gputui.collect.collector.attribute_containers`` uses, so the tree and the
    report agree on who comes first;
+   Containers of one Kubernetes pod (two or more of them featured) are one ``pod`` group in
+   the place of its first container, its containers (and their processes) under it: pod →
+   containers → processes. A pod of one featured container keeps it at the top, its row
+   naming the pod;
 2. ``host``: GPU processes outside any container;
 3. ``orphans``: GPU memory held by PIDs nobody can find;
 4. ``others``: the remaining containers (no GPU asked for, no GPU process), collapsed by default.
@@ -39,6 +43,7 @@ class GroupKind(str, Enum):
     """What a top-level node stands for."""
 
     CONTAINER = "container"
+    POD = "pod"
     HOST = "host"
     ORPHANS = "orphans"
     OTHERS = "others"
@@ -57,6 +62,8 @@ class Group:
         sm_util: SM % of the processes per GPU (the mean over their GPUs, ``per_gpu_sm``),
             None when none reported one.
         containers: The containers listed under ``others``.
+        members: A pod's container groups (POD kind only), in the containers' order.
+        pod: A pod's ``(namespace, name)`` (POD kind only).
     """
 
     key: str
@@ -66,6 +73,58 @@ class Group:
     gpu_memory_bytes: int | None = None
     sm_util: int | None = None
     containers: tuple[ContainerUsage, ...] = ()
+    members: tuple[Group, ...] = ()
+    pod: tuple[str, str] | None = None
+
+
+def pod_key(namespace: str | None, pod: str) -> str:
+    """A pod group's key: ``pod:<namespace>/<name>``."""
+    return f"pod:{namespace or ''}/{pod}"
+
+
+def _pods(featured: list[Group]) -> list[Group]:
+    """Featured groups with each pod of two or more containers as one POD group (in place)."""
+    members: dict[tuple[str, str], list[Group]] = {}
+    for group in featured:
+        info = group.usage.info if group.usage is not None else None
+        if info is not None and info.k8s_pod:
+            members.setdefault((info.k8s_namespace or "", info.k8s_pod), []).append(group)
+    pods = {pod: found for pod, found in members.items() if len(found) > 1}
+    if not pods:
+        return featured
+    out: list[Group] = []
+    placed: set[tuple[str, str]] = set()
+    for group in featured:
+        info = group.usage.info if group.usage is not None else None
+        pod = (info.k8s_namespace or "", info.k8s_pod) if info and info.k8s_pod else None
+        if pod is None or pod not in pods:
+            out.append(group)
+            continue
+        if pod in placed:
+            continue
+        placed.add(pod)
+        found = tuple(pods[pod])
+        memory = [g.gpu_memory_bytes for g in found if g.gpu_memory_bytes is not None]
+        processes = tuple(p for g in found for p in g.processes)
+        out.append(
+            Group(
+                key=pod_key(*pod),
+                kind=GroupKind.POD,
+                gpu_memory_bytes=sum(memory) if memory else None,
+                sm_util=per_gpu_sm(processes),
+                members=found,
+                pod=pod,
+            )
+        )
+    return out
+
+
+def flat(groups: Iterable[Group]) -> list[Group]:
+    """The groups with each pod replaced by its containers (for sorting and filtering)."""
+    out: list[Group] = []
+    for group in groups:
+        out.extend(group.members if group.kind is GroupKind.POD else (group,))
+    return out
 
 
 _DIGITS = re.compile(r"(\d+)")
@@ -177,7 +236,7 @@ def build_groups(snapshot: Snapshot) -> tuple[Group, ...]:
             others.append(usage)
 
     featured.sort(key=_featured_order)
-    groups = featured
+    groups = _pods(featured)
     if host:
         processes = _ordered(host)
         memory, sm = _totals(processes)

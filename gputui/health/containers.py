@@ -8,6 +8,7 @@ A check returns None when it does not apply to the container (e.g. no GPU reques
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from pathlib import Path
 
 from gputui.health.context import CheckContext
@@ -99,6 +100,13 @@ def _effective_runtime(container: ContainerInfo, engine: EngineInfo | None) -> s
     return "runc"
 
 
+#: How podman hands a container GPUs: CDI (the NVIDIA Container Toolkit writes the spec).
+PODMAN_CDI_FIX = (
+    "podman injects GPUs through CDI: `sudo nvidia-ctk cdi generate --output="
+    "/etc/cdi/nvidia.yaml`, then recreate the container with `--device nvidia.com/gpu=all`."
+)
+
+
 @check("container.cuda", scope=CONTAINER, running_only=False)
 def check_container_cuda(ctx: CheckContext, container: ContainerInfo) -> Result | None:
     """Does the container's image need a newer CUDA than the driver provides?"""
@@ -169,7 +177,7 @@ def _needed_cuda(requirement: str) -> str | None:
 @check("container.runtime", scope=CONTAINER, running_only=False)
 def check_container_runtime(ctx: CheckContext, container: ContainerInfo) -> Result | None:
     """A container created with a runtime the engine no longer has cannot (re)start."""
-    engine = ctx.inputs.containers.engine
+    engine = ctx.engine_of(container)
     runtime = container.runtime
     if not runtime or runtime == "runc" or engine is None or not engine.runtimes:
         return None
@@ -182,7 +190,10 @@ def check_container_runtime(ctx: CheckContext, container: ContainerInfo) -> Resu
             f"container status: {container.status}; it cannot be started again as is",
         ),
         fix=(
-            CONFIGURE_RUNTIME_FIX
+            "Add the runtime to containers.conf ([engine.runtimes]), or recreate the "
+            "container without --runtime."
+            if ctx.product_of(container) == "podman"
+            else CONFIGURE_RUNTIME_FIX
             if runtime == "nvidia"
             else "Register the runtime in daemon.json "
             "and restart docker, or recreate the container without --runtime."
@@ -196,7 +207,12 @@ def check_container_gpu_visible(ctx: CheckContext, container: ContainerInfo) -> 
     """Can a container that asked for GPUs actually get them injected?"""
     if container.gpu_request is None:
         return None
-    engine = ctx.inputs.containers.engine
+    engine = ctx.engine_of(container)
+    product = ctx.product_of(container)
+    if product == "containerd":
+        # The runtime a CRI or ctr container runs under (nvidia-container-runtime as
+        # containerd's handler, a device plugin's hook) is not in its bundle: no verdict.
+        return None
     runtime = _effective_runtime(container, engine)
     via = container.gpu_request_via or "unknown"
     request = (
@@ -225,7 +241,9 @@ def check_container_gpu_visible(ctx: CheckContext, container: ContainerInfo) -> 
             "GPUs requested (NVIDIA_VISIBLE_DEVICES) but not injected",
             details=details,
             fix=(
-                "Recreate the container with `--gpus all` (compose: deploy.resources."
+                PODMAN_CDI_FIX
+                if product == "podman"
+                else "Recreate the container with `--gpus all` (compose: deploy.resources."
                 "reservations.devices with capabilities: [gpu]) or `--runtime=nvidia`."
             ),
             docs=DOCS_DOCKER_SPECIALIZED,
@@ -271,7 +289,12 @@ def check_container_gpu_visible(ctx: CheckContext, container: ContainerInfo) -> 
                 f"GPU device nodes passed without {', '.join(missing)}: CUDA will not start",
                 details=details,
                 fix=(
-                    "Prefer `--gpus all`; with --device also pass "
+                    (
+                        "Prefer `--device nvidia.com/gpu=all` (CDI)"
+                        if product == "podman"
+                        else "Prefer `--gpus all`"
+                    )
+                    + "; with --device also pass "
                     + " ".join(f"--device /dev/{n}" for n in missing)
                 ),
                 docs=DOCS_DOCKER_SPECIALIZED,
@@ -304,11 +327,22 @@ def check_container_gpu_unrequested(ctx: CheckContext, container: ContainerInfo)
         ),
         fix=(
             "Recreate it with an explicit request, e.g. "
-            f"`--gpus '\"device={','.join(map(str, gpus))}\"'`, and drop --privileged if it was "
-            "only there for the GPU."
+            + _request_example(ctx.product_of(container), gpus, pod=container.k8s_pod is not None)
+            + ", and drop --privileged if it was only there for the GPU."
         ),
         docs=DOCS_DOCKER_SPECIALIZED,
     )
+
+
+def _request_example(product: str, gpus: Sequence[int], *, pod: bool = False) -> str:
+    """How a container asks for these GPUs, in its engine's words (a pod: in its spec)."""
+    if pod:
+        return f"`resources.limits: {{nvidia.com/gpu: {len(gpus)}}}` in the pod's spec"
+    if product == "podman":
+        return " ".join(f"`--device nvidia.com/gpu={g}`" for g in gpus)
+    if product == "containerd":
+        return f"`ctr run --gpus {gpus[0]}`" if len(gpus) == 1 else "`ctr run --gpus N` per GPU"
+    return f"`--gpus '\"device={','.join(map(str, gpus))}\"'`"
 
 
 @check("container.utility_cap", scope=CONTAINER, running_only=True)

@@ -14,7 +14,7 @@ from typing import TypeVar, cast
 
 from gputui.collect.sources import HealthInputs
 from gputui.health.result import Result
-from gputui.model.containers import ContainerInfo
+from gputui.model.containers import ContainerInfo, EngineInfo
 from gputui.model.processes import GpuProcess
 
 #: ``shutil.which``-shaped lookup: command name → absolute path, or None.
@@ -68,6 +68,18 @@ class CheckContext:
         """True when the Docker engine answered (the first container source, when it is one)."""
         status = self.inputs.containers.status
         return status.ok and status.name == "docker"
+
+    def engine_of(self, container: ContainerInfo) -> EngineInfo | None:
+        """The facts of the engine that lists ``container`` (the first source's, unknown)."""
+        owner = self.inputs.owners.get(container.id)
+        if owner is not None and owner in self.inputs.engines:
+            return self.inputs.engines[owner]
+        return self.inputs.containers.engine
+
+    def product_of(self, container: ContainerInfo) -> str:
+        """``docker``, ``podman`` or ``containerd``: whose words a container's advice takes."""
+        engine = self.engine_of(container)
+        return (engine.product if engine is not None else None) or "docker"
 
     def running_containers(self) -> tuple[ContainerInfo, ...]:
         """Containers whose processes can run."""

@@ -110,6 +110,34 @@ def check_docker_engine(ctx: CheckContext) -> Result:
     )
 
 
+@check("engines.sources", scope=HOST)
+def check_engine_sources(ctx: CheckContext) -> Result:
+    """Which container engines gputui reads, and whether each answers."""
+    statuses = ctx.inputs.container_sources
+    if not statuses:
+        return Result.skip("No container engine is read")
+    engines = ctx.inputs.engines
+    lines = []
+    for name, status in statuses.items():
+        engine = engines.get(name)
+        what = (engine.product if engine else None) or ""
+        where = (engine.endpoint if engine else None) or ""
+        about = " at ".join(part for part in (what, where) if part)
+        state = "answers" if status.ok else f"{status.kind or 'error'}: {status.error or '?'}"
+        lines.append(f"{name} ({about}): {state}" if about else f"{name}: {state}")
+    # The Docker engine's failure is docker.engine's FAIL; another engine's is this warning.
+    down = [n for n, s in statuses.items() if not s.ok and n != "docker"]
+    if down:
+        first = statuses[down[0]]
+        return Result.warn(
+            f"Container engine {', '.join(down)} does not answer",
+            details=tuple(lines),
+            fix=first.fix or "Check the engine's service, or leave it out with --engine.",
+        )
+    names = ", ".join(statuses)
+    return Result.passed(f"{len(statuses)} container engine(s) read: {names}", details=tuple(lines))
+
+
 def _engine_facts(engine: EngineInfo | None) -> tuple[str, ...]:
     if engine is None:
         return ()

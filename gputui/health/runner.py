@@ -154,7 +154,11 @@ def run_checks(
                 results.extend(_guarded(gpu_check.id, str(sample.index), run))
 
     container_checks = registry.in_order(Scope.CONTAINER, CHECK_MODULES)
-    if not ctx.docker_ok:
+    # Any engine that answered has containers to judge (each against its own engine's facts),
+    # whether or not the first source is the Docker engine (a node with only containerd).
+    sources = inputs.container_sources
+    answered = any(s.ok for s in sources.values()) if sources else ctx.docker_ok
+    if not answered:
         results.extend(ctx.docker_skip().to_check(c.id) for c in container_checks)
     else:
         for container in inputs.containers.containers:

@@ -155,6 +155,8 @@ class EngineInfo:
         host_memory_bytes: Total memory of the engine's host.
         rootless: The engine runs as an unprivileged user (``SecurityOptions`` holds
             ``name=rootless``).
+        product: What answers at the endpoint: ``docker``, or ``podman`` when ``/version``'s
+            ``Components`` name the Podman Engine (its Docker-compatible API); None unknown.
     """
 
     endpoint: str | None = None
@@ -168,6 +170,7 @@ class EngineInfo:
     cdi_spec_dirs: tuple[str, ...] | None = None
     host_memory_bytes: int | None = None
     rootless: bool = False
+    product: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -36,6 +36,8 @@ class Settings:
             with a scenario or the demo), ``off`` for nowhere, else a path.
         owner_labels: Container labels that name a container's owner, strongest first
             (the config's ``[owners] labels``; ``gputui.owner`` is always read after them).
+        engines: The ``--engine`` values (``docker``, ``podman=unix:///PATH``, ``auto``...):
+            which container engines are read; empty reads every engine the host shows.
     """
 
     interval: float = 1.0
@@ -51,6 +53,7 @@ class Settings:
     bell: bool = False
     kernel_log: str | None = None
     owner_labels: tuple[str, ...] = ()
+    engines: tuple[str, ...] = ()
 
     @property
     def mode(self) -> str:

@@ -37,6 +37,8 @@ class ContainerUsage:
         cgroup_runtime: For a container no connected source lists (a stub), the runtime its
             cgroup path names (``containerd``, ``podman``, ``kubernetes``), None when unnamed;
             None for a listed container.
+        source: The name of the container source that lists it (``docker``, ``podman``,
+            ``containerd``), None for a container no source lists.
     """
 
     info: ContainerInfo
@@ -49,6 +51,7 @@ class ContainerUsage:
     mig_devices: tuple[str, ...] = ()
     engine_answered: bool = True
     cgroup_runtime: str | None = None
+    source: str | None = None
 
     @property
     def not_in_engine(self) -> bool:

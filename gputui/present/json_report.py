@@ -161,6 +161,8 @@ def _container(u: ContainerUsage) -> dict[str, Any]:
         "name": c.name,
         "image": c.image or None,
         "status": c.status,
+        # The container source that lists it (docker, podman, containerd...), None if none.
+        "source": u.source,
         "gpu_memory_bytes": u.gpu_memory_bytes,
         "pids": list(u.pids),
         "gpu_indexes": list(u.gpu_indexes),

@@ -31,6 +31,7 @@ from textual.content import Content
 from textual.notifications import SeverityLevel
 
 from gputui.boundary import sanitise
+from gputui.collect.engines import connect_hint
 from gputui.collect.sources import Capability, CollectorProtocol, refusal
 from gputui.model.containers import ExecResult
 from gputui.model.processes import GpuProcess
@@ -675,9 +676,10 @@ def unlisted(container: ContainerUsage) -> str:
         return f"No connected engine lists {name} now: nothing here can act on it."
     runtime = sanitise.safe_text(container.cgroup_runtime, 30) if container.cgroup_runtime else None
     where = f"a {runtime} cgroup" if runtime else "a container cgroup"
+    hint = connect_hint(container.cgroup_runtime)
     return (
         f"{name} is seen only in {where}: no connected engine lists it, "
-        "so nothing here can act on it."
+        "so nothing here can act on it" + (f"; to connect one, {hint}." if hint else ".")
     )
 
 

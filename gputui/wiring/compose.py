@@ -6,7 +6,8 @@ source protocols and the health layer stays above the data layer.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from functools import partial
 from typing import TYPE_CHECKING
 
 from gputui.collect.collector import DOCKER_WAIT_S, Collector, DeferredContainers
@@ -15,6 +16,7 @@ from gputui.health.runner import run_checks
 from gputui.model.settings import Settings
 
 if TYPE_CHECKING:
+    from gputui.collect.engines import EngineSpec
     from gputui.collect.fault_attribution import KernelFaultTracker
     from gputui.collect.linux.proc_reader import EarlyCpuSample
 from gputui.wiring.demo_host import demo_health
@@ -76,7 +78,11 @@ def build_collector(
     return Collector(
         gpu,
         early.procs if early is not None else ProcSource(),
-        container_sources(settings.owner_labels),
+        container_sources(
+            settings.engines,
+            cpu_settle_s=ONCE_CPU_WINDOW_S if once else 0.0,
+            owner_labels=settings.owner_labels,
+        ),
         mode=settings.mode,
         health=run_checks if health else None,
         health_interval=settings.health_interval,
@@ -92,26 +98,60 @@ def build_collector(
     )
 
 
-def container_sources(owner_labels: Sequence[str] = ()) -> list[ContainerSource]:
-    """The container engines a live (or scenario) collector reads, one entry per engine.
+def container_sources(
+    engines: Sequence[str] = (),
+    env: Mapping[str, str] | None = None,
+    *,
+    cpu_settle_s: float = 0.0,
+    owner_labels: Sequence[str] = (),
+) -> list[ContainerSource]:
+    """The container engines a live (or scenario) collector reads, one source per engine.
 
-    Each is built on its first read, on its own read thread. The first one listed wins when
-    two engines list the same container id, and its status and engine facts are what the
-    Docker health checks judge.
+    Every engine the host shows (:func:`gputui.collect.engines.discover`: the Docker CLI's
+    endpoint, rootful and each user's rootless podman, each user's rootless Docker,
+    containerd and k3s' containerd), or those ``--engine`` names. Each is built on its first
+    read, on its own read thread, so a slow engine (podman's service takes seconds for
+    ``/info``) delays no other and never the GPU data. The first one listed wins when two
+    engines list the same container id, and its status and engine facts are what the Docker
+    health checks judge.
 
     Args:
+        engines: The ``--engine`` values (validated by the CLI); none reads every engine found.
+        env: The environment for discovery (``os.environ`` when None).
+        cpu_settle_s: A one-shot's wait between the two cgroup samples of a container's CPU %
+            (0 in a live loop, which has the previous refresh's).
         owner_labels: Labels naming a container's owner (the config's ``[owners]``).
     """
+    from gputui.collect.engines import select
+
     labels = tuple(owner_labels)
-
-    def docker() -> ContainerSource:
-        from gputui.collect.docker.source import DockerSource  # on the read thread (see above)
-
-        return DockerSource(timeout=DOCKER_READ_S, owner_labels=labels)
-
     return [
-        DeferredContainers(docker, name="docker"),
+        DeferredContainers(partial(_engine_source, spec, cpu_settle_s, labels), name=spec.name)
+        for spec in select(list(engines), env=env)
     ]
+
+
+def _engine_source(
+    spec: EngineSpec, cpu_settle_s: float = 0.0, owner_labels: tuple[str, ...] = ()
+) -> ContainerSource:
+    """The source of one engine (imported and built on its read thread, see above)."""
+    if spec.kind == "containerd":
+        from gputui.collect.containerd.bundles import ContainerdBundles
+
+        return ContainerdBundles(
+            spec.address or "/run/containerd", name=spec.name, cpu_settle_s=cpu_settle_s
+        )
+    from gputui.collect.docker.source import DockerSource
+
+    product = "podman" if spec.kind == "podman" else None
+    return DockerSource(
+        spec.address,
+        timeout=DOCKER_READ_S,
+        name=spec.name,
+        product=product,
+        cpu_settle_s=cpu_settle_s,
+        owner_labels=owner_labels,
+    )
 
 
 def kernel_faults(settings: Settings, *, once: bool = False) -> KernelFaultTracker | None:

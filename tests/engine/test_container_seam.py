@@ -349,7 +349,7 @@ def toy_wired(
     monkeypatch.setattr(
         compose,
         "container_sources",
-        lambda owner_labels=(): [ToyRuntime(cgroups.root, {trainer: "toy-trainer"})],
+        lambda *_, **__: [ToyRuntime(cgroups.root, {trainer: "toy-trainer"})],
     )
     return trainer, path
 
@@ -449,9 +449,11 @@ async def test_the_tui_names_the_toy_container_and_says_what_toyrt_cannot_do(
         for key in ("x", "l"):
             await pilot.press(key)
             await pilot.pause()
+            # It says which engine, and how to let gputui reach it.
             assert [n.message for n in app._notifications][-1].endswith(
                 f"containerd-{stub[:12]} is seen only in a containerd cgroup: no connected "
-                "engine lists it, so nothing here can act on it."
+                "engine lists it, so nothing here can act on it; to connect one, name "
+                "containerd's state directory: --engine containerd=/run/containerd."
             ), key
 
 

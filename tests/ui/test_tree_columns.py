@@ -285,3 +285,26 @@ async def test_a_filter_matching_nothing_says_so_and_clears(make_app: AppFactory
         await pilot.press("escape")
         await pilot.pause()
         assert pane.empty.text == "" and app.main.ctree.root.children
+
+
+async def test_a_pods_containers_and_processes_nest_under_the_pod(make_app: AppFactory) -> None:
+    processes = [proc(11, 0, 4000, cid(1), "python3 train.py"), proc(12, 1, 2000, cid(2))]
+    containers = [
+        container(1, "trainer", processes, k8s_pod="train-7d9c", k8s_namespace="ml"),
+        container(2, "sidecar", processes, k8s_pod="train-7d9c", k8s_namespace="ml"),
+    ]
+    app = make_app(FakeCollector([snapshot(processes=processes, containers=containers)]))
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot)
+        tree = app.main.ctree
+        pod_node = tree.nodes_by_key["g:pod:ml/train-7d9c"]
+        assert [c.data.key for c in pod_node.children if c.data] == ["c:" + cid(1), "c:" + cid(2)]
+        trainer = tree.nodes_by_key["c:" + cid(1)]
+        assert [c.data.key for c in trainer.children if c.data] == ["p:11:0"]
+        lines = tree_lines(app)
+        assert lines[0].startswith("▼ pod ml/train-7d9c") and "2 containers" in lines[0]
+        assert tree.total_containers == 2
+        # A filter shows the matching container on its own, as without pods.
+        tree.set_filter("sidecar")
+        await pilot.pause()
+        assert sorted(tree.nodes_by_key) == ["c:" + cid(2), "p:12:1"]

@@ -8,6 +8,7 @@ from gputui.derive.tree import (
     build_groups,
     process_key,
 )
+from gputui.model.snapshot import Snapshot
 from tests.support.factories import cid, container, proc, snapshot, standard
 
 
@@ -126,3 +127,25 @@ def test_sm_of_a_container_on_three_gpus_is_per_gpu_not_summed() -> None:
     assert groups[cid(1)].sm_util == 90
     label = container_label(made, groups[cid(1)].gpu_memory_bytes, groups[cid(1)].sm_util).plain
     assert " 90%" in label and "270" not in label
+
+
+def _pod_snapshot() -> Snapshot:
+    processes = [proc(11, 0, 4000, cid(1)), proc(12, 1, 2000, cid(2)), proc(13, 0, 500, cid(3))]
+    containers = [
+        container(1, "trainer", processes, k8s_pod="train-7d9c", k8s_namespace="ml"),
+        container(2, "sidecar", processes, k8s_pod="train-7d9c", k8s_namespace="ml"),
+        container(3, "solo", processes, k8s_pod="infer-1", k8s_namespace="ml"),
+    ]
+    return snapshot(processes=processes, containers=containers)
+
+
+def test_a_pod_of_two_containers_is_one_group_with_its_containers_under_it() -> None:
+    groups = build_groups(_pod_snapshot())
+    assert [g.kind for g in groups] == [GroupKind.POD, GroupKind.CONTAINER]
+    pod = groups[0]
+    assert pod.key == "pod:ml/train-7d9c" and pod.pod == ("ml", "train-7d9c")
+    assert [m.usage.info.name for m in pod.members if m.usage] == ["trainer", "sidecar"]
+    assert [[p.pid for p in m.processes] for m in pod.members] == [[11], [12]]
+    assert pod.gpu_memory_bytes == (4000 + 2000) * 1024 * 1024
+    # A pod of one featured container stays that container, its row naming the pod.
+    assert groups[1].key == cid(3)

@@ -41,6 +41,8 @@ MAX_EXEC_OUTPUT = 1 << 20
 LIFECYCLE_ACTIONS = ("stop", "start", "restart")
 STOP_GRACE_S = 10
 
+#: The podman API version gputui's libpod calls use (podman 4.0 and later serve it).
+LIBPOD_API_VERSION = "4.0.0"
 _API_VERSION_RE = re.compile(r"^1\.\d{1,3}$")
 _READ_SIZE = http_client.READ_SIZE
 
@@ -219,7 +221,9 @@ class EngineApi:
     # --- requests ---------------------------------------------------------------------------
 
     def _path(self, path: str, query: Mapping[str, str] | None = None) -> str:
-        prefix = f"/v{self.api_version}" if self.api_version else ""
+        # podman's own API carries its own version (``/v4.0.0/libpod/...``), not the Docker one.
+        prefix = f"/v{self.api_version}" if self.api_version and path.startswith("/") else ""
+        path = path if path.startswith("/") else f"/{path}"
         suffix = f"?{urllib.parse.urlencode(dict(query))}" if query else ""
         return f"{prefix}{path}{suffix}"
 
@@ -328,6 +332,31 @@ class EngineApi:
             "GET", f"/containers/{container_id}/json", max_bytes=MAX_INSPECT_BYTES, timeout=timeout
         )
         return _expect_dict(reply, what)
+
+    def libpod_inspect(self, container_id: str, timeout: float | None = None) -> dict[str, Any]:
+        """The own inspect of podman: ``GET /v4.0.0/libpod/containers/{id}/json`` (podman only).
+
+        It names the OCI runtime and the command the container was created with, which the
+        Docker-compatible inspect leaves out; the same size bound.
+        """
+        what = "GET /libpod/containers/{id}/json"
+        reply = self.request(
+            "GET",
+            f"v{LIBPOD_API_VERSION}/libpod/containers/{container_id}/json",
+            max_bytes=MAX_INSPECT_BYTES,
+            timeout=timeout,
+        )
+        return _expect_dict(reply, what)
+
+    def libpod_pod(self, pod_id: str, timeout: float | None = None) -> dict[str, Any]:
+        """A podman pod, ``GET /v4.0.0/libpod/pods/{id}/json`` (its name; podman only)."""
+        reply = self.request(
+            "GET",
+            f"v{LIBPOD_API_VERSION}/libpod/pods/{pod_id}/json",
+            max_bytes=MAX_INSPECT_BYTES,
+            timeout=timeout,
+        )
+        return _expect_dict(reply, "GET /libpod/pods/{id}/json")
 
     def events(self, filters: Mapping[str, Sequence[str]]) -> EventStream:
         """Subscribe to ``GET /events``; the reply's headers arrive within the timeout.

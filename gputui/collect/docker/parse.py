@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import replace
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
@@ -490,6 +491,9 @@ def parse_engine(
     """
     info, version = as_dict(info), as_dict(version)
     cdi = info.get("CDISpecDirs")
+    components = [as_text(as_dict(c).get("Name"), MAX_NAME_CHARS) or "" for c in
+                  as_list(version.get("Components"), 32)]  # fmt: skip
+    product = "podman" if any("podman" in c.lower() for c in components) else "docker"
     runtimes = [r[:MAX_NAME_CHARS] for r in as_dict(info.get("Runtimes")) if isinstance(r, str)]
     cdi_dirs = [d for d in as_list(cdi, 64) if isinstance(d, str)]
     return EngineInfo(
@@ -507,6 +511,7 @@ def parse_engine(
             isinstance(o, str) and "name=rootless" in o.split(",")
             for o in as_list(info.get("SecurityOptions"), 64)
         ),
+        product=product,
     )
 
 
@@ -546,3 +551,68 @@ def exec_error(argv: Sequence[str], exit_code: int | None, output: str) -> str |
             "NVIDIA_DRIVER_CAPABILITIES=utility"
         )
     return f"{name} not found in the container"
+
+
+#: The most ``Config.CreateCommand`` arguments read (a command line longer than this is cut).
+MAX_CREATE_ARGS = 4096
+_CDI_GPU_PREFIX = "nvidia.com/gpu="
+
+
+def cdi_request_from_command(command: object) -> str | tuple[str, ...] | None:
+    """The CDI GPU request of a podman container, from its ``Config.CreateCommand``.
+
+    podman's inspect shows ``--device nvidia.com/gpu=0`` nowhere but in the command line the
+    container was created with (its Docker-compatible inspect not even there): ``--device`` and
+    ``--gpus`` with a ``nvidia.com/gpu=`` value, as one argument (``--device=...``) or two.
+
+    Returns:
+        ``"all"``, the GPU indexes or UUIDs named, or None when the command asks for none.
+    """
+    args = [a for a in as_list(command, MAX_CREATE_ARGS) if isinstance(a, str)]
+    found: list[str] = []
+    for index, arg in enumerate(args):
+        value: str | None = None
+        for flag in ("--device", "--gpus"):
+            if arg == flag and index + 1 < len(args):
+                value = args[index + 1]
+            elif arg.startswith(flag + "="):
+                value = arg[len(flag) + 1 :]
+        if value is None:
+            continue
+        for part in value.split(","):
+            part = part.strip()
+            if part.startswith(_CDI_GPU_PREFIX):
+                gpu = part[len(_CDI_GPU_PREFIX) :].split(":", 1)[0][:MAX_NAME_CHARS]
+                if gpu:
+                    found.append(gpu)
+    if not found:
+        return None
+    return "all" if "all" in found else tuple(dict.fromkeys(found))[:MAX_GPU_IDS]
+
+
+def podman_facts(
+    info: ContainerInfo, libpod: Mapping[str, Any], default_runtime: str | None
+) -> ContainerInfo:
+    """A podman container's facts its Docker-compatible inspect leaves out or gets wrong.
+
+    The compatible inspect says ``HostConfig.Runtime`` is ``oci`` for every container (podman's
+    word for "the OCI runtime", no runtime's name); podman's own inspect names it
+    (``OCIRuntime``). A CDI GPU request is only in ``Config.CreateCommand``.
+
+    Args:
+        info: The container from the compatible inspect.
+        libpod: podman's own inspect (``/libpod/containers/{id}/json``); empty when unread.
+        default_runtime: The engine's default runtime, for ``oci`` when podman's inspect is
+            missing.
+    """
+    libpod = as_dict(libpod)
+    runtime = as_text(libpod.get("OCIRuntime"), MAX_NAME_CHARS) or None
+    if runtime is None and info.runtime == "oci":
+        runtime = default_runtime
+    changes: dict[str, Any] = {}
+    if runtime != info.runtime and (runtime is not None or info.runtime == "oci"):
+        changes["runtime"] = runtime
+    request = cdi_request_from_command(as_dict(libpod.get("Config")).get("CreateCommand"))
+    if request is not None and info.gpu_request_via in (None, "env", "devices"):
+        changes["gpu_request"], changes["gpu_request_via"] = request, "cdi"
+    return replace(info, **changes) if changes else info

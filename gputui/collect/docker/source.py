@@ -23,6 +23,7 @@ import contextlib
 import dataclasses
 import math
 import os
+import shutil
 import signal
 import threading
 import time
@@ -79,8 +80,17 @@ EVENT_ACTIONS = (
     "create", "start", "restart", "die", "stop", "kill", "destroy", "rename",
     "pause", "unpause", "oom", "update", "health_status",
 )  # fmt: skip
+#: podman's names in its Docker-compatible events, as the Docker names they mean. podman
+#: filters ``event=`` by its own names (``died``, ``remove``), so a Docker filter drops its
+#: deaths and removals: a podman stream is filtered here instead.
+PODMAN_EVENT_ACTIONS = {
+    "died": "die", "exited": "die", "cleanup": "die", "remove": "destroy", "init": "start",
+    "cleanup_failed": "die", "sync": "update",
+}  # fmt: skip
 _MIN_BACKOFF_S = 2.0
 _MAX_BACKOFF_S = 10.0
+#: podman pod names kept (more pods than a host runs; the cache starts again beyond).
+MAX_PODS = 4096
 #: More containers than one engine runs; a longer list is cut (the reply is bounded anyway).
 MAX_CONTAINERS = 20_000
 #: A container whose inspect reply is over the size cap is a stub from the list reply; the
@@ -351,13 +361,45 @@ DOCKER_CAPABILITIES = ContainerCapabilities(
 DOCKER_WITHOUT_CLI = dataclasses.replace(
     DOCKER_CAPABILITIES, interactive_exec=False, note="the docker CLI is not on PATH"
 )
+#: podman's service offers the same; exec on the terminal runs the podman CLI.
+PODMAN_CAPABILITIES = DOCKER_CAPABILITIES
+PODMAN_WITHOUT_CLI = dataclasses.replace(
+    DOCKER_CAPABILITIES, interactive_exec=False, note="the podman CLI is not on PATH"
+)
+
+#: The fixes a podman source's failures get, by kind (podman has no dockerd, no docker group).
+PODMAN_FIXES = {
+    "permission": "The socket is its owner's: run gputui as that user or with sudo (a rootless "
+    "user's podman service is `systemctl --user start podman.socket`).",
+    "not_found": "No podman service at that socket: start it (sudo systemctl start "
+    "podman.socket; a user's own: systemctl --user start podman.socket), or give its address "
+    "with --engine podman=unix:///PATH.",
+    "unreachable": "The podman service does not answer: check `systemctl status podman.socket` "
+    "(or `podman system service --time=0` for a one-off service).",
+    "slow": "The podman service answers slowly (it starts podman for each connection; /info "
+    "takes seconds): `podman info` shows why; GPU data keeps updating meanwhile.",
+    "error": "Check `podman --url URL info` against the same socket.",
+}
+
+
+def _as_podman(status: SourceStatus) -> SourceStatus:
+    """A failure status in podman's words: no Docker daemon, docker group or daemon.json."""
+    error = (status.error or "").replace("Docker engine", "podman service")
+    error = error.replace("no Docker socket", "no podman socket")
+    fix = PODMAN_FIXES.get(status.kind or "error", PODMAN_FIXES["error"])
+    return dataclasses.replace(status, error=error or None, fix=fix)
 
 
 class DockerSource(ContainerSource):
     """Containers, engine facts, exec, logs and stop/start/restart, from a Docker engine.
 
+    podman's Docker-compatible API service is read by the same source: what answers is told
+    from ``/version`` (``EngineInfo.product``), and a podman engine gets podman's event names,
+    its own inspect for the runtime and CDI request, and podman's words in every status.
+
     Attributes:
-        name: ``docker``: the key of its status in the snapshot and the reports.
+        name: ``docker`` (or the name it was given: ``podman``, ``docker-alice``): the key of
+            its status in the snapshot and the reports.
         api_calls: Docker API requests made so far (read, events, exec), for tests and benchmarks.
     """
 
@@ -373,6 +415,9 @@ class DockerSource(ContainerSource):
         proc_root: str | os.PathLike[str] = "/proc",
         label: str | None = None,
         owner_labels: Sequence[str] = (),
+        name: str = "docker",
+        product: str | None = None,
+        cpu_settle_s: float = 0.0,
     ) -> None:
         """Remember the settings; no I/O happens until the first :meth:`read`.
 
@@ -386,9 +431,18 @@ class DockerSource(ContainerSource):
                 ``docker ps --filter label=...`` does; None watches every container.
             owner_labels: Labels naming a container's owner, strongest first (read before
                 ``gputui.owner``).
+            name: The source's name (its key in the snapshot).
+            product: What is expected at the endpoint (``podman`` for a podman socket) until
+                the engine's ``/version`` says what it is.
+            cpu_settle_s: For a single collection: seconds between the two cgroup samples a
+                container's first CPU % needs (see ``CgroupSampler.sample``).
         """
+        self.name = name
+        self._cpu_settle_s = cpu_settle_s
+        self._product = product or "docker"
         self.api_calls = 0
-        self._cli: bool | None = None  # whether the docker CLI is on PATH, once looked for
+        self._cli: bool | None = None  # whether the engine's CLI is on PATH, once looked for
+        self._cli_of = ""  # which CLI that was (docker or podman)
         self._label_filter: dict[str, list[str]] = {"label": [label]} if label else {}
         self._owners = OwnerResolver(owner_label_keys(owner_labels))
         self._engine_uid: int | None = None  # a rootless engine's user, from its socket
@@ -416,20 +470,35 @@ class DockerSource(ContainerSource):
         self._stop_events = threading.Event()
         self._events_stream: Any = None
         self._events_thread: threading.Thread | None = None
+        #: podman pods' names by pod id (asked once each; cleared beyond MAX_PODS).
+        self._pod_names: dict[str, str | None] = {}
         #: Execs started and not yet over: exec id -> container id (guarded by _lock).
         self._live_execs: dict[str, str] = {}
 
     def capabilities(self) -> ContainerCapabilities:
-        """Exec, logs and lifecycle; exec on the terminal while the docker CLI is on PATH.
+        """Exec, logs and lifecycle; exec on the terminal while the engine's CLI is on PATH.
 
         The CLI is looked for once (on the read thread): PATH does not change under gputui.
         """
-        if self._cli is None:
-            self._cli = docker_cli_available()
+        podman = self._product == "podman"
+        if self._cli is None or self._cli_of != self._product:
+            self._cli = shutil.which("podman") is not None if podman else docker_cli_available()
+            self._cli_of = self._product
+        if podman:
+            return PODMAN_CAPABILITIES if self._cli else PODMAN_WITHOUT_CLI
         return DOCKER_CAPABILITIES if self._cli else DOCKER_WITHOUT_CLI
 
     def slow_status(self, waited_s: float) -> SourceStatus:
         """The engine has not answered a read for ``waited_s`` seconds (it goes on)."""
+        if self._product == "podman":
+            return SourceStatus(
+                self.name,
+                ok=False,
+                error=f"the podman service has not answered for {waited_s:.0f} s; "
+                "showing the containers last seen",
+                kind="slow",
+                fix=PODMAN_FIXES["slow"],
+            )
         return SourceStatus(
             self.name,
             ok=False,
@@ -463,7 +532,7 @@ class DockerSource(ContainerSource):
             info = api.info(timeout=_remaining(deadline))
         except EndpointError as exc:
             kind, fix = dp.classify_connect_error(f"ContextNotFound: {exc}")
-            return SourceStatus("docker", ok=False, error=_one_line(exc), kind=kind, fix=fix)
+            return SourceStatus(self.name, ok=False, error=_one_line(exc), kind=kind, fix=fix)
         except Exception as exc:  # any failure to connect is a status, never an exception
             if api is not None:
                 api.close()
@@ -474,6 +543,7 @@ class DockerSource(ContainerSource):
             info, version, endpoint.base_url, endpoint.context, self._api_version
         )
         self._engine_uid = _rootless_uid(self._engine, endpoint.base_url)
+        self._product = self._engine.product or self._product
         self._cache.clear()
         self._oversized.clear()
         self._sampler.clear()
@@ -523,6 +593,9 @@ class DockerSource(ContainerSource):
 
     def _fail(self, status: SourceStatus) -> ContainerReading:
         self._teardown()
+        status = dataclasses.replace(status, name=self.name)
+        if self._product == "podman":
+            status = _as_podman(status)
         self._failure = status
         self._next_retry = self._clock() + self._backoff
         self._backoff = min(self._backoff * 2, _MAX_BACKOFF_S)
@@ -555,7 +628,9 @@ class DockerSource(ContainerSource):
         subscribed: threading.Event,
     ) -> None:
         backoff = 0.5
-        filters = {"type": ["container"], "event": list(EVENT_ACTIONS), **self._label_filter}
+        filters: dict[str, list[str]] = {"type": ["container"], **self._label_filter}
+        if self._product != "podman":
+            filters["event"] = list(EVENT_ACTIONS)
         while not stop.is_set():
             try:
                 self._count()
@@ -593,6 +668,7 @@ class DockerSource(ContainerSource):
         event = dp.as_dict(event)
         action = dp.as_text(event.get("Action"), 64) or dp.as_text(event.get("status"), 64) or ""
         action = action.split(":", 1)[0]
+        action = PODMAN_EVENT_ACTIONS.get(action, action)
         cid = dp.as_dict(event.get("Actor")).get("ID") or event.get("id")
         if not dp.valid_id(cid) or action not in EVENT_ACTIONS:
             return
@@ -622,7 +698,7 @@ class DockerSource(ContainerSource):
             return self._read(time.monotonic() + self._timeout)
         except Exception as exc:  # the boundary: whatever happened is a status, not a traceback
             status = SourceStatus(
-                "docker",
+                self.name,
                 False,
                 f"unexpected {type(exc).__name__}: {_one_line(exc)}",
                 "error",
@@ -648,7 +724,7 @@ class DockerSource(ContainerSource):
             # (no API call, tens of microseconds) tells at once.
             message = f"the Docker engine at {self._last_url} does not accept connections"
             kind, fix = dp.classify_connect_error(f"ConnectionRefusedError: {message}")
-            return self._fail(SourceStatus("docker", False, message, kind, fix))
+            return self._fail(SourceStatus(self.name, False, message, kind, fix))
         try:
             self._sync(deadline)
         except (EngineError, OSError) as exc:
@@ -662,11 +738,11 @@ class DockerSource(ContainerSource):
         """``ok``, or ``ok`` with a note naming the containers shown as stubs (never silent)."""
         stubs = sorted(c.name for c in self._cache.values() if c.inspect_problem)
         if not stubs:
-            return SourceStatus("docker", ok=True)
+            return SourceStatus(self.name, ok=True)
         named = ", ".join(stubs[:3]) + (f" and {len(stubs) - 3} more" if len(stubs) > 3 else "")
         noun = "container" if len(stubs) == 1 else "containers"
         error = f"{len(stubs)} {noun} shown from the list only ({named}): {OVERSIZED_INSPECT}"
-        return SourceStatus("docker", True, error, "partial", _OVERSIZED_FIX)
+        return SourceStatus(self.name, True, error, "partial", _OVERSIZED_FIX)
 
     def _sync(self, deadline: float) -> None:
         """Apply events since the last read; list everything only when the stream was down."""
@@ -745,6 +821,8 @@ class DockerSource(ContainerSource):
             parent = dp.cgroup_parent(data)
             facts = dp.owner_facts(data, self._owners.label_keys)
             del data  # holds Config.Env: never keep it past parsing
+            if self._product == "podman" and info.id == cid:
+                info = self._podman_facts(api, info, deadline)
             if info.id != cid:
                 # A payload describing another (or no valid) id is not this container's.
                 retry.add(cid)
@@ -758,6 +836,41 @@ class DockerSource(ContainerSource):
         if retry:
             with self._lock:
                 self._dirty |= retry
+
+    def _podman_facts(self, api: _Api, info: ContainerInfo, deadline: float) -> ContainerInfo:
+        """What only podman's own inspect says (runtime, CDI request); ``info`` if unread."""
+        libpod: dict[str, Any] = {}
+        if isinstance(api, EngineApi):  # the SDK adapter (ssh://) has no libpod call
+            try:
+                self._count()
+                libpod = api.libpod_inspect(info.id, timeout=_remaining(deadline))
+            except (EngineError, OSError):
+                libpod = {}  # the compatible inspect's facts stand; ``oci`` becomes the default
+        default = self._engine.default_runtime if self._engine else None
+        result = dp.podman_facts(info, libpod, default)
+        pod_id = libpod.get("Pod")
+        del libpod  # holds Config.Env too
+        if isinstance(api, EngineApi) and dp.valid_id(pod_id) and result.k8s_pod is None:
+            assert isinstance(pod_id, str)
+            pod = self._pod_name(api, pod_id, deadline)
+            if pod:
+                result = dataclasses.replace(result, k8s_pod=pod)
+        return result
+
+    def _pod_name(self, api: EngineApi, pod_id: str, deadline: float) -> str | None:
+        """A podman pod's name, asked once per pod (a few pods; the cache is bounded)."""
+        if pod_id in self._pod_names:
+            return self._pod_names[pod_id]
+        try:
+            self._count()
+            reply = api.libpod_pod(pod_id, timeout=_remaining(deadline))
+        except (EngineError, OSError):
+            return None  # asked again at the container's next inspect
+        name = dp.as_text(reply.get("Name"), dp.MAX_NAME_CHARS) or None
+        if len(self._pod_names) >= MAX_PODS:
+            self._pod_names.clear()
+        self._pod_names[pod_id] = name
+        return name
 
     def _stub(self, api: _Api, cid: str, deadline: float) -> None:
         """Cache a stub for a container whose inspect reply is over the cap (from a list call).
@@ -801,7 +914,7 @@ class DockerSource(ContainerSource):
         """Add CPU %, memory and throttling from the cgroup files (local engines only)."""
         if self._engine is None or not self._local():
             return containers
-        return self._sampler.sample(containers, self._engine)
+        return self._sampler.sample(containers, self._engine, settle_s=self._cpu_settle_s)
 
     def tracked_ids(self) -> dict[str, frozenset[str]]:
         """The container ids each cache holds, by cache (for leak checks: churn tests, soaks).
@@ -1021,6 +1134,10 @@ class DockerSource(ContainerSource):
             endpoint: _Endpoint | None = self._endpoint or self._resolve()
         except Exception:  # a broken context: let the CLI report it itself
             endpoint = None
+        if self._product == "podman" and endpoint is not None:
+            # The podman CLI as a client of the service that lists the container: a rootless
+            # user's containers are not in root's local storage.
+            return ["podman", "--url", endpoint.base_url, "exec", "-it", container_id, *argv]
         return interactive_argv(endpoint, container_id, argv)
 
     # --- logs and lifecycle -----------------------------------------------------------------

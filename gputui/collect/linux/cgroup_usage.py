@@ -429,12 +429,27 @@ class CgroupSampler:
                 share -= 1
         return due
 
-    def sample(self, containers: list[ContainerInfo], engine: EngineInfo) -> list[ContainerInfo]:
+    def sample(
+        self, containers: list[ContainerInfo], engine: EngineInfo, *, settle_s: float = 0.0
+    ) -> list[ContainerInfo]:
         """The containers with CPU %, memory and throttling filled in for the running ones.
 
         Beyond ``full_read_max`` running containers only the due share is read; the others get
         their last figures again, with ``stats_sampled_at`` saying when those were read.
+
+        Args:
+            containers: The engine's containers.
+            engine: Its cgroup layout and host memory.
+            settle_s: A single collection (``--once``) has no previous sample to take a CPU %
+                from: when a running container has none, sample, wait this long, and sample
+                again (0: leave CPU % to the next call, as a live loop does).
         """
+        if settle_s > 0 and any(c.running and c.id not in self.cpu_prev for c in containers):
+            self._sample(containers, engine)
+            time.sleep(settle_s)
+        return self._sample(containers, engine)
+
+    def _sample(self, containers: list[ContainerInfo], engine: EngineInfo) -> list[ContainerInfo]:
         running = [c for c in containers if c.running]
         now = self._clock()
         if not running:

@@ -39,6 +39,7 @@ from gputui.derive.tree import (
     GroupKind,
     Marker,
     Markers,
+    flat,
     natural_key,
     process_key,
 )
@@ -76,6 +77,7 @@ from gputui.ui.widgets.tree_labels import (
     host_label,
     orphans_label,
     others_label,
+    pod_label,
     process_inputs,
     process_label,
     tree_layout,
@@ -88,7 +90,7 @@ class NodeRef:
 
     Attributes:
         key: Stable identity across refreshes.
-        kind: ``container``, ``process``, ``host``, ``orphans`` or ``others``.
+        kind: ``container``, ``process``, ``pod``, ``host``, ``orphans`` or ``others``.
         container: The container of this node (or of this process), if any.
         process: The process of a process node.
     """
@@ -249,6 +251,8 @@ def tree_view(
     query = parse_filter(needle, scope)
     if query.empty and order.value is None and not reverse:
         return tuple(groups)  # the common case costs nothing
+    # A filter or a sort orders containers: a pod's containers take their own places then.
+    groups = flat(groups)
     needle = query.text.lower()
     featured: list[tuple[Group, ContainerUsage]] = []
     rest: list[Group] = []
@@ -274,7 +278,11 @@ def tree_view(
 def container_count(groups: Sequence[Group]) -> int:
     """Containers among ``groups`` (those with GPU use and the others)."""
     return sum(
-        len(g.containers) if g.kind is GroupKind.OTHERS else int(g.kind is GroupKind.CONTAINER)
+        len(g.containers)
+        if g.kind is GroupKind.OTHERS
+        else len(g.members)
+        if g.kind is GroupKind.POD
+        else int(g.kind is GroupKind.CONTAINER)
         for g in groups
     )
 
@@ -305,7 +313,7 @@ class _ProcessRows:
     move cost an attribute set each, not an item, a label builder and a node reference each.
     """
 
-    __slots__ = ("ident", "layout", "markers", "now", "processes", "usage")
+    __slots__ = ("ident", "indent", "layout", "markers", "now", "processes", "usage")
 
     def __init__(
         self,
@@ -314,8 +322,10 @@ class _ProcessRows:
         markers: Markers,
         now: float | None,
         layout: TreeLayout = FULL,
+        indent: int = INDENT,
     ) -> None:
         self.usage = usage
+        self.indent = indent
         self.processes = processes
         self.markers = markers
         self.now = now
@@ -332,11 +342,11 @@ class _ProcessRows:
 
     def row_inputs(self, index: int) -> tuple[object, ...]:
         process = self.processes[index]
-        return process_inputs(process, self._markers(process), self.now, INDENT, self.layout)
+        return process_inputs(process, self._markers(process), self.now, self.indent, self.layout)
 
     def row_label(self, index: int) -> Text:
         process = self.processes[index]
-        return process_label(process, self._markers(process), self.now, INDENT, self.layout)
+        return process_label(process, self._markers(process), self.now, self.indent, self.layout)
 
     def row_data(self, index: int) -> NodeRef:
         return NodeRef(self.key(index), "process", self.usage, self.processes[index])
@@ -373,6 +383,16 @@ def _group_item(
     pending: Mapping[str, str] | None = None,
 ) -> _Item:
     rows = None
+    if group.kind is GroupKind.POD and group.pod is not None:
+        members = tuple(
+            _pod_member(member, markers, stale, now, layout, pending) for member in group.members
+        )
+        namespace, name = group.pod
+        build = partial(pod_label, namespace, name, len(members), group.gpu_memory_bytes,
+                        group.sm_util, layout)  # fmt: skip
+        inputs: tuple[object, ...] = (layout, group.pod, len(members), group.gpu_memory_bytes,
+                                      group.sm_util)  # fmt: skip
+        return _Item(NodeRef(f"g:{group.key}", "pod"), inputs, build, members)
     if group.processes:
         rows = _ProcessRows(group.usage, group.processes, markers, now, layout)
     if group.kind is GroupKind.CONTAINER and group.usage is not None:
@@ -388,7 +408,7 @@ def _group_item(
     if group.kind is GroupKind.HOST:
         mine = markers.get(HOST_KEY, ())
         build = partial(host_label, count, memory, sm, mine, layout)
-        inputs: tuple[object, ...] = (layout, count, memory, sm, mine)
+        inputs = (layout, count, memory, sm, mine)
         return _Item(NodeRef("g:host", "host"), inputs, build, (), rows=rows)
     if group.kind is GroupKind.ORPHANS:
         mine = markers.get(ORPHANS_KEY, ())
@@ -404,10 +424,27 @@ def _group_item(
     return _Item(NodeRef("g:others", "others"), inputs, build, others, expand=False)
 
 
+def _pod_member(
+    group: Group,
+    markers: Markers,
+    stale: bool,
+    now: float | None,
+    layout: TreeLayout,
+    pending: Mapping[str, str] | None,
+) -> _Item:
+    """A container of a pod, one level in, its processes two levels in."""
+    assert group.usage is not None
+    item = _container_item(group.usage, group.gpu_memory_bytes, group.sm_util, markers, None,
+                           stale, now, INDENT, layout, pending)  # fmt: skip
+    if group.processes:
+        item.rows = _ProcessRows(group.usage, group.processes, markers, now, layout, 2 * INDENT)
+    return item
+
+
 def flags_width(groups: Sequence[Group], markers: Markers, stale: bool) -> int:
     """Cells the widest badges of the rows of ``groups`` take (the FLAGS column's width)."""
     widest = 0
-    for group in groups:
+    for group in flat(groups):
         if group.kind is GroupKind.CONTAINER and group.usage is not None:
             usages: Iterable[ContainerUsage] = (group.usage,)
         elif group.kind is GroupKind.OTHERS:
@@ -760,7 +797,7 @@ class ContainerTree(LazyLabelTree[NodeRef]):
         if not self.pending:
             return {}
         usages: dict[str, ContainerUsage] = {}
-        for group in groups:
+        for group in flat(groups):
             if group.usage is not None:
                 usages[group.usage.info.id] = group.usage
             for usage in group.containers:

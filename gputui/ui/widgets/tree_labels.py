@@ -709,6 +709,21 @@ def host_label(
     return _group_row(cells, f"{count} GPU {noun} outside containers", mine, layout)
 
 
+def pod_label(
+    namespace: str,
+    name: str,
+    count: int,
+    memory: int | None,
+    sm: int | None,
+    layout: TreeLayout = FULL,
+) -> Text:
+    """``pod ml/trainer-0  …  2.0GiB  40%  3 containers``: a Kubernetes pod's containers."""
+    pod = safe(name, 40)
+    shown = f"pod {safe(namespace, 24)}/{pod}" if namespace else f"pod {pod}"
+    cells: list[list[Part]] = [[(shown, EMPH)], [], [], [(gib(memory), EMPH)], [_pct(sm)]]
+    return _group_row(cells, f"{count} containers", (), layout)
+
+
 def _group_row(
     cells: list[list[Part]],
     text: str,

@@ -34,6 +34,7 @@ HOST_IDS = {
     "nvml.driver",
     "gpu.xid",
     "docker.engine",
+    "engines.sources",
     "docker.nvidia_runtime",
     "toolkit.installed",
     "cdi.specs",

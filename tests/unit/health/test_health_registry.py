@@ -40,6 +40,7 @@ HOST_ORDER = [
     "nvml.driver",
     "gpu.xid",
     "docker.engine",
+    "engines.sources",
     "docker.nvidia_runtime",
     "toolkit.installed",
     "cdi.specs",

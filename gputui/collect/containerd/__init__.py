@@ -1,0 +1,1 @@
+"""containerd, read from its shims' task state (no gRPC, no socket)."""

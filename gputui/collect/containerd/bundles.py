@@ -1,0 +1,319 @@
+"""containerd's containers, from the task state its shims keep: names, pods, namespaces, no gRPC.
+
+For every running task, containerd's v2 shim keeps the OCI bundle under
+``<state>/io.containerd.runtime.v2.task/<namespace>/<id>/``: ``config.json`` (the runtime spec:
+the process, its environment, the cgroup path, and containerd's annotations) and ``init.pid``.
+The CRI plugin writes the Kubernetes names into the annotations
+(``io.kubernetes.cri.container-name``, ``sandbox-name``, ``sandbox-namespace``, ``image-name``,
+``container-type``), so a kubelet's pods are named by pod, namespace and container without the
+CRI API; a ``ctr`` container is named by its id, in its namespace.
+
+Everything read is bounded: at most :data:`MAX_NAMESPACES` namespaces and
+:data:`MAX_TASKS` tasks, ``config.json`` at most :data:`MAX_CONFIG_BYTES` (a larger one makes
+a stub named by its id), ``init.pid`` a few bytes, all of one read within the source's deadline.
+A bundle is parsed again only when its ``config.json`` changes (inode, size, mtime). Files are
+read with the capped reader of ``/proc`` and ``/sys`` (:func:`~gputui.collect.linux.fileio.
+read_capped`): opened non-blocking, never more than the cap plus one byte.
+
+What this source cannot do it says: exec, logs and the lifecycle actions need containerd's or the
+CRI's API (``ctr task exec``, ``crictl exec``/``logs``), which gputui does not speak.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from gputui.boundary.json_limits import finite_float, json_depth, no_constant
+from gputui.collect.docker import parse as dp
+from gputui.collect.engines import CONTAINERD_TASKS
+from gputui.collect.linux.cgroup_usage import CgroupSampler
+from gputui.collect.linux.fileio import read_capped
+from gputui.collect.sources import ContainerCapabilities, ContainerSource
+from gputui.model.containers import ContainerInfo, ContainerReading, EngineInfo
+from gputui.model.status import SourceStatus
+
+#: A runtime spec is a few KiB (a CRI one with many mounts and a long environment, tens).
+MAX_CONFIG_BYTES = 1 << 20
+#: containerd namespaces read (``k8s.io``, ``moby``, ``default``, a few more).
+MAX_NAMESPACES = 64
+#: Tasks read per refresh; more than a node runs.
+MAX_TASKS = 20_000
+#: The longest namespace or container id taken from a directory name.
+MAX_ID_CHARS = 256
+_MAX_PID_BYTES = 32
+_MAX_JSON_DEPTH = 64
+
+#: The annotations the CRI plugin writes into each bundle's runtime spec.
+CRI_CONTAINER_NAME = "io.kubernetes.cri.container-name"
+CRI_SANDBOX_NAME = "io.kubernetes.cri.sandbox-name"
+CRI_SANDBOX_NAMESPACE = "io.kubernetes.cri.sandbox-namespace"
+CRI_IMAGE_NAME = "io.kubernetes.cri.image-name"
+CRI_CONTAINER_TYPE = "io.kubernetes.cri.container-type"
+#: The namespace the Docker engine runs its containers in (its bundles carry no names).
+DOCKER_NAMESPACE = "moby"
+#: What a pod's sandbox (its "pause" container) is called, as the kubelet's dockershim did.
+SANDBOX_NAME = "POD"
+
+
+@dataclass(frozen=True, slots=True)
+class _Bundle:
+    """One parsed bundle and the ``config.json`` identity it was parsed from."""
+
+    key: tuple[int, int, int, int]
+    info: ContainerInfo
+    folder: Path
+
+
+def _children(path: Path, limit: int) -> list[str]:
+    """Directory entries that are directories (no symlinks), sorted, at most ``limit``."""
+    try:
+        with os.scandir(path) as entries:
+            names = [
+                e.name
+                for e in entries
+                if len(e.name) <= MAX_ID_CHARS and e.is_dir(follow_symlinks=False)
+            ]
+    except OSError:
+        return []
+    return sorted(names)[:limit]
+
+
+def _read_json(path: Path) -> tuple[Any, str | None]:
+    """``(document, None)``, or ``(None, why)``: over the cap, unreadable, not JSON."""
+    data, err = read_capped(path, MAX_CONFIG_BYTES + 1)
+    if data is None:
+        return None, f"cannot read it ({os.strerror(err)})"
+    if len(data) > MAX_CONFIG_BYTES:
+        return None, f"over {MAX_CONFIG_BYTES >> 20} MiB"
+    if json_depth(data) > _MAX_JSON_DEPTH:  # measured before parsing: no deep recursion
+        return None, "nested too deep"
+    try:
+        doc = json.loads(data, parse_constant=no_constant, parse_float=finite_float)
+    except (ValueError, RecursionError):
+        return None, "not JSON"
+    return doc, None
+
+
+def parse_bundle(namespace: str, task_id: str, spec: Mapping[str, Any]) -> ContainerInfo:
+    """One task's container from its runtime spec (``config.json``); never raises.
+
+    Args:
+        namespace: The containerd namespace (``k8s.io`` for the CRI's containers).
+        task_id: The task's (the container's) id: the directory's name.
+        spec: The parsed runtime spec.
+    """
+    spec = dp.as_dict(spec)
+    notes = dp.as_dict(spec.get("annotations"))
+
+    def note(key: str) -> str | None:
+        return dp.as_text(notes.get(key), dp.MAX_NAME_CHARS) or None
+
+    process = dp.as_dict(spec.get("process"))
+    env = dp.gpu_env(dp.as_list(process.get("env"), dp.MAX_LIST_ITEMS * 4))
+    linux = dp.as_dict(spec.get("linux"))
+    device_paths = tuple(
+        path
+        for d in dp.as_list(linux.get("devices"))
+        if (path := dp.as_text(dp.as_dict(d).get("path"), dp.MAX_NAME_CHARS))
+        and path.startswith("/dev/nvidia")
+    )[: dp.MAX_GPU_IDS]
+    request, via = dp.parse_visible_devices(env.get("NVIDIA_VISIBLE_DEVICES")), "env"
+    nodes = tuple(
+        p[len("/dev/nvidia") :] for p in device_paths if p[len("/dev/nvidia") :].isdigit()
+    )
+    if request is None and nodes:
+        request, via = nodes, "devices"
+    kind = note(CRI_CONTAINER_TYPE)
+    pod = note(CRI_SANDBOX_NAME)
+    name = SANDBOX_NAME if kind == "sandbox" else (note(CRI_CONTAINER_NAME) or task_id)
+    return ContainerInfo(
+        id=task_id,
+        name=name,
+        image=note(CRI_IMAGE_NAME) or "",
+        status="running",
+        k8s_pod=pod,
+        k8s_namespace=note(CRI_SANDBOX_NAMESPACE) if pod else None,
+        gpu_request=request,
+        gpu_request_via=via if request is not None else None,
+        gpu_device_paths=device_paths,
+        nvidia_capabilities=dp.parse_capabilities(env.get("NVIDIA_DRIVER_CAPABILITIES")),
+        cuda_version=env.get("CUDA_VERSION"),
+        cuda_requirement=env.get("NVIDIA_REQUIRE_CUDA"),
+    )
+
+
+def _with_pid(bundle: _Bundle, proc_root: Path) -> ContainerInfo:
+    """The task's init PID and whether it still runs.
+
+    ``init.pid`` is read each time (a restart writes a new one); the container is ``exited``
+    when its PID is gone, ``created`` before it has one.
+    """
+    data, _ = read_capped(bundle.folder / "init.pid", _MAX_PID_BYTES)
+    text = (data or b"").decode(errors="replace").strip()
+    pid = int(text) if text.isdigit() and len(text) <= 8 and 0 < int(text) <= dp.MAX_PID else None
+    if pid is None or not (proc_root / str(pid)).exists():
+        return replace(bundle.info, pid=None, status="exited" if pid is not None else "created")
+    return replace(bundle.info, pid=pid)
+
+
+def _cgroup_engine(cgroup_root: Path, proc_root: Path) -> EngineInfo:
+    """The host's cgroup layout and memory, for the cgroup sampler (read once)."""
+    version = "2" if (cgroup_root / "cgroup.controllers").exists() else "1"
+    total: int | None = None
+    data, _ = read_capped(proc_root / "meminfo", 4096)
+    for line in (data or b"").decode(errors="replace").splitlines():
+        if line.startswith("MemTotal:"):
+            parts = line.split()
+            if len(parts) >= 2 and parts[1].isdigit():
+                total = int(parts[1]) * 1024
+    return EngineInfo(
+        cgroup_driver="cgroupfs",
+        cgroup_version=version,
+        host_memory_bytes=total,
+        product="containerd",
+    )
+
+
+class ContainerdBundles(ContainerSource):
+    """containerd's running tasks, from the shims' bundles (a ``ContainerSource``).
+
+    Args:
+        state_dir: containerd's state directory (``/run/containerd``; k3s:
+            ``/run/k3s/containerd``).
+        name: The source's name (``containerd``, ``k3s``).
+        timeout: Seconds one read may spend on the files.
+        cgroup_root: Where the host's cgroup hierarchy is.
+        proc_root: Where the host's ``/proc`` is.
+        cpu_settle_s: For a single collection: seconds between the two cgroup samples a
+            container's first CPU % needs.
+    """
+
+    def __init__(
+        self,
+        state_dir: str | os.PathLike[str] = "/run/containerd",
+        *,
+        name: str = "containerd",
+        timeout: float = 2.0,
+        cgroup_root: str | os.PathLike[str] = "/sys/fs/cgroup",
+        proc_root: str | os.PathLike[str] = "/proc",
+        cpu_settle_s: float = 0.0,
+    ) -> None:
+        self.name = name
+        self._cpu_settle_s = cpu_settle_s
+        self._state = Path(state_dir)
+        self._tasks = self._state / CONTAINERD_TASKS
+        self._timeout = timeout
+        self._proc = Path(proc_root)
+        self._cgroup_root = Path(cgroup_root)
+        self._sampler = CgroupSampler(self._cgroup_root, self._proc)
+        self._engine: EngineInfo | None = None
+        self._bundles: dict[str, _Bundle] = {}
+
+    def capabilities(self) -> ContainerCapabilities:
+        """Nothing beyond listing: exec, logs and actions need containerd's API."""
+        return ContainerCapabilities(
+            note=f"read from containerd's task state in {self._state}; use `ctr -n NAMESPACE "
+            "task exec` or `crictl exec`/`crictl logs` on the node"
+        )
+
+    def read(self) -> ContainerReading:
+        """The running tasks' containers with CPU and memory from their own cgroups."""
+        try:
+            return self._read(time.monotonic() + self._timeout)
+        except Exception as exc:  # the boundary: whatever happened is a status
+            text = " ".join(str(exc).split())[:200] or type(exc).__name__
+            return ContainerReading(
+                SourceStatus(self.name, False, f"{type(exc).__name__}: {text}", "error")
+            )
+
+    def _read(self, deadline: float) -> ContainerReading:
+        try:
+            mode = self._tasks.stat().st_mode
+        except OSError as exc:
+            return ContainerReading(
+                SourceStatus(
+                    self.name,
+                    ok=False,
+                    error=f"no containerd task state at {self._tasks} ({exc.strerror})",
+                    kind="not_found",
+                    fix="Start containerd, or give its state directory with "
+                    "--engine containerd=/PATH (k3s: /run/k3s/containerd).",
+                )
+            )
+        if not stat.S_ISDIR(mode):
+            return ContainerReading(
+                SourceStatus(self.name, False, f"{self._tasks} is not a directory", "error")
+            )
+        if self._engine is None:
+            self._engine = _cgroup_engine(self._cgroup_root, self._proc)
+        seen: dict[str, _Bundle] = {}
+        problems: list[str] = []
+        late = False
+        count = 0
+        for namespace in _children(self._tasks, MAX_NAMESPACES):
+            if namespace == DOCKER_NAMESPACE:
+                continue  # the Docker engine's own containers: it names them, this cannot
+            for task_id in _children(self._tasks / namespace, MAX_TASKS - count):
+                if time.monotonic() > deadline:
+                    late = True
+                    break
+                count += 1
+                bundle = self._bundle(namespace, task_id, problems)
+                if bundle is not None and bundle.info.id not in seen:
+                    seen[bundle.info.id] = bundle
+            if late or count >= MAX_TASKS:
+                break
+        if late:  # keep what the last complete read listed beyond this one's reach
+            seen = {**self._bundles, **seen}
+        for gone in self._bundles.keys() - seen.keys():
+            self._sampler.forget(gone)
+        self._bundles = seen
+        containers = [_with_pid(b, self._proc) for b in seen.values()]
+        containers.sort(key=lambda c: (c.k8s_namespace or "", c.k8s_pod or "", c.name, c.id))
+        sampled = self._sampler.sample(containers, self._engine, settle_s=self._cpu_settle_s)
+        status = SourceStatus(self.name, ok=True)
+        if problems or late:
+            shown = "; ".join(problems[:3]) + (
+                f" and {len(problems) - 3} more" if len(problems) > 3 else ""
+            )
+            why = shown if problems else f"the task state took over {self._timeout:g} s to read"
+            status = SourceStatus(self.name, True, why, "partial")
+        return ContainerReading(status, tuple(sampled), self._engine)
+
+    def _bundle(self, namespace: str, task_id: str, problems: list[str]) -> _Bundle | None:
+        folder = self._tasks / namespace / task_id
+        config = folder / "config.json"
+        try:
+            st = config.stat()
+        except OSError:
+            return None  # a task being created or deleted: seen on the next read
+        key = (st.st_ino, st.st_size, st.st_mtime_ns, st.st_dev)
+        kept = self._bundles.get(task_id)
+        if kept is not None and kept.key == key:
+            return kept
+        doc, why = _read_json(config) if stat.S_ISREG(st.st_mode) else (None, "not a file")
+        if doc is None:
+            problems.append(f"{namespace}/{task_id[:12]}: config.json {why}")
+            info = ContainerInfo(
+                id=task_id,
+                name=task_id[:12],
+                image="",
+                status="running",
+                inspect_problem=f"containerd bundle config.json {why}: names unknown",
+            )
+        else:
+            info = parse_bundle(namespace, task_id, doc)
+            del doc  # holds the process's whole environment: never kept
+        self._sampler.inspected(task_id, None)
+        return _Bundle(key, info, folder)
+
+    def close(self) -> None:
+        """Drop the kept cgroup files."""
+        self._sampler.clear()

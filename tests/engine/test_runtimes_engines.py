@@ -1,0 +1,321 @@
+"""Several real engines at once: names, pods, CPU/memory, exec and logs from each engine's source.
+
+Each test starts its real runtime (tests/support/runtimes.py) beside the shared Docker engine,
+names real host PIDs of its containers as GPU processes through a scenario file, and reads
+``gputui --once --json`` with ``--engine`` pointing at the private runtime's socket or state
+directory (discovery of the standard paths is tested in tests/unit/collect/test_engines.py).
+The truth is the runtime's own answer (``podman top``, ``ctr task ls``, the CRI's names).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from gputui.collect.docker.source import DockerSource
+from gputui.exporter.families import container_families
+from gputui.model.settings import Settings
+from gputui.wiring.compose import build_collector
+from tests.support.runtimes import (
+    CRI_NAMESPACE,
+    CTR_NAMESPACE,
+    PREFIX,
+    Containerd,
+    CriClient,
+    Podman,
+    RootlessDocker,
+    containerd,
+    rootful_podman,
+    rootless_docker,
+    rootless_podman,
+    runtime_image,
+    wait_until,
+)
+
+__all__ = [
+    "containerd",
+    "rootful_podman",
+    "rootless_docker",
+    "rootless_podman",
+    "runtime_image",
+]
+
+#: PID 1 is ``sh``, which says hello on its log first; its child ``sleep`` is another process.
+COMMAND = ("sh", "-c", "echo gputui-hello; sleep 900 & wait")
+
+
+def _scenario(tmp_path: Path, pids: list[int]) -> Path:
+    path = tmp_path / "scenario.json"
+    processes = [{"pid": pid, "used_memory_mib": 100 + i} for i, pid in enumerate(pids)]
+    gpu = {"index": 0, "name": "NVIDIA H200", "memory_total_mib": 143771,
+           "memory_used_mib": 1000, "processes": processes}  # fmt: skip
+    path.write_text(json.dumps({"nvml": "ok", "gpus": [gpu]}))
+    return path
+
+
+def _once(scenario: Path, *engines: str) -> dict[str, Any]:
+    argv = [sys.executable, "-m", "gputui", "--scenario", str(scenario), "--once", "--json"]
+    for engine in engines:
+        argv += ["--engine", engine]
+    result = subprocess.run(
+        argv, capture_output=True, text=True, timeout=120, env=dict(os.environ), check=False
+    )
+    assert result.returncode == 0, result.stderr
+    doc: dict[str, Any] = json.loads(result.stdout)
+    return doc
+
+
+def _container(doc: dict[str, Any], container_id: str) -> dict[str, Any]:
+    found: list[dict[str, Any]] = [
+        c for c in doc["containers"] + doc.get("other_containers", []) if c["id"] == container_id
+    ]
+    assert len(found) == 1, [c["id"] for c in doc["containers"]]
+    return found[0]
+
+
+def _health(doc: dict[str, Any], prefix: str) -> list[dict[str, Any]]:
+    return [h for h in doc["health"] if h["id"].startswith(prefix)]
+
+
+def test_podman_and_docker_at_once_by_name_with_figures_exec_and_logs(
+    rootful_podman: Podman, tmp_path: Path
+) -> None:
+    sock = rootful_podman.service()
+    name = f"{PREFIX}-{uuid.uuid4().hex[:8]}"
+    container_id = rootful_podman.run_container(name, *COMMAND)
+    wait_until(lambda: len(rootful_podman.top(name)) == 2, f"{name} did not start", 30)
+    pids = [hpid for hpid, _ in rootful_podman.top(name)]
+    scenario = _scenario(tmp_path, pids)
+
+    doc = _once(scenario, "docker", f"podman=unix://{sock}")
+    # Both engines are read, each under its own name, and podman is told from its /version.
+    assert set(doc["sources"]) >= {"docker", "podman"}
+    assert doc["sources"]["podman"]["ok"] is True, doc["sources"]["podman"]
+    row = _container(doc, container_id)
+    assert row["name"] == name  # not podman-<id12>
+    assert row["source"] == "podman"
+    assert row["runtime"] == "runc"  # not podman's "oci"
+    assert sorted(row["pids"]) == sorted(pids)
+    assert row["memory_used_bytes"] is not None and row["memory_used_bytes"] > 0
+    assert row["cpu_percent"] is not None  # a one-shot samples its cgroup twice
+    for proc in doc["processes"]:
+        assert proc["container"]["name"] == name
+    # No false verdicts from Docker's facts: podman's runtime is podman's.
+    runtime_checks = [h for h in _health(doc, "container.runtime") if name in h["id"]]
+    assert all(h["status"] != "fail" for h in runtime_checks), runtime_checks
+    sources = _health(doc, "engines.sources")
+    assert sources and sources[0]["status"] == "pass", sources
+    assert any("podman (podman" in d for d in sources[0]["details"]), sources[0]
+
+    # exec and logs go to the source that lists the container: podman's service.
+    collector = build_collector(
+        Settings(scenario=scenario, engines=("docker", f"podman=unix://{sock}")), health=False
+    )
+    try:
+        deadline = time.monotonic() + 30
+        while collector.container_owner(container_id) is None:
+            assert time.monotonic() < deadline, "podman's container never listed"
+            collector.collect()
+        owner = collector.container_owner(container_id)
+        assert owner is not None and owner.source == "podman" and owner.capabilities.exec
+        # CPU % needs two samples of its cgroup: a live loop's second refresh has it.
+        time.sleep(0.3)
+        usage = {u.info.id: u for u in collector.collect().containers}[container_id]
+        assert usage.info.cpu_percent is not None and usage.info.memory_used_bytes
+        result = collector.exec_in_container(container_id, ["echo", "from-podman"], 20)
+        assert result.exit_code == 0 and result.stdout.strip() == "from-podman", result
+        argv = collector.interactive_exec_argv(container_id, ["sh"])
+        assert argv is not None and argv[:3] == ["podman", "--url", f"unix://{sock}"]
+        reader = collector.open_container_logs(container_id, tail=10, follow=False)
+        try:
+            text = ""
+            deadline = time.monotonic() + 10
+            while "gputui-hello" not in text and time.monotonic() < deadline:
+                lines = reader.read()
+                if lines is None:
+                    break
+                text += "\n".join(line.text for line in lines)
+        finally:
+            reader.close()
+        assert "gputui-hello" in text
+    finally:
+        collector.close()
+
+
+def test_a_dead_and_a_removed_podman_container_do_not_stay_running(
+    rootful_podman: Podman,
+) -> None:
+    sock = rootful_podman.service()
+    source = DockerSource(f"unix://{sock}", timeout=10.0, name="podman", product="podman")
+    try:
+        assert source.read().status.ok
+        name = f"{PREFIX}-{uuid.uuid4().hex[:8]}"
+        container_id = rootful_podman.run_container(name, "sh", "-c", "sleep 3")
+
+        def status() -> str | None:
+            listed = {c.id: c for c in source.read().containers}
+            return listed[container_id].status if container_id in listed else None
+
+        wait_until(lambda: status() == "running", "the container was never listed running", 30)
+        # podman says "died"/"remove" where Docker says "die"/"destroy": the events must count.
+        wait_until(lambda: status() == "exited", "a dead podman container stayed running", 30)
+        rootful_podman("rm", name)
+        wait_until(lambda: status() is None, "a removed podman container stayed listed", 30)
+        engine = source.read().engine
+        assert engine is not None and engine.product == "podman"
+    finally:
+        source.close()
+
+
+def test_containerd_cri_and_ctr_names_pods_and_figures_without_grpc(
+    containerd: Containerd, tmp_path: Path
+) -> None:
+    cri = CriClient(containerd.sock)
+    try:
+        pod = cri.run_pod(containerd, f"{PREFIX}-trainer-0", "ml", "burstable", COMMAND)
+    finally:
+        cri.close()
+    ctr_name = f"{PREFIX}-{uuid.uuid4().hex[:8]}"
+    containerd.ctr(CTR_NAMESPACE, "run", "-d", "docker.io/library/gputui-rt:latest", ctr_name,
+                   *COMMAND)  # fmt: skip
+    init = containerd.task_pid(CRI_NAMESPACE, pod.container_id)
+    ctr_init = containerd.task_pid(CTR_NAMESPACE, ctr_name)
+    scenario = _scenario(tmp_path, [init, ctr_init])
+    state = containerd.base / "state"
+
+    # Only containerd: a node without Docker reads its containers, and nothing FAILs for it.
+    doc = _once(scenario, f"containerd={state}")
+    assert [k for k in doc["sources"] if k != "nvml"] == ["containerd"]
+    assert doc["sources"]["containerd"]["ok"] is True, doc["sources"]["containerd"]
+    row = _container(doc, pod.container_id)
+    assert row["name"] == pod.container_name
+    assert row["k8s_pod"] == pod.name and row["k8s_namespace"] == pod.namespace
+    assert row["source"] == "containerd"
+    assert row["image"].endswith("gputui-rt:latest")
+    # Its own cgroup (/kubepods/burstable/pod<uid>/<id>): its figures, not the node's.
+    assert row["memory_used_bytes"] is not None and row["memory_used_bytes"] > 0
+    assert row["cpu_percent"] is not None
+    sandbox = _container(doc, pod.sandbox_id)
+    assert sandbox["name"] == "POD" and sandbox["k8s_pod"] == pod.name
+    ctr_row = _container(doc, ctr_name)
+    assert ctr_row["name"] == ctr_name and ctr_row["k8s_pod"] is None
+    assert [h for h in doc["health"] if h["status"] == "fail"] == []
+    # Its containers are judged (against containerd, in Kubernetes' words), not skipped.
+    (unrequested,) = [h for h in doc["health"]
+                      if h["id"] == "container.gpu_unrequested:main"]  # fmt: skip
+    assert unrequested["status"] == "warn" and "resources.limits" in unrequested["fix"]
+
+    # `gputui doctor` on a node without Docker: no false FAIL, exit 0.
+    doctor = subprocess.run(
+        [sys.executable, "-m", "gputui", "doctor", "--json", "--scenario", str(scenario),
+         "--engine", f"containerd={state}"],
+        capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+    fails = [h for h in json.loads(doctor.stdout)["health"] if h["status"] == "fail"]
+    assert doctor.returncode == 0 and not fails, (fails, doctor.stderr)
+
+    # exec and logs are refused with the engine's name and how to reach it on the node.
+    collector = build_collector(Settings(scenario=scenario, engines=(f"containerd={state}",)))
+    try:
+        collector.collect()
+        time.sleep(0.3)
+        snapshot = collector.collect()
+        usage = {u.info.id: u for u in snapshot.containers}[pod.container_id]
+        assert usage.info.cpu_percent is not None  # the second sample of its own cgroup
+        # The exporter's pod and namespace labels, as dcgm-exporter's are for the same pod.
+        labelled = [
+            sample.labels
+            for family in container_families(snapshot)
+            for sample in family.samples
+            if sample.labels.get("container_id") == pod.container_id
+        ]
+        assert labelled and all(
+            (lb["pod"], lb["namespace"], lb["container"]) == (pod.name, pod.namespace, "main")
+            for lb in labelled
+        ), labelled
+        result = collector.exec_in_container(pod.container_id, ["true"], 5)
+        assert result.error is not None and "containerd does not offer exec" in result.error
+        assert "crictl exec" in result.error
+    finally:
+        collector.close()
+
+
+@pytest.fixture(autouse=True)
+def _linux_only() -> None:
+    if not Path("/proc/self/cgroup").exists():
+        pytest.skip("needs Linux /proc and cgroups")
+
+
+def test_a_one_shot_gives_docker_containers_a_cpu_figure(
+    docker_engine: Any, run_container: Any, tmp_path: Path
+) -> None:
+    # Before, every engine's container CPU % in `--once --json` was null: one cgroup sample.
+    box = run_container(["sh", "-c", "while :; do :; done"], network_mode="none")
+    box.reload()
+    pid = int(box.attrs["State"]["Pid"])
+    doc = _once(_scenario(tmp_path, [pid]), "docker")
+    row = _container(doc, box.id)
+    assert row["source"] == "docker"
+    assert row["cpu_percent"] is not None and row["cpu_percent"] > 1.0, row
+
+
+def test_rootless_podman_and_rootless_docker_by_name_from_their_users_sockets(
+    rootless_podman: Podman, rootless_docker: RootlessDocker, tmp_path: Path
+) -> None:
+    podman_sock = rootless_podman.service()
+    podman_name = f"{PREFIX}-{uuid.uuid4().hex[:8]}"
+    podman_id = rootless_podman.run_container(podman_name, *COMMAND)
+    wait_until(lambda: len(rootless_podman.top(podman_name)) == 2, "podman did not start", 30)
+    podman_pid = rootless_podman.top(podman_name)[0][0]
+    docker_name = f"{PREFIX}-{uuid.uuid4().hex[:8]}"
+    docker_id = rootless_docker(
+        "run", "-d", "--name", docker_name, "--network", "none", "gputui-rt:latest", *COMMAND
+    ).strip()
+    docker_pid = int(rootless_docker("inspect", "--format", "{{.State.Pid}}", docker_name))
+    scenario = _scenario(tmp_path, [podman_pid, docker_pid])
+
+    doc = _once(scenario, f"podman=unix://{podman_sock}", f"docker={rootless_docker.host}")
+    assert doc["sources"]["podman"]["ok"] and doc["sources"]["docker"]["ok"], doc["sources"]
+    podman_row = _container(doc, podman_id)
+    docker_row = _container(doc, docker_id)
+    assert (podman_row["name"], podman_row["source"]) == (podman_name, "podman")
+    assert (docker_row["name"], docker_row["source"]) == (docker_name, "docker")
+    # cgroup v1 gives neither a cgroup of its own: their figures are unknown, never the
+    # session's (that showed 200 % CPU and the session's memory).
+    for row in (podman_row, docker_row):
+        assert row["cpu_percent"] is None and row["memory_used_bytes"] is None, row
+    procs = {p["pid"]: p for p in doc["processes"]}
+    assert procs[podman_pid]["container"]["name"] == podman_name
+    assert procs[docker_pid]["container"]["name"] == docker_name
+
+
+def test_a_podman_pods_containers_carry_its_name(rootful_podman: Podman) -> None:
+    sock = rootful_podman.service()
+    pod = f"{PREFIX}-pod-{uuid.uuid4().hex[:6]}"
+    rootful_podman("pod", "create", "--name", pod, "--infra=false")
+    names = [f"{pod}-a", f"{pod}-b"]
+    ids = [
+        rootful_podman("run", "-d", "--pod", pod, "--name", n, "--network", "none",
+                       "docker.io/library/gputui-rt:latest", "sleep", "900").strip()
+        for n in names
+    ]  # fmt: skip
+    source = DockerSource(f"unix://{sock}", timeout=10.0, name="podman", product="podman")
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            listed = {c.id: c for c in source.read().containers}
+            if all(i in listed for i in ids) or time.monotonic() > deadline:
+                break
+        assert [listed[i].name for i in ids] == names
+        assert [listed[i].k8s_pod for i in ids] == [pod, pod]  # from podman's own pod record
+    finally:
+        source.close()
+        rootful_podman("pod", "rm", "--force", pod)
