@@ -8,7 +8,8 @@ from gputui.derive.analysis import Analyzer
 from gputui.model.containers import Owner
 from gputui.model.snapshot import Snapshot
 from gputui.ui.screens import evidence
-from tests.support.factories import standard
+from tests.support.factories import FakeCollector, standard
+from tests.support.pilot import AppFactory, ready, screen_lines
 
 
 def _with_owner(owner: Owner | None) -> Snapshot:
@@ -38,3 +39,31 @@ def test_an_unknown_owner_says_so_and_a_hostile_label_is_shown_harmless() -> Non
     silent = _with_owner(None)
     text = evidence.evidence_content(silent.containers[0], Analyzer([]).analyse(silent)).plain
     assert "Owner" not in text
+
+
+async def test_the_tree_has_an_owner_column_once_an_owner_is_known(make_app: AppFactory) -> None:
+    base = standard()
+    first, second, *rest = base.containers
+    owned = replace(
+        base,
+        containers=(
+            replace(first, info=replace(first.info, owner=Owner("alice", "high", "label x"))),
+            replace(second, info=replace(second.info, owner=Owner("bob", "low", "bind mount"))),
+            *rest,
+        ),
+    )
+    for snapshot, shown in ((base, False), (owned, True)):
+        app = make_app(FakeCollector([snapshot]))
+        async with app.run_test(size=(160, 50)) as pilot:
+            await ready(pilot)
+            lines = screen_lines(app)
+            at = next(i for i, line in enumerate(lines) if "NAME" in line and "STATUS" in line)
+            header, lines = lines[at], lines[at + 1 :]
+            assert ("OWNER" in header) is shown, header
+            if shown:
+                column = header.index("OWNER")
+                row_a = next(line for line in lines if first.info.name in line)
+                row_b = next(line for line in lines if second.info.name in line)
+                assert row_a[column:].startswith("alice"), row_a
+                assert row_b[column:].startswith("bob?"), row_b  # a guess says so
+                assert header.index("IMAGE") > column  # the image yields first

@@ -441,6 +441,15 @@ def _pod_member(
     return item
 
 
+def owners_known(groups: Sequence[Group]) -> bool:
+    """Whether some container of ``groups`` has a named owner (the OWNER column shows then)."""
+    for group in flat(groups):
+        usages = (group.usage,) if group.usage is not None else group.containers
+        if any(u.info.owner is not None and u.info.owner.name for u in usages):
+            return True
+    return False
+
+
 def flags_width(groups: Sequence[Group], markers: Markers, stale: bool) -> int:
     """Cells the widest badges of the rows of ``groups`` take (the FLAGS column's width)."""
     widest = 0
@@ -610,7 +619,9 @@ class ContainerTree(LazyLabelTree[NodeRef]):
         cursor_key = cursor.data.key if cursor is not None and cursor.data else None
         cursor_parent = cursor.parent if cursor is not None else None
         parent_key = cursor_parent.data.key if cursor_parent and cursor_parent.data else None
-        self.columns = layout = tree_layout(self.label_width(), flags_width(shown, markers, stale))
+        self.columns = layout = tree_layout(
+            self.label_width(), flags_width(shown, markers, stale), owners_known(shown)
+        )
         pending = self._pending_texts(groups)
         items = tuple(_group_item(g, markers, stale, now, layout, pending) for g in shown)
         self._reconcile(self.root, items)

@@ -23,6 +23,7 @@ from rich.text import Span, Text
 from gputui.boundary import sanitise
 from gputui.derive import units
 from gputui.derive.tree import BADGES, Marker
+from gputui.model.containers import Owner
 from gputui.model.processes import GpuProcess
 from gputui.model.snapshot import ContainerUsage
 from gputui.ui.styles import EMPH, ERROR, MUTED, severity_style
@@ -79,7 +80,9 @@ TREE_COLUMNS: tuple[TreeColumn, ...] = (
     TreeColumn("elapsed", "ELAPSED", 7, right=True),
 )
 
-#: Cells of the image and compose/pod columns when the width allows (less when it does not).
+#: Cells of the owner, image and compose/pod columns when the width allows (less when it does
+#: not; the owner, a key answer, yields last).
+OWNER_WIDTH = 12
 IMAGE_WIDTH = 24
 GROUP_WIDTH = 20
 #: A text column narrower than this is left out rather than cut to a stub.
@@ -100,6 +103,7 @@ class TreeLayout:
     Attributes:
         widths: Cells of each of :data:`TREE_COLUMNS` (0: the column is left out).
         flags: Cells of the FLAGS column (0: no row has a badge).
+        owner: Cells of the OWNER column (0: left out, or no container's owner is known).
         image: Cells of the IMAGE column (0: left out).
         group: Cells of the COMPOSE/POD column (0: left out).
         tail: Cells from the FLAGS column to the tree's right edge (None: width unknown).
@@ -110,24 +114,28 @@ class TreeLayout:
     image: int
     group: int
     tail: int | None
+    owner: int = 0
 
 
-def tree_layout(width: int | None, flags: int = 0) -> TreeLayout:
+def tree_layout(width: int | None, flags: int = 0, owners: bool = False) -> TreeLayout:
     """The columns for a tree whose labels have ``width`` cells, with ``flags`` cells of badges.
 
     Args:
         width: Cells a label may use (the tree's width less its expander and scrollbar); None
             before the tree has a size (every column at full width).
         flags: Cells the widest row's badges take (0 without badges; cut to :data:`FLAGS_MAX`).
+        owners: Some container's owner is known (the OWNER column is shown only then).
 
     Returns:
         The layout: figure columns narrowed or dropped (:data:`_NARROWING`) until the badges
-        and :data:`MIN_TAIL` cells fit, the image and compose/pod columns in what is left.
+        and :data:`MIN_TAIL` cells fit, the owner, image and compose/pod columns in what is
+        left, in that order.
     """
     flags = max(0, min(flags, FLAGS_MAX))
     widths = [column.width for column in TREE_COLUMNS]
     if width is None:
-        return TreeLayout(tuple(widths), flags, IMAGE_WIDTH, GROUP_WIDTH, None)
+        owner = OWNER_WIDTH if owners else 0
+        return TreeLayout(tuple(widths), flags, IMAGE_WIDTH, GROUP_WIDTH, None, owner)
 
     def rest() -> int:
         shown = [w for w in widths if w]
@@ -141,10 +149,12 @@ def tree_layout(width: int | None, flags: int = 0) -> TreeLayout:
     tail = max(0, rest())
     flags = min(flags, tail)
     left = tail - (flags + 1 if flags else 0)
+    owner = min(OWNER_WIDTH, left) if owners and left >= MIN_TEXT else 0
+    left -= owner + 1 if owner else 0
     image = min(IMAGE_WIDTH, left) if left >= MIN_TEXT else 0
     left -= image + 1 if image else 0
     group = min(GROUP_WIDTH, left) if left >= MIN_TEXT else 0
-    return TreeLayout(tuple(widths), flags, image, group, tail)
+    return TreeLayout(tuple(widths), flags, image, group, tail, owner)
 
 
 #: Every column at full width (a label built before the tree has a size).
@@ -311,7 +321,8 @@ def row(
         flags: The row's badges (:func:`badge_parts`), placed in the FLAGS column.
         dim: Dim the whole row (not live).
         layout: The columns to fill (:func:`tree_layout`).
-        texts: The image and compose/pod cells of a container row.
+        texts: The owner, image and compose/pod cells of a container row (one text spans
+            them all).
 
     Returns:
         The label.
@@ -344,9 +355,10 @@ def row(
         wide = layout.flags or sum(cell_len(p if isinstance(p, str) else p[0]) for p in flags)
         if wide:
             columns.append((wide, flags))
-        spans: tuple[int, ...] = (layout.image, layout.group)
-        if len(texts) == 1 and layout.image and layout.group:
-            spans = (layout.image + 1 + layout.group,)  # one text over both columns
+        spans: tuple[int, ...] = (layout.owner, layout.image, layout.group)
+        if len(texts) == 1:
+            shown = [w for w in spans if w]
+            spans = (sum(shown) + len(shown) - 1,) if shown else (0,)  # one text over them all
         for width, cell in zip(spans, texts, strict=False):
             if width:
                 columns.append((width, cell))
@@ -372,7 +384,7 @@ _TEXT = TreeColumn("text", "", 0)
 def header_text(layout: TreeLayout = FULL) -> str:
     """The column titles, aligned with the rows (expander cells included)."""
     cells = [[column.title] for column in TREE_COLUMNS]
-    texts = [["IMAGE"], ["COMPOSE/POD"]]
+    texts = [["OWNER"], ["IMAGE"], ["COMPOSE/POD"]]
     flags: list[Part] = ["FLAGS"] if layout.flags else []
     line = row(0, cells, flags=flags, layout=layout, texts=texts).plain
     return " " * EXPANDER_WIDTH + line
@@ -465,6 +477,19 @@ def _group_text(usage: ContainerUsage) -> str:
     return ""
 
 
+def owner_parts(owner: Owner | None) -> list[Part]:
+    """The OWNER cell: the name, ``alice?`` dimmed for a low-confidence guess, else blank.
+
+    What named the owner, and how to be sure, is in the Evidence view (``e``).
+    """
+    if owner is None or owner.name is None:
+        return []
+    name = safe(owner.name, 40)
+    if owner.confidence == "low":
+        return [(f"{name}?", MUTED)]
+    return [name]
+
+
 def _uptime(usage: ContainerUsage, now: float | None) -> str:
     return since(usage.info.started_at, now) if usage.info.running else NONE
 
@@ -513,6 +538,7 @@ def container_inputs(
         info.k8s_pod,
         info.k8s_namespace,
         info.inspect_problem,
+        info.owner,
     )
 
 
@@ -627,6 +653,7 @@ def container_label(
         [_uptime(group_usage, now)],
     ]
     texts: list[list[Part]] = [
+        owner_parts(info.owner),
         [(safe(info.image, 80, na=""), MUTED)],
         [(_group_text(group_usage), "italic")],
     ]
