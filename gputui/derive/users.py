@@ -36,6 +36,7 @@ __all__ = [
     "UserTotals",
     "UserUsage",
     "gpu_list",
+    "owner_usage",
     "place_of",
     "project_usage",
     "sort_rows",
@@ -54,8 +55,8 @@ UNKNOWN_PLACE = "unknown"
 SORTS: tuple[str, ...] = ("memory", "sm", "processes", "gpus", "name")
 
 #: A row's kind: a named host user, a uid without a name, PIDs nobody can find, processes
-#: ``/proc`` hides, a process whose owner could not be read.
-USER_KINDS = ("user", "uid", "unknown", "hidden", "unreadable")
+#: ``/proc`` hides, a process whose owner could not be read; and on the owners' rows, a person.
+USER_KINDS = ("user", "uid", "unknown", "hidden", "unreadable", "owner")
 
 
 @dataclass(frozen=True, slots=True)
@@ -270,6 +271,73 @@ def project_usage(snapshot: Snapshot) -> tuple[ProjectUsage, ...]:
     return tuple(sort_rows(rows, "memory"))
 
 
+#: The owner row of containers nothing names an owner of.
+UNKNOWN_OWNER = "owner unknown"
+
+
+def owner_usage(snapshot: Snapshot) -> tuple[UserUsage, ...]:
+    """GPU use per owner: the person behind each container, host processes by their user.
+
+    A container's owner is its :class:`~gputui.model.containers.Owner` (``alice?`` for a
+    low-confidence guess), :data:`UNKNOWN_OWNER` when nothing names one; a host process's
+    owner is its user. Empty when no container's owner is known (the rows would be the users'
+    again).
+
+    Args:
+        snapshot: One refresh.
+
+    Returns:
+        One row per owner (kind ``owner``, or the user kinds for host processes), most GPU
+        memory first.
+    """
+    owners = {
+        u.info.id: u.info.owner
+        for u in snapshot.containers
+        if u.info.owner is not None and u.info.owner.name
+    }
+    if not owners:
+        return ()
+    sums: dict[str, _Sum] = {}
+    meta: dict[str, tuple[str, str]] = {}
+    name_of = _names(snapshot)
+    for proc in snapshot.processes:
+        if proc.container_id is not None:
+            owner = owners.get(proc.container_id)
+            if owner is None or owner.name is None:
+                key, label, kind = "owner:", UNKNOWN_OWNER, "unknown"
+            else:
+                guess = "?" if owner.confidence == "low" else ""
+                key, label, kind = f"owner:{owner.name}{guess}", owner.name + guess, "owner"
+        else:
+            key, label, kind = _user_of(proc, name_of)
+            if kind == "user":
+                key = f"owner:{label}"  # a host user and a container owner of that name add up
+                kind = "owner"
+        meta[key] = (label, kind)
+        row = sums.get(key)
+        if row is None:
+            row = sums[key] = _Sum()
+        row.add(proc, _place_of(proc, name_of))
+    return tuple(
+        sort_rows(
+            (
+                UserUsage(
+                    key=key,
+                    label=meta[key][0],
+                    kind=meta[key][1],
+                    gpu_memory_bytes=s.memory,
+                    sm_util=per_gpu_sm(s.rows),
+                    processes=len(s.pids),
+                    gpu_indexes=tuple(sorted(s.gpus)),
+                    containers=tuple(sorted(s.places)),
+                )
+                for key, s in sums.items()
+            ),
+            "memory",
+        )
+    )
+
+
 @dataclass(frozen=True, slots=True)
 class UserTotals:
     """One snapshot's users and compose projects, computed once for every front-end.
@@ -281,15 +349,17 @@ class UserTotals:
     Attributes:
         users: :func:`user_usage` of the snapshot.
         projects: :func:`project_usage` of the snapshot.
+        owners: :func:`owner_usage` of the snapshot (empty while no owner is known).
     """
 
     users: tuple[UserUsage, ...]
     projects: tuple[ProjectUsage, ...]
+    owners: tuple[UserUsage, ...] = ()
 
 
 def user_totals(snapshot: Snapshot) -> UserTotals:
     """:class:`UserTotals` of ``snapshot``."""
-    return UserTotals(user_usage(snapshot), project_usage(snapshot))
+    return UserTotals(user_usage(snapshot), project_usage(snapshot), owner_usage(snapshot))
 
 
 Row = TypeVar("Row", UserUsage, ProjectUsage)

@@ -8,6 +8,7 @@ from gputui.derive.analysis import Analyzer
 from gputui.model.containers import Owner
 from gputui.model.snapshot import Snapshot
 from gputui.ui.screens import evidence
+from gputui.ui.tab_table import TABS
 from tests.support.factories import FakeCollector, standard
 from tests.support.pilot import AppFactory, ready, screen_lines
 
@@ -67,3 +68,24 @@ async def test_the_tree_has_an_owner_column_once_an_owner_is_known(make_app: App
                 assert row_a[column:].startswith("alice"), row_a
                 assert row_b[column:].startswith("bob?"), row_b  # a guess says so
                 assert header.index("IMAGE") > column  # the image yields first
+
+
+async def test_the_users_tab_adds_up_owners_once_one_is_known(make_app: AppFactory) -> None:
+    base = standard()
+    first, *rest = base.containers
+    owned = replace(
+        base,
+        containers=(
+            replace(first, info=replace(first.info, owner=Owner("alice", "high", "label x"))),
+            *rest,
+        ),
+    )
+    app = make_app(FakeCollector([owned]))
+    async with app.run_test(size=(120, 40)) as pilot:
+        await ready(pilot)
+        await pilot.press(TABS.key("users"))
+        await pilot.pause()
+        text = "\n".join(screen_lines(app))
+        assert "Owners (the person behind each container" in text, text
+        assert "OWNER" in text and "alice" in text
+        assert app.main.users_view.owners.row_count >= 1

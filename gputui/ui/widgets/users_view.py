@@ -1,8 +1,10 @@
-"""The Users tab: GPU memory, SM %, processes and GPUs per user, then per compose project.
+"""The Users tab: GPU memory, SM %, processes and GPUs per user, per owner, per compose project.
 
-A user is the host uid of the processes (a container's root is the host's root); a uid the
-host has no name for is shown with its container, ``uid 1000 (notebook)``
-(:mod:`gputui.derive.users` has the rules). ``s`` / ``S`` sort both tables by the same column.
+The owners' table (the person behind each container, :func:`gputui.derive.users.owner_usage`)
+shows once some container's owner is known. A user is the host uid of the processes (a
+container's root is the host's root); a uid the host has no name for is shown with its
+container, ``uid 1000 (notebook)`` (:mod:`gputui.derive.users` has the rules). ``s`` / ``S``
+sort the tables by the same column.
 The rows are the analysis's (:attr:`gputui.derive.analysis.Analysis.totals`, computed once per
 snapshot on the collector's thread, the same rows ``--once`` and the exporter print): this
 widget only sorts and draws them. Every name passes :func:`gputui.boundary.sanitise.safe_text` here,
@@ -38,6 +40,8 @@ USER_COLUMNS: tuple[tuple[str, str], ...] = (
     ("gpus", "GPUS"),
     ("where", "WHERE"),
 )
+#: The owners table: the users table's columns, headed by the owner.
+OWNER_COLUMNS: tuple[tuple[str, str], ...] = (("user", "OWNER"), *USER_COLUMNS[1:])
 PROJECT_COLUMNS: tuple[tuple[str, str], ...] = (
     ("project", "PROJECT"),
     ("memory", "  GPU-MEM"),
@@ -106,6 +110,8 @@ class UsersView(Vertical):
     DEFAULT_CSS = """
     UsersView #users-status { height: 1; padding: 0 1; }
     UsersView #users-table { height: 1fr; min-height: 3; }
+    UsersView #owners-title { height: 2; padding: 0 1; border-top: solid $panel-lighten-2; }
+    UsersView #owners-table { height: auto; max-height: 30%; }
     UsersView #projects-title { height: 2; padding: 0 1; border-top: solid $panel-lighten-2; }
     UsersView #projects-table { height: auto; max-height: 40%; }
     """
@@ -114,18 +120,27 @@ class UsersView(Vertical):
         super().__init__(id=id)
         self.status = Static("", id="users-status")
         self.table = UsersTable(cursor_type="row", id="users-table")
+        self.owners_title = Static(
+            "Owners (the person behind each container: label, rootless engine, compose directory"
+            ", --user, bind mounts; `?` a guess; e: evidence)",
+            id="owners-title",
+        )
+        self.owners = UsersTable(cursor_type="row", id="owners-table")
         self.projects_title = Static("Compose projects", id="projects-title")
         self.projects = UsersTable(cursor_type="row", id="projects-table")
         self.sort_index = 0
         self.sort_reverse = False
         self.snapshot: Snapshot | None = None
         self.users: tuple[UserUsage, ...] = ()
+        self.owner_rows: tuple[UserUsage, ...] = ()
         self.project_rows: tuple[ProjectUsage, ...] = ()
 
     def compose(self) -> ComposeResult:
         """Status line, users, then the compose projects."""
         yield self.status
         yield self.table
+        yield self.owners_title
+        yield self.owners
         yield self.projects_title
         yield self.projects
 
@@ -133,6 +148,10 @@ class UsersView(Vertical):
         """Columns once; the projects section stays hidden until a project uses GPUs."""
         for key, header in USER_COLUMNS:
             self.table.add_column(header, key=key)
+        for key, header in OWNER_COLUMNS:
+            self.owners.add_column(header, key=key)
+        self.owners_title.display = False
+        self.owners.display = False
         for key, header in PROJECT_COLUMNS:
             self.projects.add_column(header, key=key)
         self.projects_title.display = False
@@ -160,6 +179,7 @@ class UsersView(Vertical):
             return
         self.snapshot = snapshot
         self.users = totals.users
+        self.owner_rows = totals.owners
         self.project_rows = totals.projects
         self._rebuild()
 
@@ -177,6 +197,10 @@ class UsersView(Vertical):
     def _rebuild(self) -> None:
         users = sort_rows(self.users, self.sort_key, self.sort_reverse)
         _fill(self.table, [(u.key, user_cells(u)) for u in users])
+        owners = sort_rows(self.owner_rows, self.sort_key, self.sort_reverse)
+        _fill(self.owners, [(o.key, user_cells(o)) for o in owners])
+        self.owners_title.display = bool(owners)
+        self.owners.display = bool(owners)
         projects = sort_rows(self.project_rows, self.sort_key, self.sort_reverse)
         _fill(self.projects, [(p.project, project_cells(p)) for p in projects])
         self.projects_title.display = bool(projects)

@@ -13,8 +13,10 @@ from dataclasses import replace
 from prometheus_client.parser import text_string_to_metric_families
 
 from gputui.derive.analysis import Analysis, Analyzer
-from gputui.derive.users import UserTotals, user_totals
+from gputui.derive.users import UserTotals, owner_usage, user_totals
 from gputui.exporter.families import SnapshotMetrics
+from gputui.model.containers import Owner
+from gputui.model.processes import GpuProcess
 from gputui.model.settings import Settings
 from gputui.model.snapshot import Snapshot
 from gputui.present.json_report import project_to_json, snapshot_to_json, user_to_json
@@ -77,3 +79,48 @@ def test_json_and_exporter_agree_on_the_demo() -> None:
     assert from_json == _exported_users(snapshot, analysis)
     # Without handed totals (a caller with no analysis) the same rows are computed.
     assert snapshot_to_json(snapshot)["users"] == doc["users"]
+
+
+def _owned(snapshot: Snapshot, owners: dict[str, Owner | None]) -> Snapshot:
+    containers = tuple(
+        replace(u, info=replace(u.info, owner=owners[u.info.name])) if u.info.name in owners else u
+        for u in snapshot.containers
+    )
+    return replace(snapshot, containers=containers)
+
+
+def test_owners_add_up_their_containers_and_their_host_processes() -> None:
+    snapshot = _demo()
+    assert owner_usage(snapshot) == ()  # no owner known: no owners' rows
+    by_container: dict[str, list[GpuProcess]] = {}
+    host: dict[str, list[GpuProcess]] = {}
+    for proc in snapshot.processes:
+        if proc.container_id is not None:
+            usage = snapshot.container(proc.container_id)
+            assert usage is not None
+            by_container.setdefault(usage.info.name, []).append(proc)
+        elif proc.on_host and proc.info.user:
+            host.setdefault(proc.info.user, []).append(proc)
+    names = sorted(by_container)
+    assert len(names) >= 3 and host, (names, host)
+    host_user = sorted(host)[0]
+    # Two containers are the host user's own (one named by a label, one a guess), one is
+    # someone else's, the rest name nobody.
+    owners = {
+        names[0]: Owner(host_user, "high", "label gputui.owner"),
+        names[1]: Owner("carol", "low", "owns its bind mount /srv/carol"),
+        names[2]: Owner(host_user, "medium", "runs as --user 1000"),
+    }
+    rows = {r.label: r for r in owner_usage(_owned(snapshot, owners))}
+
+    def memory(procs: list[GpuProcess]) -> int:
+        return sum(p.sample.used_memory_bytes or 0 for p in procs)
+
+    mine = by_container[names[0]] + by_container[names[2]] + host[host_user]
+    assert rows[host_user].gpu_memory_bytes == memory(mine)
+    assert rows["carol?"].gpu_memory_bytes == memory(by_container[names[1]])
+    rest = [p for n in names[3:] for p in by_container[n]]
+    if rest:
+        assert rows["owner unknown"].gpu_memory_bytes == memory(rest)
+    # Every process is some row's: the owners add up to what NVML listed.
+    assert sum(r.gpu_memory_bytes for r in rows.values()) == memory(list(snapshot.processes))
