@@ -75,12 +75,6 @@ def parse_alerts(data: Mapping[str, Any], origin: str = "config") -> tuple[Alert
     Raises:
         ConfigError: naming the first problem.
     """
-    # [ui]: parse_ui, [keys]: parse_keys, [fleet]: parse_fleet, [ledger]: parse_ledger,
-    # [[notify]] and [idle_policy]: gputui.notify.config, [engines]: parse_engines
-    sections = {"alerts", "ui", "keys", "fleet", "ledger", "notify", "idle_policy", "engines"}
-    unknown = set(data) - sections
-    if unknown:
-        raise ConfigError(f"{origin}: unknown section {shown_text(sorted(unknown)[0])}")
     alerts = data.get("alerts", {})
     if not isinstance(alerts, dict):
         raise ConfigError(f"{origin}: alerts must be a table")

@@ -284,6 +284,20 @@ def load_config(path: Path | None = None, env: Mapping[str, str] | None = None) 
     return replace(config, ui=config.ui.merged(state))
 
 
+#: The config file's sections, each read by :func:`parse_config` (any other is a mistake).
+SECTIONS = (
+    "alerts",
+    "ui",
+    "keys",
+    "fleet",
+    "ledger",
+    "notify",
+    "idle_policy",
+    "engines",
+    "owners",
+)
+
+
 def parse_config(text: str, path: Path) -> Config:
     """The configuration in ``text`` (the content of ``path``).
 
@@ -300,6 +314,9 @@ def parse_config(text: str, path: Path) -> Config:
         raise ConfigError(f"config file {path} is not valid TOML: nested too deeply") from None
     except ValueError:  # an integer over Python's int/str conversion limit (4300 digits)
         raise ConfigError(f"config file {path}: a number has too many digits") from None
+    unknown = sorted(set(data) - set(SECTIONS))
+    if unknown:
+        raise ConfigError(f"{path}: unknown section {shown_text(unknown[0])}")
     ui = parse_ui(data.get("ui", {}), str(path))
     keys = parse_keys(data.get("keys", {}), str(path))
     fleet = parse_fleet(data.get("fleet", {}), str(path))

@@ -82,6 +82,24 @@ def test_bad_ledger_config_is_one_line(tmp_path: Path) -> None:
         _one_line_2(gputui("ledger", "--config", str(config), "--store", "x"), needle)
 
 
+def test_every_section_the_docs_name_is_accepted(tmp_path: Path) -> None:
+    """A config using each section loads (a section read by its parser but unknown to the
+    file's list was refused as "unknown section", as [owners] once was)."""
+    config = tmp_path / "config.toml"
+    config.write_text(
+        "[ui]\ntheme = 'nord'\n"
+        "[ledger]\nkwh_price = 0.3\n"
+        "[owners]\nlabels = ['org.example.owner']\n"
+        "[engines]\nuse = ['docker']\n"
+        "[idle_policy]\nenabled = false\n"
+        "[fleet]\n"
+        "[keys]\n"
+        "[alerts]\ndefaults = true\n"
+    )
+    result = gputui("--demo", "--once", "--config", str(config))
+    assert result.returncode == 0, result.stderr
+
+
 def _hostile_store(path: Path) -> None:
     store = Store.open_writer(path, "test")
     hostile = Subject(
