@@ -8,10 +8,10 @@ import re
 from pathlib import Path
 from typing import TYPE_CHECKING, NoReturn
 
-from gputui.model.settings import MAX_INTERVAL_S, MIN_INTERVAL_S, Settings
+from gputui.model.settings import MAX_INTERVAL_S, MIN_INTERVAL_S, Settings, ViewScope
 
 if TYPE_CHECKING:
-    pass
+    from gputui.model.snapshot import Snapshot
 from gputui.cli.terminal import EXIT_USAGE
 
 
@@ -66,6 +66,117 @@ def add_config(parser: argparse.ArgumentParser) -> None:
     )
 
 
+# -- what the views show: nvitop's --only, --user, --pid, --ascii ------------------------------
+
+#: More GPUs than any machine has (scenario files allow 64): an index beyond is a typo.
+_MAX_GPU_INDEX = 1023
+
+
+def gpu_index_arg(text: str) -> int:
+    """``--only INDEX``: a GPU index, a whole number from 0."""
+    if not re.fullmatch(r"[0-9]{1,4}", text) or int(text) > _MAX_GPU_INDEX:
+        raise argparse.ArgumentTypeError(
+            f"expected a GPU index (0, 1, ... as nvidia-smi counts them), got {shown_text(text)}"
+        )
+    return int(text)
+
+
+def pid_arg(text: str) -> int:
+    """``--pid PID``: a process id, a positive whole number."""
+    if not re.fullmatch(r"[0-9]{1,10}", text) or not 0 < int(text) < 2**31:
+        raise argparse.ArgumentTypeError(f"expected a process id, got {shown_text(text)}")
+    return int(text)
+
+
+def user_arg(text: str) -> str:
+    """``--user USER``: a user name or a uid, as ``ps`` shows them."""
+    if not re.fullmatch(r"[A-Za-z0-9._@$-]{1,64}", text):
+        raise argparse.ArgumentTypeError(f"expected a user name or uid, got {shown_text(text)}")
+    return text
+
+
+def current_user() -> str:
+    """The user running gputui, as a process's user is shown: the name, else the uid."""
+    import pwd
+
+    uid = os.getuid()
+    try:
+        return pwd.getpwuid(uid).pw_name
+    except KeyError:
+        return str(uid)
+
+
+def add_view_scope(parser: argparse.ArgumentParser) -> None:
+    """The view options nvitop users reach for: ``--only``, ``--user``, ``--pid``, ``--ascii``."""
+    parser.add_argument(
+        "--only",
+        "-o",
+        metavar="INDEX",
+        type=gpu_index_arg,
+        nargs="+",
+        help="show only these GPUs (indexes), their processes and containers",
+    )
+    parser.add_argument(
+        "--user",
+        "-u",
+        metavar="USER",
+        type=user_arg,
+        nargs="*",
+        help="show only processes of these users (no USER: yours) and their containers",
+    )
+    parser.add_argument(
+        "--pid",
+        "-p",
+        metavar="PID",
+        type=pid_arg,
+        nargs="+",
+        help="show only these host PIDs and their containers",
+    )
+    parser.add_argument(
+        "--ascii",
+        "--no-unicode",
+        "-U",
+        dest="ascii",
+        action="store_true",
+        help="draw with ASCII only: bars, borders, sparklines, markers (terminals without Unicode)",
+    )
+
+
+def view_scope(args: argparse.Namespace) -> ViewScope:
+    """The :class:`ViewScope` of ``--only``, ``--user`` and ``--pid`` (``--user`` alone: yours)."""
+    users = getattr(args, "user", None)
+    if users is not None and not users:
+        users = [current_user()]
+    only, pids = getattr(args, "only", None), getattr(args, "pid", None)
+    return ViewScope(
+        gpus=None if only is None else tuple(dict.fromkeys(only)),
+        users=None if users is None else tuple(dict.fromkeys(users)),
+        pids=None if pids is None else tuple(dict.fromkeys(pids)),
+    )
+
+
+def scope_error(snapshot: Snapshot | None, scope: ViewScope) -> str | None:
+    """The one-line error when ``--only`` names a GPU ``snapshot`` does not have."""
+    if snapshot is None:
+        return None  # the collection failed: the monitor or the report says why
+    from gputui.derive.scope import unknown_gpus
+
+    missing = unknown_gpus(snapshot, scope)
+    if not missing:
+        return None
+    from gputui.boundary.sanitise import safe_text
+
+    have = ", ".join(str(g.index) for g in snapshot.gpus)
+    names = " ".join(str(i) for i in missing)
+    noun = "GPU" if len(missing) == 1 else "GPUs"
+    if not snapshot.gpus:
+        nvml = snapshot.sources.get("nvml")
+        why = "" if nvml is None or nvml.ok else f": NVML: {safe_text(nvml.error, 160)}"
+        return f"--only {names}: no such {noun} (no GPU found{why})"
+    there = f"GPU {have}" if len(snapshot.gpus) == 1 else f"GPUs {have}"
+    return f"--only {names}: no such {noun} (this machine has {there})"
+
+
 def run_settings(args: argparse.Namespace) -> Settings:
     """The run's :class:`Settings` from parsed arguments and ``GPUTUI_SCENARIO``."""
     scenario = args.scenario
@@ -80,6 +191,8 @@ def run_settings(args: argparse.Namespace) -> Settings:
         config=args.config,
         bell=args.bell,
         kernel_log=getattr(args, "kernel_log", None),
+        scope=view_scope(args),
+        ascii=getattr(args, "ascii", False),
     )
 
 

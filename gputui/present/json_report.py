@@ -315,12 +315,14 @@ def snapshot_to_json(
     findings: Iterable[Finding] = (),
     alerts: AlertState | None = None,
     totals: UserTotals | None = None,
+    activity: tuple[Activity, ...] | None = None,
 ) -> dict[str, Any]:
     """The snapshot in the documented JSON schema (docs/json-schema.md).
 
     ``findings``, ``alerts`` and ``totals`` are the snapshot's ``Analysis`` (what the TUI
     shows); the ``alerts`` key lists its pending and firing alerts (none when ``alerts`` is
-    None); ``totals`` None computes the users and projects here.
+    None); ``totals`` None computes the users and projects here; ``activity`` None computes
+    ``gpu_activity`` here (a narrowed analysis brings the whole snapshot's).
     """
     engine = snapshot.engine
     totals = totals if totals is not None else user_totals(snapshot)
@@ -365,7 +367,10 @@ def snapshot_to_json(
         "host_stats": _host_stats(snapshot.host_stats),
         "users": [user_to_json(u) for u in totals.users],
         "compose_projects": [project_to_json(p) for p in totals.projects],
-        "gpu_activity": [activity_to_json(a) for a in activity_estimates(snapshot)],
+        "gpu_activity": [
+            activity_to_json(a)
+            for a in (activity_estimates(snapshot) if activity is None else activity)
+        ],
         "xid_events": [
             {"gpu_index": e.gpu_index, "xid": e.xid, "at": iso(e.at)} for e in snapshot.xid_events
         ],

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 from gputui import __version__
 from gputui.boundary import sanitise
 from gputui.derive import units
-from gputui.derive.activity import activity_estimates
+from gputui.derive.activity import Activity, activity_estimates
 from gputui.derive.alerts import AlertState
 from gputui.derive.users import (
     UserTotals,
@@ -195,7 +195,7 @@ def _mbps(value: float | None) -> str:
     return sanitise.NA if value is None else f"{value / 2**20:.0f}"
 
 
-def _gpm_text(snapshot: Snapshot) -> list[str]:
+def _gpm_text(snapshot: Snapshot, activity: tuple[Activity, ...] | None = None) -> list[str]:
     """The ``GPU activity`` section: NVML GPM figures next to util, and energy."""
     gpus = [g for g in snapshot.gpus if not g.lost]
     if not any(g.gpm_note is not None or g.gpm_sm_active is not None for g in gpus):
@@ -244,7 +244,7 @@ def _gpm_text(snapshot: Snapshot) -> list[str]:
                     ]
                 )
     lines += ["  " + r for r in _table(rows, right=(1, 2, 3, 4, 5, 6, 7, 8))]
-    estimates = activity_estimates(snapshot)
+    estimates = activity_estimates(snapshot) if activity is None else activity
     if estimates:
         lines += ["", "GPU activity by party (SM act: the party's part of its device's)"]
         rows = [["DEVICE", "PARTY", "SM ACT", "TENSOR", "HOW"]]
@@ -276,11 +276,14 @@ def snapshot_to_text(
     findings: Iterable[Finding] = (),
     alerts: AlertState | None = None,
     totals: UserTotals | None = None,
+    activity: tuple[Activity, ...] | None = None,
 ) -> str:
     """A readable report of one snapshot: GPUs, GPU processes, containers, problems.
 
     ``findings``, ``alerts`` and ``totals`` are the snapshot's ``Analysis``; pending and firing
-    alerts get a section of their own; ``totals`` None computes the users and projects here.
+    alerts get a section of their own; ``totals`` None computes the users and projects here;
+    ``activity`` None computes the GPU activity by party here (a narrowed analysis brings the
+    whole snapshot's).
     """
     h = snapshot.host
     # NVML, then each container source in the collector's order (Docker alone, as wired today).
@@ -346,7 +349,7 @@ def snapshot_to_text(
         if snapshot.gpus
         else ["  (no GPUs)"]
     )
-    lines += _gpm_text(snapshot)
+    lines += _gpm_text(snapshot, activity)
     lines.append("")
     lines.append("GPU processes")
     rows = [["PID", "CPID", "GPU", "GPU-MEM", "SM", "CPU", "RSS", "USER", "CONTAINER", "COMMAND"]]
