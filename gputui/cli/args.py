@@ -297,20 +297,30 @@ def fleet_timeout_arg(text: str) -> float:
 
 # -- free ---------------------------------------------------------------------------------------
 
-_MEMORY = re.compile(r"([0-9]{1,15}(?:\.[0-9]{1,6})?)\s*([KMGT]?)(?:I?B)?", re.IGNORECASE)
-_MEMORY_UNITS = {"": 1, "K": 1024, "M": 1024**2, "G": 1024**3, "T": 1024**4}
+_MEMORY = re.compile(r"([0-9]{1,15}(?:\.[0-9]{1,6})?)\s*(?:([KMGT])(?:I?B)?|(B))", re.IGNORECASE)
+_MEMORY_UNITS = {"B": 1, "K": 1024, "M": 1024**2, "G": 1024**3, "T": 1024**4}
+_NUMBER = re.compile(r"[0-9]{1,15}(?:\.[0-9]{1,6})?")
 #: No GPU has more memory than this; a larger --min-free-memory is a typo.
 MAX_GPU_MEMORY = 1024**5
 
 
 def memory_arg(text: str) -> int:
-    """A GPU memory amount such as ``40G``, ``40GiB`` or ``500M``, in bytes (at most 1PiB)."""
-    match = _MEMORY.fullmatch(text.strip())
+    """A GPU memory amount such as ``40G``, ``40GiB``, ``500M`` or ``4096B``, in bytes (<= 1PiB).
+
+    A bare number is refused: ``40`` meaning 40 bytes is never what was meant.
+    """
+    stripped = text.strip()
+    if _NUMBER.fullmatch(stripped):
+        raise argparse.ArgumentTypeError(
+            f"{shown_text(text)} has no unit: write e.g. {stripped}GiB or {stripped}MiB"
+        )
+    match = _MEMORY.fullmatch(stripped)
     if not match:
         raise argparse.ArgumentTypeError(
-            f"expected a size such as 40G, 40GiB, 500M or bytes, got {shown_text(text)}"
+            f"expected a size such as 40G, 40GiB or 500M, got {shown_text(text)}"
         )
-    value = int(float(match.group(1)) * _MEMORY_UNITS[match.group(2).upper()])
+    unit = (match.group(2) or match.group(3)).upper()
+    value = int(float(match.group(1)) * _MEMORY_UNITS[unit])
     if value > MAX_GPU_MEMORY:
         raise argparse.ArgumentTypeError(f"at most 1PiB, got {shown_text(text)}")
     return value

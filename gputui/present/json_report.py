@@ -260,7 +260,9 @@ def project_to_json(p: ProjectUsage) -> dict[str, Any]:
 
 
 def _choice_to_json(g: GpuChoice) -> dict[str, Any]:
+    mig = {} if g.mig_device is None else {"device": g.mig_device}
     return {
+        **mig,
         "index": g.index,
         "uuid": g.uuid,
         "name": g.name,
@@ -288,7 +290,7 @@ def free_to_json(
     Args:
         snapshot: The refresh judged.
         answer: The verdict on every GPU.
-        chosen: The GPUs picked (empty when too few qualify).
+        chosen: The GPUs picked (empty when too few qualify), or the one MIG device.
         asked: ``-n``, None when not given.
         enough: Whether at least ``-n`` (or one) GPU qualified.
         devices: What the plain output prints (indexes, or UUIDs with ``--uuid``); the
@@ -301,11 +303,13 @@ def free_to_json(
         "hostname": snapshot.host.hostname,
         "asked": {"count": asked},
         "enough": enough,
-        "selected": [g.index for g in chosen],
+        "selected": [g.index for g in chosen if g.mig_device is None],
+        "selected_mig_devices": [g.mig_device for g in chosen if g.mig_device is not None],
         "cuda_visible_devices": devices
         if devices is not None
-        else ",".join(str(g.index) for g in chosen),
+        else ",".join(str(g.index) if g.mig_device is None else g.uuid or "" for g in chosen),
         "gpus": [_choice_to_json(g) for g in answer.gpus],
+        "mig_devices": [_choice_to_json(m) for m in answer.mig],
         "caveats": list(answer.caveats),
     }
 
