@@ -44,7 +44,7 @@ from gputui.ui.ascii_filter import AsciiFilter
 from gputui.ui.crash import CrashSafeApp
 from gputui.ui.messages import ExecFinished, SelectionChanged, SnapshotReady
 from gputui.ui.screens.main import MainScreen
-from gputui.ui.state import UiState, interval_label, step_interval
+from gputui.ui.state import UiState, interval_label, scope_label, step_interval
 from gputui.ui.tab_table import TABS, TabTable
 from gputui.ui.textual_compat import bind_on_instance
 
@@ -111,6 +111,8 @@ class GpuTuiApp(CrashSafeApp):
         self.settings = settings
         # --ascii: one filter over every widget's lines (see get_line_filters).
         self._ascii = AsciiFilter() if settings.ascii else None
+        # --only/--user/--pid: said in the header, so a narrowed view is never taken for all.
+        self._scope = scope_label(settings.scope)
         self.interval = max(settings.interval, 0.1)
         self.window = WINDOWS[1] if settings.history_seconds >= WINDOWS[1] else WINDOWS[0]
         # Recorded on the collector's thread by the analysis; what is shown is the view of the
@@ -403,7 +405,9 @@ class GpuTuiApp(CrashSafeApp):
         player = self.collector.player
         paused = self.paused or (player is not None and player.paused)
         mode = self.collector.mode
-        return UiState(self.interval, paused, self.settings.read_only, mode, self._replay_at)
+        return UiState(
+            self.interval, paused, self.settings.read_only, mode, self._replay_at, self._scope
+        )
 
     def _rerender(self) -> None:
         with self.batch_update():

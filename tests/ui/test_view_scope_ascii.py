@@ -76,3 +76,17 @@ async def test_user_and_pid_narrow_the_process_and_container_views() -> None:
         await pilot.press("2")
         await pilot.pause()
         assert _pids(screen_lines(app), DEMO_PIDS) == {48211, 51234}  # alice's 3121: not root
+
+
+@pytest.mark.parametrize("size", [(160, 50), (60, 15)])
+async def test_the_header_says_what_the_views_are_narrowed_to(size: tuple[int, int]) -> None:
+    app = demo_app(refreshes=5, scope=ViewScope(gpus=(0, 2), users=("root",)))
+    async with app.run_test(size=size) as pilot:
+        await ready(pilot)
+        header = app.main.header.text
+        wide = " ONLY GPU 0,2 · user root "
+        assert (wide if size[0] >= 160 else " ONLY ") in header, header
+    plain = demo_app(refreshes=5)
+    async with plain.run_test(size=size) as pilot:
+        await ready(pilot)
+        assert "ONLY" not in plain.main.header.text

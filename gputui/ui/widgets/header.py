@@ -240,6 +240,15 @@ def _markers(state: UiState) -> list[Segment]:
         out.append(Segment(0, ["  ", (" READ-ONLY ", badge)], [" ", (" RO ", badge)]))
     if state.paused:
         out.append(Segment(0, ["  ", (" PAUSED ", "bold reverse $text-warning")]))
+    if state.scope is not None:
+        # --only/--user/--pid: why GPUs, processes or containers are missing; never dropped.
+        out.append(
+            Segment(
+                0,
+                ["  ", (f" ONLY {state.scope} ", "bold reverse $text-warning")],
+                [" ", (" ONLY ", "bold reverse $text-warning")],
+            )
+        )
     return out
 
 
