@@ -8,10 +8,10 @@ import re
 from pathlib import Path
 from typing import TYPE_CHECKING, NoReturn
 
-from gputui.model.settings import MAX_INTERVAL_S, MIN_INTERVAL_S, Settings
+from gputui.model.settings import MAX_INTERVAL_S, MIN_INTERVAL_S, Settings, ViewScope
 
 if TYPE_CHECKING:
-    pass
+    from gputui.model.snapshot import Snapshot
 from gputui.cli.terminal import EXIT_USAGE
 
 
@@ -98,6 +98,117 @@ def add_config(parser: argparse.ArgumentParser) -> None:
     )
 
 
+# -- what the views show: nvitop's --only, --user, --pid, --ascii ------------------------------
+
+#: More GPUs than any machine has (scenario files allow 64): an index beyond is a typo.
+_MAX_GPU_INDEX = 1023
+
+
+def gpu_index_arg(text: str) -> int:
+    """``--only INDEX``: a GPU index, a whole number from 0."""
+    if not re.fullmatch(r"[0-9]{1,4}", text) or int(text) > _MAX_GPU_INDEX:
+        raise argparse.ArgumentTypeError(
+            f"expected a GPU index (0, 1, ... as nvidia-smi counts them), got {shown_text(text)}"
+        )
+    return int(text)
+
+
+def pid_arg(text: str) -> int:
+    """``--pid PID``: a process id, a positive whole number."""
+    if not re.fullmatch(r"[0-9]{1,10}", text) or not 0 < int(text) < 2**31:
+        raise argparse.ArgumentTypeError(f"expected a process id, got {shown_text(text)}")
+    return int(text)
+
+
+def user_arg(text: str) -> str:
+    """``--user USER``: a user name or a uid, as ``ps`` shows them."""
+    if not re.fullmatch(r"[A-Za-z0-9._@$-]{1,64}", text):
+        raise argparse.ArgumentTypeError(f"expected a user name or uid, got {shown_text(text)}")
+    return text
+
+
+def current_user() -> str:
+    """The user running gputui, as a process's user is shown: the name, else the uid."""
+    import pwd
+
+    uid = os.getuid()
+    try:
+        return pwd.getpwuid(uid).pw_name
+    except KeyError:
+        return str(uid)
+
+
+def add_view_scope(parser: argparse.ArgumentParser) -> None:
+    """The view options nvitop users reach for: ``--only``, ``--user``, ``--pid``, ``--ascii``."""
+    parser.add_argument(
+        "--only",
+        "-o",
+        metavar="INDEX",
+        type=gpu_index_arg,
+        nargs="+",
+        help="show only these GPUs (indexes), their processes and containers",
+    )
+    parser.add_argument(
+        "--user",
+        "-u",
+        metavar="USER",
+        type=user_arg,
+        nargs="*",
+        help="show only processes of these users (no USER: yours) and their containers",
+    )
+    parser.add_argument(
+        "--pid",
+        "-p",
+        metavar="PID",
+        type=pid_arg,
+        nargs="+",
+        help="show only these host PIDs and their containers",
+    )
+    parser.add_argument(
+        "--ascii",
+        "--no-unicode",
+        "-U",
+        dest="ascii",
+        action="store_true",
+        help="draw with ASCII only: bars, borders, sparklines, markers (terminals without Unicode)",
+    )
+
+
+def view_scope(args: argparse.Namespace) -> ViewScope:
+    """The :class:`ViewScope` of ``--only``, ``--user`` and ``--pid`` (``--user`` alone: yours)."""
+    users = getattr(args, "user", None)
+    if users is not None and not users:
+        users = [current_user()]
+    only, pids = getattr(args, "only", None), getattr(args, "pid", None)
+    return ViewScope(
+        gpus=None if only is None else tuple(dict.fromkeys(only)),
+        users=None if users is None else tuple(dict.fromkeys(users)),
+        pids=None if pids is None else tuple(dict.fromkeys(pids)),
+    )
+
+
+def scope_error(snapshot: Snapshot | None, scope: ViewScope) -> str | None:
+    """The one-line error when ``--only`` names a GPU ``snapshot`` does not have."""
+    if snapshot is None:
+        return None  # the collection failed: the monitor or the report says why
+    from gputui.derive.scope import unknown_gpus
+
+    missing = unknown_gpus(snapshot, scope)
+    if not missing:
+        return None
+    from gputui.boundary.sanitise import safe_text
+
+    have = ", ".join(str(g.index) for g in snapshot.gpus)
+    names = " ".join(str(i) for i in missing)
+    noun = "GPU" if len(missing) == 1 else "GPUs"
+    if not snapshot.gpus:
+        nvml = snapshot.sources.get("nvml")
+        why = "" if nvml is None or nvml.ok else f": NVML: {safe_text(nvml.error, 160)}"
+        return f"--only {names}: no such {noun} (no GPU found{why})"
+    there = f"GPU {have}" if len(snapshot.gpus) == 1 else f"GPUs {have}"
+    return f"--only {names}: no such {noun} (this machine has {there})"
+
+
 def run_settings(args: argparse.Namespace) -> Settings:
     """The run's :class:`Settings` from parsed arguments and ``GPUTUI_SCENARIO``."""
     scenario = args.scenario
@@ -113,6 +224,8 @@ def run_settings(args: argparse.Namespace) -> Settings:
         bell=args.bell,
         kernel_log=getattr(args, "kernel_log", None),
         engines=engines_of(args),
+        scope=view_scope(args),
+        ascii=getattr(args, "ascii", False),
     )
 
 
@@ -219,20 +332,30 @@ def fleet_timeout_arg(text: str) -> float:
 
 # -- free ---------------------------------------------------------------------------------------
 
-_MEMORY = re.compile(r"([0-9]{1,15}(?:\.[0-9]{1,6})?)\s*([KMGT]?)(?:I?B)?", re.IGNORECASE)
-_MEMORY_UNITS = {"": 1, "K": 1024, "M": 1024**2, "G": 1024**3, "T": 1024**4}
+_MEMORY = re.compile(r"([0-9]{1,15}(?:\.[0-9]{1,6})?)\s*(?:([KMGT])(?:I?B)?|(B))", re.IGNORECASE)
+_MEMORY_UNITS = {"B": 1, "K": 1024, "M": 1024**2, "G": 1024**3, "T": 1024**4}
+_NUMBER = re.compile(r"[0-9]{1,15}(?:\.[0-9]{1,6})?")
 #: No GPU has more memory than this; a larger --min-free-memory is a typo.
 MAX_GPU_MEMORY = 1024**5
 
 
 def memory_arg(text: str) -> int:
-    """A GPU memory amount such as ``40G``, ``40GiB`` or ``500M``, in bytes (at most 1PiB)."""
-    match = _MEMORY.fullmatch(text.strip())
+    """A GPU memory amount such as ``40G``, ``40GiB``, ``500M`` or ``4096B``, in bytes (<= 1PiB).
+
+    A bare number is refused: ``40`` meaning 40 bytes is never what was meant.
+    """
+    stripped = text.strip()
+    if _NUMBER.fullmatch(stripped):
+        raise argparse.ArgumentTypeError(
+            f"{shown_text(text)} has no unit: write e.g. {stripped}GiB or {stripped}MiB"
+        )
+    match = _MEMORY.fullmatch(stripped)
     if not match:
         raise argparse.ArgumentTypeError(
-            f"expected a size such as 40G, 40GiB, 500M or bytes, got {shown_text(text)}"
+            f"expected a size such as 40G, 40GiB or 500M, got {shown_text(text)}"
         )
-    value = int(float(match.group(1)) * _MEMORY_UNITS[match.group(2).upper()])
+    unit = (match.group(2) or match.group(3)).upper()
+    value = int(float(match.group(1)) * _MEMORY_UNITS[unit])
     if value > MAX_GPU_MEMORY:
         raise argparse.ArgumentTypeError(f"at most 1PiB, got {shown_text(text)}")
     return value

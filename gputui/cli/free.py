@@ -37,8 +37,9 @@ def free_command(argv: Sequence[str]) -> int:
         prog="gputui free",
         description=(
             "The GPUs a new job can use now: not reserved by a container, not held by any "
-            "process (also PIDs nobody can see). Prints e.g. 0,3 for CUDA_VISIBLE_DEVICES; "
-            "exit status 1 when fewer than -n GPUs qualify."
+            "process (also PIDs nobody can see). Prints e.g. 0,3 for CUDA_VISIBLE_DEVICES, or "
+            "a free MIG device's MIG-... UUID when one device is wanted and no whole GPU is "
+            "free; exit status 1 when fewer than -n GPUs qualify."
         ),
     )
     parser.add_argument(
@@ -49,7 +50,7 @@ def free_command(argv: Sequence[str]) -> int:
         metavar="SIZE",
         type=memory_arg,
         default=0,
-        help="only GPUs with at least SIZE free (40G, 40GiB, 500M, bytes)",
+        help="only GPUs with at least SIZE free (40G, 40GiB, 500M; a unit is required)",
     )
     parser.add_argument(
         "--max-util",
@@ -95,8 +96,9 @@ def free_command(argv: Sequence[str]) -> int:
         answer = replace(answer, caveats=(*answer.caveats, FREE_UNSETTLED))
     usable = answer.usable
     wanted = args.n if args.n is not None else max(1, len(usable))
-    enough = len(usable) >= wanted
-    chosen = usable[:wanted] if enough else ()
+    # Whole GPUs first; a free MIG device when one device is wanted and no whole GPU is free.
+    chosen = answer.choose(args.n)
+    enough = bool(chosen)
     # Only values safe in a comma list: a UUID NVML mangled is printed as its index, said below.
     devices, device_notes = device_list(chosen, answer.gpus, args.uuid)
     if args.json:
@@ -112,6 +114,6 @@ def free_command(argv: Sequence[str]) -> int:
     for caveat in (*answer.caveats, *device_notes):
         print(f"gputui free: warning: {caveat}", file=sys.stderr)
     if args.explain or not enough:
-        for line in free_explanation(answer, wanted, enough):
+        for line in free_explanation(answer, wanted, enough, chosen):
             print(line, file=sys.stderr)
     return 0 if enough else 1

@@ -30,8 +30,10 @@ from gputui.cli.args import (
     add_config,
     add_engine,
     add_kernel_log,
+    add_view_scope,
     interval_arg,
     run_settings,
+    scope_error,
 )
 from gputui.cli.doctor import doctor
 from gputui.cli.export import export
@@ -62,7 +64,7 @@ def build_parser() -> argparse.ArgumentParser:
             f"runtime healthy? Subcommands: {subcommand_list()}."
         ),
     )
-    parser.add_argument("--once", action="store_true", help="print one snapshot and exit")
+    parser.add_argument("--once", "-1", action="store_true", help="print one snapshot and exit")
     parser.add_argument("--json", action="store_true", help="with --once: JSON (implies --once)")
     parser.add_argument("--demo", action="store_true", help="run on a built-in simulated machine")
     parser.add_argument(
@@ -71,6 +73,7 @@ def build_parser() -> argparse.ArgumentParser:
         type=Path,
         help="replace NVML with a scenario file (env GPUTUI_SCENARIO); Docker and /proc stay real",
     )
+    add_view_scope(parser)
     parser.add_argument(
         "--interval",
         metavar="SECONDS",
@@ -188,8 +191,19 @@ def _main(argv: Sequence[str] | None) -> int:
             return fail_usage(NOT_A_TERMINAL)
     from gputui.ui.run import run_tui  # imported late: --once must never load Textual
 
+    collector = None
+    if settings.scope.gpus is not None:
+        # --only names GPUs of this machine: the first refresh says which exist, before any UI.
+        from gputui.collect.loop import Prefetched
+        from gputui.wiring.compose import build_collector
+
+        collector = Prefetched(build_collector(settings))
+        problem = scope_error(collector.first(), settings.scope)
+        if problem is not None:
+            collector.close()
+            return fail_usage(problem)
     # run_tui returns the exit status (non-zero after a crash); None means a clean exit.
-    status: int | None = run_tui(settings, config=config)
+    status: int | None = run_tui(settings, collector=collector, config=config)
     return status or 0
 
 

@@ -52,18 +52,32 @@ def run_once(
     early: EarlyCpuSample | None = None,
 ) -> int:
     """One collection printed as text or JSON; the exit status of ``gputui --once``."""
+    from gputui.cli.args import scope_error
     from gputui.derive.analysis import Analyzer
 
     snapshot = collect_once(settings, early)
     if isinstance(snapshot, str):
         return fail_usage(snapshot)
+    problem = scope_error(snapshot, settings.scope)
+    if problem is not None:
+        return fail_usage(problem)
     # The TUI's Analyzer on its first refresh: the same findings and alert states (an alert
     # whose rule has a `for` duration is pending, as it would be there).
-    return print_snapshot(Analyzer(rules).analyse(snapshot), as_json)
+    return print_snapshot(
+        Analyzer(rules, scope=settings.scope).analyse(snapshot), as_json, ascii=settings.ascii
+    )
 
 
-def print_snapshot(analysis: Analysis, as_json: bool) -> int:
-    """Print an analysed snapshot as the text report or the JSON contract."""
+def print_snapshot(analysis: Analysis, as_json: bool, *, ascii: bool = False) -> int:
+    """Print an analysed snapshot as the text report or the JSON contract.
+
+    Args:
+        analysis: The snapshot and what it means (narrowed to ``--only``/``--user``/``--pid``
+            by the analyzer that made it).
+        as_json: The JSON contract instead of the text report.
+        ascii: The text report in ASCII only (``--ascii``); JSON is ASCII already.
+    """
+    from gputui.boundary import glyphs
     from gputui.present.json_report import snapshot_to_json
     from gputui.present.text_report import snapshot_to_text
 
@@ -71,10 +85,11 @@ def print_snapshot(analysis: Analysis, as_json: bool) -> int:
     if as_json:
         # ensure_ascii: control characters, bidi overrides and lone surrogates all become \u
         # escapes, so the document is inert on a terminal and exact for a parser.
-        doc = snapshot_to_json(snapshot, findings, alerts, analysis.totals)
+        doc = snapshot_to_json(snapshot, findings, alerts, analysis.totals, analysis.activity)
         write_out(json.dumps(doc, indent=2, ensure_ascii=True))
         write_out("\n")
     else:
-        write_out(snapshot_to_text(snapshot, findings, alerts, analysis.totals))
+        text = snapshot_to_text(snapshot, findings, alerts, analysis.totals, analysis.activity)
+        write_out(glyphs.to_ascii(text) if ascii else text)
     mark("report-written")
     return 0

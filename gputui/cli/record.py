@@ -23,6 +23,30 @@ from gputui.cli.store import announce_status, ledger_writer
 from gputui.cli.terminal import fail_usage, stop_on_signals
 
 
+def start_line(path: Path, interval: float, count: int | None, max_size: int, keep: int) -> str:
+    """What ``gputui record`` says on stderr as it starts: where, how often, how to stop.
+
+    Example: ``gputui record: recording to run.jsonl every 1s (rotated at 64.0MiB into
+    run.jsonl.1..3); stop with Ctrl-C``.
+    """
+    from gputui.boundary.sanitise import safe_text
+    from gputui.derive import units
+
+    shown = safe_text(str(path), 200)
+    every = f"{interval:g}s" if interval < 60 else units.duration(interval)
+    if not max_size:
+        rotation = "one file, never rotated"
+    elif keep:
+        rotation = f"rotated at {units.size(max_size)} into {shown}.1..{keep}"
+    else:
+        rotation = f"started afresh at {units.size(max_size)}"
+    if count is None:
+        stop = "stop with Ctrl-C"
+    else:
+        stop = f"stops after {count} snapshot{'' if count == 1 else 's'} (--count) or Ctrl-C"
+    return f"gputui record: recording to {shown} every {every} ({rotation}); {stop}"
+
+
 def record(argv: Sequence[str]) -> int:
     """``gputui record FILE``: append snapshots to FILE until --count or a signal."""
     from gputui.recording.writer import DEFAULT_MAX_BYTES, MAX_KEEP
@@ -75,6 +99,9 @@ def record(argv: Sequence[str]) -> int:
     except OSError as exc:
         return fail_usage(f"cannot record to {args.file}: {exc.strerror or exc}")
     stop = stop_on_signals()
+    print(
+        start_line(args.file, args.interval, args.count, args.max_size, args.keep), file=sys.stderr
+    )
     ledger = None if args.count == 1 else ledger_writer("record", settings, args.store, config)
     try:
         collector = build_collector(config.applied(settings), once=args.count == 1)

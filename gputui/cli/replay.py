@@ -127,8 +127,14 @@ def run_replay(
                 f"gputui: warning: {player.skipped} unreadable line(s) of {path} skipped",
                 file=sys.stderr,
             )
+        from gputui.cli.args import scope_error
+
+        problem = scope_error(player.current, settings.scope)
+        if problem is not None:
+            player.close()
+            return fail_usage(problem)
         if once:
-            return _replay_once(player, config.alert_rules, as_json)
+            return _replay_once(player, config.alert_rules, as_json, settings)
     except RecordingError as exc:
         player.close()
         return fail_usage(str(exc))
@@ -143,7 +149,9 @@ def run_replay(
     return tui_status or 0
 
 
-def _replay_once(player: ReplayCollector, rules: Sequence[AlertRule], as_json: bool) -> int:
+def _replay_once(
+    player: ReplayCollector, rules: Sequence[AlertRule], as_json: bool, settings: Settings
+) -> int:
     from gputui.derive.analysis import Analyzer
 
     try:
@@ -163,6 +171,7 @@ def _replay_once(player: ReplayCollector, rules: Sequence[AlertRule], as_json: b
         for index in range(first, position):
             analyzer.analyse(player.snapshot_at(index))
         analyzer.totals = True
-        return print_snapshot(analyzer.analyse(shown), as_json)
+        analyzer.scope = settings.scope if settings.scope.narrows else None
+        return print_snapshot(analyzer.analyse(shown), as_json, ascii=settings.ascii)
     finally:
         player.close()

@@ -240,6 +240,14 @@ class Prefetched:
         """The wrapped collector's replay controls."""
         return self.inner.player
 
+    def first(self) -> Snapshot | None:
+        """The first snapshot, waiting for it, without taking it; None when it failed.
+
+        The loop's first :meth:`collect` still takes it (and raises the failure).
+        """
+        self._done.wait()
+        return self._first
+
     def collect(self) -> Snapshot:
         """The prefetched snapshot the first time (waiting for it), then a fresh collection."""
         if not self._taken:

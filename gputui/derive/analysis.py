@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 
+from gputui.derive.activity import Activity
 from gputui.derive.alerts import Alert, AlertEngine, AlertRule, AlertState
 from gputui.derive.fault_findings import fault_findings
 from gputui.derive.findings import FindingsEngine, Share, Throttling, gpu_shares
@@ -25,8 +26,10 @@ from gputui.derive.process_history import (
     RefreshSums,
     refresh_sums,
 )
+from gputui.derive.scope import scope_analysis
 from gputui.derive.tree import Group, Markers, build_groups, node_markers
 from gputui.derive.users import UserTotals, user_totals
+from gputui.model.settings import ViewScope
 from gputui.model.snapshot import Snapshot
 from gputui.model.status import AlertSeverity, Finding
 
@@ -55,6 +58,9 @@ class Analysis:
             analyzer keeps no history (``--once``, the exporter).
         process_history: The per-process series up to this snapshot (the drill-down); None
             as for ``history``.
+        activity: Under ``--only``/``--user``/``--pid``, each shown party's part of its
+            devices' GPM activity, computed on the whole snapshot (a user's part of a GPU is not
+            all of it because the others are hidden); None: computed from ``snapshot``.
     """
 
     snapshot: Snapshot
@@ -71,6 +77,7 @@ class Analysis:
     totals: UserTotals | None = None
     history: HistoryView | None = None
     process_history: ProcessHistoryView | None = None
+    activity: tuple[Activity, ...] | None = None
 
     @classmethod
     def bare(cls, snapshot: Snapshot) -> Analysis:
@@ -119,6 +126,9 @@ class Analyzer:
         interval: The refresh period the history buffers are sized for.
         totals: Compute the users and projects (:attr:`Analysis.totals`); an exporter without
             user series, or a look-back whose snapshots are not shown, needs none.
+        scope: What the views show (``--only``, ``--user``, ``--pid``): :meth:`analyse`
+            returns the analysis narrowed to it (:mod:`gputui.derive.scope`), while the engines,
+            the history and the sinks see the whole snapshot.
     """
 
     def __init__(
@@ -129,8 +139,11 @@ class Analyzer:
         history_seconds: float | None = None,
         interval: float = 1.0,
         totals: bool = True,
+        scope: ViewScope | None = None,
     ) -> None:
         self.rules = tuple(rules)
+        #: What the views show; None when nothing is narrowed.
+        self.scope = scope if scope is not None and scope.narrows else None
         self.sinks = tuple(sinks)
         #: Sink calls that raised.
         self.sink_errors = 0
@@ -179,6 +192,9 @@ class Analyzer:
     def analyse(self, snapshot: Snapshot) -> Analysis:
         """Feed one snapshot to both engines and the history, and return what it means.
 
+        Under a :attr:`scope` the answer is narrowed to what the views show; everything else
+        (the engines, the history, the sinks) has seen the whole snapshot.
+
         The same snapshot object again (a paused replay, a stalled test collector) returns the
         previous answer without feeding the engines twice; a snapshot older than the previous one
         (a replay seeking back) restarts the engines, whose trends only run forwards, and
@@ -189,7 +205,7 @@ class Analyzer:
             if self._resize() and self.history is not None:
                 # Kept as the previous answer too, so the next repeat shows the new size.
                 last = self._last = replace(last, history=self.history.view())
-            return replace(last, started=())
+            return self._narrow(replace(last, started=()))
         if last is not None and snapshot.taken_at < last.snapshot.taken_at:
             self._findings = FindingsEngine()
             self._alerts = AlertEngine(self.rules)
@@ -229,4 +245,7 @@ class Analyzer:
                 sink(self._last)
             except Exception:  # delivery is a side effect: it never breaks the analysis
                 self.sink_errors += 1
-        return self._last
+        return self._narrow(self._last)
+
+    def _narrow(self, analysis: Analysis) -> Analysis:
+        return analysis if self.scope is None else scope_analysis(analysis, self.scope)

@@ -2,8 +2,8 @@
 
 A GPU qualifies when nothing holds it and no container has claimed it:
 
-* it answers NVML (not lost) and is not in MIG mode (a MIG GPU is used through its instances,
-  which this answer does not cover);
+* it answers NVML (not lost) and is not in MIG mode (a MIG GPU is used through its MIG devices,
+  judged one by one below);
 * no container that is running, restarting, paused or created (it will take its GPUs when it
   starts) asked for it, by index, by UUID or with ``all``;
 * no process holds memory on it: a process of the host or of a container, a process ``/proc``
@@ -14,19 +14,29 @@ A GPU qualifies when nothing holds it and no container has claimed it:
   listed means someone NVML cannot name is using it;
 * it has at least the asked free memory and at most the asked utilization.
 
-Qualifying GPUs come first, most free memory first, then by index. Pure: no I/O.
+Qualifying GPUs come first, most free memory first, then by index.
+
+**MIG devices.** Each MIG device of a GPU in MIG mode is judged by the same rules: not reserved
+(a container that asked for it by ``0:1`` or ``MIG-…``, or for its whole GPU or ``all``), no
+process on it, no memory in use that no process explains, the asked free memory and
+utilization (GPM's graphics activity; unknown without GPM). A CUDA process uses one MIG device
+(NVIDIA's MIG user guide: one device is enumerated per process), so a MIG device is offered to
+a one-device job only, when no whole GPU qualifies; it is named by its ``MIG-…`` UUID, the form
+``CUDA_VISIBLE_DEVICES`` takes. Pure: no I/O.
 """
 
 from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from gputui.boundary import sanitise
 from gputui.derive import units
 from gputui.derive.findings import party_of
-from gputui.model.gpu import GpuSample, is_nvml_uuid
+from gputui.model.gpu import GpuSample, MigInstance, is_nvml_uuid
+from gputui.model.mig import mig_device_name, mig_instance_of, mig_request
+from gputui.model.processes import GpuProcess
 from gputui.model.snapshot import ContainerUsage, Snapshot
 from gputui.model.status import Finding
 
@@ -74,7 +84,8 @@ class Exclusion:
 
     Attributes:
         code: ``lost``, ``mig``, ``reserved``, ``processes``, ``orphan``, ``hidden``,
-            ``memory_unknown``, ``unexplained_memory``, ``low_memory`` or ``busy``.
+            ``memory_unknown``, ``unexplained_memory``, ``low_memory``, ``busy``, or (a MIG
+            device) ``uuid``.
         text: For people: ``reserved by idle container notebook-3 (up 2h00m)``.
         container: The container's name for ``reserved``, else None.
     """
@@ -96,6 +107,8 @@ class GpuChoice:
         total_memory_bytes: Its memory.
         utilization_gpu: GPU utilization %, None when unknown.
         exclusions: Why it does not qualify; empty when it does.
+        mig_device: For a MIG device, its name (``0:2``; ``index`` is its GPU's, ``uuid`` its
+            ``MIG-…`` UUID, ``name`` the GPU's with the profile); None for a whole GPU.
     """
 
     index: int
@@ -105,6 +118,7 @@ class GpuChoice:
     total_memory_bytes: int | None
     utilization_gpu: int | None
     exclusions: tuple[Exclusion, ...] = ()
+    mig_device: str | None = None
 
     @property
     def usable(self) -> bool:
@@ -120,10 +134,13 @@ class FreeAnswer:
         gpus: Every GPU, qualifying ones first (most free memory, then index), then the others
             by index.
         caveats: What the answer could not take into account (Docker did not answer...).
+        mig: The MIG devices of the GPUs in MIG mode, qualifying ones first (most free memory,
+            then by name), then the others by name.
     """
 
     gpus: tuple[GpuChoice, ...]
     caveats: tuple[str, ...] = ()
+    mig: tuple[GpuChoice, ...] = ()
 
     @property
     def usable(self) -> tuple[GpuChoice, ...]:
@@ -135,12 +152,32 @@ class FreeAnswer:
         """The other GPUs, by index."""
         return tuple(g for g in self.gpus if not g.usable)
 
+    @property
+    def usable_mig(self) -> tuple[GpuChoice, ...]:
+        """The qualifying MIG devices, best first."""
+        return tuple(m for m in self.mig if m.usable)
+
+    def choose(self, count: int | None) -> tuple[GpuChoice, ...]:
+        """The devices to print for ``-n count`` (None: every qualifying GPU), or none.
+
+        Whole GPUs first; a MIG device only for one device (a CUDA process uses one) and only
+        when no whole GPU qualifies.
+        """
+        usable = self.usable
+        wanted = count if count is not None else max(1, len(usable))
+        if len(usable) >= wanted:
+            return usable[:wanted]
+        if wanted == 1 and self.usable_mig:
+            return self.usable_mig[:1]
+        return ()
+
 
 def device_list(
     chosen: Sequence[GpuChoice], every: Sequence[GpuChoice], uuids: bool
 ) -> tuple[str, tuple[str, ...]]:
     """The value for ``CUDA_VISIBLE_DEVICES``, and a line for each GPU printed by index instead.
 
+    A MIG device is printed by its ``MIG-…`` UUID (it qualifies only with one in NVML's form).
     Only values safe in a comma list are printed: an index, or a UUID in a form NVML gives
     (:func:`~gputui.model.gpu.is_nvml_uuid`: no comma, space or control character) that no other
     GPU shares. A UUID that is neither (a broken driver, a stand-in) is never printed: the
@@ -154,12 +191,19 @@ def device_list(
     Returns:
         ``"0,3"`` or ``"GPU-…,GPU-…"``, and the lines for stderr.
     """
-    if not uuids:
+    if not uuids and not any(g.mig_device for g in chosen):
         return ",".join(str(g.index) for g in chosen), ()
     counts = Counter((g.uuid or "").lower() for g in every if g.uuid)
     values: list[str] = []
     notes: list[str] = []
     for g in chosen:
+        if g.mig_device is not None:
+            # Always by UUID (CUDA takes no index for a MIG device); only a valid one qualifies.
+            values.append(g.uuid or "")
+            continue
+        if not uuids:
+            values.append(str(g.index))
+            continue
         if g.uuid is not None and is_nvml_uuid(g.uuid) and counts[g.uuid.lower()] == 1:
             values.append(g.uuid)
             continue
@@ -219,13 +263,11 @@ def _pids(pids: list[int]) -> str:
     return shown + (f" and {more} more" if more > 0 else "")
 
 
-def _process_exclusions(snapshot: Snapshot, gpu: GpuSample) -> list[Exclusion]:
+def _process_exclusions(snapshot: Snapshot, processes: Sequence[GpuProcess]) -> list[Exclusion]:
     held: dict[str, list[int]] = {}
     memory: dict[str, int] = {}
     labels: dict[str, str] = {}
-    for proc in snapshot.processes:
-        if proc.sample.gpu_index != gpu.index:
-            continue
+    for proc in processes:
         if not proc.info.exists:
             code = "orphan"
         elif proc.info.proc_hidden:
@@ -280,20 +322,27 @@ def _judge(
         return _with(choice, [Exclusion("lost", f"lost: {reason}")])
     out: list[Exclusion] = []
     if gpu.mig_mode_current:
-        out.append(Exclusion("mig", "MIG mode is on: use one of its MIG instances"))
+        out.append(Exclusion("mig", "MIG mode is on: a job uses one of its MIG devices"))
     for usage in snapshot.containers:
         if reserves(usage, gpu):
             text = _reservation(snapshot, usage, idle)
             out.append(Exclusion("reserved", text, usage.info.name))
-    out += _process_exclusions(snapshot, gpu)
+    on_it = [p for p in snapshot.processes if p.sample.gpu_index == gpu.index]
+    out += _process_exclusions(snapshot, on_it)
+    out += _memory_and_load(choice, used, on_it, rules)
+    return _with(choice, out)
+
+
+def _memory_and_load(
+    choice: GpuChoice, used: int | None, on_it: Sequence[GpuProcess], rules: FreeRules
+) -> list[Exclusion]:
+    """The rules on memory and utilization, for a GPU or a MIG device."""
+    out: list[Exclusion] = []
+    total, free = choice.total_memory_bytes, choice.free_memory_bytes
     if free is None:
         out.append(Exclusion("memory_unknown", "memory in use unknown (NVML gives N/A)"))
     else:
-        listed = sum(
-            max(0, p.sample.used_memory_bytes or 0)
-            for p in snapshot.processes
-            if p.sample.gpu_index == gpu.index
-        )
+        listed = sum(max(0, p.sample.used_memory_bytes or 0) for p in on_it)
         floor = max(UNEXPLAINED_MIN_BYTES, int((total or 0) * UNEXPLAINED_MIN_RATIO))
         if used is not None and not listed and used > floor:
             out.append(
@@ -311,24 +360,68 @@ def _judge(
                 )
             )
     if rules.max_util is not None:
-        util = gpu.utilization_gpu
+        util = choice.utilization_gpu
         if util is None:
-            out.append(Exclusion("busy", "utilization unknown (NVML gives N/A)"))
+            na = "no GPM figure for the MIG device" if choice.mig_device else "NVML gives N/A"
+            out.append(Exclusion("busy", f"utilization unknown ({na})"))
         elif util > rules.max_util:
             out.append(Exclusion("busy", f"{util}% busy (at most {rules.max_util}% asked)"))
+    return out
+
+
+def _reserves_mig(usage: ContainerUsage, gpu: GpuSample, inst: MigInstance) -> bool:
+    """Whether a container in a reserving state asked for this MIG device or its whole GPU."""
+    if reserves(usage, gpu):  # "all", the GPU's index or UUID: every MIG device of it
+        return True
+    request = usage.info.gpu_request
+    if isinstance(request, str) or request is None or usage.info.status not in RESERVING_STATES:
+        return False
+    for token in request:
+        named = mig_request(token, (gpu,))
+        if named is not None and named[1] == inst:
+            return True
+    return False
+
+
+def _judge_mig(
+    snapshot: Snapshot,
+    gpu: GpuSample,
+    inst: MigInstance,
+    rules: FreeRules,
+    idle: dict[str, Finding],
+) -> GpuChoice:
+    name = mig_device_name(gpu.index, inst.index)
+    total, used = inst.memory_total_bytes, inst.memory_used_bytes
+    free = None if total is None or used is None else max(0, total - used)
+    util = None if inst.gpm_graphics_active is None else round(inst.gpm_graphics_active)
+    model = sanitise.safe_text(gpu.name, 40, na="GPU")
+    profile = sanitise.safe_text(inst.profile, 20, na="")
+    label = f"{model} MIG {profile}".strip()
+    choice = GpuChoice(gpu.index, inst.uuid, label, free, total, util, (), name)
+    out: list[Exclusion] = []
+    if inst.uuid is None or not is_nvml_uuid(inst.uuid) or not inst.uuid.upper().startswith("MIG-"):
+        shown = sanitise.safe_text(inst.uuid, 60)
+        out.append(
+            Exclusion(
+                "uuid",
+                f"its UUID {shown} is not NVML's MIG-<uuid>: CUDA_VISIBLE_DEVICES cannot name it",
+            )
+        )
+    for usage in snapshot.containers:
+        if _reserves_mig(usage, gpu, inst):
+            out.append(Exclusion("reserved", _reservation(snapshot, usage, idle), usage.info.name))
+    on_it = [
+        p
+        for p in snapshot.processes
+        if p.sample.gpu_index == gpu.index and mig_instance_of(gpu, p.sample) == inst
+    ]
+    out += _process_exclusions(snapshot, on_it)
+    out += _memory_and_load(choice, used, on_it, rules)
     return _with(choice, out)
 
 
 def _with(choice: GpuChoice, exclusions: list[Exclusion]) -> GpuChoice:
-    return GpuChoice(
-        choice.index,
-        choice.uuid,
-        choice.name,
-        choice.free_memory_bytes,
-        choice.total_memory_bytes,
-        choice.utilization_gpu,
-        tuple(exclusions),
-    )
+    return replace(choice, exclusions=tuple(exclusions))
 
 
 def _caveats(snapshot: Snapshot) -> tuple[str, ...]:
@@ -376,7 +469,7 @@ def free_gpus(
             has been idle (without it, its uptime is given).
 
     Returns:
-        Every GPU with its exclusions, qualifying ones first.
+        Every GPU with its exclusions, qualifying ones first, and every MIG device.
     """
     rules = rules or FreeRules()
     idle = {
@@ -387,4 +480,17 @@ def free_gpus(
         (c for c in choices if c.usable), key=lambda c: (-(c.free_memory_bytes or 0), c.index)
     )
     others = sorted((c for c in choices if not c.usable), key=lambda c: c.index)
-    return FreeAnswer((*usable, *others), _caveats(snapshot))
+    devices = [
+        _judge_mig(snapshot, g, inst, rules, idle)
+        for g in snapshot.gpus
+        if g.mig_mode_current and not g.lost
+        for inst in g.mig_instances
+        if inst.index >= 0  # a GPU instance without a compute instance runs nothing
+    ]
+    order = {m.mig_device: n for n, m in enumerate(devices)}  # NVML's order: by GPU, index
+    mig_usable = sorted(
+        (m for m in devices if m.usable),
+        key=lambda m: (-(m.free_memory_bytes or 0), order[m.mig_device]),
+    )
+    mig_others = [m for m in devices if not m.usable]
+    return FreeAnswer((*usable, *others), _caveats(snapshot), (*mig_usable, *mig_others))

@@ -13,6 +13,34 @@ MAX_INTERVAL_S = 86400.0
 
 
 @dataclass(frozen=True, slots=True)
+class ViewScope:
+    """What the views show (nvitop's ``--only``, ``--user``, ``--pid``); None: no narrowing.
+
+    A scope narrows what is shown, never what is read or judged: alerts, notifications, the
+    idle policy and the ledger see the whole machine (:mod:`gputui.derive.scope`).
+
+    Attributes:
+        gpus: Only these GPU indexes (``--only``), their processes and the containers on them.
+        users: Only processes of these users (``--user``): user names, or uids as text.
+        pids: Only these host PIDs (``--pid``).
+    """
+
+    gpus: tuple[int, ...] | None = None
+    users: tuple[str, ...] | None = None
+    pids: tuple[int, ...] | None = None
+
+    @property
+    def narrows(self) -> bool:
+        """True when any of the three is given."""
+        return self.gpus is not None or self.users is not None or self.pids is not None
+
+    @property
+    def narrows_processes(self) -> bool:
+        """True when processes are chosen by user or PID (containers follow their processes)."""
+        return self.users is not None or self.pids is not None
+
+
+@dataclass(frozen=True, slots=True)
 class Settings:
     """What the user asked for.
 
@@ -38,6 +66,9 @@ class Settings:
             (the config's ``[owners] labels``; ``gputui.owner`` is always read after them).
         engines: The ``--engine`` values (``docker``, ``podman=unix:///PATH``, ``auto``...):
             which container engines are read; empty reads every engine the host shows.
+        scope: The GPUs, users and PIDs the views show (``--only``, ``--user``, ``--pid``).
+        ascii: Draw with ASCII only (``--ascii`` / ``--no-unicode``): bars, borders,
+            sparklines and markers.
     """
 
     interval: float = 1.0
@@ -54,6 +85,8 @@ class Settings:
     kernel_log: str | None = None
     owner_labels: tuple[str, ...] = ()
     engines: tuple[str, ...] = ()
+    scope: ViewScope = ViewScope()
+    ascii: bool = False
 
     @property
     def mode(self) -> str:

@@ -274,7 +274,9 @@ def project_to_json(p: ProjectUsage) -> dict[str, Any]:
 
 
 def _choice_to_json(g: GpuChoice) -> dict[str, Any]:
+    mig = {} if g.mig_device is None else {"device": g.mig_device}
     return {
+        **mig,
         "index": g.index,
         "uuid": g.uuid,
         "name": g.name,
@@ -302,7 +304,7 @@ def free_to_json(
     Args:
         snapshot: The refresh judged.
         answer: The verdict on every GPU.
-        chosen: The GPUs picked (empty when too few qualify).
+        chosen: The GPUs picked (empty when too few qualify), or the one MIG device.
         asked: ``-n``, None when not given.
         enough: Whether at least ``-n`` (or one) GPU qualified.
         devices: What the plain output prints (indexes, or UUIDs with ``--uuid``); the
@@ -315,11 +317,13 @@ def free_to_json(
         "hostname": snapshot.host.hostname,
         "asked": {"count": asked},
         "enough": enough,
-        "selected": [g.index for g in chosen],
+        "selected": [g.index for g in chosen if g.mig_device is None],
+        "selected_mig_devices": [g.mig_device for g in chosen if g.mig_device is not None],
         "cuda_visible_devices": devices
         if devices is not None
-        else ",".join(str(g.index) for g in chosen),
+        else ",".join(str(g.index) if g.mig_device is None else g.uuid or "" for g in chosen),
         "gpus": [_choice_to_json(g) for g in answer.gpus],
+        "mig_devices": [_choice_to_json(m) for m in answer.mig],
         "caveats": list(answer.caveats),
     }
 
@@ -329,12 +333,14 @@ def snapshot_to_json(
     findings: Iterable[Finding] = (),
     alerts: AlertState | None = None,
     totals: UserTotals | None = None,
+    activity: tuple[Activity, ...] | None = None,
 ) -> dict[str, Any]:
     """The snapshot in the documented JSON schema (docs/json-schema.md).
 
     ``findings``, ``alerts`` and ``totals`` are the snapshot's ``Analysis`` (what the TUI
     shows); the ``alerts`` key lists its pending and firing alerts (none when ``alerts`` is
-    None); ``totals`` None computes the users and projects here.
+    None); ``totals`` None computes the users and projects here; ``activity`` None computes
+    ``gpu_activity`` here (a narrowed analysis brings the whole snapshot's).
     """
     engine = snapshot.engine
     totals = totals if totals is not None else user_totals(snapshot)
@@ -379,7 +385,10 @@ def snapshot_to_json(
         "host_stats": _host_stats(snapshot.host_stats),
         "users": [user_to_json(u) for u in totals.users],
         "compose_projects": [project_to_json(p) for p in totals.projects],
-        "gpu_activity": [activity_to_json(a) for a in activity_estimates(snapshot)],
+        "gpu_activity": [
+            activity_to_json(a)
+            for a in (activity_estimates(snapshot) if activity is None else activity)
+        ],
         "xid_events": [
             {"gpu_index": e.gpu_index, "xid": e.xid, "at": iso(e.at)} for e in snapshot.xid_events
         ],

@@ -5,13 +5,13 @@ Untrusted strings pass through ``safe_text`` so a hostile name cannot inject ter
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
 
 from gputui import __version__
 from gputui.boundary import sanitise
 from gputui.derive import units
-from gputui.derive.activity import activity_estimates
+from gputui.derive.activity import Activity, activity_estimates
 from gputui.derive.alerts import AlertState
 from gputui.derive.users import (
     UserTotals,
@@ -34,33 +34,57 @@ from gputui.model.status import (
 )
 
 if TYPE_CHECKING:  # `gputui free` builds these; the report only reads them
-    from gputui.derive.free import FreeAnswer
+    from gputui.derive.free import FreeAnswer, GpuChoice
 from gputui.present.json_report import _source_label, iso, mig_of, mig_util
 
 
-def free_explanation(answer: FreeAnswer, wanted: int, enough: bool) -> list[str]:
+def free_explanation(
+    answer: FreeAnswer, wanted: int, enough: bool, chosen: Sequence[GpuChoice] = ()
+) -> list[str]:
     """Lines for stderr: how many GPUs qualified and why each other GPU was left out.
 
     Args:
         answer: The verdict.
         wanted: How many GPUs were asked for (``-n``, or 1).
         enough: Whether that many qualified.
+        chosen: What is printed (a MIG device is named when it is).
     """
     usable = answer.usable
     shown = ", ".join(f"{g.index} ({units.size(g.free_memory_bytes)} free)" for g in usable)
     total = len(answer.gpus)
     if enough:
-        head = f"gputui free: {len(usable)} of {total} GPUs qualify: {shown}"
+        head = f"gputui free: {len(usable)} of {total} GPUs qualify" + (
+            f": {shown}" if usable else ""
+        )
     else:
         head = f"gputui free: {len(usable)} of {total} GPUs qualify, {wanted} asked for" + (
             f": {shown}" if usable else ""
         )
     lines = [head]
+    mig = [m for m in chosen if m.mig_device is not None]
+    if mig:
+        m = mig[0]
+        lines.append(
+            f"gputui free: MIG device {m.mig_device} ({sanitise.safe_text(m.name, 60)}, "
+            f"{units.size(m.free_memory_bytes)} free) qualifies: printed its UUID"
+        )
+    elif answer.usable_mig and not enough and wanted > 1:
+        lines.append(
+            f"gputui free: {len(answer.usable_mig)} MIG device(s) qualify, but a CUDA process "
+            "uses one MIG device: they count only for -n 1"
+        )
     for g in answer.excluded:
         # The texts name containers and quote NVML errors: sanitised where they are made, and
         # once more here at the output boundary.
         why = "; ".join(sanitise.safe_text(e.text, 300) for e in g.exclusions)
         lines.append(f"  GPU {g.index}: {why}")
+    for m in answer.mig:
+        if m.usable and m in chosen:
+            continue
+        why = "; ".join(sanitise.safe_text(e.text, 300) for e in m.exclusions) or (
+            f"qualifies ({units.size(m.free_memory_bytes)} free)"
+        )
+        lines.append(f"  MIG device {m.mig_device}: {why}")
     return lines
 
 
@@ -195,7 +219,7 @@ def _mbps(value: float | None) -> str:
     return sanitise.NA if value is None else f"{value / 2**20:.0f}"
 
 
-def _gpm_text(snapshot: Snapshot) -> list[str]:
+def _gpm_text(snapshot: Snapshot, activity: tuple[Activity, ...] | None = None) -> list[str]:
     """The ``GPU activity`` section: NVML GPM figures next to util, and energy."""
     gpus = [g for g in snapshot.gpus if not g.lost]
     if not any(g.gpm_note is not None or g.gpm_sm_active is not None for g in gpus):
@@ -244,7 +268,7 @@ def _gpm_text(snapshot: Snapshot) -> list[str]:
                     ]
                 )
     lines += ["  " + r for r in _table(rows, right=(1, 2, 3, 4, 5, 6, 7, 8))]
-    estimates = activity_estimates(snapshot)
+    estimates = activity_estimates(snapshot) if activity is None else activity
     if estimates:
         lines += ["", "GPU activity by party (SM act: the party's part of its device's)"]
         rows = [["DEVICE", "PARTY", "SM ACT", "TENSOR", "HOW"]]
@@ -276,11 +300,14 @@ def snapshot_to_text(
     findings: Iterable[Finding] = (),
     alerts: AlertState | None = None,
     totals: UserTotals | None = None,
+    activity: tuple[Activity, ...] | None = None,
 ) -> str:
     """A readable report of one snapshot: GPUs, GPU processes, containers, problems.
 
     ``findings``, ``alerts`` and ``totals`` are the snapshot's ``Analysis``; pending and firing
-    alerts get a section of their own; ``totals`` None computes the users and projects here.
+    alerts get a section of their own; ``totals`` None computes the users and projects here;
+    ``activity`` None computes the GPU activity by party here (a narrowed analysis brings the
+    whole snapshot's).
     """
     h = snapshot.host
     # NVML, then each container source in the collector's order (Docker alone, as wired today).
@@ -346,7 +373,7 @@ def snapshot_to_text(
         if snapshot.gpus
         else ["  (no GPUs)"]
     )
-    lines += _gpm_text(snapshot)
+    lines += _gpm_text(snapshot, activity)
     lines.append("")
     lines.append("GPU processes")
     rows = [["PID", "CPID", "GPU", "GPU-MEM", "SM", "CPU", "RSS", "USER", "CONTAINER", "COMMAND"]]

@@ -17,6 +17,7 @@ from textual.actions import parse as parse_action
 from textual.app import ScreenStackError, SystemCommand
 from textual.command import CommandPalette
 from textual.css.query import NoMatches
+from textual.filter import LineFilter
 from textual.notifications import SeverityLevel
 from textual.screen import ModalScreen, Screen
 from textual.widgets import Input
@@ -40,10 +41,11 @@ from gputui.model.snapshot import Snapshot
 from gputui.notify.policy import PolicyRunner, start_policy
 from gputui.notify.worker import Notifier, start_notifier
 from gputui.ui import action_table
+from gputui.ui.ascii_filter import AsciiFilter
 from gputui.ui.crash import CrashSafeApp
 from gputui.ui.messages import ExecFinished, SelectionChanged, SnapshotReady
 from gputui.ui.screens.main import MainScreen
-from gputui.ui.state import UiState, interval_label, step_interval
+from gputui.ui.state import UiState, interval_label, scope_label, step_interval
 from gputui.ui.tab_table import TABS, Selection, TabTable
 from gputui.ui.textual_compat import bind_on_instance
 
@@ -121,6 +123,10 @@ class GpuTuiApp(CrashSafeApp):
         bind_on_instance(self, action_table.bindings(action_table.Scope.TAB, self.actions))
         self.collector = collector
         self.settings = settings
+        # --ascii: one filter over every widget's lines (see get_line_filters).
+        self._ascii = AsciiFilter() if settings.ascii else None
+        # --only/--user/--pid: said in the header, so a narrowed view is never taken for all.
+        self._scope = scope_label(settings.scope)
         self.interval = max(settings.interval, 0.1)
         self.window = WINDOWS[1] if settings.history_seconds >= WINDOWS[1] else WINDOWS[0]
         # Recorded on the collector's thread by the analysis; what is shown is the view of the
@@ -171,6 +177,7 @@ class GpuTuiApp(CrashSafeApp):
             [s.observe for s in (self.notifier, self.policy) if s is not None],
             history_seconds=settings.history_seconds,
             interval=self.interval,
+            scope=settings.scope,
         )
         # The ledger: written from the loop's thread when this monitor holds the store's lock
         # (a replay is no new time); its status changes are notifications.
@@ -211,6 +218,11 @@ class GpuTuiApp(CrashSafeApp):
             if row.write and row.explain_read_only
             for key in row.keys.split(",")
         )
+
+    def get_line_filters(self) -> Sequence[LineFilter]:
+        """Textual's filters, then the ASCII one under ``--ascii``."""
+        filters = super().get_line_filters()
+        return filters if self._ascii is None else [*filters, self._ascii]
 
     @property
     def machine(self) -> MachineActions:
@@ -332,10 +344,14 @@ class GpuTuiApp(CrashSafeApp):
             )
 
     def _post_snapshot(self, snapshot: Snapshot, analysis: Analysis) -> None:
-        """The loop's delivery (on the worker): hand the snapshot to the UI thread."""
+        """The loop's delivery (on the worker): hand the snapshot to the UI thread.
+
+        What is shown is the analysis's snapshot: under ``--only``/``--user``/``--pid`` the
+        part of ``snapshot`` the views show.
+        """
         player = self.collector.player
         replay = None if player is None else (player.position, len(player))
-        self.post_message(SnapshotReady(snapshot, analysis, replay))
+        self.post_message(SnapshotReady(analysis.snapshot, analysis, replay))
 
     def on_snapshot_ready(self, message: SnapshotReady) -> None:
         """Apply a snapshot (unless paused) in one batch, so the screen repaints once."""
@@ -398,7 +414,9 @@ class GpuTuiApp(CrashSafeApp):
         player = self.collector.player
         paused = self.paused or (player is not None and player.paused)
         mode = self.collector.mode
-        return UiState(self.interval, paused, self.settings.read_only, mode, self._replay_at)
+        return UiState(
+            self.interval, paused, self.settings.read_only, mode, self._replay_at, self._scope
+        )
 
     def _rerender(self) -> None:
         with self.batch_update():

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from gputui.model.settings import MIN_INTERVAL_S
+from gputui.boundary import sanitise
+from gputui.model.settings import MIN_INTERVAL_S, ViewScope
 
 #: The refresh periods ``+``/``-`` step through, in seconds.
 INTERVAL_STEPS: tuple[float, ...] = (0.1, 0.25, 0.5, 1.0, 2.0, 5.0, 10.0, 30.0)
@@ -47,6 +48,8 @@ class UiState:
         read_only: True when exec and signals are disabled.
         mode: The collector's mode (``live``, ``scenario``, ``demo``, ``replay``).
         replay: (index of the snapshot shown, snapshots in the recording) while replaying.
+        scope: What ``--only``/``--user``/``--pid`` narrow the views to (``GPU 0,2 user
+            alice``), None when nothing is narrowed.
     """
 
     interval: float
@@ -54,3 +57,16 @@ class UiState:
     read_only: bool = False
     mode: str = "live"
     replay: tuple[int, int] | None = None
+    scope: str | None = None
+
+
+def scope_label(scope: ViewScope) -> str | None:
+    """``GPU 0,2 · user alice · PID 4242``: what the views are narrowed to; None for nothing."""
+    parts = []
+    if scope.gpus is not None:
+        parts.append(f"GPU {','.join(str(i) for i in scope.gpus)}")
+    if scope.users is not None:
+        parts.append(f"user {','.join(sanitise.safe_text(u, 32) for u in scope.users)}")
+    if scope.pids is not None:
+        parts.append(f"PID {','.join(str(p) for p in scope.pids)}")
+    return " · ".join(parts)[:80] if parts else None

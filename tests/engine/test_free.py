@@ -249,22 +249,25 @@ def test_bad_scenario_is_one_line_and_status_2(tmp_path: Path) -> None:
     assert "utilization_gpu" in result.stderr and len(result.stderr.splitlines()) == 1
 
 
-def test_demo_machine_has_no_free_gpu_and_says_why() -> None:
-    result = _free("--demo")
+def test_demo_machine_has_no_free_gpu_but_a_free_mig_device_and_says_why() -> None:
+    result = _free("--demo", "-n", "2")
     assert result.returncode == 1
     assert result.stdout == ""
     err = result.stderr
-    assert "0 of 4 GPUs qualify, 1 asked for" in err
+    assert "0 of 4 GPUs qualify, 2 asked for" in err
     # GPU 3 is split into MIG devices: the notebook reserves one of them, not the whole GPU.
     assert "GPU 3: MIG mode is on" in err
-    assert "notebook-gpu3" not in err
+    assert "MIG device 3:1: reserved by idle container notebook-gpu3" in err
     assert "held by PID 999999 nobody can see" in err
+    # One device for one job: the free MIG device 3:2, by its UUID.
+    one = _free("--demo")
+    assert one.returncode == 0 and one.stdout.startswith("MIG-"), one.stderr
 
 
 def test_free_never_loads_textual(tmp_path: Path) -> None:
     code = (
         "import sys; from gputui.cli.main import main; "
-        "status = main(['free', '--demo', '--json']); "
+        "status = main(['free', '--demo', '--json', '-n', '2']); "
         "assert 'textual' not in sys.modules and 'rich' not in sys.modules, 'UI loaded'; "
         "sys.exit(status)"
     )

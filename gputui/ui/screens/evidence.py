@@ -167,13 +167,14 @@ def _gpus(usage: ContainerUsage, analysis: Analysis) -> list[Part]:
         else:
             parts += [("  not shared", "$text-success")]
         parts.append("\n")
-    return parts + _activity(usage, analysis.snapshot)
+    return parts + _activity(usage, analysis)
 
 
-def _activity(usage: ContainerUsage, snapshot: Snapshot) -> list[Part]:
+def _activity(usage: ContainerUsage, analysis: Analysis) -> list[Part]:
     """The container's part of each device's SM activity (GPM): exact alone, else estimated."""
     parts: list[Part] = []
-    for a in activity_estimates(snapshot):
+    estimates = analysis.activity
+    for a in activity_estimates(analysis.snapshot) if estimates is None else estimates:
         if a.party != usage.info.id:
             continue
         what = "MIG device" if ":" in a.device else "GPU"

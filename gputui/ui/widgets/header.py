@@ -204,8 +204,15 @@ def _replay(state: UiState, snapshot: Snapshot | None) -> list[Segment]:
         return []
     position, length = state.replay
     counter = f"{position + 1}/{length}"
+    # At the last snapshot the player stays there: said, so a still screen is not taken for a
+    # stalled one (never dropped: at the narrowest it is "end").
+    end: list[Segment] = (
+        [Segment(0, ["  ", ("end of recording", "bold $text-warning")], [" ", ("end", "bold")])]
+        if length and position + 1 >= length
+        else []
+    )
     if snapshot is None:
-        return [Segment(1, ["  ", (counter, "bold")])]
+        return [Segment(1, ["  ", (counter, "bold")]), *end]
     when = dt.datetime.fromtimestamp(snapshot.taken_at, dt.timezone.utc)
     return [
         Segment(1, ["  ", (counter, "bold")]),
@@ -215,6 +222,7 @@ def _replay(state: UiState, snapshot: Snapshot | None) -> list[Segment]:
             [" ", (when.strftime("%Y-%m-%d %H:%M:%SZ"), "bold")],
             [" ", (when.strftime("%H:%M:%S"), "bold")],
         ),
+        *end,
     ]
 
 
@@ -232,6 +240,15 @@ def _markers(state: UiState) -> list[Segment]:
         out.append(Segment(0, ["  ", (" READ-ONLY ", badge)], [" ", (" RO ", badge)]))
     if state.paused:
         out.append(Segment(0, ["  ", (" PAUSED ", "bold reverse $text-warning")]))
+    if state.scope is not None:
+        # --only/--user/--pid: why GPUs, processes or containers are missing; never dropped.
+        out.append(
+            Segment(
+                0,
+                ["  ", (f" ONLY {state.scope} ", "bold reverse $text-warning")],
+                [" ", (" ONLY ", "bold reverse $text-warning")],
+            )
+        )
     return out
 
 

@@ -191,7 +191,8 @@ def test_recording_line_nested_too_deeply_is_skipped(tmp_path: Path, demo_lines:
 def test_at_values_out_of_any_recording(demo_lines: list[str], tmp_path: Path, at: str) -> None:
     path = tmp_path / "r.jsonl"
     path.write_text("\n".join(demo_lines) + "\n")
-    one_line_exit_2(run("--once", "--replay", str(path), "--at", at), "not a time between")
+    # --at=VALUE: with -1 an option (--once), a lone "-1" after --at is that option, not a value
+    one_line_exit_2(run("--once", "--replay", str(path), f"--at={at}"), "not a time between")
 
 
 @pytest.mark.parametrize("interval", ["1e10", "9223372037", "inf", "-inf", "nan", "1e400"])

@@ -8,6 +8,7 @@ tests/ui/test_history_recording_thread.py.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import replace
 
 from prometheus_client.parser import text_string_to_metric_families
@@ -81,7 +82,7 @@ def test_json_and_exporter_agree_on_the_demo() -> None:
     assert snapshot_to_json(snapshot)["users"] == doc["users"]
 
 
-def _owned(snapshot: Snapshot, owners: dict[str, Owner | None]) -> Snapshot:
+def _owned(snapshot: Snapshot, owners: Mapping[str, Owner | None]) -> Snapshot:
     containers = tuple(
         replace(u, info=replace(u.info, owner=owners[u.info.name])) if u.info.name in owners else u
         for u in snapshot.containers
