@@ -130,6 +130,12 @@ def test_no_idle_verdict_without_gpu_data(
         assert idle_verdicts(doc) == (set(), set()), failure
 
 
+def _ours(run_id: str) -> DockerSource:
+    """This run's containers only: the engine is shared, and others' (many, or slow to
+    inspect) must not take the reads' time."""
+    return DockerSource(label=f"gputui-test={run_id}")
+
+
 def _collect_until(
     collector: Collector, engine: FindingsEngine, done: Callable[[list[Finding]], bool]
 ) -> list[Finding]:
@@ -154,7 +160,7 @@ def test_cpu_limited_busy_loop_shows_throttling(
     busy = run_container(
         ["sh", "-c", "while :; do :; done"], name=f"throttled-{free_run_id}", nano_cpus=100_000_000
     )
-    collector = Collector(ScenarioSource({"gpus": []}), ProcSource(), DockerSource())
+    collector = Collector(ScenarioSource({"gpus": []}), ProcSource(), _ours(free_run_id))
     try:
         found = _collect_until(
             collector,
@@ -188,7 +194,7 @@ def test_container_over_its_memory_limit_is_oom_killed(
         memswap_limit="32m",
     )
     hog.wait(timeout=60)
-    collector = Collector(ScenarioSource({"gpus": []}), ProcSource(), DockerSource())
+    collector = Collector(ScenarioSource({"gpus": []}), ProcSource(), _ours(free_run_id))
     try:
         found = _collect_until(
             collector,

@@ -27,6 +27,7 @@ from gputui.model.status import Finding, FindingSeverity, SourceStatus
 MIB = 1024 * 1024
 GIB = 1024 * MIB
 NOW = 1_750_000_000.0
+TEST_LABEL = "gputui-test"  # the label tests/conftest.py puts on every test container
 
 
 def _gpu(index: int, used_mib: int = 0, total_mib: int = 80_000, **kw: Any) -> GpuSample:
@@ -278,10 +279,41 @@ def test_free_never_loads_textual(tmp_path: Path) -> None:
     assert json.loads(result.stdout)["enough"] is False
 
 
-def _free_settled(*args: str) -> subprocess.CompletedProcess[str]:
-    """``gputui free`` again (3 tries) while the engine, slowed by other work, did not answer."""
+#: ``gputui free`` whose container engines are the test engine's containers with one label
+#: (argv[1]) only: the engine is shared, and a container of someone else's reserving a GPU
+#: (``NVIDIA_VISIBLE_DEVICES=0``, or a leaked Created one) must not change the verdict here.
+_SCOPED_FREE = """
+import sys
+import gputui.wiring.compose as compose
+from gputui.cli.main import main
+from gputui.collect.docker.source import DockerSource
+
+label = sys.argv[1]
+compose.container_sources = lambda *a, **k: [
+    DockerSource(label=label, timeout=compose.DOCKER_READ_S)
+]
+raise SystemExit(main(["free", *sys.argv[2:]]))
+"""
+
+
+def _free_scoped(label: str, *args: str) -> subprocess.CompletedProcess[str]:
+    """``gputui free ARGS`` in a process of its own, seeing only containers labelled ``label``."""
+    return subprocess.run(
+        [sys.executable, "-c", _SCOPED_FREE, label, *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=dict(os.environ),
+    )
+
+
+def _free_settled(label: str, *args: str) -> subprocess.CompletedProcess[str]:
+    """``gputui free`` again (3 tries) while the engine, slowed by other work, did not answer.
+
+    Only the containers labelled ``label`` (this run's) are read: see :data:`_SCOPED_FREE`.
+    """
     for _ in range(3):
-        result = _free(*args)
+        result = _free_scoped(label, *args)
         # Said on stderr, or among the JSON document's caveats with --json.
         said = result.stderr + result.stdout
         if "Docker did not answer" not in said and "engine answered slowly" not in said:
@@ -304,6 +336,7 @@ def test_free_on_a_machine_with_a_reserved_idle_container_a_busy_and_an_orphan_h
     free_run_id: str,
     tmp_path: Path,
 ) -> None:
+    scope = f"{TEST_LABEL}={free_run_id}"
     idle_name = f"notebook-{free_run_id}"
     run_container(["sleep", "300"], name=idle_name, environment={"NVIDIA_VISIBLE_DEVICES": "1"})
     busy = run_container(["sleep", "300"], name=f"busy-{free_run_id}")
@@ -330,10 +363,10 @@ def test_free_on_a_machine_with_a_reserved_idle_container_a_busy_and_an_orphan_h
     path.write_text(json.dumps(scenario))
 
     # Default: the qualifying GPUs, best first, and nothing else on stdout.
-    result = _free_settled("--scenario", str(path))
+    result = _free_settled(scope, "--scenario", str(path))
     assert (result.returncode, result.stdout, result.stderr) == (0, "4,0\n", "")
 
-    explained = _free_settled("--scenario", str(path), "--explain", "-n", "1")
+    explained = _free_settled(scope, "--scenario", str(path), "--explain", "-n", "1")
     assert (explained.returncode, explained.stdout) == (0, "4\n")
     lines = explained.stderr.splitlines()
     assert lines[0].startswith("gputui free: 2 of 5 GPUs qualify: 4 (")
@@ -347,16 +380,16 @@ def test_free_on_a_machine_with_a_reserved_idle_container_a_busy_and_an_orphan_h
 
     # Too few: nothing on stdout (an empty CUDA_VISIBLE_DEVICES, never a short list), the
     # reasons on stderr, status 1.
-    short = _free_settled("--scenario", str(path), "-n", "3")
+    short = _free_settled(scope, "--scenario", str(path), "-n", "3")
     assert (short.returncode, short.stdout) == (1, "")
     assert "2 of 5 GPUs qualify, 3 asked for" in short.stderr
     assert "GPU 3:" in short.stderr
 
     # A memory floor leaves GPU 0 (80000 MiB) out.
-    big = _free_settled("--scenario", str(path), "--min-free-memory", "100G")
+    big = _free_settled(scope, "--scenario", str(path), "--min-free-memory", "100G")
     assert (big.returncode, big.stdout) == (0, "4\n")
 
-    doc = json.loads(_free_settled("--scenario", str(path), "--json", "-n", "2").stdout)
+    doc = json.loads(_free_settled(scope, "--scenario", str(path), "--json", "-n", "2").stdout)
     assert doc["selected"] == [4, 0] and doc["cuda_visible_devices"] == "4,0"
     assert doc["enough"] is True and doc["asked"]["count"] == 2
     verdicts = {g["index"]: g for g in doc["gpus"]}
@@ -382,8 +415,9 @@ def test_without_a_driver_no_gpu_qualifies_and_the_reason_is_said(tmp_path: Path
 
 
 def test_uuid_output_names_the_same_gpus_as_the_indexes(
-    sole_gpu_reservations: None, tmp_path: Path
+    sole_gpu_reservations: None, free_run_id: str, tmp_path: Path
 ) -> None:
+    scope = f"{TEST_LABEL}={free_run_id}"
     uuids = {
         0: "GPU-00000000-1111-2222-3333-444444444444",
         1: "GPU-aaaaaaaa-bbbb-cccc-dddd-eeeeeeeeeeee",
@@ -396,14 +430,14 @@ def test_uuid_output_names_the_same_gpus_as_the_indexes(
     }
     path = tmp_path / "uuids.json"
     path.write_text(json.dumps(scenario))
-    plain = _free_settled("--scenario", str(path), "--uuid")
-    doc = json.loads(_free_settled("--scenario", str(path), "--uuid", "--json").stdout)
+    plain = _free_settled(scope, "--scenario", str(path), "--uuid")
+    doc = json.loads(_free_settled(scope, "--scenario", str(path), "--uuid", "--json").stdout)
     assert doc["cuda_visible_devices"] == ",".join(uuids[i] for i in doc["selected"])
     assert [e for g in doc["gpus"] for e in g["excluded_because"]] == []
     assert doc["selected"] == [1, 0]  # most free memory first
     assert doc["cuda_visible_devices"] == f"{uuids[1]},{uuids[0]}"
     assert (plain.returncode, plain.stdout) == (0, f"{uuids[1]},{uuids[0]}\n")
-    indexes = _free_settled("--scenario", str(path), "-n", "1")
+    indexes = _free_settled(scope, "--scenario", str(path), "-n", "1")
     assert indexes.stdout == "1\n", indexes.stderr
 
 

@@ -53,7 +53,9 @@ def test_churn_leaves_no_stale_rows_or_cache_entries(
             removed_at[c.id] = time.monotonic()
 
     scenario = ScenarioSource({"gpus": [gpu(0, [])]})
-    docker = DockerSource()
+    # The churn containers only: others' on a shared engine would lengthen every read and
+    # blur the "2 refreshes after removal" bound.
+    docker = DockerSource(label=f"gputui-test={free_run_id}")
     procs = ProcSource()
     collector = Collector(scenario, procs, docker, mode="scenario")
     samples: list[tuple[float, Any, dict[str, int]]] = []

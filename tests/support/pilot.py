@@ -7,6 +7,7 @@ from dataclasses import replace
 from typing import TypeVar
 
 from rich.text import Text
+from textual.notifications import Notification, Notifications
 from textual.pilot import Pilot
 from textual.screen import Screen
 from textual.widget import Widget
@@ -59,6 +60,25 @@ async def push(pilot: Pilot[None], snapshot: Snapshot, analyse: bool = False) ->
     app.post_message(SnapshotReady(snapshot, analysis))
     await pilot.pause()
     await pilot.pause()
+
+
+def toasts(app: GpuTuiApp) -> list[str]:
+    """Every toast's message the app shows from now on, kept after the toast has gone.
+
+    ``app._notifications`` forgets a toast once its timeout (5 s of wall clock) has passed, so
+    a test counting toasts there fails whenever a loaded machine makes it slower than that.
+    The returned list grows as toasts are shown (sanitised, as on screen).
+    """
+    shown: list[str] = []
+    notifications = app._notifications
+    add = notifications.add
+
+    def recording(notification: Notification) -> Notifications:
+        shown.append(notification.message)
+        return add(notification)
+
+    notifications.add = recording  # type: ignore[method-assign]
+    return shown
 
 
 def tree_keys(app: GpuTuiApp) -> list[str]:

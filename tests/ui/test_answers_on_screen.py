@@ -6,6 +6,7 @@ the engine / NVML answered.
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Callable
 from dataclasses import replace
@@ -36,9 +37,10 @@ async def test_demo_badges_on_their_rows_without_scrolling(size: tuple[int, int]
     async with app.run_test(size=size) as pilot:
         await ready(pilot)
         lines = screen_lines(app)
-        assert "IDLE" in _row(lines, "  notebook-gp")  # reserved MIG 3:1, runs nothing
+        notebook = _row(lines, "  notebook-gp")  # reserved MIG 3:1, runs nothing
+        assert "IDLE" in notebook and "SHARED" not in notebook and "THR " not in notebook
         bert = _row(lines, "▼ k8s_bert_b")  # shares GPU 1 with the host, 4-CPU quota
-        assert "SHARED" in bert and "THR " in bert
+        assert "SHARED" in bert and "THR " in bert and "IDLE" not in bert
         assert "SHARED" in _row(lines, "▼ host ")  # the host's side of GPU 1
         header = _row(lines, "NAME")
         assert "FLAGS" in header
@@ -101,6 +103,57 @@ def test_demo_processes_are_younger_than_their_containers_and_of_several_ages() 
             assert start > container_start, pid
         assert start < demo.DEMO_EPOCH
     assert len(ages) == len(demo._PROCS)  # not every process exactly 1h00m
+
+
+def _seconds(elapsed: str) -> int:
+    """An ELAPSED cell back to seconds (``49:36``, ``1:02:03``, ``5h58m``, ``1d23h``)."""
+    if match := re.fullmatch(r"(\d+)d(\d+)h", elapsed):
+        return int(match[1]) * 86400 + int(match[2]) * 3600
+    if match := re.fullmatch(r"(\d+)h(\d+)m", elapsed):
+        return int(match[1]) * 3600 + int(match[2]) * 60
+    assert re.fullmatch(r"\d+(:\d\d)+", elapsed), elapsed
+    total = 0
+    for part in elapsed.split(":"):
+        total = total * 60 + int(part)
+    return total
+
+
+def _column(line: str, header: str, title: str) -> str:
+    """The right-aligned cell under ``title`` in ``header`` ("" when blank)."""
+    end = header.index(title) + len(title)
+    return line[end - len(title) - 1 : end].strip()
+
+
+async def test_demo_screen_shows_no_process_older_than_its_container() -> None:
+    """What a newcomer sees: each process's ELAPSED within its container's, ages that differ."""
+    app = demo_app(refreshes=5)
+    async with app.run_test(size=(200, 60)) as pilot:
+        await ready(pilot)
+        lines = [line.split("│")[-1] for line in screen_lines(app)]  # the tree, not the GPUs
+        header = _row(lines, " NAME ")
+        parent: int | None = None
+        checked = 0
+        for line in lines:
+            if "▼ " in line and "host" not in line:
+                cell = _column(line, header, "ELAPSED")
+                parent = None if cell in ("", "-", "N/A") else _seconds(cell)
+            elif ("├─" in line or "└─" in line) and parent is not None:
+                child = _seconds(_column(line, header, "ELAPSED"))
+                assert child <= parent, line
+                checked += 1
+        assert checked >= 4  # every containerised demo process was compared
+        await pilot.press("2")
+        await pilot.pause()
+        await pilot.pause()
+        lines = [line.split("│")[-1] for line in screen_lines(app)]
+        header = _row(lines, " ELAPSED ")
+        ages = [
+            _column(line, header, "ELAPSED")
+            for line in lines[lines.index(header) + 1 :]
+            if re.match(r"\s+\d+ ", line)
+        ]
+        ages = [age for age in ages if age not in ("", "-", "N/A")]
+        assert len(ages) >= 6 and len(set(ages)) == len(ages), ages  # not all "1h00m"
 
 
 def _host_pid(container: object) -> int:
@@ -180,9 +233,15 @@ async def test_real_containers_badges_at_every_size(
                 await pilot.pause()
                 await pilot.pause()
                 lines = screen_lines(app)
-                assert "IDLE" in _row(lines, f"  {idle.name}"), size
-                assert "SHARED" in _row(lines, f"▼ {one.name}"), size
-                assert "SHARED" in _row(lines, f"▼ {two.name}"), size
-                assert "THR " in _row(lines, f"▼ {hot.name}"), size
+                rows = {
+                    "IDLE": [_row(lines, f"  {idle.name}")],
+                    "SHARED": [_row(lines, f"▼ {one.name}"), _row(lines, f"▼ {two.name}")],
+                    "THR ": [_row(lines, f"▼ {hot.name}")],
+                }
+                # Each badge on its own rows, and only there (a badge on every row says nothing).
+                for badge in rows:
+                    for other, others in rows.items():
+                        for row in others:
+                            assert (badge in row) is (other == badge), (size, badge, row)
     finally:
         collector.close()
