@@ -8,6 +8,7 @@ It is our own test peer, as the hostile HTTP engines of the Docker tests are.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import subprocess
@@ -15,7 +16,6 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -25,39 +25,20 @@ from gputui.collect.containerd.bundles import ContainerdBundles
 from gputui.collect.engines import CONTAINERD_TASKS
 from gputui.collect.kubelet import pod_resources as pr
 from gputui.collect.kubelet.protowire import WireError, fields
+from tests.support.kubelet import (
+    Behaviour,
+    answer,
+    container,
+    devices,
+    grpc_module,
+    pod,
+    pod_resources_server,
+)
 from tests.support.protobuf import field, msg, varint
 
-try:
-    import grpc
-except ImportError:  # the test extra holds it; CI must not pass by skipping
-    if os.environ.get("CI"):
-        raise
-    pytest.skip("grpcio is not installed", allow_module_level=True)
-
-Behaviour = Callable[[bytes, Any], bytes]
+grpc = grpc_module()
 UUID_A = "GPU-8a1d4b2c-0000-4000-8000-00000000000a"
 UUID_B = "GPU-8a1d4b2c-0000-4000-8000-00000000000b"
-
-
-def devices(resource: str, *ids: str) -> bytes:
-    """``ContainerDevices``, with a NUMA topology as the kubelet sends it."""
-    topology = msg((1, msg((1, 0))))
-    return msg((1, resource), *((2, i) for i in ids), (3, topology))
-
-
-def container(name: str, *device_entries: bytes) -> bytes:
-    """``ContainerResources``: name, devices, and CPU ids (packed) the reader must skip."""
-    packed_cpus = field(3, varint(2) + varint(3))
-    return msg((1, name), *((2, d) for d in device_entries)) + packed_cpus
-
-
-def pod(name: str, namespace: str, *containers: bytes) -> bytes:
-    return msg((1, name), (2, namespace), *((3, c) for c in containers))
-
-
-def answer(*pods: bytes) -> bytes:
-    """``ListPodResourcesResponse``."""
-    return msg(*((1, p) for p in pods))
 
 
 KUBELET_ANSWER = answer(
@@ -75,31 +56,15 @@ KUBELET_ANSWER = answer(
 @pytest.fixture
 def kubelet(tmp_path: Path) -> Iterator[Callable[[Behaviour], str]]:
     """A gRPC server on a unix socket answering ``List`` as ``behaviour`` says."""
-    servers: list[Any] = []
+    with contextlib.ExitStack() as stack:
+        started: list[str] = []
 
-    def start(behaviour: Behaviour) -> str:
-        sock = str(tmp_path / f"kubelet-{len(servers)}.sock")
-        server = grpc.server(
-            ThreadPoolExecutor(max_workers=4),
-            options=[("grpc.max_send_message_length", 64 << 20)],
-        )
+        def start(behaviour: Behaviour) -> str:
+            sock = tmp_path / f"kubelet-{len(started)}.sock"
+            started.append(stack.enter_context(pod_resources_server(sock, behaviour)))
+            return started[-1]
 
-        def list_pods(request: bytes, context: Any) -> bytes:
-            assert request == b""  # an empty ListPodResourcesRequest
-            return behaviour(request, context)
-
-        handler = grpc.method_handlers_generic_handler(
-            "v1.PodResourcesLister", {"List": grpc.unary_unary_rpc_method_handler(list_pods)}
-        )
-        server.add_generic_rpc_handlers((handler,))
-        server.add_insecure_port(f"unix://{sock}")
-        server.start()
-        servers.append(server)
-        return sock
-
-    yield start
-    for server in servers:
-        server.stop(grace=0).wait()
+        yield start
 
 
 def _ask(sock: str, timeout: float = 2.0) -> pr.PodResourcesAnswer:
