@@ -13,8 +13,9 @@ gRPC is ``grpcio``, an optional extra (``pip install 'gputui[kubernetes]'``), im
 when the socket exists; without it the status says so. The messages are decoded here, bounded
 (:mod:`~gputui.collect.kubelet.protowire`): the reply at most :data:`MAX_REPLY_BYTES` (grpcio
 refuses a larger one before it is read whole), at most :data:`MAX_PODS` pods,
-:data:`MAX_CONTAINERS` containers a pod, :data:`MAX_DEVICE_ENTRIES` resources a container and
-:data:`MAX_DEVICE_IDS` ids a resource; the call has a deadline over connect and reply and can be
+:data:`MAX_CONTAINERS` containers a pod, :data:`MAX_DEVICE_ENTRIES` resources a container,
+:data:`MAX_DEVICE_IDS` ids a resource, :data:`MAX_FIELDS` fields and :data:`MAX_DECODE_S` seconds
+of decoding in all; the call has a deadline over connect and reply and can be
 cancelled from another thread (:meth:`PodResourcesClient.close`).
 
 ``grpc`` is imported in this module only (tests/unit/test_layering.py).
@@ -29,7 +30,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from gputui.collect.kubelet.protowire import LENGTH, WireError, fields, message, text
+from gputui.collect.kubelet.protowire import LENGTH, Budget, WireError, fields, message, text
 from gputui.model.status import SourceStatus
 
 #: Where the kubelet serves the pod-resources API (its ``--root-dir`` is ``/var/lib/kubelet``).
@@ -44,6 +45,10 @@ MAX_PODS = 10_000
 MAX_CONTAINERS = 256
 MAX_DEVICE_ENTRIES = 64
 MAX_DEVICE_IDS = 256
+#: Fields decoded per reply, over every message: a node of 1,000 pods sends some 20,000.
+MAX_FIELDS = 250_000
+#: Seconds the decoding of one reply may take.
+MAX_DECODE_S = 2.0
 #: Kubernetes names are at most 253 characters; device ids are UUIDs or indexes.
 MAX_NAME_CHARS = 253
 MAX_ID_CHARS = 128
@@ -99,10 +104,10 @@ def gpu_ids(device_ids: list[str]) -> tuple[str, ...]:
     return tuple(seen)
 
 
-def _container(data: memoryview) -> tuple[str, list[str], bool]:
+def _container(data: memoryview, budget: Budget) -> tuple[str, list[str], bool]:
     """``ContainerResources``: its name and GPU ids (and whether a bound cut them)."""
     name, ids, cut, entries = "", list[str](), False, 0
-    for number, _kind, value in fields(data):
+    for number, _kind, value in fields(data, budget):
         if number == 1:
             name = text(value, MAX_NAME_CHARS)
         elif number == 2:  # ContainerDevices
@@ -111,7 +116,7 @@ def _container(data: memoryview) -> tuple[str, list[str], bool]:
                 cut = True
                 continue
             resource, these = "", list[str]()
-            for n, k, v in fields(message(value)):
+            for n, k, v in fields(message(value), budget):
                 if n == 1:
                     resource = text(v, MAX_NAME_CHARS)
                 elif n == 2:
@@ -127,19 +132,27 @@ def _container(data: memoryview) -> tuple[str, list[str], bool]:
     return name, ids, cut
 
 
-def parse_list(data: bytes) -> tuple[dict[tuple[str, str, str], tuple[str, ...]], int, bool]:
+def parse_list(
+    data: bytes, budget: Budget | None = None
+) -> tuple[dict[tuple[str, str, str], tuple[str, ...]], int, bool]:
     """A ``ListPodResourcesResponse``: ``(allocations, pods, cut)``.
 
     Only containers with GPU devices are in the allocations; ``cut`` says a bound left some
     out.
 
+    Args:
+        data: The reply's bytes.
+        budget: Fields and seconds the decode may spend (default :data:`MAX_FIELDS`,
+            :data:`MAX_DECODE_S`).
+
     Raises:
         WireError: the bytes are not the message (a wrong wire type for a known field, a field
-            that runs past the end, an over-long string).
+            that runs past the end, an over-long string), or the budget is spent.
     """
+    budget = budget if budget is not None else Budget(MAX_FIELDS, MAX_DECODE_S)
     allocations: dict[tuple[str, str, str], tuple[str, ...]] = {}
     pods, cut = 0, False
-    for number, _, value in fields(data):
+    for number, _, value in fields(data, budget):
         if number != 1:
             continue
         pods += 1
@@ -148,7 +161,7 @@ def parse_list(data: bytes) -> tuple[dict[tuple[str, str, str], tuple[str, ...]]
             break
         pod, namespace, containers = "", "", 0
         found: list[tuple[str, list[str]]] = []
-        for n, _k, v in fields(message(value)):
+        for n, _k, v in fields(message(value), budget):
             if n == 1:
                 pod = text(v, MAX_NAME_CHARS)
             elif n == 2:
@@ -158,7 +171,7 @@ def parse_list(data: bytes) -> tuple[dict[tuple[str, str, str], tuple[str, ...]]
                 if containers > MAX_CONTAINERS:
                     cut = True
                     continue
-                name, ids, cut_here = _container(message(v))
+                name, ids, cut_here = _container(message(v), budget)
                 cut = cut or cut_here
                 if ids:
                     found.append((name, ids))

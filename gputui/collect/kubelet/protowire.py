@@ -9,6 +9,7 @@ end, and the deprecated group wire types are refused.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 
 #: The wire types (``key & 7``).
@@ -21,6 +22,36 @@ _MAX_FIELD = (1 << 29) - 1
 
 class WireError(ValueError):
     """Bytes that are not a protobuf message (one line, for a status)."""
+
+
+class Budget:
+    """How many fields one decode may read, and until when: shared by every nested message.
+
+    A reply of a few MiB can hold a million tiny fields, seconds of Python: the budget makes
+    that a bounded error instead.
+
+    Args:
+        fields: The most fields read, over all messages.
+        seconds: The longest the decode may take.
+    """
+
+    _CLOCK_EVERY = 4096
+
+    def __init__(self, fields: int, seconds: float) -> None:
+        self.left = fields
+        self.deadline = time.monotonic() + seconds
+
+    def spend(self) -> None:
+        """Count one field.
+
+        Raises:
+            WireError: the fields or the time are spent.
+        """
+        self.left -= 1
+        if self.left < 0:
+            raise WireError("more fields than a kubelet sends")
+        if self.left % self._CLOCK_EVERY == 0 and time.monotonic() > self.deadline:
+            raise WireError("the reply took too long to decode")
 
 
 def _varint(data: memoryview, at: int) -> tuple[int, int]:
@@ -36,19 +67,28 @@ def _varint(data: memoryview, at: int) -> tuple[int, int]:
     raise WireError("a varint is longer than ten bytes")
 
 
-def fields(data: bytes | memoryview) -> Iterator[tuple[int, int, int | memoryview]]:
+def fields(
+    data: bytes | memoryview, budget: Budget | None = None
+) -> Iterator[tuple[int, int, int | memoryview]]:
     """Each ``(number, wire_type, value)`` of one message, in order.
 
     A varint or fixed field's value is its integer; a length-delimited one's its bytes (a view
     of ``data``, not a copy).
 
+    Args:
+        data: The message's bytes.
+        budget: Counts each field read (None: no limit beyond the bytes).
+
     Raises:
         WireError: the bytes end inside a field, a varint is over-long, a field number is 0 or
-            out of range, or a wire type is a group (3, 4) or unknown (6, 7).
+            out of range, a wire type is a group (3, 4) or unknown (6, 7), or the budget is
+            spent.
     """
     view = data if isinstance(data, memoryview) else memoryview(data)
     at = 0
     while at < len(view):
+        if budget is not None:
+            budget.spend()
         key, at = _varint(view, at)
         number, kind = key >> 3, key & 7
         if not 0 < number <= _MAX_FIELD:

@@ -24,7 +24,7 @@ import pytest
 from gputui.collect.containerd.bundles import ContainerdBundles
 from gputui.collect.engines import CONTAINERD_TASKS
 from gputui.collect.kubelet import pod_resources as pr
-from gputui.collect.kubelet.protowire import WireError, fields
+from gputui.collect.kubelet.protowire import Budget, WireError, fields
 from tests.support.kubelet import (
     Behaviour,
     answer,
@@ -97,13 +97,27 @@ def test_a_kubelets_answer_gives_each_containers_gpus(
         (answer(pod("p", "n", msg((1, "c"), (2, 7)))), "malformed"),  # devices as a number
         (answer(msg((1, "x" * 2000))), "malformed"),  # a name of 2,000 characters
         (b"\x80" * 20, "malformed"),  # a varint that never ends
+        # 300,000 tiny fields in one pod: more than the decode budget, refused in well under 1 s
+        (answer(b"".join(field(4, 1) for _ in range(300_000))), "malformed"),
     ],
-    ids=["huge", "past-the-end", "group", "wrong-type", "wrong-type-nested", "long", "varint"],
+    ids=[
+        "huge",
+        "past-the-end",
+        "group",
+        "wrong-type",
+        "wrong-type-nested",
+        "long",
+        "varint",
+        "many-fields",
+    ],
 )
 def test_hostile_replies_are_a_status_not_an_exception(
     kubelet: Callable[[Behaviour], str], reply: bytes, kind: str
 ) -> None:
-    got = _ask(kubelet(lambda _r, _c: reply))
+    sock = kubelet(lambda _r, _c: reply)
+    started = time.monotonic()
+    got = _ask(sock)
+    assert time.monotonic() - started < 3
     assert (got.status.ok, got.status.kind) == (False, kind), got.status
     assert got.allocations == {}
     assert "\n" not in (got.status.error or "") and got.status.fix
@@ -182,6 +196,12 @@ def test_the_socket_is_found_only_where_one_exists(
     assert pr.socket_path({pr.ENV_SOCKET: "off"}) is None
     (tmp_path / "file.sock").write_text("")
     assert pr.socket_path({pr.ENV_SOCKET: str(tmp_path / "file.sock")}) is None
+
+
+def test_the_decode_budget_counts_every_nested_field() -> None:
+    with pytest.raises(WireError, match="more fields"):
+        pr.parse_list(KUBELET_ANSWER, Budget(10, 5))
+    assert pr.parse_list(KUBELET_ANSWER, Budget(1000, 5))[1] == 3
 
 
 def test_the_wire_reader_refuses_what_runs_past_the_end() -> None:
