@@ -32,8 +32,8 @@ except ImportError as exc:  # the test extra holds them; CI must not pass by ski
 
 MANIFESTS = REPO / "contrib" / "kubernetes"
 CRD = REPO / "tests" / "fixtures" / "kubernetes" / "monitoring.coreos.com_servicemonitors.yaml"
-#: The Kubernetes releases checked: the oldest still supported upstream and the newest the
-#: installed kubernetes-validate knows.
+#: The Kubernetes releases checked: an older one that long-lived and managed clusters still run,
+#: and the newest the installed kubernetes-validate ships.
 RELEASES = ("1.33", kubernetes_validate.latest_version())
 
 
