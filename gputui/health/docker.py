@@ -125,6 +125,10 @@ def check_engine_sources(ctx: CheckContext) -> Result:
         about = " at ".join(part for part in (what, where) if part)
         state = "answers" if status.ok else f"{status.kind or 'error'}: {status.error or '?'}"
         lines.append(f"{name} ({about}): {state}" if about else f"{name}: {state}")
+        kubelet = engine.pod_resources if engine else None
+        if kubelet is not None:
+            said = "answers" if kubelet.ok and not kubelet.error else kubelet.error or "?"
+            lines.append(f"{name}: kubelet pod-resources (GPU allocations): {said}")
     # The Docker engine's failure is docker.engine's FAIL; another engine's is this warning.
     down = [n for n, s in statuses.items() if not s.ok and n != "docker"]
     if down:
@@ -133,6 +137,19 @@ def check_engine_sources(ctx: CheckContext) -> Result:
             f"Container engine {', '.join(down)} does not answer",
             details=tuple(lines),
             fix=first.fix or "Check the engine's service, or leave it out with --engine.",
+        )
+    # A kubelet that does not say which GPUs its pods hold: idle pod reservations go unseen.
+    deaf = [
+        (n, e.pod_resources)
+        for n, e in engines.items()
+        if n in statuses and e.pod_resources is not None and not e.pod_resources.ok
+    ]
+    if deaf:
+        name, kubelet = deaf[0]
+        return Result.warn(
+            f"{name}: the kubelet's GPU allocations are not read: {kubelet.error or '?'}",
+            details=tuple(lines),
+            fix=kubelet.fix,
         )
     names = ", ".join(statuses)
     return Result.passed(f"{len(statuses)} container engine(s) read: {names}", details=tuple(lines))

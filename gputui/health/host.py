@@ -7,9 +7,12 @@ nor ``/proc``.
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 from gputui.health.context import CheckContext
+from gputui.health.docker import read_daemon_json
 from gputui.health.docs import DOCS_NVML_UNKNOWN_ERROR
 from gputui.health.readings import read_text
 from gputui.health.registry import HOST, check
@@ -99,6 +102,61 @@ def _uses_gpus(ctx: CheckContext, container: ContainerInfo) -> bool:
     )
 
 
+#: The cgroup drivers ``dockerd`` takes in ``native.cgroupdriver`` (``none`` is its own, for
+#: rootless engines on cgroup v1, and refused when given).
+DOCKER_CGROUP_DRIVERS = ("systemd", "cgroupfs")
+#: Entries of ``exec-opts`` looked at: far more than any daemon.json holds.
+_MAX_EXEC_OPTS = 64
+
+
+def configured_cgroup_driver(config: Mapping[str, Any] | None) -> tuple[str | None, str | None]:
+    """The cgroup driver daemon.json asks dockerd for, as dockerd reads it.
+
+    dockerd takes the first ``exec-opts`` entry whose key is ``native.cgroupdriver`` (any case,
+    blanks around the key and the value trimmed, an entry without ``=`` passed over); the value
+    is exact: ``systemd`` or ``cgroupfs``, anything else stops dockerd from starting
+    ("native.cgroupdriver option X not supported").
+
+    Returns:
+        ``(driver, problem)``: the value asked for (None when nothing is), and a one-line
+        problem when ``exec-opts`` or the value is one dockerd refuses.
+    """
+    if not config or "exec-opts" not in config:
+        return None, None
+    options = config["exec-opts"]
+    if not isinstance(options, list):
+        return None, "daemon.json: exec-opts is not a list: dockerd refuses to start with it"
+    for option in options[:_MAX_EXEC_OPTS]:
+        if not isinstance(option, str) or "=" not in option:
+            continue
+        key, _, value = option.partition("=")
+        if key.strip().lower() != "native.cgroupdriver":
+            continue
+        value = value.strip()
+        shown = " ".join(value.split())[:40]
+        if value not in DOCKER_CGROUP_DRIVERS:
+            return shown, (
+                f"daemon.json: native.cgroupdriver={shown} is not a driver dockerd takes "
+                "(systemd or cgroupfs): its next start fails"
+            )
+        return value, None
+    return None, None
+
+
+def _daemon_json_driver(ctx: CheckContext, rootless: bool) -> tuple[str | None, str | None]:
+    """What this host's daemon.json asks for (``configured_cgroup_driver``).
+
+    Nothing for a rootless engine (its file is its user's ``~/.config/docker/daemon.json``) or
+    a remote one (its file is on its own host).
+    """
+    engine = ctx.inputs.containers.engine
+    endpoint = (engine.endpoint if engine else None) or "unix://"
+    if rootless or not endpoint.startswith("unix://"):
+        return None, None
+    config, _note = read_daemon_json(ctx)
+    return configured_cgroup_driver(config)
+
+
 @check("cgroup.nvml_hazard", scope=HOST)
 def check_cgroup_nvml_hazard(ctx: CheckContext) -> Result:
     """Warn before ``systemctl daemon-reload`` takes GPUs away from running containers.
@@ -114,7 +172,35 @@ def check_cgroup_nvml_hazard(ctx: CheckContext) -> Result:
     driver = engine.cgroup_driver if engine else None
     if driver is None:
         return Result.skip("The engine did not report its cgroup driver")
+    rootless = bool(engine and engine.rootless)
+    asked, problem = _daemon_json_driver(ctx, rootless)
+    config_line: str | None = problem
+    if asked and not problem:
+        config_line = f"daemon.json: native.cgroupdriver={asked}" + (
+            "" if asked == driver else f", not in effect (the engine runs {driver})"
+        )
+    if problem:
+        # Whatever runs now, the next restart of Docker (an upgrade, a reboot) fails.
+        return Result.warn(
+            f"Docker will not start again with this daemon.json: {problem.partition(': ')[2]}",
+            details=tuple(d for d in (f"engine cgroup driver: {driver}", config_line) if d),
+            fix='Set "exec-opts": ["native.cgroupdriver=systemd"] or '
+            '["native.cgroupdriver=cgroupfs"] in daemon.json (or remove the entry), then '
+            "sudo systemctl restart docker.",
+            docs=DOCS_NVML_UNKNOWN_ERROR,
+        )
     if driver != "systemd":
+        if asked == "systemd":
+            return Result.info(
+                f"cgroup driver {driver} now; daemon.json asks for systemd from the next "
+                "restart of Docker, which exposes runc-injected GPU containers to "
+                "`systemctl daemon-reload`",
+                details=tuple(d for d in (f"engine cgroup driver: {driver}", config_line) if d),
+                fix="Before restarting Docker: sudo nvidia-ctk system create-dev-char-symlinks "
+                "--create-all (and the udev rule 71-nvidia-dev-char.rules), or inject GPUs "
+                "with CDI (--device nvidia.com/gpu=all).",
+                docs=DOCS_NVML_UNKNOWN_ERROR,
+            )
         return Result.passed(f"cgroup driver {driver}: not exposed to the daemon-reload GPU loss")
     default_runtime = engine.default_runtime if engine else None
     at_risk = [
@@ -132,15 +218,37 @@ def check_cgroup_nvml_hazard(ctx: CheckContext) -> Result:
         "trigger: `systemctl daemon-reload` (also run by package upgrades) → "
         '"Failed to initialize NVML: Unknown Error" inside the containers',
     ]
-    fix = (
-        "Pick one:\n"
-        "(a) sudo nvidia-ctk system create-dev-char-symlinks --create-all, and install the udev "
-        "rule 71-nvidia-dev-char.rules so the links survive reboots;\n"
-        '(b) "exec-opts": ["native.cgroupdriver=cgroupfs"] in daemon.json, then '
-        "sudo systemctl restart docker;\n"
-        "(c) inject GPUs with CDI (--device nvidia.com/gpu=all).\n"
-        "Containers that already lost their GPUs must be removed and recreated."
+    if config_line:
+        details.append(config_line)
+    symlinks = (
+        "sudo nvidia-ctk system create-dev-char-symlinks --create-all, and install the udev "
+        "rule 71-nvidia-dev-char.rules so the links survive reboots"
     )
+    recreate = "Containers that already lost their GPUs must be removed and recreated."
+    if asked == "cgroupfs":
+        # Option (b) is written already: only the restart that applies it is missing.
+        fix = (
+            "daemon.json already sets native.cgroupdriver=cgroupfs, but the running engine "
+            "still uses systemd: sudo systemctl restart docker (or: "
+            f"{symlinks}; or inject GPUs with CDI, --device nvidia.com/gpu=all).\n{recreate}"
+        )
+    elif rootless:
+        # A rootless engine on cgroup v2 needs the systemd driver for any resource limit.
+        fix = (
+            f"Pick one:\n(a) {symlinks};\n"
+            "(b) inject GPUs with CDI (--device nvidia.com/gpu=all).\n"
+            "A rootless engine keeps the systemd driver (cgroup v2 limits need it).\n"
+            f"{recreate}"
+        )
+    else:
+        fix = (
+            "Pick one:\n"
+            f"(a) {symlinks};\n"
+            '(b) "exec-opts": ["native.cgroupdriver=cgroupfs"] in daemon.json, then '
+            "sudo systemctl restart docker;\n"
+            "(c) inject GPUs with CDI (--device nvidia.com/gpu=all).\n"
+            f"{recreate}"
+        )
     if links:
         return Result.passed(
             "systemd cgroup driver, but /dev/char NVIDIA symlinks are in place",

@@ -48,7 +48,8 @@ class ContainerInfo:
         k8s_namespace: ``io.kubernetes.pod.namespace`` label.
         gpu_request: ``"all"``, a tuple of GPU indexes/UUIDs, or None (no GPU asked for).
         gpu_request_via: How the GPU was requested: ``device_requests``, ``cdi``, ``runtime``,
-            ``env`` or ``devices`` (``--device /dev/nvidiaN``).
+            ``env``, ``devices`` (``--device /dev/nvidiaN``) or ``kubelet`` (a Kubernetes
+            container's allocation, from the kubelet's pod-resources API).
         runtime: ``HostConfig.Runtime`` (``runc``, ``nvidia``...).
         gpu_device_paths: ``/dev/nvidia*`` paths passed with ``--device``.
         nvidia_capabilities: Parsed ``NVIDIA_DRIVER_CAPABILITIES``, e.g. ``("compute", "utility")``.
@@ -157,6 +158,9 @@ class EngineInfo:
             ``name=rootless``).
         product: What answers at the endpoint: ``docker``, or ``podman`` when ``/version``'s
             ``Components`` name the Podman Engine (its Docker-compatible API); None unknown.
+        pod_resources: For containerd on a Kubernetes node: whether the kubelet's
+            pod-resources API answered (the GPUs it allocated each container); None when
+            there is no such socket or it was not asked.
     """
 
     endpoint: str | None = None
@@ -171,6 +175,7 @@ class EngineInfo:
     host_memory_bytes: int | None = None
     rootless: bool = False
     product: str | None = None
+    pod_resources: SourceStatus | None = None
 
 
 @dataclass(frozen=True, slots=True)

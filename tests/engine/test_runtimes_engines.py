@@ -24,6 +24,7 @@ from gputui.collect.docker.source import DockerSource
 from gputui.exporter.families import container_families
 from gputui.model.settings import Settings
 from gputui.wiring.compose import build_collector
+from tests.support import kubelet
 from tests.support.runtimes import (
     CRI_NAMESPACE,
     CTR_NAMESPACE,
@@ -246,6 +247,62 @@ def test_containerd_cri_and_ctr_names_pods_and_figures_without_grpc(
         assert "crictl exec" in result.error
     finally:
         collector.close()
+
+
+def test_a_cri_pods_idle_gpu_is_found_from_the_kubelets_allocation(
+    containerd: Containerd, tmp_path: Path
+) -> None:
+    """A real CRI pod that the kubelet (our gRPC test peer) gave GPU 0 and that runs nothing on
+    it: an idle reservation by its Kubernetes names, in the JSON report and the exporter."""
+    cri = CriClient(containerd.sock)
+    try:
+        pod = cri.run_pod(containerd, f"{PREFIX}-idle-0", "ml", "burstable", COMMAND)
+    finally:
+        cri.close()
+    gpu_uuid = f"GPU-{uuid.uuid4()}"
+    scenario = tmp_path / "scenario.json"
+    gpu = {"index": 0, "uuid": gpu_uuid, "name": "NVIDIA H200", "memory_total_mib": 143771,
+           "memory_used_mib": 0, "processes": []}  # fmt: skip
+    scenario.write_text(json.dumps({"nvml": "ok", "gpus": [gpu]}))
+    state = containerd.base / "state"
+    reply = kubelet.answer(
+        kubelet.pod(
+            pod.name,
+            pod.namespace,
+            kubelet.container(pod.container_name, kubelet.devices("nvidia.com/gpu", gpu_uuid)),
+        )
+    )
+
+    def run(*argv: str, sock: str) -> str:
+        result = subprocess.run(
+            [sys.executable, "-m", "gputui", *argv, "--scenario", str(scenario),
+             "--engine", f"containerd={state}"],
+            capture_output=True, text=True, timeout=120, check=False,
+            env={**os.environ, "GPUTUI_POD_RESOURCES": sock, "GPUTUI_LEDGER": "off"},
+        )  # fmt: skip
+        assert result.returncode == 0, result.stderr
+        return result.stdout
+
+    def idle(doc: dict[str, Any]) -> list[str]:
+        return [f["subject"] for f in doc["findings"] if f["kind"] == "idle_reservation"]
+
+    # The bundle names no GPU: without the kubelet the reservation is invisible.
+    assert idle(json.loads(run("--once", "--json", sock="off"))) == []
+    with kubelet.pod_resources_server(tmp_path / "kubelet.sock", lambda _r, _c: reply) as sock:
+        doc = json.loads(run("--once", "--json", sock=sock))
+        exposition = run("export", "--once", sock=sock)
+    row = _container(doc, pod.container_id)
+    assert (row["gpu_request"], row["gpu_request_via"]) == ([gpu_uuid], "kubelet")
+    assert (row["k8s_pod"], row["k8s_namespace"]) == (pod.name, pod.namespace)
+    assert idle(doc) == [f"container:{pod.container_id}"]
+    assert row["idle_reserved"] is True
+    (line,) = [
+        ln
+        for ln in exposition.splitlines()
+        if ln.startswith("gputui_container_idle_gpu_reservation{") and pod.container_id[:12] in ln
+    ]
+    assert f'pod="{pod.name}"' in line and f'namespace="{pod.namespace}"' in line
+    assert line.endswith(" 1.0"), line
 
 
 @pytest.fixture(autouse=True)

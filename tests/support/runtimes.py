@@ -39,6 +39,8 @@ from typing import Any, Protocol, TypeVar
 import pytest
 
 from tests.support.processes import stop_process
+from tests.support.protobuf import field as _field
+from tests.support.protobuf import msg as _msg
 
 #: The image name the runtimes load (never tagged in the shared Docker engine).
 RUNTIME_IMAGE = "docker.io/library/gputui-rt:latest"
@@ -599,26 +601,6 @@ def start_containerd(archive: bytes, base: Path) -> Containerd:
 # fields used here, numbered as in k8s.io/cri-api's api.proto (runtime.v1).
 
 
-def _varint(n: int) -> bytes:
-    out = bytearray()
-    while True:
-        low, n = n & 0x7F, n >> 7
-        out.append(low | (0x80 if n else 0))
-        if not n:
-            return bytes(out)
-
-
-def _field(number: int, value: int | str | bytes) -> bytes:
-    if isinstance(value, int):
-        return _varint(number << 3) + _varint(value)
-    raw = value.encode() if isinstance(value, str) else value
-    return _varint(number << 3 | 2) + _varint(len(raw)) + raw
-
-
-def _msg(*fields: tuple[int, int | str | bytes]) -> bytes:
-    return b"".join(_field(n, v) for n, v in fields)
-
-
 def _string_map(number: int, values: Mapping[str, str]) -> bytes:
     return b"".join(_field(number, _msg((1, k), (2, v))) for k, v in values.items())
 
@@ -670,7 +652,7 @@ class CriClient:
 
     def __init__(self, sock: Path) -> None:
         try:
-            import grpc  # type: ignore[import-untyped]  # no stubs in the test extra
+            import grpc  # no stubs: pyproject.toml's mypy override
         except ImportError:
             unavailable("no grpcio (pip install grpcio, in the test extra)")
             raise

@@ -19,6 +19,7 @@ ADAPTERS = {
     "docker": "collect/docker/source.py",
     "psutil": "collect/linux/psutil_facts.py",
     "prometheus_client": "exporter/families.py",
+    "grpc": "collect/kubelet/pod_resources.py",
 }
 
 

@@ -15,6 +15,11 @@ A bundle is parsed again only when its ``config.json`` changes (inode, size, mti
 read with the capped reader of ``/proc`` and ``/sys`` (:func:`~gputui.collect.linux.fileio.
 read_capped`): opened non-blocking, never more than the cap plus one byte.
 
+Where the kubelet serves its pod-resources API on this node, a CRI container's GPU request is the
+kubelet's allocation (:mod:`gputui.collect.kubelet.pod_resources`): the GPUs the device plugin
+gave it, however they were handed in. It is asked when the set of CRI containers changes and at
+least every :data:`POD_RESOURCES_REFRESH_S`, within the read's deadline.
+
 What this source cannot do it says: exec, logs and the lifecycle actions need containerd's or the
 CRI's API (``ctr task exec``, ``crictl exec``/``logs``), which gputui does not speak.
 """
@@ -33,6 +38,7 @@ from typing import Any
 from gputui.boundary.json_limits import finite_float, json_depth, no_constant
 from gputui.collect.docker import parse as dp
 from gputui.collect.engines import CONTAINERD_TASKS
+from gputui.collect.kubelet import pod_resources as kubelet
 from gputui.collect.linux.cgroup_usage import CgroupSampler
 from gputui.collect.linux.fileio import read_capped
 from gputui.collect.sources import ContainerCapabilities, ContainerSource
@@ -60,6 +66,15 @@ CRI_CONTAINER_TYPE = "io.kubernetes.cri.container-type"
 DOCKER_NAMESPACE = "moby"
 #: What a pod's sandbox (its "pause" container) is called, as the kubelet's dockershim did.
 SANDBOX_NAME = "POD"
+#: Where the NVIDIA device plugin's volume-mounts strategy names a container's GPUs: its
+#: ``NVIDIA_VISIBLE_DEVICES`` is this directory, and each GPU a mount below it.
+VOLUME_MOUNTS_DIR = "/var/run/nvidia-container-devices"
+#: Seconds between the kubelet's pod-resources answers when no CRI container came or went.
+POD_RESOURCES_REFRESH_S = 30.0
+#: Seconds before a failed pod-resources call is tried again.
+POD_RESOURCES_RETRY_S = 10.0
+#: The longest a pod-resources call may take (the read's own deadline may leave less).
+POD_RESOURCES_TIMEOUT_S = 1.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -124,7 +139,11 @@ def parse_bundle(namespace: str, task_id: str, spec: Mapping[str, Any]) -> Conta
         if (path := dp.as_text(dp.as_dict(d).get("path"), dp.MAX_NAME_CHARS))
         and path.startswith("/dev/nvidia")
     )[: dp.MAX_GPU_IDS]
-    request, via = dp.parse_visible_devices(env.get("NVIDIA_VISIBLE_DEVICES")), "env"
+    visible = env.get("NVIDIA_VISIBLE_DEVICES")
+    request, via = dp.parse_visible_devices(visible), "env"
+    if visible is not None and visible.strip().rstrip("/") == VOLUME_MOUNTS_DIR:
+        # The device plugin's volume-mounts strategy: one mount per GPU, named by its id.
+        request = _volume_mount_ids(spec) or None
     nodes = tuple(
         p[len("/dev/nvidia") :] for p in device_paths if p[len("/dev/nvidia") :].isdigit()
     )
@@ -147,6 +166,18 @@ def parse_bundle(namespace: str, task_id: str, spec: Mapping[str, Any]) -> Conta
         cuda_version=env.get("CUDA_VERSION"),
         cuda_requirement=env.get("NVIDIA_REQUIRE_CUDA"),
     )
+
+
+def _volume_mount_ids(spec: Mapping[str, Any]) -> tuple[str, ...]:
+    """The GPU ids of the volume-mounts strategy: ``/var/run/nvidia-container-devices/<id>``."""
+    prefix = VOLUME_MOUNTS_DIR + "/"
+    ids = []
+    for mount in dp.as_list(spec.get("mounts"), dp.MAX_LIST_ITEMS):
+        target = dp.as_text(dp.as_dict(mount).get("destination"), dp.MAX_TEXT_CHARS) or ""
+        name = target[len(prefix) :] if target.startswith(prefix) else ""
+        if name and "/" not in name and name not in ids:
+            ids.append(name[: dp.MAX_NAME_CHARS])
+    return tuple(ids[: dp.MAX_GPU_IDS])
 
 
 def _with_pid(bundle: _Bundle, proc_root: Path) -> ContainerInfo:
@@ -193,6 +224,9 @@ class ContainerdBundles(ContainerSource):
         proc_root: Where the host's ``/proc`` is.
         cpu_settle_s: For a single collection: seconds between the two cgroup samples a
             container's first CPU % needs.
+        pod_resources: The kubelet's pod-resources socket: True to find it (``$GPUTUI_POD_
+            RESOURCES``, else ``/var/lib/kubelet/pod-resources/kubelet.sock`` when it exists),
+            a path, or False for none.
     """
 
     def __init__(
@@ -204,6 +238,7 @@ class ContainerdBundles(ContainerSource):
         cgroup_root: str | os.PathLike[str] = "/sys/fs/cgroup",
         proc_root: str | os.PathLike[str] = "/proc",
         cpu_settle_s: float = 0.0,
+        pod_resources: bool | str = True,
     ) -> None:
         self.name = name
         self._cpu_settle_s = cpu_settle_s
@@ -215,6 +250,10 @@ class ContainerdBundles(ContainerSource):
         self._sampler = CgroupSampler(self._cgroup_root, self._proc)
         self._engine: EngineInfo | None = None
         self._bundles: dict[str, _Bundle] = {}
+        self._pod_resources = pod_resources
+        self._kubelet: kubelet.PodResourcesClient | None = None
+        self._kubelet_answer: kubelet.PodResourcesAnswer | None = None
+        self._kubelet_asked: tuple[float, frozenset[tuple[str, str, str]]] | None = None
 
     def capabilities(self) -> ContainerCapabilities:
         """Nothing beyond listing: exec, logs and actions need containerd's API."""
@@ -275,7 +314,9 @@ class ContainerdBundles(ContainerSource):
         for gone in self._bundles.keys() - seen.keys():
             self._sampler.forget(gone)
         self._bundles = seen
-        containers = [_with_pid(b, self._proc) for b in seen.values()]
+        containers = self._with_allocations(
+            [_with_pid(b, self._proc) for b in seen.values()], deadline
+        )
         containers.sort(key=lambda c: (c.k8s_namespace or "", c.k8s_pod or "", c.name, c.id))
         sampled = self._sampler.sample(containers, self._engine, settle_s=self._cpu_settle_s)
         status = SourceStatus(self.name, ok=True)
@@ -285,7 +326,53 @@ class ContainerdBundles(ContainerSource):
             )
             why = shown if problems else f"the task state took over {self._timeout:g} s to read"
             status = SourceStatus(self.name, True, why, "partial")
-        return ContainerReading(status, tuple(sampled), self._engine)
+        answer = self._kubelet_answer
+        engine = (
+            self._engine if answer is None else replace(self._engine, pod_resources=answer.status)
+        )
+        return ContainerReading(status, tuple(sampled), engine)
+
+    def _kubelet_client(self) -> kubelet.PodResourcesClient | None:
+        if self._kubelet is None and self._pod_resources is not False:
+            path = (
+                kubelet.socket_path() if self._pod_resources is True else str(self._pod_resources)
+            )
+            if path is not None:
+                self._kubelet = kubelet.PodResourcesClient(path)
+        return self._kubelet
+
+    def _with_allocations(
+        self, containers: list[ContainerInfo], deadline: float
+    ) -> list[ContainerInfo]:
+        """CRI containers' GPU requests from the kubelet's allocations, where it answers."""
+        keys = frozenset(
+            (c.k8s_namespace or "", c.k8s_pod, c.name)
+            for c in containers
+            if c.k8s_pod and c.name != SANDBOX_NAME
+        )
+        now = time.monotonic()
+        asked = self._kubelet_asked
+        answer = self._kubelet_answer
+        wait = (
+            POD_RESOURCES_REFRESH_S
+            if answer is None or answer.status.ok
+            else (POD_RESOURCES_RETRY_S)
+        )
+        due = asked is None or asked[1] != keys or now - asked[0] >= wait
+        left = min(POD_RESOURCES_TIMEOUT_S, deadline - now)
+        client = self._kubelet_client() if due and left > 0.05 else None
+        if client is not None:
+            self._kubelet_answer = answer = client.list_gpus(left)
+            self._kubelet_asked = (now, keys)
+        if answer is None or not answer.allocations:
+            return containers
+        out = []
+        for c in containers:
+            ids = answer.allocations.get((c.k8s_namespace or "", c.k8s_pod or "", c.name))
+            if ids and c.k8s_pod and c.name != SANDBOX_NAME:
+                c = replace(c, gpu_request=ids[: dp.MAX_GPU_IDS], gpu_request_via="kubelet")
+            out.append(c)
+        return out
 
     def _bundle(self, namespace: str, task_id: str, problems: list[str]) -> _Bundle | None:
         folder = self._tasks / namespace / task_id
@@ -315,5 +402,7 @@ class ContainerdBundles(ContainerSource):
         return _Bundle(key, info, folder)
 
     def close(self) -> None:
-        """Drop the kept cgroup files."""
+        """Drop the kept cgroup files; cancel a pod-resources call in flight."""
         self._sampler.clear()
+        if self._kubelet is not None:
+            self._kubelet.close()

@@ -115,6 +115,25 @@ def test_cri_names_pods_and_gpu_requests_come_from_the_bundle() -> None:
         assert parse_bundle("ns", "id", odd).name == "id"
 
 
+def test_the_device_plugins_volume_mounts_name_the_gpus() -> None:
+    """``NVIDIA_VISIBLE_DEVICES`` is a directory; each GPU is a mount below it, by id."""
+    spec = {
+        "process": {"env": ["NVIDIA_VISIBLE_DEVICES=/var/run/nvidia-container-devices"]},
+        "mounts": [
+            {"destination": "/proc"},
+            {"destination": "/var/run/nvidia-container-devices/GPU-a", "source": "/dev/null"},
+            {"destination": "/var/run/nvidia-container-devices/GPU-b"},
+            {"destination": "/var/run/nvidia-container-devices/GPU-b"},
+            {"destination": "/var/run/nvidia-container-devices/x/y"},
+            {"destination": 7},
+        ],
+    }
+    info = parse_bundle("k8s.io", "c" * 64, spec)
+    assert (info.gpu_request, info.gpu_request_via) == (("GPU-a", "GPU-b"), "env")
+    spec["mounts"] = []
+    assert parse_bundle("k8s.io", "c" * 64, spec).gpu_request is None
+
+
 def test_the_bundles_source_lists_running_tasks_and_survives_hostile_files(
     tmp_path: Path,
 ) -> None:

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 
 import pytest
 
-from gputui.model.status import HealthCheck, HealthStatus
+from gputui.model.containers import EngineInfo
+from gputui.model.status import HealthCheck, HealthStatus, SourceStatus
 from tests.support.health import (
     cid,
     container,
@@ -314,3 +316,43 @@ def test_container_runtime(tmp_path: Path) -> None:
         make_roots(tmp_path),
     )
     assert present["container.runtime:fine"].status is S.PASS
+
+
+# --- engines.sources: the kubelet's pod-resources answer --------------------------------------
+
+
+def _sources_check(tmp_path: Path, kubelet: SourceStatus | None) -> HealthCheck:
+    containerd = EngineInfo(cgroup_driver="cgroupfs", product="containerd", pod_resources=kubelet)
+    base = inputs()
+    with_sources = dataclasses.replace(
+        base,
+        container_sources={"containerd": SourceStatus("containerd", ok=True)},
+        engines={"containerd": containerd},
+    )
+    return run(with_sources, make_roots(tmp_path))["engines.sources"]
+
+
+def test_a_kubelet_that_answers_is_a_detail_of_its_engine(tmp_path: Path) -> None:
+    check = _sources_check(tmp_path, SourceStatus("kubelet", ok=True))
+    assert check.status is S.PASS
+    assert "containerd: kubelet pod-resources (GPU allocations): answers" in check.details
+    assert _sources_check(tmp_path, None).details == ("containerd (containerd): answers",)
+
+
+@pytest.mark.parametrize(
+    ("error", "kind", "fix_part"),
+    [
+        ("/sock: grpcio is not installed", "missing_dependency", "gputui[kubernetes]"),
+        ("/sock: no answer within 1 s", "timeout", "GPUTUI_POD_RESOURCES=off"),
+    ],
+)
+def test_a_kubelet_not_read_warns_with_how_to_fix_it(
+    tmp_path: Path, error: str, kind: str, fix_part: str
+) -> None:
+    from gputui.collect.kubelet.pod_resources import PodResourcesClient
+
+    status = PodResourcesClient("/sock")._status(False, error.partition(": ")[2], kind)
+    check = _sources_check(tmp_path, status)
+    assert check.status is S.WARN
+    assert check.summary == f"containerd: the kubelet's GPU allocations are not read: {error}"
+    assert fix_part in (check.fix or "")

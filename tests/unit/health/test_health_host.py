@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from gputui.health.docker import parse_tool_version
+from gputui.health.host import configured_cgroup_driver
 from gputui.model.processes import Visibility
 from gputui.model.status import HealthCheck, HealthStatus
 from tests.support.health import (
@@ -255,6 +256,137 @@ def test_hazard_skip_when_driver_unknown(tmp_path: Path) -> None:
     roots = make_roots(tmp_path)
     reading = containers_reading(engine_info=engine(cgroup_driver=None))
     assert run(inputs(docker=reading), roots)["cgroup.nvml_hazard"].status is S.SKIP
+
+
+# --- cgroup.nvml_hazard: the driver daemon.json asks for ----------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("config", "wanted"),
+    [
+        (None, (None, None)),
+        ({}, (None, None)),
+        ({"exec-opts": []}, (None, None)),
+        ({"exec-opts": ["native.cgroupdriver=systemd"]}, ("systemd", None)),
+        ({"exec-opts": ["  Native.CgroupDriver = cgroupfs "]}, ("cgroupfs", None)),
+        # The first entry wins; entries without '=' and of other types are passed over.
+        (
+            {
+                "exec-opts": [
+                    "native.cgroupdriver",
+                    7,
+                    "native.cgroupdriver=cgroupfs",
+                    "native.cgroupdriver=systemd",
+                ]
+            },
+            ("cgroupfs", None),
+        ),
+        ({"exec-opts": ["native.umask=normal"]}, (None, None)),
+    ],
+)
+def test_the_configured_driver_is_read_as_dockerd_reads_it(
+    config: dict[str, object] | None, wanted: tuple[str | None, str | None]
+) -> None:
+    assert configured_cgroup_driver(config) == wanted
+
+
+@pytest.mark.parametrize(
+    "config",
+    [
+        {"exec-opts": "native.cgroupdriver=systemd"},
+        {"exec-opts": ["native.cgroupdriver=SystemD"]},  # the value is exact
+        {"exec-opts": ["native.cgroupdriver=none"]},  # dockerd's own, refused when given
+        {"exec-opts": ["native.cgroupdriver="]},
+    ],
+)
+def test_a_driver_dockerd_refuses_is_a_problem(config: dict[str, object]) -> None:
+    _driver, problem = configured_cgroup_driver(config)
+    assert problem is not None and "\n" not in problem
+
+
+def _hazard_with(
+    tmp_path: Path, daemon_json: str, *containers: object, **engine_changes: object
+) -> HealthCheck:
+    roots = make_roots(tmp_path)
+    Path(roots.daemon_json).write_text(daemon_json)
+    reading = containers_reading(*containers, engine_info=engine(**engine_changes))  # type: ignore[arg-type]
+    return run(inputs(docker=reading), roots)["cgroup.nvml_hazard"]
+
+
+GPU_USER = {"gpu_request": "all", "gpu_request_via": "device_requests"}
+
+
+def test_cgroupfs_asked_but_not_in_effect_says_restart(tmp_path: Path) -> None:
+    check = _hazard_with(
+        tmp_path,
+        '{"exec-opts": ["native.cgroupdriver=cgroupfs"]}',
+        container("trainer", **GPU_USER),
+        cgroup_driver="systemd",
+    )
+    assert check.status is S.WARN
+    assert (
+        "daemon.json: native.cgroupdriver=cgroupfs, not in effect (the engine runs systemd)"
+        in check.details
+    )
+    assert check.fix is not None and check.fix.startswith("daemon.json already sets")
+    assert "sudo systemctl restart docker" in check.fix
+    assert "(b)" not in check.fix  # not advised again: it is written already
+
+
+def test_systemd_asked_while_cgroupfs_runs_warns_ahead(tmp_path: Path) -> None:
+    check = _hazard_with(
+        tmp_path,
+        '{"exec-opts": ["native.cgroupdriver=systemd"]}',
+        container("trainer", **GPU_USER),
+        cgroup_driver="cgroupfs",
+    )
+    assert check.status is S.INFO
+    assert "asks for systemd from the next restart" in check.summary
+    assert check.fix is not None and "create-dev-char-symlinks" in check.fix
+
+
+def test_a_driver_dockerd_refuses_warns_before_the_next_restart(tmp_path: Path) -> None:
+    for driver in ("systemd", "cgroupfs"):
+        check = _hazard_with(
+            tmp_path, '{"exec-opts": ["native.cgroupdriver=systemD"]}', cgroup_driver=driver
+        )
+        assert check.status is S.WARN, driver
+        assert "Docker will not start again" in check.summary
+        assert "native.cgroupdriver=systemD is not a driver dockerd takes" in check.summary
+
+
+def test_systemd_in_daemon_json_and_in_effect_adds_the_line(tmp_path: Path) -> None:
+    check = _hazard_with(
+        tmp_path,
+        '{"exec-opts": ["native.cgroupdriver=systemd"]}',
+        container("trainer", **GPU_USER),
+        cgroup_driver="systemd",
+    )
+    assert check.status is S.WARN and "daemon.json: native.cgroupdriver=systemd" in check.details
+    assert check.fix is not None and "(b)" in check.fix
+
+
+def test_a_rootless_engine_is_not_told_to_leave_systemd(tmp_path: Path) -> None:
+    check = _hazard_with(
+        tmp_path,
+        '{"exec-opts": ["native.cgroupdriver=bogus"]}',  # root's file: not this engine's
+        container("trainer", **GPU_USER),
+        cgroup_driver="systemd",
+        rootless=True,
+    )
+    assert check.status is S.WARN and "will lose their GPUs" in check.summary
+    assert check.fix is not None and "native.cgroupdriver=cgroupfs" not in check.fix
+    assert "CDI" in check.fix and "rootless engine keeps the systemd driver" in check.fix
+
+
+def test_a_remote_engines_driver_is_not_judged_by_this_hosts_file(tmp_path: Path) -> None:
+    check = _hazard_with(
+        tmp_path,
+        '{"exec-opts": ["native.cgroupdriver=bogus"]}',
+        cgroup_driver="cgroupfs",
+        endpoint="tcp://gpu-7:2376",
+    )
+    assert check.status is S.PASS
 
 
 # --- gputui.visibility ----------------------------------------------------------------------------

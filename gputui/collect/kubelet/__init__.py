@@ -1,0 +1,1 @@
+"""The kubelet's node-local APIs gputui reads (its pod-resources socket)."""
