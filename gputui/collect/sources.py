@@ -94,7 +94,7 @@ CAPABILITY_TEXT: dict[Capability, str] = {
     "exec": "exec",
     "interactive_exec": "interactive exec",
     "logs": "container logs",
-    "lifecycle": "container stop/start/restart",
+    "lifecycle": "container stop/start/restart/pause",
 }
 
 
@@ -106,7 +106,8 @@ class ContainerCapabilities:
         exec: Runs a command in a container and captures its output (``x``, the shell probe).
         interactive_exec: Gives the argv of a command on the terminal (``X``, ``E``).
         logs: Streams a container's logs (``l``).
-        lifecycle: Stops, starts and restarts containers (``D`` / ``U`` / ``R``).
+        lifecycle: Stops, starts, restarts, pauses and unpauses containers (``D`` / ``U`` /
+            ``R`` / ``P``).
         note: Why what is missing is missing, when there is something to say (a simulated
             machine), else empty.
     """
@@ -197,7 +198,11 @@ class ContainerSource(Protocol):
         raise LogStreamError(refusal(self.name, "logs"))
 
     def container_action(self, container_id: str, action: str) -> str | None:
-        """``stop``, ``start`` or ``restart`` a container; None on success, else why not."""
+        """``stop``, ``start``, ``restart``, ``pause`` or ``unpause`` a container.
+
+        Returns:
+            None on success, else why not.
+        """
         return refusal(self.name, "lifecycle")
 
     def close(self) -> None:
@@ -352,7 +357,7 @@ class CollectorProtocol(Protocol):
         ...
 
     def container_action(self, container_id: str, action: str) -> str | None:
-        """``stop``, ``start`` or ``restart`` a container through its source (blocking).
+        """``stop``, ``start``, ``restart``, ``pause`` or ``unpause`` a container (blocking).
 
         Returns:
             None on success, else why not (read-only, no source lists it, or the engine's

@@ -729,6 +729,12 @@ class GpuTuiApp(CrashSafeApp):
         """Confirm, then restart the selected container."""
         self.machine.lifecycle("restart")
 
+    def action_pause_container(self) -> None:
+        """Confirm, then pause the selected running container (or unpause a paused one)."""
+        container, _ = self.main.selection()
+        paused = container is not None and container.info.status == "paused"
+        self.machine.lifecycle("unpause" if paused else "pause")
+
     def on_exec_finished(self, message: ExecFinished) -> None:
         """A captured nvidia-smi run ended: record and show its result."""
         from gputui.ui.screens.exec_modal import ExecRun  # loaded: only its runs post this

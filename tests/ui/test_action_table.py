@@ -61,6 +61,7 @@ def test_one_policy_per_action_and_unique_ids() -> None:
         "stop_container",
         "start_container",
         "restart_container",
+        "pause_container",
         "gpu_scope",
         "toggle_tree",
         "tag",

@@ -391,7 +391,7 @@ def _as_podman(status: SourceStatus) -> SourceStatus:
 
 
 class DockerSource(ContainerSource):
-    """Containers, engine facts, exec, logs and stop/start/restart, from a Docker engine.
+    """Containers, engine facts, exec, logs and stop/start/restart/pause, from a Docker engine.
 
     podman's Docker-compatible API service is read by the same source: what answers is told
     from ``/version`` (``EngineInfo.product``), and a podman engine gets podman's event names,
@@ -1188,7 +1188,7 @@ class DockerSource(ContainerSource):
         return EngineLogReader(raw, tty)
 
     def container_action(self, container_id: str, action: str) -> str | None:
-        """Stop, start or restart a container (blocking; stop and restart wait up to 10 s).
+        """Stop, start, restart, pause or unpause a container (blocking; stop waits up to 10 s).
 
         Returns:
             None when the engine did it (or the container already was in that state), else a
