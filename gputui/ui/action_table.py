@@ -260,6 +260,19 @@ _ACTIONS: tuple[ActionRow, ...] = (
         main_only=True,
         needs=Needs.CONTAINER,
     ),
+    # k9s and lazydocker describe the selected resource on one key; i is free here.
+    ActionRow(
+        "inspect",
+        "i",
+        "inspect",
+        "Inspect",
+        "Inspect container",
+        "The selected container's mounts, labels, restart policy, environment names (never "
+        "values), networks, and every one of its processes (CPU, RSS), refreshing",
+        main_only=True,
+        needs=Needs.CONTAINER,
+        footer=False,
+    ),
     ActionRow(
         "faults",
         "F",

@@ -857,6 +857,10 @@ class GpuTuiApp(CrashSafeApp):
         )
         self.push_screen(screen)
 
+    def action_inspect(self) -> None:
+        """The selected container's inspect facts and all of its processes on one screen."""
+        self.machine.inspect()
+
     def action_faults(self) -> None:
         """The kernel-log faults (XID errors, OOM kills) on one screen."""
         if self.analysis is None:

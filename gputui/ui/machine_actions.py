@@ -536,6 +536,27 @@ class MachineActions:
         crumbs = self.main.crumbs(container, "Logs")
         self.app.push_screen(LogsScreen(name, subtitle, opener, follow=info.running, crumbs=crumbs))
 
+    def inspect(self) -> None:
+        """The selected container's inspect facts and processes on their own screen.
+
+        Reads only (read-only mode too); the screen asks the collector on threads of its own.
+        """
+        container = self._selected("inspect")
+        if container is None:
+            return
+        owner = self.collector.container_owner(container.info.id)
+        from gputui.ui.screens.inspect import InspectScreen
+
+        cid = container.info.id
+        screen = InspectScreen(
+            container,
+            owner.source if owner is not None else "?",
+            partial(self.collector.container_details, cid),
+            partial(self.collector.container_processes, cid),
+            crumbs=self.main.crumbs(container, "Inspect"),
+        )
+        self.app.push_screen(screen)
+
     def shell(self) -> None:
         """A shell in the selected container on the real terminal: bash, else sh.
 

@@ -53,6 +53,7 @@ def test_one_policy_per_action_and_unique_ids() -> None:
         "sort",
         "sort_reverse",
         "evidence",
+        "inspect",
         "process_detail",
         "exec_smi",
         "exec_interactive",

@@ -229,7 +229,7 @@ class ContainerdBundles(ContainerSource):
         return ContainerCapabilities(
             inspect=True,
             note=f"read from containerd's task state in {self._state}; use `ctr -n NAMESPACE "
-            "task exec` or `crictl exec`/`crictl logs` on the node"
+            "task exec` or `crictl exec`/`crictl logs` on the node",
         )
 
     def read(self) -> ContainerReading:

@@ -1227,7 +1227,6 @@ class DockerSource(ContainerSource):
             self._dirty.add(container_id)  # the events thread says so too; no need to wait
         return None
 
-
     # --- inspect and top ----------------------------------------------------------------------
 
     def details(self, container_id: str) -> ContainerDetails:
@@ -1270,6 +1269,7 @@ class DockerSource(ContainerSource):
         if self._top is None:
             self._top = ContainerTop(*self._top_roots)
         return self._top.read(container_id, info.pid or None)  # a paused one has its PIDs
+
 
 def _remaining(deadline: float) -> float:
     """Seconds left until ``deadline`` (a small positive floor: a request needs some time)."""

@@ -130,9 +130,9 @@ class ContainerTop:
                     pids.add(int(word))
             try:
                 with os.scandir(folder) as entries:
-                    queue += [
-                        Path(e.path) for e in entries if e.is_dir(follow_symlinks=False)
-                    ][:MAX_CGROUP_DIRS]
+                    queue += [Path(e.path) for e in entries if e.is_dir(follow_symlinks=False)][
+                        :MAX_CGROUP_DIRS
+                    ]
             except OSError:
                 continue
         return pids
