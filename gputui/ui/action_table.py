@@ -251,6 +251,18 @@ _ACTIONS: tuple[ActionRow, ...] = (
         footer=False,
     ),
     ActionRow(
+        "toggle_pane",
+        "o",
+        "pane",
+        "Pane",
+        "Show / hide the container pane",
+        "Containers: the selected container's CPU, memory, GPU figures, findings and last log "
+        "lines under the tree (by itself from 140x44; never below 100x30)",
+        main_only=True,
+        needs=Needs.TREE,
+        footer=False,
+    ),
+    ActionRow(
         "evidence",
         "e",
         "evidence",

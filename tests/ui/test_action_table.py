@@ -65,6 +65,7 @@ def test_one_policy_per_action_and_unique_ids() -> None:
         "pause_container",
         "gpu_scope",
         "toggle_tree",
+        "toggle_pane",
         "tag",
     }
 
