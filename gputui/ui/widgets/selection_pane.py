@@ -18,6 +18,7 @@ from __future__ import annotations
 import threading
 from collections import deque
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from textual.app import ComposeResult
 from textual.containers import Horizontal
@@ -25,11 +26,14 @@ from textual.content import Content
 from textual.widgets import Static
 
 from gputui.boundary import sanitise
-from gputui.collect.docker.logs import LogLine, LogReader, LogStreamError
 from gputui.derive import units
 from gputui.derive.analysis import Analysis
 from gputui.model.snapshot import ContainerUsage, Snapshot
 from gputui.ui.styles import severity_style
+
+if TYPE_CHECKING:
+    # The logs reader's module loads with the first stream (the demo never opens one).
+    from gputui.collect.docker.logs import LogLine, LogReader
 
 Part = str | tuple[str, str]
 
@@ -87,6 +91,8 @@ class LogTail:
             return list(self.lines)[-count:] if count > 0 else []
 
     def _run(self) -> None:
+        from gputui.collect.docker.logs import LogStreamError
+
         try:
             reader = self._opener()
         except LogStreamError as exc:
