@@ -154,6 +154,15 @@ def test_podman_and_docker_at_once_by_name_with_figures_exec_and_logs(
         assert top.error is None, top.error
         assert sorted(p.pid for p in top.processes) == sorted(pids)
         assert {p.command for p in top.processes} >= {"sleep 900"}
+        # Pause and unpause through podman's service (the cgroup freezer).
+        assert collector.container_action(container_id, "pause") is None
+
+        def status() -> str:
+            return {u.info.id: u for u in collector.collect().containers}[container_id].info.status
+
+        wait_until(lambda: status() == "paused", "podman's container never read as paused", 15)
+        assert collector.container_action(container_id, "unpause") is None
+        wait_until(lambda: status() == "running", "podman's container never running again", 15)
     finally:
         collector.close()
 
