@@ -392,21 +392,6 @@ _ACTIONS: tuple[ActionRow, ...] = (
         needs=Needs.CONTAINER,
         footer=False,
     ),
-    # lazydocker pauses with p; here p pauses the monitor, so P pauses the container. One key
-    # both ways, as the freezer is: a running container pauses, a paused one resumes.
-    ActionRow(
-        "pause_container",
-        "P",
-        "container.pause",
-        "Pause ctr",
-        "Pause / unpause container",
-        "Pause the selected running container (its cgroup is frozen), or unpause a paused one "
-        "(confirms)",
-        write=True,
-        main_only=True,
-        needs=Needs.CONTAINER,
-        footer=False,
-    ),
     # The signal keys are never dimmed: they always reach action_signal, which says why it
     # cannot act. Each acts on the tagged processes when there are any, else on the process
     # under the cursor, else on the GPU processes of the container under it.
@@ -514,6 +499,22 @@ _ACTIONS: tuple[ActionRow, ...] = (
     # Same help as Pause: the help lists p once. A keymap moving gputui.pause moves it too.
     ActionRow(
         "resume", "p", "resume", "Resume", "Resume", "Stop or restart refreshing", palette=False
+    ),
+    # lazydocker pauses with p; here p pauses the monitor, so P pauses the container. One key
+    # both ways, as the freezer is: a running container pauses, a paused one resumes. After
+    # the monitor's p: the palette lists that first for "pause" (equal scores keep this order).
+    ActionRow(
+        "pause_container",
+        "P",
+        "container.pause",
+        "Pause ctr",
+        "Container pause / unpause",
+        "Pause the selected running container (its cgroup is frozen), or unpause a paused one "
+        "(confirms)",
+        write=True,
+        main_only=True,
+        needs=Needs.CONTAINER,
+        footer=False,
     ),
     ActionRow(
         "side_end(0)",

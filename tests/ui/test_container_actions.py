@@ -499,7 +499,7 @@ async def test_read_only_removes_and_refuses_shell_and_container_actions(
             assert "Container logs" in titles
             assert not titles & {
                 "Shell in container", "Stop container", "Start container", "Restart container",
-                "Pause / unpause container",
+                "Container pause / unpause",
             }  # fmt: skip
             for action in (
                 "shell", "stop_container", "start_container", "restart_container",
