@@ -33,7 +33,14 @@ from gputui.collect.sources import (
     ProcessSource,
     refusal,
 )
-from gputui.model.containers import ContainerInfo, ContainerReading, EngineInfo, ExecResult
+from gputui.model.containers import (
+    ContainerDetails,
+    ContainerInfo,
+    ContainerProcesses,
+    ContainerReading,
+    EngineInfo,
+    ExecResult,
+)
 from gputui.model.faults import FaultCount, KernelFault
 from gputui.model.gpu import GpuReading, GpuSample
 from gputui.model.mig import mig_device_name, mig_instance_of
@@ -358,6 +365,28 @@ class Collector:
             return refusal(source.name, "lifecycle", offers.note)
         return source.container_action(container_id, action)
 
+    def container_details(self, container_id: str) -> ContainerDetails:
+        """A container's inspect facts through its source (blocking; reads, so read-only too)."""
+        owner = self._owner(container_id)
+        if owner is None:
+            return ContainerDetails(container_id, error=unlisted(container_id))
+        source, offers = owner
+        if not offers.inspect:
+            return ContainerDetails(
+                container_id, error=refusal(source.name, "inspect", offers.note)
+            )
+        return source.details(container_id)
+
+    def container_processes(self, container_id: str) -> ContainerProcesses:
+        """Every process of a container through its source (blocking, capped)."""
+        owner = self._owner(container_id)
+        if owner is None:
+            return ContainerProcesses(error=unlisted(container_id))
+        source, offers = owner
+        if not offers.inspect:
+            return ContainerProcesses(error=refusal(source.name, "inspect", offers.note))
+        return source.processes(container_id)
+
     def parent_chain(
         self, pid: int, start_time: float | None
     ) -> tuple[tuple[ParentLink, ...], str | None]:
@@ -575,6 +604,14 @@ class DeferredContainers(ContainerSource):
     def container_action(self, container_id: str, action: str) -> str | None:
         """Stop, start or restart through the wrapped source."""
         return self._get().container_action(container_id, action)
+
+    def details(self, container_id: str) -> ContainerDetails:
+        """The wrapped source's inspect facts."""
+        return self._get().details(container_id)
+
+    def processes(self, container_id: str) -> ContainerProcesses:
+        """The wrapped source's processes of a container."""
+        return self._get().processes(container_id)
 
     def close(self) -> None:
         """Close the wrapped source if it was ever built."""

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Generic, TypeVar
 
 from gputui.collect.gc_policy import MonitorGc
 from gputui.collect.sources import CollectorProtocol, ContainerOwner, Player
-from gputui.model.containers import ExecResult
+from gputui.model.containers import ContainerDetails, ContainerProcesses, ExecResult
 from gputui.model.snapshot import Snapshot
 
 if TYPE_CHECKING:
@@ -285,6 +285,14 @@ class Prefetched:
     def container_action(self, container_id: str, action: str) -> str | None:
         """Pass on."""
         return self.inner.container_action(container_id, action)
+
+    def container_details(self, container_id: str) -> ContainerDetails:
+        """Pass on."""
+        return self.inner.container_details(container_id)
+
+    def container_processes(self, container_id: str) -> ContainerProcesses:
+        """Pass on."""
+        return self.inner.container_processes(container_id)
 
     def signal_process(self, pid: int, signum: int, start_time: float | None) -> str | None:
         """Pass on."""

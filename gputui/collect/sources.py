@@ -24,7 +24,13 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal, Protocol
 
-from gputui.model.containers import ContainerReading, EngineInfo, ExecResult
+from gputui.model.containers import (
+    ContainerDetails,
+    ContainerProcesses,
+    ContainerReading,
+    EngineInfo,
+    ExecResult,
+)
 from gputui.model.gpu import GpuReading
 from gputui.model.processes import GpuProcess, ProcessInfo, Visibility
 from gputui.model.snapshot import HostStats, Snapshot
@@ -87,14 +93,15 @@ class ProcessSource(Protocol):
 
 
 #: What a container source may offer beyond reading, by :class:`ContainerCapabilities` field.
-Capability = Literal["exec", "interactive_exec", "logs", "lifecycle"]
+Capability = Literal["exec", "interactive_exec", "logs", "lifecycle", "inspect"]
 
 #: How a sentence names each capability ("docker does not offer container logs").
 CAPABILITY_TEXT: dict[Capability, str] = {
     "exec": "exec",
     "interactive_exec": "interactive exec",
     "logs": "container logs",
-    "lifecycle": "container stop/start/restart",
+    "lifecycle": "container stop/start/restart/pause",
+    "inspect": "container inspect",
 }
 
 
@@ -106,7 +113,10 @@ class ContainerCapabilities:
         exec: Runs a command in a container and captures its output (``x``, the shell probe).
         interactive_exec: Gives the argv of a command on the terminal (``X``, ``E``).
         logs: Streams a container's logs (``l``).
-        lifecycle: Stops, starts and restarts containers (``D`` / ``U`` / ``R``).
+        lifecycle: Stops, starts, restarts, pauses and unpauses containers (``D`` / ``U`` /
+            ``R`` / ``P``).
+        inspect: Describes a container on demand (mounts, labels, environment names) and
+            lists all of its processes from ``/proc`` (``i``).
         note: Why what is missing is missing, when there is something to say (a simulated
             machine), else empty.
     """
@@ -115,6 +125,7 @@ class ContainerCapabilities:
     interactive_exec: bool = False
     logs: bool = False
     lifecycle: bool = False
+    inspect: bool = False
     note: str = ""
 
     def offers(self, capability: Capability) -> bool:
@@ -197,8 +208,23 @@ class ContainerSource(Protocol):
         raise LogStreamError(refusal(self.name, "logs"))
 
     def container_action(self, container_id: str, action: str) -> str | None:
-        """``stop``, ``start`` or ``restart`` a container; None on success, else why not."""
+        """``stop``, ``start``, ``restart``, ``pause`` or ``unpause`` a container.
+
+        Returns:
+            None on success, else why not.
+        """
         return refusal(self.name, "lifecycle")
+
+    def details(self, container_id: str) -> ContainerDetails:
+        """The container's inspect facts, fetched now (blocking, bounded; never raises).
+
+        Environment values are never read into the result: only the variables' names.
+        """
+        return ContainerDetails(container_id, error=refusal(self.name, "inspect"))
+
+    def processes(self, container_id: str) -> ContainerProcesses:
+        """Every process of the container, from ``/proc`` (blocking, capped; never raises)."""
+        return ContainerProcesses(error=refusal(self.name, "inspect"))
 
     def close(self) -> None:
         """Stop background threads and close the client (idempotent, never waits long)."""
@@ -352,12 +378,24 @@ class CollectorProtocol(Protocol):
         ...
 
     def container_action(self, container_id: str, action: str) -> str | None:
-        """``stop``, ``start`` or ``restart`` a container through its source (blocking).
+        """``stop``, ``start``, ``restart``, ``pause`` or ``unpause`` a container (blocking).
 
         Returns:
             None on success, else why not (read-only, no source lists it, or the engine's
             answer).
         """
+        ...
+
+    def container_details(self, container_id: str) -> ContainerDetails:
+        """A container's inspect facts through its source (blocking: off the UI thread).
+
+        Returns:
+            The facts, or their ``error`` (no source lists it, or it does not describe them).
+        """
+        ...
+
+    def container_processes(self, container_id: str) -> ContainerProcesses:
+        """Every process of a container through its source (blocking: off the UI thread)."""
         ...
 
     def signal_process(self, pid: int, signum: int, start_time: float | None) -> str | None:

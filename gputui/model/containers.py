@@ -211,3 +211,101 @@ class ExecResult:
     error: str | None = None
     timed_out: bool = False
     output_cut_bytes: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Mount:
+    """One mount of a container, as its engine describes it.
+
+    Attributes:
+        kind: ``bind``, ``volume``, ``tmpfs``… (the engine's word).
+        source: The host path or volume name ("" when there is none, as for a tmpfs).
+        destination: The path inside the container.
+        read_only: Mounted read-only.
+    """
+
+    kind: str
+    source: str
+    destination: str
+    read_only: bool
+
+
+@dataclass(frozen=True, slots=True)
+class ContainerDetails:
+    """A container's inspect facts for the inspect screen, bounded, fetched on demand.
+
+    Environment *values* are never read into it: only the variables' names are kept.
+
+    Attributes:
+        id: The container's id.
+        image: The image reference.
+        command: The entrypoint and arguments, as the engine runs them (at most a few dozen).
+        created_at: Creation time (seconds since the epoch), None when unknown.
+        started_at: Last start time, None when unknown or never started.
+        restart_policy: ``always``, ``on-failure:3``, ``no``… None when the engine keeps none.
+        mounts: Its mounts, at most :data:`MAX_DETAIL_ITEMS`.
+        labels: Its labels (or a bundle's annotations) by key, at most
+            :data:`MAX_DETAIL_ITEMS`, keys and values cut short.
+        env_names: The names of its environment variables (no values), at most
+            :data:`MAX_DETAIL_ITEMS`.
+        networks: The networks it is attached to (``none`` for a container without one).
+        more: How many of each list were left out, by list (``labels``: 12).
+        unknown: What this engine does not describe, one phrase each (``restart policy``).
+        error: Why there are no details (refused, not found, unreachable); None when there are.
+    """
+
+    id: str
+    image: str = ""
+    command: tuple[str, ...] = ()
+    created_at: float | None = None
+    started_at: float | None = None
+    restart_policy: str | None = None
+    mounts: tuple[Mount, ...] = ()
+    labels: tuple[tuple[str, str], ...] = ()
+    env_names: tuple[str, ...] = ()
+    networks: tuple[str, ...] = ()
+    more: tuple[tuple[str, int], ...] = ()
+    unknown: tuple[str, ...] = ()
+    error: str | None = None
+
+
+#: The most mounts, labels, environment names and networks one inspect keeps, each.
+MAX_DETAIL_ITEMS = 64
+
+
+@dataclass(frozen=True, slots=True)
+class ContainerProcess:
+    """One process of a container, from ``/proc``.
+
+    Attributes:
+        pid: Host PID.
+        container_pid: PID inside the container's PID namespace, None when unknown.
+        user: User name (or uid) on the host.
+        cpu_percent: CPU % since the previous read (100 = one core), None on the first.
+        rss_bytes: Resident memory.
+        command: Its command line (or its name, for a process without one).
+        state: One-letter state (``R``, ``S``, ``T`` when paused or stopped, ``Z``).
+    """
+
+    pid: int
+    container_pid: int | None
+    user: str
+    cpu_percent: float | None
+    rss_bytes: int
+    command: str
+    state: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class ContainerProcesses:
+    """Every process of a container (capped), as ``top`` in it would list them.
+
+    Attributes:
+        processes: The processes, by host PID, at most the reader's cap.
+        total: How many the container has (more than ``len(processes)`` when capped).
+        error: Why there is no list (not running, refused, its cgroup not found).
+    """
+
+    processes: tuple[ContainerProcess, ...] = ()
+    total: int = 0
+    error: str | None = None

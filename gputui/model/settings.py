@@ -46,7 +46,7 @@ class Settings:
 
     Attributes:
         interval: Seconds between refreshes.
-        read_only: No exec or shell, no signals, no container stop/start/restart anywhere
+        read_only: No exec or shell, no signals, no container stop/start/restart/pause anywhere
             (logs, which only read, stay).
         hide_sensitive: No action that shows what can hold secrets: container logs
             (``--no-logs``; ``gputui serve``'s read-only monitors run so).

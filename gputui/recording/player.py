@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from gputui.collect.sources import ContainerCapabilities, ContainerOwner
-from gputui.model.containers import ExecResult
+from gputui.model.containers import ContainerDetails, ContainerProcesses, ExecResult
 from gputui.model.snapshot import Snapshot
 
 if TYPE_CHECKING:
@@ -296,6 +296,14 @@ class ReplayCollector:
     def container_action(self, container_id: str, action: str) -> str | None:
         """Refused: the recorded containers are not here."""
         return REPLAY_REASON
+
+    def container_details(self, container_id: str) -> ContainerDetails:
+        """Refused: the recorded containers are not here to inspect."""
+        return ContainerDetails(container_id, error=REPLAY_REASON)
+
+    def container_processes(self, container_id: str) -> ContainerProcesses:
+        """Refused: a recording's PIDs are not this machine's."""
+        return ContainerProcesses(error=REPLAY_REASON)
 
     def signal_process(self, pid: int, signum: int, start_time: float | None) -> str | None:
         """Refused: a recorded PID may be anyone's process today."""

@@ -251,6 +251,18 @@ _ACTIONS: tuple[ActionRow, ...] = (
         footer=False,
     ),
     ActionRow(
+        "toggle_pane",
+        "o",
+        "pane",
+        "Pane",
+        "Show / hide the container pane",
+        "Containers: the selected container's CPU, memory, GPU figures, findings and last log "
+        "lines under the tree (by itself from 140x44; never below 100x30)",
+        main_only=True,
+        needs=Needs.TREE,
+        footer=False,
+    ),
+    ActionRow(
         "evidence",
         "e",
         "evidence",
@@ -259,6 +271,19 @@ _ACTIONS: tuple[ActionRow, ...] = (
         "Everything about the selected container on one screen",
         main_only=True,
         needs=Needs.CONTAINER,
+    ),
+    # k9s and lazydocker describe the selected resource on one key; i is free here.
+    ActionRow(
+        "inspect",
+        "i",
+        "inspect",
+        "Inspect",
+        "Inspect container",
+        "The selected container's mounts, labels, restart policy, environment names (never "
+        "values), networks, and every one of its processes (CPU, RSS), refreshing",
+        main_only=True,
+        needs=Needs.CONTAINER,
+        footer=False,
     ),
     ActionRow(
         "faults",
@@ -474,6 +499,22 @@ _ACTIONS: tuple[ActionRow, ...] = (
     # Same help as Pause: the help lists p once. A keymap moving gputui.pause moves it too.
     ActionRow(
         "resume", "p", "resume", "Resume", "Resume", "Stop or restart refreshing", palette=False
+    ),
+    # lazydocker pauses with p; here p pauses the monitor, so P pauses the container. One key
+    # both ways, as the freezer is: a running container pauses, a paused one resumes. After
+    # the monitor's p: the palette lists that first for "pause" (equal scores keep this order).
+    ActionRow(
+        "pause_container",
+        "P",
+        "container.pause",
+        "Pause ctr",
+        "Container pause / unpause",
+        "Pause the selected running container (its cgroup is frozen), or unpause a paused one "
+        "(confirms)",
+        write=True,
+        main_only=True,
+        needs=Needs.CONTAINER,
+        footer=False,
     ),
     ActionRow(
         "side_end(0)",

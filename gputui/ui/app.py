@@ -26,7 +26,7 @@ from textual.worker import get_current_worker
 from gputui.boundary import sanitise, startup_trace
 from gputui.boundary.userfiles import UserFileError
 from gputui.collect.loop import CollectLoop
-from gputui.collect.sources import CollectorProtocol
+from gputui.collect.sources import CollectorProtocol, refusal
 from gputui.config.file import Config, ui_state_path
 from gputui.config.ui_state import SORTS, THEMES, UiPrefs, load_ui_state, save_ui_state
 from gputui.config.values import ConfigError
@@ -50,6 +50,8 @@ from gputui.ui.tab_table import TABS, Selection, TabTable
 from gputui.ui.textual_compat import bind_on_instance
 
 if TYPE_CHECKING:
+    from gputui.collect.docker.logs import LogReader
+    from gputui.model.snapshot import ContainerUsage
     from gputui.ui.machine_actions import MachineActions
     from gputui.ui.screens.evidence import EvidenceScreen
     from gputui.ui.screens.faults import FaultsScreen
@@ -168,6 +170,7 @@ class GpuTuiApp(CrashSafeApp):
         self._save_failed = False
         self.main = MainScreen(self.history, len(rules), tabs)
         self.main.layout_preference = self.prefs.layout or "auto"
+        self.main.pane_logs = self._pane_logs
         self.main.gpus_collapsed = "gpus" in (self.prefs.collapsed or ())
         if self.prefs.sort is not None and self.prefs.sort in SORTS:
             self.main.table.sort_index = SORTS.index(self.prefs.sort)
@@ -663,6 +666,35 @@ class GpuTuiApp(CrashSafeApp):
         collapsed = self.main.toggle_gpus()
         self.remember(collapsed=("gpus",) if collapsed else ())
 
+    def action_toggle_pane(self) -> None:
+        """``o``: show or hide the selected container's pane under the tree."""
+        if not self.main.toggle_pane() and self.main.pane_wanted:
+            width, height = self.size
+            self.notify(
+                f"The container pane needs at least 100x30; this terminal is {width}x{height}.",
+                severity="warning",
+            )
+
+    def _pane_logs(self, usage: ContainerUsage) -> tuple[Callable[[], LogReader] | None, str]:
+        """How the container pane opens a container's logs, or why it shows none."""
+        if self.settings.hide_sensitive:
+            return None, "hidden (--no-logs)"
+        owner = self.collector.container_owner(usage.info.id)
+        if owner is None:
+            return None, "no connected engine lists it"
+        if not owner.capabilities.logs:
+            text = refusal(owner.source, "logs", owner.capabilities.note)
+            return None, sanitise.safe_text(text, 160)
+        from gputui.ui.widgets.selection_pane import LOG_TAIL
+
+        opener = partial(
+            self.collector.open_container_logs,
+            usage.info.id,
+            tail=LOG_TAIL,
+            follow=usage.info.running,
+        )
+        return opener, ""
+
     def action_interrupt(self) -> None:
         """Ctrl+C: quit at once, from any screen (as htop, nvitop, k9s and lazydocker do)."""
         self.exit()
@@ -746,6 +778,12 @@ class GpuTuiApp(CrashSafeApp):
     def action_restart_container(self) -> None:
         """Confirm, then restart the selected container."""
         self.machine.lifecycle("restart")
+
+    def action_pause_container(self) -> None:
+        """Confirm, then pause the selected running container (or unpause a paused one)."""
+        container, _ = self.main.selection()
+        paused = container is not None and container.info.status == "paused"
+        self.machine.lifecycle("unpause" if paused else "pause")
 
     def on_exec_finished(self, message: ExecFinished) -> None:
         """A captured nvidia-smi run ended: record and show its result."""
@@ -868,6 +906,10 @@ class GpuTuiApp(CrashSafeApp):
             self.main.crumbs(container, "Evidence"),
         )
         self.push_screen(screen)
+
+    def action_inspect(self) -> None:
+        """The selected container's inspect facts and all of its processes on one screen."""
+        self.machine.inspect()
 
     def action_faults(self) -> None:
         """The kernel-log faults (XID errors, OOM kills) on one screen."""

@@ -130,3 +130,27 @@ def choose_layout(
     if gpus + 1 <= body - MIN_TAB_ROWS:
         return Layout(False, GpuStyle.LINES, gpus + 1, header)
     return Layout(False, GpuStyle.SUMMARY, 2, header)
+
+
+#: From this size on (columns, rows) the Containers tab shows the selected container's pane
+#: under the tree by itself: at 160x50 the tree alone leaves some 35 rows empty.
+PANE_AUTO_SIZE = (140, 44)
+#: Below this size the pane yields even when asked for (``o``): the tree keeps its rows.
+PANE_MIN_SIZE = (100, 30)
+
+
+def wants_pane(width: int, height: int, asked: bool | None) -> bool:
+    """Whether the Containers tab shows the selected container's pane under the tree.
+
+    Args:
+        width: The terminal's columns.
+        height: The terminal's rows.
+        asked: The user's choice (``o``); None follows the size.
+
+    Returns:
+        True to show it: from :data:`PANE_AUTO_SIZE` on unless hidden, from
+        :data:`PANE_MIN_SIZE` on when asked for, never below.
+    """
+    if asked is False or width < PANE_MIN_SIZE[0] or height < PANE_MIN_SIZE[1]:
+        return False
+    return asked is True or (width >= PANE_AUTO_SIZE[0] and height >= PANE_AUTO_SIZE[1])

@@ -46,7 +46,7 @@ if TYPE_CHECKING:
 
 #: Why a write action did nothing when reached anyway (keys and palette entries are hidden).
 READ_ONLY_REFUSAL = (
-    "Read-only mode: exec, shells, signals and container stop/start/restart are off."
+    "Read-only mode: exec, shells, signals and container stop/start/restart/pause are off."
 )
 
 #: The shells tried, in order, each with a probe that runs the binary itself and exits 0.
@@ -64,6 +64,12 @@ LIFECYCLE: dict[str, tuple[str, str, str]] = {
     "stop": ("Stop", "stopped", "docker stop: SIGTERM, then SIGKILL after 10 s."),
     "start": ("Start", "started", "docker start: its GPU processes start again."),
     "restart": ("Restart", "restarted", "docker restart: SIGTERM, SIGKILL after 10 s, start."),
+    "pause": (
+        "Pause",
+        "paused",
+        "docker pause: its processes are frozen (no signal); P again unpauses.",
+    ),
+    "unpause": ("Unpause", "unpaused", "docker unpause: its processes run on."),
 }
 
 #: What a container's status reads from the moment an action is confirmed until the engine
@@ -72,6 +78,8 @@ PENDING_STATUS = {
     "stop": "stopping…",
     "start": "starting…",
     "restart": "restarting…",
+    "pause": "pausing…",
+    "unpause": "unpausing…",
 }
 
 
@@ -528,6 +536,27 @@ class MachineActions:
         crumbs = self.main.crumbs(container, "Logs")
         self.app.push_screen(LogsScreen(name, subtitle, opener, follow=info.running, crumbs=crumbs))
 
+    def inspect(self) -> None:
+        """The selected container's inspect facts and processes on their own screen.
+
+        Reads only (read-only mode too); the screen asks the collector on threads of its own.
+        """
+        container = self._selected("inspect")
+        if container is None:
+            return
+        owner = self.collector.container_owner(container.info.id)
+        from gputui.ui.screens.inspect import InspectScreen
+
+        cid = container.info.id
+        screen = InspectScreen(
+            container,
+            owner.source if owner is not None else "?",
+            partial(self.collector.container_details, cid),
+            partial(self.collector.container_processes, cid),
+            crumbs=self.main.crumbs(container, "Inspect"),
+        )
+        self.app.push_screen(screen)
+
     def shell(self) -> None:
         """A shell in the selected container on the real terminal: bash, else sh.
 
@@ -598,21 +627,26 @@ class MachineActions:
         self.app.notify(f"{shell} in {name} ended (exit {code}).", timeout=3)
 
     def lifecycle(self, action: str) -> None:
-        """Confirm, then stop, start or restart the selected container on a thread.
+        """Confirm, then stop, start, restart, pause or unpause the selected container.
+
+        The engine is asked on a thread.
 
         Args:
-            action: ``stop``, ``start`` or ``restart``.
+            action: ``stop``, ``start``, ``restart``, ``pause`` or ``unpause``.
         """
         if self.refused():
             return
         verb, _, note = LIFECYCLE[action]
-        container = self._selected("lifecycle", running=action == "stop")
+        container = self._selected("lifecycle", running=action in ("stop", "pause"))
         if container is None:
             return
         info = container.info
         name = sanitise.safe_text(info.name, 60)
         if action == "start" and info.running:
             self.app.notify(f"Container {name} is already running.", severity="warning")
+            return
+        if action == "unpause" and info.status != "paused":
+            self.app.notify(f"Container {name} is not paused.", severity="warning")
             return
         if info.id in self.busy:
             self.app.notify(f"{name}: an action is already under way.", severity="warning")

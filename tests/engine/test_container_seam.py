@@ -208,7 +208,7 @@ def test_a_toy_runtime_is_attributed_and_refuses_what_it_does_not_offer(
         assert result.exit_code is None and result.error == "toyrt does not offer exec"
         assert collector.interactive_exec_argv(trainer, ["sh"]) is None
         assert collector.container_action(trainer, "stop") == (
-            "toyrt does not offer container stop/start/restart"
+            "toyrt does not offer container stop/start/restart/pause"
         )
         with pytest.raises(LogStreamError, match="toyrt does not offer container logs"):
             collector.open_container_logs(trainer, tail=10, follow=False)
@@ -436,7 +436,9 @@ async def test_the_tui_names_the_toy_container_and_says_what_toyrt_cannot_do(
             "X": "toyrt does not offer interactive exec.",
             "E": "toyrt does not offer exec.",
             "l": "toyrt does not offer container logs.",
-            "D": "toyrt does not offer container stop/start/restart.",
+            "D": "toyrt does not offer container stop/start/restart/pause.",
+            "P": "toyrt does not offer container stop/start/restart/pause.",
+            "i": "toyrt does not offer container inspect.",
         }
         for key, said in asked.items():
             await _select(pilot, app, trainer)

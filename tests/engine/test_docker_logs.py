@@ -327,3 +327,26 @@ def test_stop_start_restart_change_the_real_container(
         assert container.attrs["State"]["StartedAt"] != started
     finally:
         source.close()
+
+
+def test_pause_and_unpause_freeze_and_thaw_the_real_container(
+    run_container: Callable[..., Any], free_run_id: str
+) -> None:
+    container = run_container(
+        ["sleep", "300"], name=f"logs-pause-{free_run_id}", network_mode="none"
+    )
+    source = _source(free_run_id)
+    try:
+        assert source.container_action(container.id, "pause") is None
+        container.reload()
+        assert container.status == "paused"
+        listed = {c.id: c for c in source.read().containers}
+        assert listed[container.id].status == "paused"  # the pause event marked it for inspect
+        assert source.container_action(container.id, "unpause") is None
+        container.reload()
+        assert container.status == "running"
+        # Unpausing a running container is the engine's error, said in one line.
+        error = source.container_action(container.id, "unpause") or ""
+        assert error and "\n" not in error and "not paused" in error, error
+    finally:
+        source.close()

@@ -147,6 +147,23 @@ def test_podman_and_docker_at_once_by_name_with_figures_exec_and_logs(
         finally:
             reader.close()
         assert "gputui-hello" in text
+        # Inspect and top go to podman's service too: the same facts as podman's own top.
+        details = collector.container_details(container_id)
+        assert details.error is None and details.command == COMMAND, details
+        assert details.restart_policy == "no" and details.networks
+        top = collector.container_processes(container_id)
+        assert top.error is None, top.error
+        assert sorted(p.pid for p in top.processes) == sorted(pids)
+        assert {p.command for p in top.processes} >= {"sleep 900"}
+        # Pause and unpause through podman's service (the cgroup freezer).
+        assert collector.container_action(container_id, "pause") is None
+
+        def status() -> str:
+            return {u.info.id: u for u in collector.collect().containers}[container_id].info.status
+
+        wait_until(lambda: status() == "paused", "podman's container never read as paused", 15)
+        assert collector.container_action(container_id, "unpause") is None
+        wait_until(lambda: status() == "running", "podman's container never running again", 15)
     finally:
         collector.close()
 
@@ -245,6 +262,14 @@ def test_containerd_cri_and_ctr_names_pods_and_figures_without_grpc(
         result = collector.exec_in_container(pod.container_id, ["true"], 5)
         assert result.error is not None and "containerd does not offer exec" in result.error
         assert "crictl exec" in result.error
+        # Inspect reads the bundle: the process and mounts; what a bundle lacks is said.
+        details = collector.container_details(pod.container_id)
+        assert details.error is None and details.command == COMMAND, details
+        assert details.mounts and "restart policy" in details.unknown
+        top = collector.container_processes(pod.container_id)
+        assert top.error is None and top.total == 2, top
+        # The pod shares one PID namespace (its sandbox is 1): the PID in it, not the host's.
+        assert any(p.pid == init and p.container_pid not in (None, init) for p in top.processes)
     finally:
         collector.close()
 

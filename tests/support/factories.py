@@ -10,7 +10,7 @@ from typing import Any
 from gputui.collect.docker.logs import LogReader, LogStreamError
 from gputui.collect.linux.parent_chain import ParentLink, parent_chain
 from gputui.collect.sources import ContainerCapabilities, ContainerOwner
-from gputui.model.containers import ContainerInfo, ExecResult
+from gputui.model.containers import ContainerDetails, ContainerInfo, ContainerProcesses, ExecResult
 from gputui.model.gpu import GpuProcessSample, GpuSample
 from gputui.model.processes import GpuProcess, ProcessInfo, Visibility, per_gpu_sm
 from gputui.model.snapshot import ContainerUsage, HostInfo, Snapshot
@@ -248,6 +248,12 @@ class FakeCollector:
 
     def container_action(self, container_id: str, action: str) -> str | None:
         return "docker does not offer container stop/start/restart"
+
+    def container_details(self, container_id: str) -> ContainerDetails:
+        return ContainerDetails(container_id, error="docker does not offer container inspect")
+
+    def container_processes(self, container_id: str) -> ContainerProcesses:
+        return ContainerProcesses(error="docker does not offer container inspect")
 
     def parent_chain(
         self, pid: int, start_time: float | None

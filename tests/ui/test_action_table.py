@@ -53,6 +53,7 @@ def test_one_policy_per_action_and_unique_ids() -> None:
         "sort",
         "sort_reverse",
         "evidence",
+        "inspect",
         "process_detail",
         "exec_smi",
         "exec_interactive",
@@ -61,8 +62,10 @@ def test_one_policy_per_action_and_unique_ids() -> None:
         "stop_container",
         "start_container",
         "restart_container",
+        "pause_container",
         "gpu_scope",
         "toggle_tree",
+        "toggle_pane",
         "tag",
     }
 

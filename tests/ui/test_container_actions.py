@@ -423,6 +423,44 @@ async def test_a_stop_says_stopping_at_once_then_the_exit_code(
         collector.close()
 
 
+async def test_pause_confirmed_freezes_then_p_again_unpauses(
+    run_container: Callable[..., Any], free_run_id: str
+) -> None:
+    """``P`` pauses a running container (after confirming), and unpauses it once paused."""
+    container = run_container(["sleep", "300"], name=f"ui-pause-{free_run_id}", network_mode="none")
+    app, collector = _app(free_run_id)
+    try:
+        async with app.run_test(size=(80, 24)) as pilot:
+            await ready(pilot, tries=500)
+            await _select(app, pilot, container.id)
+            await pilot.press("P")
+            await pilot.pause()
+            dialog = current_screen(app)
+            assert isinstance(dialog, ConfirmScreen)
+            assert "Pause container" in str(dialog.body) and container.name in str(dialog.body)
+            await pilot.press("y")
+            await _wait(
+                pilot, lambda: f"Container {container.name} paused." in _notes(app), "pause"
+            )
+            container.reload()
+            assert container.status == "paused"
+            await _refresh(app, pilot, container, "paused")
+
+            await pilot.press("P")
+            await pilot.pause()
+            dialog = current_screen(app)
+            assert isinstance(dialog, ConfirmScreen)
+            assert "Unpause container" in str(dialog.body)
+            await pilot.press("y")
+            await _wait(
+                pilot, lambda: f"Container {container.name} unpaused." in _notes(app), "unpause"
+            )
+            container.reload()
+            assert container.status == "running"
+    finally:
+        collector.close()
+
+
 async def test_read_only_removes_and_refuses_shell_and_container_actions(
     run_container: Callable[..., Any], free_run_id: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -453,16 +491,20 @@ async def test_read_only_removes_and_refuses_shell_and_container_actions(
             await ready(pilot, tries=500)
             app.suspend = _fake_suspend  # type: ignore[method-assign]
             await _select(app, pilot, container.id)
-            for key in ("E", "D", "U", "R"):
+            for key in ("E", "D", "U", "R", "P"):
                 await pilot.press(key)
                 await pilot.pause()
                 assert current_screen(app) is app.main, key
             titles = {c.title for c in app.get_system_commands(app.main)}
             assert "Container logs" in titles
             assert not titles & {
-                "Shell in container", "Stop container", "Start container", "Restart container"
+                "Shell in container", "Stop container", "Start container", "Restart container",
+                "Container pause / unpause",
             }  # fmt: skip
-            for action in ("shell", "stop_container", "start_container", "restart_container"):
+            for action in (
+                "shell", "stop_container", "start_container", "restart_container",
+                "pause_container",
+            ):  # fmt: skip
                 assert app.check_action(action, ()) is False
                 app._notifications.clear()
                 getattr(app, f"action_{action}")()  # reached anyway (a stale palette, a script)

@@ -40,9 +40,16 @@ from gputui.collect.docker import parse as dp
 from gputui.collect.engines import CONTAINERD_TASKS
 from gputui.collect.kubelet import pod_resources as kubelet
 from gputui.collect.linux.cgroup_usage import CgroupSampler
+from gputui.collect.linux.container_top import ContainerTop
 from gputui.collect.linux.fileio import read_capped
 from gputui.collect.sources import ContainerCapabilities, ContainerSource
-from gputui.model.containers import ContainerInfo, ContainerReading, EngineInfo
+from gputui.model.containers import (
+    ContainerDetails,
+    ContainerInfo,
+    ContainerProcesses,
+    ContainerReading,
+    EngineInfo,
+)
 from gputui.model.status import SourceStatus
 
 #: A runtime spec is a few KiB (a CRI one with many mounts and a long environment, tens).
@@ -254,12 +261,14 @@ class ContainerdBundles(ContainerSource):
         self._kubelet: kubelet.PodResourcesClient | None = None
         self._kubelet_answer: kubelet.PodResourcesAnswer | None = None
         self._kubelet_asked: tuple[float, frozenset[tuple[str, str, str]]] | None = None
+        self._top: ContainerTop | None = None
 
     def capabilities(self) -> ContainerCapabilities:
-        """Nothing beyond listing: exec, logs and actions need containerd's API."""
+        """Inspect from the bundle; exec, logs and actions need containerd's API."""
         return ContainerCapabilities(
+            inspect=True,
             note=f"read from containerd's task state in {self._state}; use `ctr -n NAMESPACE "
-            "task exec` or `crictl exec`/`crictl logs` on the node"
+            "task exec` or `crictl exec`/`crictl logs` on the node",
         )
 
     def read(self) -> ContainerReading:
@@ -400,6 +409,30 @@ class ContainerdBundles(ContainerSource):
             del doc  # holds the process's whole environment: never kept
         self._sampler.inspected(task_id, None)
         return _Bundle(key, info, folder)
+
+    def details(self, container_id: str) -> ContainerDetails:
+        """What the task's bundle says: process, mounts, annotations, environment names.
+
+        A bundle keeps no restart policy, networks or creation time (``unknown`` says so).
+        """
+        bundle = self._bundles.get(container_id)
+        if bundle is None:
+            return ContainerDetails(container_id, error=f"no such task: {container_id[:12]}")
+        doc, why = _read_json(bundle.folder / "config.json")
+        if doc is None:
+            return ContainerDetails(container_id, error=f"config.json {why}")
+        details = dp.parse_bundle_details(container_id, doc)
+        del doc  # holds the process's whole environment: never kept
+        return replace(details, image=details.image or bundle.info.image)
+
+    def processes(self, container_id: str) -> ContainerProcesses:
+        """Every process of the task, from ``/proc`` and its cgroup (capped)."""
+        bundle = self._bundles.get(container_id)
+        if bundle is None:
+            return ContainerProcesses(error=f"no such task: {container_id[:12]}")
+        if self._top is None:
+            self._top = ContainerTop(self._proc, self._cgroup_root)
+        return self._top.read(container_id, _with_pid(bundle, self._proc).pid)
 
     def close(self) -> None:
         """Drop the kept cgroup files; cancel a pod-resources call in flight."""

@@ -38,7 +38,8 @@ MAX_JSON_DEPTH = 64
 MAX_EXEC_OUTPUT = 1 << 20
 
 #: The container actions gputui makes, and the grace stop and restart give before SIGKILL.
-LIFECYCLE_ACTIONS = ("stop", "start", "restart")
+#: Pause and unpause freeze and thaw the container's cgroup (the freezer): no signal is sent.
+LIFECYCLE_ACTIONS = ("stop", "start", "restart", "pause", "unpause")
 STOP_GRACE_S = 10
 
 #: The podman API version gputui's libpod calls use (podman 4.0 and later serve it).
@@ -431,17 +432,17 @@ class EngineApi:
         return RawStream(exchange, response.getheader("Content-Type") or "")
 
     def container_action(self, container_id: str, action: str, timeout: float) -> None:
-        """``POST /containers/{id}/{stop|start|restart}``; stop and restart give it 10 s.
+        """``POST /containers/{id}/{stop|start|restart|pause|unpause}``; stop and restart give 10 s.
 
         A container already in the asked state (304) is not an error.
 
         Args:
             container_id: The container's full id (the caller validated it).
-            action: ``stop``, ``start`` or ``restart``.
+            action: ``stop``, ``start``, ``restart``, ``pause`` or ``unpause``.
             timeout: Seconds for the whole call: more than the 10 s grace for stop and restart.
 
         Raises:
-            ValueError: an action other than the three.
+            ValueError: an action other than those of :data:`LIFECYCLE_ACTIONS`.
             EngineSlow / EngineStatusError / EngineReplyError / OSError: as :meth:`request`.
         """
         if action not in LIFECYCLE_ACTIONS:

@@ -25,7 +25,13 @@ from gputui.collect.owners import (
     OwnerFacts,
     owner_facts_from_labels,
 )
-from gputui.model.containers import ContainerInfo, EngineInfo
+from gputui.model.containers import (
+    MAX_DETAIL_ITEMS,
+    ContainerDetails,
+    ContainerInfo,
+    EngineInfo,
+    Mount,
+)
 
 #: Environment keys gputui reads from ``Config.Env``; every other value is dropped unseen.
 GPU_ENV_KEYS = frozenset(
@@ -616,3 +622,169 @@ def podman_facts(
     if request is not None and info.gpu_request_via in (None, "env", "devices"):
         changes["gpu_request"], changes["gpu_request_via"] = request, "cdi"
     return replace(info, **changes) if changes else info
+
+
+#: Characters kept of a label's key and of its value, of an environment name, of a path.
+MAX_LABEL_KEY_CHARS = 128
+MAX_LABEL_VALUE_CHARS = 256
+MAX_ENV_NAME_CHARS = 128
+MAX_PATH_CHARS = 512
+#: Arguments of a command kept.
+MAX_COMMAND_ARGS = 64
+
+
+def env_names(env: object) -> tuple[tuple[str, ...], int]:
+    """The names of a ``KEY=value`` environment list; the values are never copied.
+
+    Args:
+        env: ``Config.Env`` (or a runtime spec's ``process.env``), any JSON value.
+
+    Returns:
+        ``(names, left out)``: at most :data:`MAX_DETAIL_ITEMS` names, sorted, each cut to
+        :data:`MAX_ENV_NAME_CHARS`, and how many more there were.
+    """
+    names: list[str] = []
+    for entry in as_list(env):
+        if isinstance(entry, str):
+            # Only what precedes the first "=": the value is not sliced, kept or decoded.
+            name = entry[: entry.find("=")] if "=" in entry else entry[:MAX_ENV_NAME_CHARS]
+            if name:
+                names.append(name[:MAX_ENV_NAME_CHARS])
+    names.sort()
+    return tuple(names[:MAX_DETAIL_ITEMS]), max(0, len(names) - MAX_DETAIL_ITEMS)
+
+
+def _labels(labels: object) -> tuple[tuple[tuple[str, str], ...], int]:
+    found = [
+        (key[:MAX_LABEL_KEY_CHARS], value[:MAX_LABEL_VALUE_CHARS])
+        for key, value in list(as_dict(labels).items())[:MAX_LIST_ITEMS]
+        if isinstance(key, str) and isinstance(value, str)
+    ]
+    found.sort()
+    return tuple(found[:MAX_DETAIL_ITEMS]), max(0, len(found) - MAX_DETAIL_ITEMS)
+
+
+def _command(parts: Iterable[object]) -> tuple[str, ...]:
+    out: list[str] = []
+    for part in parts:
+        text = as_text(part, MAX_TEXT_CHARS)
+        if text is not None:
+            out.append(text)
+        if len(out) >= MAX_COMMAND_ARGS:
+            break
+    return tuple(out)
+
+
+def _more(**counts: int) -> tuple[tuple[str, int], ...]:
+    return tuple((name, count) for name, count in counts.items() if count > 0)
+
+
+def parse_details(data: Mapping[str, Any]) -> ContainerDetails:
+    """The inspect screen's facts from a Docker (or podman) inspect reply; never raises.
+
+    Environment values are never read: :func:`env_names` keeps the names only.
+
+    Args:
+        data: ``GET /containers/{id}/json``.
+    """
+    config = as_dict(data.get("Config"))
+    host = as_dict(data.get("HostConfig"))
+    state = as_dict(data.get("State"))
+    path = as_text(data.get("Path"))
+    command = _command([path] if path else [])
+    command += _command(as_list(data.get("Args"), MAX_COMMAND_ARGS))
+    policy = as_dict(host.get("RestartPolicy"))
+    restart = as_text(policy.get("Name"), 32)
+    retries = as_int(policy.get("MaximumRetryCount"), 0, MAX_INT32)
+    if restart == "":
+        restart = "no"
+    if restart == "on-failure" and retries:
+        restart = f"on-failure:{retries}"
+    mounts: list[Mount] = []
+    entries = as_list(data.get("Mounts"))
+    for entry in entries[:MAX_DETAIL_ITEMS]:
+        mount = as_dict(entry)
+        destination = as_text(mount.get("Destination"), MAX_PATH_CHARS)
+        if not destination:
+            continue
+        source = as_text(mount.get("Source"), MAX_PATH_CHARS) or ""
+        if as_text(mount.get("Type"), 32) == "volume":
+            source = as_text(mount.get("Name"), MAX_PATH_CHARS) or source
+        mounts.append(
+            Mount(
+                as_text(mount.get("Type"), 32) or "?",
+                source,
+                destination,
+                as_bool(mount.get("RW")) is False,
+            )
+        )
+    labels, labels_more = _labels(config.get("Labels"))
+    names, env_more = env_names(config.get("Env"))
+    networks_map = as_dict(as_dict(data.get("NetworkSettings")).get("Networks"))
+    networks = sorted(k[:MAX_NAME_CHARS] for k in list(networks_map)[:MAX_LIST_ITEMS])
+    if not networks:
+        mode = as_text(host.get("NetworkMode"), MAX_NAME_CHARS)
+        networks = [mode] if mode else []
+    return ContainerDetails(
+        id=as_text(data.get("Id"), MAX_NAME_CHARS) or "",
+        image=as_text(config.get("Image"), MAX_NAME_CHARS) or "",
+        command=command,
+        created_at=parse_docker_time(as_text(data.get("Created"), 64)),
+        started_at=parse_docker_time(as_text(state.get("StartedAt"), 64)),
+        restart_policy=restart,
+        mounts=tuple(mounts),
+        labels=labels,
+        env_names=names,
+        networks=tuple(networks[:MAX_DETAIL_ITEMS]),
+        more=_more(
+            mounts=max(0, len(entries) - MAX_DETAIL_ITEMS),
+            labels=labels_more,
+            env=env_more,
+            networks=max(0, len(networks) - MAX_DETAIL_ITEMS),
+        ),
+    )
+
+
+def parse_bundle_details(task_id: str, spec: Mapping[str, Any]) -> ContainerDetails:
+    """The inspect screen's facts from an OCI runtime spec (a containerd bundle's config.json).
+
+    A bundle says the process, its environment (names kept, values never read), the mounts and
+    the annotations; it says nothing of a restart policy, networks or when it was created.
+
+    Args:
+        task_id: The task's id.
+        spec: The parsed runtime spec.
+    """
+    spec = as_dict(spec)
+    process = as_dict(spec.get("process"))
+    notes = as_dict(spec.get("annotations"))
+    mounts: list[Mount] = []
+    entries = as_list(spec.get("mounts"))
+    for entry in entries[:MAX_DETAIL_ITEMS]:
+        mount = as_dict(entry)
+        destination = as_text(mount.get("destination"), MAX_PATH_CHARS)
+        if not destination:
+            continue
+        options = [o for o in as_list(mount.get("options"), 64) if isinstance(o, str)]
+        mounts.append(
+            Mount(
+                as_text(mount.get("type"), 32) or "bind",
+                as_text(mount.get("source"), MAX_PATH_CHARS) or "",
+                destination,
+                "ro" in options,
+            )
+        )
+    labels, labels_more = _labels(notes)
+    names, env_more = env_names(process.get("env"))
+    return ContainerDetails(
+        id=task_id,
+        image=as_text(notes.get("io.kubernetes.cri.image-name"), MAX_NAME_CHARS) or "",
+        command=_command(as_list(process.get("args"), MAX_COMMAND_ARGS)),
+        mounts=tuple(mounts),
+        labels=labels,
+        env_names=names,
+        more=_more(
+            mounts=max(0, len(entries) - MAX_DETAIL_ITEMS), labels=labels_more, env=env_more
+        ),
+        unknown=("restart policy", "networks", "creation time"),
+    )

@@ -61,9 +61,17 @@ from gputui.collect.docker.engine_api import (
 )
 from gputui.collect.docker.logs import EngineLogReader, LogStreamError
 from gputui.collect.linux.cgroup_usage import CgroupSampler
+from gputui.collect.linux.container_top import ContainerTop
 from gputui.collect.owners import OwnerResolver, owner_label_keys
 from gputui.collect.sources import ContainerCapabilities, ContainerSource
-from gputui.model.containers import ContainerInfo, ContainerReading, EngineInfo, ExecResult
+from gputui.model.containers import (
+    ContainerDetails,
+    ContainerInfo,
+    ContainerProcesses,
+    ContainerReading,
+    EngineInfo,
+    ExecResult,
+)
 from gputui.model.status import SourceStatus
 
 _T = TypeVar("_T")
@@ -355,7 +363,7 @@ def _sentence(exc: BaseException, url: str | None) -> str:
 #: What the Docker engine offers: everything; exec on the terminal runs the docker CLI. An
 #: ``ssh://`` engine's logs and actions are refused by the calls themselves, with the reason.
 DOCKER_CAPABILITIES = ContainerCapabilities(
-    exec=True, interactive_exec=True, logs=True, lifecycle=True
+    exec=True, interactive_exec=True, logs=True, lifecycle=True, inspect=True
 )
 #: The same without the docker CLI on PATH.
 DOCKER_WITHOUT_CLI = dataclasses.replace(
@@ -391,7 +399,7 @@ def _as_podman(status: SourceStatus) -> SourceStatus:
 
 
 class DockerSource(ContainerSource):
-    """Containers, engine facts, exec, logs and stop/start/restart, from a Docker engine.
+    """Containers, engine facts, exec, logs and stop/start/restart/pause, from a Docker engine.
 
     podman's Docker-compatible API service is read by the same source: what answers is told
     from ``/version`` (``EngineInfo.product``), and a podman engine gets podman's event names,
@@ -450,6 +458,9 @@ class DockerSource(ContainerSource):
         self._timeout = timeout
         self._clock = clock
         self._sampler = CgroupSampler(Path(cgroup_root), Path(proc_root))
+        #: Reads a container's processes for the inspect screen (made on its first use).
+        self._top_roots = (Path(proc_root), Path(cgroup_root))
+        self._top: ContainerTop | None = None
         self._lock = threading.Lock()  # guards the fields the events thread writes
         self._api: _Api | None = None
         self._endpoint: _Endpoint | None = None
@@ -1188,7 +1199,7 @@ class DockerSource(ContainerSource):
         return EngineLogReader(raw, tty)
 
     def container_action(self, container_id: str, action: str) -> str | None:
-        """Stop, start or restart a container (blocking; stop and restart wait up to 10 s).
+        """Stop, start, restart, pause or unpause a container (blocking; stop waits up to 10 s).
 
         Returns:
             None when the engine did it (or the container already was in that state), else a
@@ -1215,6 +1226,49 @@ class DockerSource(ContainerSource):
         with self._lock:
             self._dirty.add(container_id)  # the events thread says so too; no need to wait
         return None
+
+    # --- inspect and top ----------------------------------------------------------------------
+
+    def details(self, container_id: str) -> ContainerDetails:
+        """The container's inspect facts, asked of the engine now (environment names only).
+
+        Blocks for at most the source's timeout; never raises.
+        """
+        try:
+            api = self._action_api(container_id)
+        except LogStreamError as exc:
+            return ContainerDetails(container_id, error=str(exc))
+        try:
+            self._count()
+            data = api.inspect(container_id)
+        except NotFound:
+            return ContainerDetails(container_id, error=f"no such container: {container_id[:12]}")
+        except (EngineError, OSError) as exc:
+            return ContainerDetails(container_id, error=f"cannot inspect: {_one_line(exc)}")
+        details = dp.parse_details(data)
+        del data  # holds Config.Env: never kept
+        return details
+
+    def processes(self, container_id: str) -> ContainerProcesses:
+        """Every process of the container, from this host's ``/proc`` and its cgroup (capped).
+
+        The container's init PID is the one its last inspect gave; an engine on another host
+        (``tcp://``, ``ssh://``) has its processes in that host's ``/proc``, not this one's.
+        """
+        if not dp.valid_id(container_id):
+            return ContainerProcesses(error="not a container id (64 hex digits expected)")
+        if self._endpoint is not None and not self._local():
+            return ContainerProcesses(
+                error=f"the {self._product} engine is on another host: its processes are not "
+                "in this machine's /proc"
+            )
+        with self._lock:
+            info = self._cache.get(container_id)
+        if info is None:
+            return ContainerProcesses(error=f"no such container: {container_id[:12]}")
+        if self._top is None:
+            self._top = ContainerTop(*self._top_roots)
+        return self._top.read(container_id, info.pid or None)  # a paused one has its PIDs
 
 
 def _remaining(deadline: float) -> float:

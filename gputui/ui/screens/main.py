@@ -7,6 +7,8 @@ tabs, their order, their sync and what their keys act on come from :mod:`gputui.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from textual.app import ComposeResult
 from textual.containers import Container
 from textual.content import Content
@@ -28,7 +30,14 @@ from gputui.model.status import HealthStatus, worst_status
 from gputui.ui import action_table
 from gputui.ui.empty_states import containers_empty, gpus_empty, processes_empty
 from gputui.ui.filters import key_hint, scope_parts
-from gputui.ui.layout import SIDE_HYSTERESIS, SIDE_WIDTH, Layout, choose_layout, wants_side
+from gputui.ui.layout import (
+    SIDE_HYSTERESIS,
+    SIDE_WIDTH,
+    Layout,
+    choose_layout,
+    wants_pane,
+    wants_side,
+)
 from gputui.ui.messages import SelectionChanged
 from gputui.ui.state import UiState
 from gputui.ui.tab_table import TABS, Selection, Sortable, TabRow, TabTable
@@ -40,6 +49,9 @@ from gputui.ui.widgets.health_panel import HealthPanel
 from gputui.ui.widgets.history import HistoryPanel
 from gputui.ui.widgets.process_table import EmptyNote, ProcessTable
 from gputui.ui.widgets.users_view import UsersView
+
+if TYPE_CHECKING:
+    from gputui.ui.widgets.selection_pane import LogOpener, SelectionPane
 
 #: Below this width the GPU panel goes above the tabs (the stacked layout); kept under this
 #: name for the layout's callers. The choice itself is :func:`gputui.ui.layout.choose_layout`.
@@ -138,6 +150,12 @@ class MainScreen(Screen[None]):
         self.tags: dict[int, float | None] = {}
         #: The GPU the tree and the table are scoped to (``f``, a click on a GPU); None: all.
         self.gpu_scope: int | None = None
+        #: The container pane under the tree: None follows the terminal's size (``o`` flips).
+        self.pane_wanted: bool | None = None
+        #: Mounted the first time it is shown (its module is imported then).
+        self.selection_pane: SelectionPane | None = None
+        #: How the pane opens a container's logs (set by the app; None: no logs in the pane).
+        self.pane_logs: LogOpener | None = None
 
     def compose(self) -> ComposeResult:
         """Header, body (GPU panel + tabs), footer."""
@@ -231,6 +249,7 @@ class MainScreen(Screen[None]):
         self.ctree.sync(groups, markers, stale, snapshot.taken_at)
         self.cpane.show_empty(None if groups else containers_empty(snapshot))
         self._update_tree_note(container_stats_note(snapshot))
+        self.show_pane()
 
     def sync_users(self, snapshot: Snapshot) -> None:
         """The Users tab: the analysis's totals (computed here only for a hand-built analysis)."""
@@ -432,6 +451,48 @@ class MainScreen(Screen[None]):
         self.gpus.set_style(layout.style, collapsed=self.gpus_collapsed and gpus > 0)
         if not gpus:
             self.gpus.show_empty(gpus_empty(self.snapshot))
+        self.fit_pane()
+
+    # ------------------------------------------------------------------ the container pane
+
+    @property
+    def pane_shown(self) -> bool:
+        """The container pane is on screen (under the tree)."""
+        return self.selection_pane is not None and bool(self.selection_pane.display)
+
+    def fit_pane(self) -> None:
+        """Show the container pane when the terminal is tall and wide enough (or asked)."""
+        width, height = self.app.size
+        show = wants_pane(width, height, self.pane_wanted)
+        pane = self.selection_pane
+        if pane is None:
+            if not show or self.pane_logs is None:
+                return
+            try:
+                tab = self.query_one("#containers", TabPane)
+            except NoMatches:
+                return  # not composed yet: the first resize or snapshot fits it
+            from gputui.ui.widgets.selection_pane import SelectionPane
+
+            pane = self.selection_pane = SelectionPane(self.pane_logs, id="selection-pane")
+            tab.mount(pane)
+        if bool(pane.display) != show:
+            pane.display = show
+        if show:
+            self.show_pane()
+        else:
+            pane.show(None, None, None)  # its log stream closes while hidden
+
+    def toggle_pane(self) -> bool:
+        """Show or hide the container pane (``o``); whether it is shown now."""
+        self.pane_wanted = not self.pane_shown
+        self.fit_pane()
+        return self.pane_shown
+
+    def show_pane(self) -> None:
+        """The pane follows the tree's selection and the latest snapshot."""
+        if self.selection_pane is not None and self.pane_shown:
+            self.selection_pane.show(self.tree_container, self.snapshot, self.analysis)
 
     def side_end(self, right: bool) -> None:
         """Scroll the visible tree or table to its left or right edge (``^`` / ``$``)."""
@@ -465,8 +526,9 @@ class MainScreen(Screen[None]):
         self.post_message(SelectionChanged())
 
     def on_tree_node_highlighted(self, event: Tree.NodeHighlighted[NodeRef]) -> None:
-        """The tree cursor moved: keys like x may change state; the flags line follows."""
+        """The tree cursor moved: keys like x may change state; the flags line and pane follow."""
         self.cpane.refresh_flags()
+        self.show_pane()
         self.post_message(SelectionChanged())
 
     def on_input_changed(self, event: Input.Changed) -> None:

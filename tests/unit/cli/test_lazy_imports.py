@@ -37,6 +37,7 @@ TUI_DEFERRED = (
     "gputui.ui.screens.evidence",
     "gputui.ui.screens.exec_modal",
     "gputui.ui.screens.help",
+    "gputui.ui.screens.inspect",
     "gputui.ui.screens.logs",
     "gputui.ui.screens.process_detail",
     "gputui.ui.machine_actions",

@@ -16,7 +16,7 @@ from gputui.collect.loop import SLICE_S, CollectLoop
 from gputui.collect.sources import CollectorProtocol, ContainerOwner
 from gputui.derive.alerts import AlertRule
 from gputui.derive.analysis import Analysis, Analyzer
-from gputui.model.containers import ExecResult
+from gputui.model.containers import ContainerDetails, ContainerProcesses, ExecResult
 from gputui.model.gpu import GpuSample
 from gputui.model.settings import Settings
 from gputui.model.snapshot import HostInfo, Snapshot
@@ -148,6 +148,12 @@ class Flaky:
 
     def container_action(self, container_id: str, action: str) -> str | None:
         return "no containers here"
+
+    def container_details(self, container_id: str) -> ContainerDetails:
+        return ContainerDetails(container_id, error="no containers here")
+
+    def container_processes(self, container_id: str) -> ContainerProcesses:
+        return ContainerProcesses(error="no containers here")
 
     def parent_chain(
         self, pid: int, start_time: float | None

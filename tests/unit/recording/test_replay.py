@@ -16,7 +16,7 @@ import pytest
 from gputui.collect.docker.logs import LogReader, LogStreamError
 from gputui.collect.linux.parent_chain import ParentLink
 from gputui.collect.sources import ContainerOwner
-from gputui.model.containers import ExecResult
+from gputui.model.containers import ContainerDetails, ContainerProcesses, ExecResult
 from gputui.model.snapshot import HostInfo, Snapshot
 from gputui.present.json_report import iso
 from gputui.recording.player import ReplayCollector, parse_time
@@ -71,6 +71,12 @@ class Counting:
 
     def container_action(self, container_id: str, action: str) -> str | None:
         return "no containers here"
+
+    def container_details(self, container_id: str) -> ContainerDetails:
+        return ContainerDetails(container_id, error="no containers here")
+
+    def container_processes(self, container_id: str) -> ContainerProcesses:
+        return ContainerProcesses(error="no containers here")
 
     def parent_chain(
         self, pid: int, start_time: float | None
@@ -194,6 +200,10 @@ def test_player_refuses_actions() -> None:
     assert player.exec_in_container("a" * 64, ["nvidia-smi"], 5).error
     assert player.signal_process(1, 15, None)
     assert player.interactive_exec_argv("a" * 64, ["sh"]) is None
+    assert player.container_action("a" * 64, "pause")
+    # Inspect reads the machine: a recording's containers are not here to read.
+    assert "recording" in (player.container_details("a" * 64).error or "")
+    assert "recording" in (player.container_processes("a" * 64).error or "")
 
 
 def test_player_is_safe_to_drive_from_two_threads() -> None:
