@@ -228,6 +228,17 @@ _ACTIONS: tuple[ActionRow, ...] = (
         footer=False,
     ),
     ActionRow(
+        "sort_menu",
+        "f6",
+        "sort.menu",
+        "Sort by",
+        "Sort by…",
+        "Pick the sort column of the visible tab's view from a list (htop's F6)",
+        main_only=True,
+        needs=Needs.SORT,
+        footer=False,
+    ),
+    ActionRow(
         "gpu_scope(1)",
         "f",
         "gpu.scope",

@@ -819,6 +819,26 @@ class GpuTuiApp(CrashSafeApp):
         if 0 <= index < len(SORTS):
             self.remember(sort=SORTS[index])
 
+    def action_sort_menu(self) -> None:
+        """F6: pick the sort column of the visible tab's view from a list."""
+        target = self.main.sort_target
+        if target is None:
+            return
+        from gputui.ui.screens.sort_menu import SortMenuScreen  # loaded when first opened
+
+        def chosen(index: int | None) -> None:
+            if index is None or self.main.sort_target is not target:
+                return
+            target.sort_by(index)
+            if target is self.main.process_sort and 0 <= index < len(SORTS):
+                self.remember(sort=SORTS[index])
+
+        what = self.main.active_row.title
+        self.push_screen(
+            SortMenuScreen(f"the {what} tab", target.sort_choices(), target.sort_current()),
+            chosen,
+        )
+
     def action_sort_reverse(self) -> None:
         """Reverse the sort of the container tree or the process table."""
         self.main.reverse_sort()

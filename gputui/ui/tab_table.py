@@ -45,6 +45,15 @@ class Sortable(Protocol):
     def reverse_sort(self) -> None:
         """The same column, the other way round."""
 
+    def sort_choices(self) -> tuple[str, ...]:
+        """The sort columns, in the order ``s`` cycles through (F6's list)."""
+
+    def sort_current(self) -> int:
+        """The index of the column sorted by now."""
+
+    def sort_by(self, index: int) -> None:
+        """Sort by column ``index``, in its natural direction."""
+
 
 @dataclass(frozen=True, slots=True)
 class TabRow:

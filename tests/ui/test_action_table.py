@@ -52,6 +52,7 @@ def test_one_policy_per_action_and_unique_ids() -> None:
         "filter",
         "sort",
         "sort_reverse",
+        "sort_menu",
         "evidence",
         "inspect",
         "process_detail",

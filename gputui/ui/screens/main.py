@@ -724,3 +724,13 @@ class _ProcessSort:
     def reverse_sort(self) -> None:
         self._screen.table.reverse_sort()
         self._screen.update_proc_status()
+
+    def sort_choices(self) -> tuple[str, ...]:
+        return self._screen.table.sort_choices()
+
+    def sort_current(self) -> int:
+        return self._screen.table.sort_index
+
+    def sort_by(self, index: int) -> None:
+        self._screen.table.sort_by(index)
+        self._screen.update_proc_status()

@@ -546,6 +546,20 @@ class ContainerTree(LazyLabelTree[NodeRef]):
         self.reverse = not self.reverse
         self.resync()
 
+    def sort_choices(self) -> tuple[str, ...]:
+        """F6's list: the orders ``s`` cycles through."""
+        return tuple(order.label for order in TREE_SORTS)
+
+    def sort_current(self) -> int:
+        """The order sorted by now."""
+        return self.sort_index
+
+    def sort_by(self, index: int) -> None:
+        """Sort by order ``index`` of :data:`TREE_SORTS`, in its natural direction."""
+        self.sort_index = index % len(TREE_SORTS)
+        self.reverse = False
+        self.resync()
+
     def set_scope(self, gpu: int | None) -> None:
         """Show only what runs on GPU ``gpu`` (None: every GPU)."""
         if gpu != self.scope_gpu:

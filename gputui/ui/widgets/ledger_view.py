@@ -46,6 +46,16 @@ COLUMNS: tuple[tuple[str, str], ...] = (
 )
 #: What ``s`` cycles through (biggest first; names A to Z).
 SORTS = ("reserved", "busy", "waste", "eff", "gib_h", "kwh", "group")
+#: How each sort column reads in F6's list.
+SORT_TITLES = {
+    "reserved": "reserved GPU-h",
+    "busy": "busy GPU-h",
+    "waste": "wasted GPU-h",
+    "eff": "efficiency",
+    "gib_h": "GiB-h",
+    "kwh": "kWh",
+    "group": "name",
+}
 #: The sparkline's widest (a 30-day window: a cell a day).
 SPARK_CELLS = 30
 #: How many characters of a group's name are shown.
@@ -263,6 +273,20 @@ class LedgerView(Vertical):
     def reverse_sort(self) -> None:
         """The same column, the other way round."""
         self.sort_reverse = not self.sort_reverse
+        self._rebuild()
+
+    def sort_choices(self) -> tuple[str, ...]:
+        """F6's list: the columns ``s`` cycles through."""
+        return tuple(SORT_TITLES[key] for key in SORTS)
+
+    def sort_current(self) -> int:
+        """The column sorted by now."""
+        return self.sort_index % len(SORTS)
+
+    def sort_by(self, index: int) -> None:
+        """Sort by column ``index``, biggest first (names A to Z)."""
+        self.sort_index = index % len(SORTS)
+        self.sort_reverse = False
         self._rebuild()
 
     # -- drawing --------------------------------------------------------------------------

@@ -665,6 +665,16 @@ class ProcessTable(ScrollView, can_focus=True):
         self.reverse = not self.reverse
         self._resort_all()
 
+    def sort_choices(self) -> tuple[str, ...]:
+        """F6's list: the sort orders ``s`` cycles through."""
+        return tuple(order[1] for order in self.columns.sorts)
+
+    def sort_by(self, index: int) -> None:
+        """Sort by order ``index``, in its natural direction."""
+        self.sort_index = index % len(self.columns.sorts)
+        self.reverse = False
+        self._resort_all()
+
     def _resort_all(self) -> None:
         column = self.columns.sorts[self.sort_index][0]
         for row in self._rows.values():

@@ -194,6 +194,20 @@ class UsersView(Vertical):
         self.sort_reverse = not self.sort_reverse
         self._rebuild()
 
+    def sort_choices(self) -> tuple[str, ...]:
+        """F6's list: the columns ``s`` cycles through."""
+        return tuple(SORT_LABELS[key] for key in SORTS)
+
+    def sort_current(self) -> int:
+        """The column sorted by now."""
+        return self.sort_index % len(SORTS)
+
+    def sort_by(self, index: int) -> None:
+        """Sort the tables by column ``index``, biggest first (names A to Z)."""
+        self.sort_index = index % len(SORTS)
+        self.sort_reverse = False
+        self._rebuild()
+
     def _rebuild(self) -> None:
         users = sort_rows(self.users, self.sort_key, self.sort_reverse)
         _fill(self.table, [(u.key, user_cells(u)) for u in users])
