@@ -7,6 +7,9 @@ tabs, their order, their sync and what their keys act on come from :mod:`gputui.
 
 from __future__ import annotations
 
+from functools import cached_property
+from typing import TYPE_CHECKING
+
 from textual.app import ComposeResult
 from textual.containers import Container
 from textual.content import Content
@@ -32,14 +35,16 @@ from gputui.ui.layout import SIDE_HYSTERESIS, SIDE_WIDTH, Layout, choose_layout,
 from gputui.ui.messages import SelectionChanged
 from gputui.ui.state import UiState
 from gputui.ui.tab_table import TABS, Selection, Sortable, TabRow, TabTable
-from gputui.ui.widgets.alerts_panel import AlertsPanel
 from gputui.ui.widgets.container_tree import ContainerPane, ContainerTree, NodeRef
 from gputui.ui.widgets.gpu_panel import GpuPanel
 from gputui.ui.widgets.header import HeaderBar
-from gputui.ui.widgets.health_panel import HealthPanel
-from gputui.ui.widgets.history import HistoryPanel
 from gputui.ui.widgets.process_table import EmptyNote, ProcessTable
-from gputui.ui.widgets.users_view import UsersView
+
+if TYPE_CHECKING:
+    from gputui.ui.widgets.alerts_panel import AlertsPanel
+    from gputui.ui.widgets.health_panel import HealthPanel
+    from gputui.ui.widgets.history import HistoryPanel
+    from gputui.ui.widgets.users_view import UsersView
 
 #: Below this width the GPU panel goes above the tabs (the stacked layout); kept under this
 #: name for the layout's callers. The choice itself is :func:`gputui.ui.layout.choose_layout`.
@@ -107,10 +112,8 @@ class MainScreen(Screen[None]):
         self.table: ProcessTable = ProcessTable(id="procs")
         #: The process table's sort as ``s`` / ``S`` see it (the status line follows).
         self.process_sort: Sortable = _ProcessSort(self)
-        self.health: HealthPanel = HealthPanel(id="health-panel")
-        self.history_panel: HistoryPanel = HistoryPanel(id="history-panel")
-        self.alerts: AlertsPanel = AlertsPanel(id="alerts-panel")
-        self.users_view: UsersView = UsersView(id="users-view")
+        #: Tabs whose widgets are built and mounted when the tab is first shown (see compose).
+        self._unfilled: set[str] = set()
         self.filter_input: Input = Input(
             placeholder="filter: command, container, user or PID", id="filter"
         )
@@ -147,8 +150,44 @@ class MainScreen(Screen[None]):
             yield self.gpus
             with TabbedContent(id="tabs", initial=self.tabs.ids[0]):
                 for tab in self.tabs:
-                    yield TabPane(tab.title, *tab.content(self), id=tab.id)
+                    # Only the first tab is drawn at start. The other tabs' widgets (Health,
+                    # History, Alerts, Users, Ledger: their modules, DataTables, charts) are
+                    # imported, built and mounted when their tab is first shown, so the first
+                    # frame pays for what it shows. The tree and the table stay: keys act on
+                    # their rows from any tab.
+                    eager = tab.id == self.tabs.ids[0] or tab.shows_rows
+                    if not eager:
+                        self._unfilled.add(tab.id)
+                    yield TabPane(tab.title, *(tab.content(self) if eager else ()), id=tab.id)
         yield Footer()
+
+    @cached_property
+    def health(self) -> HealthPanel:
+        """The Health tab's panel (built on first use)."""
+        from gputui.ui.widgets.health_panel import HealthPanel
+
+        return HealthPanel(id="health-panel")
+
+    @cached_property
+    def history_panel(self) -> HistoryPanel:
+        """The History tab's panel (built on first use)."""
+        from gputui.ui.widgets.history import HistoryPanel
+
+        return HistoryPanel(id="history-panel")
+
+    @cached_property
+    def alerts(self) -> AlertsPanel:
+        """The Alerts tab's panel (built on first use)."""
+        from gputui.ui.widgets.alerts_panel import AlertsPanel
+
+        return AlertsPanel(id="alerts-panel")
+
+    @cached_property
+    def users_view(self) -> UsersView:
+        """The Users tab's view (built on first use)."""
+        from gputui.ui.widgets.users_view import UsersView
+
+        return UsersView(id="users-view")
 
     def on_mount(self) -> None:
         """Start with the tree focused and the filter hidden."""
@@ -216,6 +255,8 @@ class MainScreen(Screen[None]):
         snapshot = self.snapshot
         if snapshot is None or (self._synced.get(tab) is snapshot and not force):
             return
+        if tab in self._unfilled:
+            return  # not shown yet: synced once its widgets are mounted
         self._synced[tab] = snapshot
         self.tabs.row(tab).sync(self, snapshot)
 
@@ -448,14 +489,20 @@ class MainScreen(Screen[None]):
             self.gpus.show(self.snapshot.gpus, self.history, self.window, shares)
         return self.gpus_collapsed
 
-    def on_tabbed_content_tab_activated(self, event: TabbedContent.TabActivated) -> None:
+    async def on_tabbed_content_tab_activated(self, event: TabbedContent.TabActivated) -> None:
         """Catch the newly visible tab up and focus its main widget.
 
+        A tab shown for the first time gets its widgets first (composed empty: see compose).
         The focus stays where it is when it is already inside the shown pane: keys typed before
         this message arrived (``1`` then ``/``) opened that pane's filter, and taking the focus
         from it would send the text typed next to the monitor's keys.
         """
         tab = event.pane.id or ""
+        if tab in self._unfilled:
+            self._unfilled.discard(tab)
+            await event.pane.mount_all(self.tabs.row(tab).content(self))
+            if self.active_tab != tab:
+                return  # another tab was shown meanwhile; its own activation handles it
         self.sync_tab(tab)
         focused = self.focused
         inside = focused is not None and event.pane in focused.ancestors_with_self
