@@ -17,7 +17,7 @@ from textual.css.query import NoMatches
 from textual.events import Resize
 from textual.screen import Screen
 from textual.widget import Widget
-from textual.widgets import Footer, Input, Static, TabbedContent, TabPane, Tree
+from textual.widgets import Input, Static, TabbedContent, TabPane, Tree
 
 from gputui.boundary import sanitise
 from gputui.derive.analysis import Analysis, worst_severity
@@ -36,6 +36,7 @@ from gputui.ui.messages import SelectionChanged
 from gputui.ui.state import UiState
 from gputui.ui.tab_table import TABS, Selection, Sortable, TabRow, TabTable
 from gputui.ui.widgets.container_tree import ContainerPane, ContainerTree, NodeRef
+from gputui.ui.widgets.footer import Footer
 from gputui.ui.widgets.gpu_panel import GpuPanel
 from gputui.ui.widgets.header import HeaderBar
 from gputui.ui.widgets.process_table import EmptyNote, ProcessTable
