@@ -83,6 +83,9 @@ ONCE_NEVER = (
     "rich",
     "gputui.ui",
     "gputui.serve",
+    # The ledger is written by long-running front-ends only; the config's prices need no store.
+    "gputui.ledger.store",
+    "gputui.ledger.writer",
     *(m for m in OTHER_COMMANDS if m != "gputui.present.text_report"),
 )
 
