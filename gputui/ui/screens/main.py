@@ -115,6 +115,7 @@ class MainScreen(Screen[None]):
         self.process_sort: Sortable = _ProcessSort(self)
         #: Tabs whose widgets are built and mounted when the tab is first shown (see compose).
         self._unfilled: set[str] = set()
+        self._filling: set[str] = set()
         self.filter_input: Input = Input(
             placeholder="filter: command, container, user or PID", id="filter"
         )
@@ -500,10 +501,17 @@ class MainScreen(Screen[None]):
         """
         tab = event.pane.id or ""
         if tab in self._unfilled:
+            if tab in self._filling:
+                return  # shown again while its widgets are being mounted: that call goes on
+            self._filling.add(tab)
+            try:
+                await event.pane.mount_all(self.tabs.row(tab).content(self))
+            finally:
+                self._filling.discard(tab)
+            # Only now: a snapshot applied while mounting skipped the tab (sync_tab below).
             self._unfilled.discard(tab)
-            await event.pane.mount_all(self.tabs.row(tab).content(self))
             if self.active_tab != tab:
-                return  # another tab was shown meanwhile; its own activation handles it
+                return  # another tab was shown meanwhile; it is synced when shown again
         self.sync_tab(tab)
         focused = self.focused
         inside = focused is not None and event.pane in focused.ancestors_with_self
