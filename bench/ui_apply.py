@@ -133,6 +133,63 @@ async def _frames(snaps: Sequence[Any], frames: int, tabs: Sequence[str]) -> dic
     return out
 
 
+async def _first_frame(snap: Any, size: tuple[int, int]) -> dict[str, float]:
+    from gputui.model.settings import Settings
+    from gputui.ui.app import GpuTuiApp
+
+    c_start = time.thread_time()
+    app = GpuTuiApp(StubCollector(snap), Settings(interval=1.0, read_only=True))
+    marks: dict[str, float] = {"built": time.thread_time()}
+    first_paint, on_ready = app._first_paint_done, app.on_snapshot_ready
+
+    def painted() -> None:
+        marks.setdefault("empty_painted", time.thread_time())
+        first_paint()
+
+    def ready(message: Any) -> None:
+        c0 = time.thread_time()
+        on_ready(message)
+        if app._painted and "apply_start" not in marks:
+            marks["apply_start"], marks["applied"] = c0, time.thread_time()
+
+    app._first_paint_done = painted  # type: ignore[method-assign]
+    app.on_snapshot_ready = ready  # type: ignore[method-assign]
+    try:
+        async with app.run_test(size=size) as pilot:
+            for _ in range(200):
+                if "applied" in marks:
+                    break
+                await pilot.pause(0.01)
+            await pilot.pause()
+            marks["idle"] = time.thread_time()
+    finally:
+        app.collector.release.set()  # type: ignore[attr-defined]
+
+    def ms(a: str, b: str) -> float:
+        return (marks[b] - marks[a]) * 1e3 if a in marks and b in marks else float("nan")
+
+    marks["start"] = c_start
+    return {
+        "app_built_cpu_ms": ms("start", "built"),
+        "to_empty_paint_cpu_ms": ms("built", "empty_painted"),
+        "first_apply_cpu_ms": ms("apply_start", "applied"),
+        "first_frame_cpu_ms": ms("apply_start", "idle"),
+    }
+
+
+def measure_first_frame(runs: int = 5, size: tuple[int, int] = SIZE) -> dict[str, float]:
+    """UI-thread CPU up to the first frame with data, a busy host's snapshot (medians, ms).
+
+    The app is built, composed, mounted and painted empty (``to_empty_paint``), then the first
+    snapshot is applied (``first_apply``) and drawn (``first_frame``: apply to idle). Each run
+    in this process: modules are imported by the first run, so only ``app_built`` of run 1
+    differs; imports are measured with ``python -X importtime`` instead.
+    """
+    snap = synthetic_snaps(gpus=2, containers=5, processes=7, count=1)[0]
+    rows = [asyncio.run(_first_frame(snap, size)) for _ in range(runs)]
+    return {key: statistics.median(row[key] for row in rows[1:] or rows) for key in rows[0]}
+
+
 def measure_frames(
     snaps: Sequence[Any], frames: int, tabs: Sequence[str] = ("containers", "processes")
 ) -> dict[str, Any]:
@@ -252,7 +309,17 @@ def main() -> None:
         default="2000",
         help="comma-separated process counts (8 GPUs, 200 containers each): growth with size",
     )
+    parser.add_argument(
+        "--first",
+        action="store_true",
+        help="the first frame instead: UI-thread CPU to the empty paint and the first apply",
+    )
     args = parser.parse_args()
+    if args.first:
+        print(json.dumps({f"{w}x{h}": measure_first_frame(size=(w, h)) for w, h in ((160, 50),
+                                                                                    (120, 30))},
+                         indent=1))  # fmt: skip
+        return
     counts = [int(n) for n in args.processes.split(",") if n.strip()]
     result: dict[str, Any] = {}
     for count in counts:

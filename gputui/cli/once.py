@@ -29,7 +29,8 @@ def sample_cpu_early() -> EarlyCpuSample | None:
 
 def collect_once(settings: Settings, early: EarlyCpuSample | None = None) -> Snapshot | str:
     """One snapshot with fresh health checks, or the one-line error for a bad scenario."""
-    from gputui.collect.standins.scenario import ScenarioError
+    # The error's own module: the scenario reader itself is imported only for --scenario.
+    from gputui.collect.standins.scenario_format import ScenarioError
     from gputui.wiring.compose import build_collector
 
     try:

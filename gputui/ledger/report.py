@@ -13,10 +13,15 @@ import json
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from gputui.boundary.sanitise import safe_text
-from gputui.ledger.quantities import Gap
-from gputui.ledger.store import Coverage, UsageRow
+
+if TYPE_CHECKING:
+    # Types only: the config file's parser imports this module for Prices, and every start
+    # (``--once`` too) reads the config; the store (sqlite3) is loaded by who opens it.
+    from gputui.ledger.quantities import Gap
+    from gputui.ledger.store import Coverage, UsageRow
 
 #: What ``--by`` groups by.
 GROUPINGS = ("owner", "container", "project", "image", "gpu", "user")

@@ -62,7 +62,8 @@ class TabRow:
     Attributes:
         id: The pane id (``containers``); the tab key's binding id is ``tab.<id>``.
         title: The tab bar's title (a sync may decorate it: ``Health ✗ 1 fail``).
-        content: The pane's widgets, given the screen (built once, when the screen composes).
+        content: The pane's widgets, given the screen (built once: when the screen composes for
+            the first tab and the tabs whose rows keys act on, else when the tab is first shown).
         sync: Brings the pane up to date with a snapshot (only while it is visible, once per
             snapshot; a hidden tab is caught up when shown).
         focus: The widget focused when the tab is shown (None: leave the focus alone).

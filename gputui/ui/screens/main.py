@@ -7,6 +7,7 @@ tabs, their order, their sync and what their keys act on come from :mod:`gputui.
 
 from __future__ import annotations
 
+from functools import cached_property
 from typing import TYPE_CHECKING
 
 from textual.app import ComposeResult
@@ -16,7 +17,7 @@ from textual.css.query import NoMatches
 from textual.events import Resize
 from textual.screen import Screen
 from textual.widget import Widget
-from textual.widgets import Footer, Input, Static, TabbedContent, TabPane, Tree
+from textual.widgets import Input, Static, TabbedContent, TabPane, Tree
 
 from gputui.boundary import sanitise
 from gputui.derive.analysis import Analysis, worst_severity
@@ -41,14 +42,17 @@ from gputui.ui.layout import (
 from gputui.ui.messages import SelectionChanged
 from gputui.ui.state import UiState
 from gputui.ui.tab_table import TABS, Selection, Sortable, TabRow, TabTable
-from gputui.ui.widgets.alerts_panel import AlertsPanel
 from gputui.ui.widgets.container_tree import ContainerPane, ContainerTree, NodeRef
+from gputui.ui.widgets.footer import Footer
 from gputui.ui.widgets.gpu_panel import GpuPanel
 from gputui.ui.widgets.header import HeaderBar
-from gputui.ui.widgets.health_panel import HealthPanel
-from gputui.ui.widgets.history import HistoryPanel
 from gputui.ui.widgets.process_table import EmptyNote, ProcessTable
-from gputui.ui.widgets.users_view import UsersView
+
+if TYPE_CHECKING:
+    from gputui.ui.widgets.alerts_panel import AlertsPanel
+    from gputui.ui.widgets.health_panel import HealthPanel
+    from gputui.ui.widgets.history import HistoryPanel
+    from gputui.ui.widgets.users_view import UsersView
 
 if TYPE_CHECKING:
     from gputui.ui.widgets.selection_pane import LogOpener, SelectionPane
@@ -119,10 +123,9 @@ class MainScreen(Screen[None]):
         self.table: ProcessTable = ProcessTable(id="procs")
         #: The process table's sort as ``s`` / ``S`` see it (the status line follows).
         self.process_sort: Sortable = _ProcessSort(self)
-        self.health: HealthPanel = HealthPanel(id="health-panel")
-        self.history_panel: HistoryPanel = HistoryPanel(id="history-panel")
-        self.alerts: AlertsPanel = AlertsPanel(id="alerts-panel")
-        self.users_view: UsersView = UsersView(id="users-view")
+        #: Tabs whose widgets are built and mounted when the tab is first shown (see compose).
+        self._unfilled: set[str] = set()
+        self._filling: set[str] = set()
         self.filter_input: Input = Input(
             placeholder="filter: command, container, user or PID", id="filter"
         )
@@ -165,8 +168,44 @@ class MainScreen(Screen[None]):
             yield self.gpus
             with TabbedContent(id="tabs", initial=self.tabs.ids[0]):
                 for tab in self.tabs:
-                    yield TabPane(tab.title, *tab.content(self), id=tab.id)
+                    # Only the first tab is drawn at start. The other tabs' widgets (Health,
+                    # History, Alerts, Users, Ledger: their modules, DataTables, charts) are
+                    # imported, built and mounted when their tab is first shown, so the first
+                    # frame pays for what it shows. The tree and the table stay: keys act on
+                    # their rows from any tab.
+                    eager = tab.id == self.tabs.ids[0] or tab.shows_rows
+                    if not eager:
+                        self._unfilled.add(tab.id)
+                    yield TabPane(tab.title, *(tab.content(self) if eager else ()), id=tab.id)
         yield Footer()
+
+    @cached_property
+    def health(self) -> HealthPanel:
+        """The Health tab's panel (built on first use)."""
+        from gputui.ui.widgets.health_panel import HealthPanel
+
+        return HealthPanel(id="health-panel")
+
+    @cached_property
+    def history_panel(self) -> HistoryPanel:
+        """The History tab's panel (built on first use)."""
+        from gputui.ui.widgets.history import HistoryPanel
+
+        return HistoryPanel(id="history-panel")
+
+    @cached_property
+    def alerts(self) -> AlertsPanel:
+        """The Alerts tab's panel (built on first use)."""
+        from gputui.ui.widgets.alerts_panel import AlertsPanel
+
+        return AlertsPanel(id="alerts-panel")
+
+    @cached_property
+    def users_view(self) -> UsersView:
+        """The Users tab's view (built on first use)."""
+        from gputui.ui.widgets.users_view import UsersView
+
+        return UsersView(id="users-view")
 
     def on_mount(self) -> None:
         """Start with the tree focused and the filter hidden."""
@@ -234,6 +273,8 @@ class MainScreen(Screen[None]):
         snapshot = self.snapshot
         if snapshot is None or (self._synced.get(tab) is snapshot and not force):
             return
+        if tab in self._unfilled:
+            return  # not shown yet: synced once its widgets are mounted
         self._synced[tab] = snapshot
         self.tabs.row(tab).sync(self, snapshot)
 
@@ -509,14 +550,27 @@ class MainScreen(Screen[None]):
             self.gpus.show(self.snapshot.gpus, self.history, self.window, shares)
         return self.gpus_collapsed
 
-    def on_tabbed_content_tab_activated(self, event: TabbedContent.TabActivated) -> None:
+    async def on_tabbed_content_tab_activated(self, event: TabbedContent.TabActivated) -> None:
         """Catch the newly visible tab up and focus its main widget.
 
+        A tab shown for the first time gets its widgets first (composed empty: see compose).
         The focus stays where it is when it is already inside the shown pane: keys typed before
         this message arrived (``1`` then ``/``) opened that pane's filter, and taking the focus
         from it would send the text typed next to the monitor's keys.
         """
         tab = event.pane.id or ""
+        if tab in self._unfilled:
+            if tab in self._filling:
+                return  # shown again while its widgets are being mounted: that call goes on
+            self._filling.add(tab)
+            try:
+                await event.pane.mount_all(self.tabs.row(tab).content(self))
+            finally:
+                self._filling.discard(tab)
+            # Only now: a snapshot applied while mounting skipped the tab (sync_tab below).
+            self._unfilled.discard(tab)
+            if self.active_tab != tab:
+                return  # another tab was shown meanwhile; it is synced when shown again
         self.sync_tab(tab)
         focused = self.focused
         inside = focused is not None and event.pane in focused.ancestors_with_self

@@ -36,10 +36,20 @@ TUI_DEFERRED = (
     "gputui.ui.screens.confirm",
     "gputui.ui.screens.evidence",
     "gputui.ui.screens.exec_modal",
+    "gputui.ui.screens.faults",
     "gputui.ui.screens.help",
     "gputui.ui.screens.inspect",
     "gputui.ui.screens.logs",
     "gputui.ui.screens.process_detail",
+    "gputui.ui.screens.signal_menu",
+    # The other tabs' widgets: imported, built and mounted when their tab is first shown.
+    "gputui.ui.widgets.alerts_panel",
+    "gputui.ui.widgets.health_panel",
+    "gputui.ui.widgets.history",
+    "gputui.ui.widgets.users_view",
+    "gputui.ui.widgets.ledger_view",
+    "gputui.ledger.board",  # the Ledger tab's reader (the writer is the collector loop's)
+    "textual.widgets._data_table",  # only those tabs draw a DataTable
     "gputui.ui.machine_actions",
     "gputui.serve",  # asked only when there is no terminal (a monitor started for a browser)
     "gputui.collect.docker.logs",  # the logs screen's reader (the demo has no engine)
@@ -74,6 +84,9 @@ ONCE_NEVER = (
     "rich",
     "gputui.ui",
     "gputui.serve",
+    # The ledger is written by long-running front-ends only; the config's prices need no store.
+    "gputui.ledger.store",
+    "gputui.ledger.writer",
     *(m for m in OTHER_COMMANDS if m != "gputui.present.text_report"),
 )
 
@@ -217,6 +230,14 @@ def test_a_deferred_screen_loads_when_first_opened(tmp_path: Path) -> None:
     loaded = _monitor_modules(tmp_path / "modules.json", b"?")
     assert "gputui.ui.screens.help" in loaded
     assert "gputui.ui.screens.confirm" not in loaded
+
+
+def test_a_tab_s_widgets_load_when_first_shown(tmp_path: Path) -> None:
+    # 5 shows the Alerts tab: its panel is imported then, the other hidden tabs' are not.
+    loaded = _monitor_modules(tmp_path / "modules.json", b"5")
+    assert "gputui.ui.widgets.alerts_panel" in loaded
+    assert "gputui.ui.widgets.health_panel" not in loaded
+    assert "gputui.ui.widgets.users_view" not in loaded
 
 
 @pytest.mark.parametrize("argv", [["--demo", "--once"], ["--demo", "--once", "--json"]])
