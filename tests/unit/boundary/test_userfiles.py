@@ -338,7 +338,12 @@ ENTRY_POINTS: tuple[EntryPoint, ...] = (
     ),
     EntryPoint(
         "recording",
-        ("gputui/recording/reader.py:Recording._index", "gputui/recording/reader.py:_read_report"),
+        (
+            "gputui/recording/reader.py:Recording._index",
+            "gputui/recording/reader.py:_read_report",
+            # Its first bytes tell a recording from a ledger store, before either is read.
+            "gputui/cli/replay.py:open_player",
+        ),
         writer=False,
         target=lambda tmp: tmp / "recording.jsonl",
         run=lambda p, tmp, url: gputui("replay", str(p), "--once"),
