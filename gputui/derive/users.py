@@ -214,6 +214,11 @@ def user_usage(snapshot: Snapshot) -> tuple[UserUsage, ...]:
         if row is None:
             row = sums[key] = _Sum()
         row.add(proc, _place_of(proc, name_of))
+    return _usage_rows(sums, meta)
+
+
+def _usage_rows(sums: dict[str, _Sum], meta: dict[str, tuple[str, str]]) -> tuple[UserUsage, ...]:
+    """The rows of the sums (key -> totals; key -> label and kind), most GPU memory first."""
     rows = [
         UserUsage(
             key=key,
@@ -318,24 +323,7 @@ def owner_usage(snapshot: Snapshot) -> tuple[UserUsage, ...]:
         if row is None:
             row = sums[key] = _Sum()
         row.add(proc, _place_of(proc, name_of))
-    return tuple(
-        sort_rows(
-            (
-                UserUsage(
-                    key=key,
-                    label=meta[key][0],
-                    kind=meta[key][1],
-                    gpu_memory_bytes=s.memory,
-                    sm_util=per_gpu_sm(s.rows),
-                    processes=len(s.pids),
-                    gpu_indexes=tuple(sorted(s.gpus)),
-                    containers=tuple(sorted(s.places)),
-                )
-                for key, s in sums.items()
-            ),
-            "memory",
-        )
-    )
+    return _usage_rows(sums, meta)
 
 
 @dataclass(frozen=True, slots=True)

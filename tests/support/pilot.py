@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from dataclasses import replace
 from typing import TypeVar
@@ -110,3 +111,30 @@ def focused(app: GpuTuiApp) -> Widget | None:
 
 #: ``make_app(collector=None, **settings)``, the UI tests' fixture.
 AppFactory = Callable[..., GpuTuiApp]
+
+
+async def wait_until(
+    pilot: Pilot[None], check: Callable[[], object], what: str, seconds: float = 30
+) -> None:
+    """Poll ``check`` between frames until it holds; fail naming ``what`` after ``seconds``."""
+    deadline = time.monotonic() + seconds
+    while not check():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        await pilot.pause(0.05)
+
+
+async def select_container(app: GpuTuiApp, pilot: Pilot[None], container_id: str) -> None:
+    """Put the tree's cursor on a container (after a refresh that lists it), and check it."""
+    key = f"c:{container_id}"
+    tree = app.main.ctree
+    await wait_until(pilot, lambda: key in tree.nodes_by_key, f"{key} in the tree")
+    node = tree.nodes_by_key[key]
+    if node.parent is not None and not node.parent.is_expanded:  # "other containers", folded
+        node.parent.expand()
+        await pilot.pause()
+    tree.move_cursor(node)
+    await pilot.pause()
+    await pilot.pause()
+    selected, _ = app.main.selection()
+    assert selected is not None and selected.info.id == container_id

@@ -30,7 +30,7 @@ from gputui.ui.machine_actions import READ_ONLY_REFUSAL
 from gputui.ui.screens.confirm import ConfirmScreen
 from gputui.ui.screens.logs import LogsScreen, ShownLine, short_time, shown_line
 from gputui.ui.widgets.crumbs import SEPARATOR
-from tests.support.pilot import current_screen, ready, screen_lines
+from tests.support.pilot import current_screen, ready, screen_lines, select_container, wait_until
 
 SCENARIO: dict[str, Any] = {
     "nvml": "ok",
@@ -67,30 +67,6 @@ def _app(free_run_id: str, **settings: Any) -> tuple[GpuTuiApp, Collector]:
     return GpuTuiApp(collector, Settings(interval=60.0, **settings)), collector
 
 
-async def _wait(pilot: Pilot[None], check: Callable[[], object], what: str, s: float = 30) -> None:
-    deadline = time.monotonic() + s
-    while not check():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        await pilot.pause(0.05)
-
-
-async def _select(app: GpuTuiApp, pilot: Pilot[None], container_id: str) -> None:
-    """Put the tree's cursor on a container (after a refresh that knows it)."""
-    key = f"c:{container_id}"
-    tree = app.main.ctree
-    await _wait(pilot, lambda: key in tree.nodes_by_key, f"{key} in the tree")
-    node = tree.nodes_by_key[key]
-    if node.parent is not None and not node.parent.is_expanded:  # "other containers", folded
-        node.parent.expand()
-        await pilot.pause()
-    tree.move_cursor(node)
-    await pilot.pause()
-    await pilot.pause()
-    selected, _ = app.main.selection()
-    assert selected is not None and selected.info.id == container_id
-
-
 async def _refresh(app: GpuTuiApp, pilot: Pilot[None], container: Any, status: str) -> None:
     """Collect now and wait until the selection shows the container in ``status``."""
     app._wake.set()
@@ -99,7 +75,7 @@ async def _refresh(app: GpuTuiApp, pilot: Pilot[None], container: Any, status: s
         selected, _ = app.main.selection()
         return selected is not None and selected.info.status == status
 
-    await _wait(pilot, shown, f"{container.name} shown as {status}")
+    await wait_until(pilot, shown, f"{container.name} shown as {status}")
 
 
 def _notes(app: GpuTuiApp) -> list[str]:
@@ -161,7 +137,7 @@ async def test_logs_of_a_stopped_container_streams_marked_hostile_bytes_inert(
     try:
         async with app.run_test(size=(160, 50)) as pilot:
             await ready(pilot, tries=500)
-            await _select(app, pilot, container.id)
+            await select_container(app, pilot, container.id)
             await pilot.press("l")
             await pilot.pause()
             screen = current_screen(app)
@@ -169,7 +145,7 @@ async def test_logs_of_a_stopped_container_streams_marked_hostile_bytes_inert(
             # The path it was opened from, on its first line.
             name = f"ui-logs-done-{free_run_id}"
             assert screen.crumbs.text == f"Containers{SEPARATOR}{name}{SEPARATOR}Logs"
-            await _wait(pilot, lambda: screen.ended, "the stream's end")
+            await wait_until(pilot, lambda: screen.ended, "the stream's end")
             assert screen.error is None
             lines = screen.view.plain_lines()
             assert len(lines) == 4, lines
@@ -218,15 +194,15 @@ async def test_logs_follow_new_lines_and_closing_ends_the_reader(
     try:
         async with app.run_test(size=(80, 24)) as pilot:
             await ready(pilot, tries=500)
-            await _select(app, pilot, container.id)
+            await select_container(app, pilot, container.id)
             await pilot.press("l")
             await pilot.pause()
             screen = current_screen(app)
             assert isinstance(screen, LogsScreen)
-            await _wait(pilot, lambda: screen.view.plain_lines(), "the first line")
+            await wait_until(pilot, lambda: screen.view.plain_lines(), "the first line")
             assert screen.view.plain_lines()[-1].endswith(" first")
             container.exec_run(["sh", "-c", "echo second > /tmp/go"])
-            await _wait(
+            await wait_until(
                 pilot, lambda: screen.view.plain_lines()[-1].endswith(" second"), "a new line"
             )
             assert not screen.ended
@@ -235,7 +211,7 @@ async def test_logs_follow_new_lines_and_closing_ends_the_reader(
             await pilot.press("q")
             await pilot.pause()
             assert current_screen(app) is app.main
-            await _wait(pilot, lambda: not screen.reader_alive, "the reader thread's end", 5)
+            await wait_until(pilot, lambda: not screen.reader_alive, "the reader thread's end", 5)
     finally:
         collector.close()
 
@@ -264,10 +240,12 @@ async def test_shell_runs_bash_through_docker_exec_and_returns(
         async with app.run_test(size=(160, 50)) as pilot:
             await ready(pilot, tries=500)
             app.suspend = _fake_suspend  # type: ignore[method-assign]
-            await _select(app, pilot, container.id)
+            await select_container(app, pilot, container.id)
             await pilot.press("E")
             name = container.name
-            await _wait(pilot, lambda: f"bash in {name} ended (exit 0)." in _notes(app), "bash")
+            await wait_until(
+                pilot, lambda: f"bash in {name} ended (exit 0)." in _notes(app), "bash"
+            )
             assert ran and ran[0][-3:] == ["-it", container.id, "bash"]
             assert current_screen(app) is app.main
             assert not app.loop.paused  # collecting again
@@ -293,9 +271,9 @@ async def test_shell_falls_back_to_sh_then_says_there_is_none(
         async with app.run_test(size=(160, 50)) as pilot:
             await ready(pilot, tries=500)
             app.suspend = _fake_suspend  # type: ignore[method-assign]
-            await _select(app, pilot, container.id)
+            await select_container(app, pilot, container.id)
             await pilot.press("E")
-            await _wait(pilot, lambda: ran, "the sh run")
+            await wait_until(pilot, lambda: ran, "the sh run")
             assert ran[0][-2:] == [container.id, "sh"]  # no bash in the image: sh
 
             # A terminal that cannot be suspended says so.
@@ -306,7 +284,7 @@ async def test_shell_falls_back_to_sh_then_says_there_is_none(
 
             app.suspend = no_suspend  # type: ignore[method-assign]
             await pilot.press("E")
-            await _wait(
+            await wait_until(
                 pilot, lambda: any("cannot be suspended" in n for n in _notes(app)), "no suspend"
             )
             assert len(ran) == 1
@@ -315,7 +293,7 @@ async def test_shell_falls_back_to_sh_then_says_there_is_none(
             app.suspend = _fake_suspend  # type: ignore[method-assign]
             container.exec_run(["/bin/busybox", "rm", "/bin/sh"])
             await pilot.press("E")
-            await _wait(pilot, lambda: any("No shell in" in n for n in _notes(app)), "refusal")
+            await wait_until(pilot, lambda: any("No shell in" in n for n in _notes(app)), "refusal")
             assert len(ran) == 1
             assert not app.loop.paused
     finally:
@@ -336,7 +314,7 @@ async def test_stop_start_restart_confirmed_change_the_real_container(
     try:
         async with app.run_test(size=(80, 24)) as pilot:
             await ready(pilot, tries=500)
-            await _select(app, pilot, container.id)
+            await select_container(app, pilot, container.id)
             await pilot.press("D")
             await pilot.pause()
             dialog = current_screen(app)
@@ -350,7 +328,7 @@ async def test_stop_start_restart_confirmed_change_the_real_container(
             assert container.status == "running"
 
             await pilot.press("D", "y")
-            await _wait(
+            await wait_until(
                 pilot, lambda: f"Container {container.name} stopped." in _notes(app), "stop"
             )
             container.reload()
@@ -369,7 +347,7 @@ async def test_stop_start_restart_confirmed_change_the_real_container(
             ]
 
             await pilot.press("U", "y")
-            await _wait(
+            await wait_until(
                 pilot, lambda: f"Container {container.name} started." in _notes(app), "start"
             )
             container.reload()
@@ -379,7 +357,7 @@ async def test_stop_start_restart_confirmed_change_the_real_container(
 
             await pilot.press("R", "y")
             done = f"Container {container.name} restarted."
-            await _wait(pilot, lambda: done in _notes(app), "restart")
+            await wait_until(pilot, lambda: done in _notes(app), "restart")
             container.reload()
             assert container.status == "running"
             assert container.attrs["State"]["StartedAt"] != started
@@ -401,7 +379,7 @@ async def test_a_stop_says_stopping_at_once_then_the_exit_code(
     try:
         async with app.run_test(size=(80, 24)) as pilot:
             await ready(pilot, tries=500)
-            await _select(app, pilot, container.id)
+            await select_container(app, pilot, container.id)
 
             def row() -> str:
                 return next(line for line in screen_lines(app) if container.name[:10] in line)
@@ -411,7 +389,7 @@ async def test_a_stop_says_stopping_at_once_then_the_exit_code(
             # At once, while Docker waits for the container to act on SIGTERM.
             assert f"Container {container.name} stopped." not in _notes(app)
             assert "stopping…" in row(), row()
-            await _wait(
+            await wait_until(
                 pilot, lambda: f"Container {container.name} stopped." in _notes(app), "stop"
             )
             container.reload()
@@ -432,14 +410,14 @@ async def test_pause_confirmed_freezes_then_p_again_unpauses(
     try:
         async with app.run_test(size=(80, 24)) as pilot:
             await ready(pilot, tries=500)
-            await _select(app, pilot, container.id)
+            await select_container(app, pilot, container.id)
             await pilot.press("P")
             await pilot.pause()
             dialog = current_screen(app)
             assert isinstance(dialog, ConfirmScreen)
             assert "Pause container" in str(dialog.body) and container.name in str(dialog.body)
             await pilot.press("y")
-            await _wait(
+            await wait_until(
                 pilot, lambda: f"Container {container.name} paused." in _notes(app), "pause"
             )
             container.reload()
@@ -452,7 +430,7 @@ async def test_pause_confirmed_freezes_then_p_again_unpauses(
             assert isinstance(dialog, ConfirmScreen)
             assert "Unpause container" in str(dialog.body)
             await pilot.press("y")
-            await _wait(
+            await wait_until(
                 pilot, lambda: f"Container {container.name} unpaused." in _notes(app), "unpause"
             )
             container.reload()
@@ -490,7 +468,7 @@ async def test_read_only_removes_and_refuses_shell_and_container_actions(
         async with app.run_test(size=(160, 50)) as pilot:
             await ready(pilot, tries=500)
             app.suspend = _fake_suspend  # type: ignore[method-assign]
-            await _select(app, pilot, container.id)
+            await select_container(app, pilot, container.id)
             for key in ("E", "D", "U", "R", "P"):
                 await pilot.press(key)
                 await pilot.pause()
@@ -581,7 +559,7 @@ def test_snapshot_logs_screen(snap_compare: Any, size: tuple[int, int]) -> None:
     app = LogsApp(FakeReader([CANNED], follow=True), follow=True)
 
     async def run_before(pilot: Pilot[None]) -> None:
-        await _wait(pilot, lambda: len(app.logs.view.lines) == len(CANNED), "the lines")
+        await wait_until(pilot, lambda: len(app.logs.view.lines) == len(CANNED), "the lines")
         await pilot.pause()
 
     assert snap_compare(app, terminal_size=size, run_before=run_before)
@@ -593,14 +571,16 @@ async def test_a_flood_is_bounded_and_closing_stops_the_reader() -> None:
     app = LogsApp(reader, follow=True, max_lines=2000)
     async with app.run_test(size=(80, 24)) as pilot:
         view = app.logs.view
-        await _wait(pilot, lambda: view.lines and view.lines[-1].text == "line 49999", "the flood")
+        await wait_until(
+            pilot, lambda: view.lines and view.lines[-1].text == "line 49999", "the flood"
+        )
         assert len(view.lines) == 2000  # the newest kept, the rest counted
         assert view.lines[0].text == "line 48000"
         # Dropped by the view's bound, or skipped by the buffer while the screen was behind.
         assert view.dropped + app.logs.skipped == 48_000
         if view.dropped:
             assert f"(the oldest {view.dropped:,} dropped" in _drawn(app)
-        await _wait(pilot, lambda: view.scroll_y == view.max_scroll_y > 0, "the newest line")
+        await wait_until(pilot, lambda: view.scroll_y == view.max_scroll_y > 0, "the newest line")
         await pilot.press("k")  # scrolling back stops following
         assert not view.follow
         await pilot.press("G")
@@ -608,7 +588,7 @@ async def test_a_flood_is_bounded_and_closing_stops_the_reader() -> None:
         await pilot.press("escape")
         await pilot.pause()
         assert reader.closed.is_set()
-        await _wait(pilot, lambda: not app.logs.reader_alive, "the reader's end", 5)
+        await wait_until(pilot, lambda: not app.logs.reader_alive, "the reader's end", 5)
 
 
 async def test_open_failure_and_tty_are_said() -> None:
@@ -618,12 +598,12 @@ async def test_open_failure_and_tty_are_said() -> None:
     app = LogsApp(FakeReader([], follow=False), follow=False)
     app.logs.opener = refuse
     async with app.run_test(size=(80, 24)) as pilot:
-        await _wait(pilot, lambda: app.logs.ended, "the failure")
+        await wait_until(pilot, lambda: app.logs.ended, "the failure")
         assert "stream failed: no such container" in _drawn(app)
 
     tty = LogsApp(FakeReader([[LogLine("tty", "hello")]], follow=False, tty=True), follow=False)
     async with tty.run_test(size=(80, 24)) as pilot:
-        await _wait(pilot, lambda: tty.logs.ended, "the end")
+        await wait_until(pilot, lambda: tty.logs.ended, "the end")
         shown = _drawn(tty)
         assert "stdout and stderr are one stream" in shown and "stream ended" in shown
         assert tty.logs.view.plain_lines() == ["  hello"]

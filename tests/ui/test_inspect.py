@@ -23,7 +23,7 @@ from gputui.model.settings import Settings
 from gputui.ui.app import GpuTuiApp
 from gputui.ui.screens.inspect import InspectScreen
 from tests.support import factories
-from tests.support.pilot import current_screen, ready, screen_lines
+from tests.support.pilot import current_screen, ready, screen_lines, select_container, wait_until
 
 SCENARIO: dict[str, Any] = {"nvml": "ok", "driver_version": "580.159.04", "gpus": []}
 SECRET = "s3cr3t-value-never-on-screen"
@@ -39,27 +39,6 @@ def _app(free_run_id: str, **settings: Any) -> tuple[GpuTuiApp, Collector]:
         health=None,
     )
     return GpuTuiApp(collector, Settings(interval=60.0, **settings)), collector
-
-
-async def _wait(pilot: Pilot[None], check: Callable[[], object], what: str, s: float = 30) -> None:
-    deadline = time.monotonic() + s
-    while not check():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        await pilot.pause(0.05)
-
-
-async def _select(app: GpuTuiApp, pilot: Pilot[None], container_id: str) -> None:
-    key = f"c:{container_id}"
-    tree = app.main.ctree
-    await _wait(pilot, lambda: key in tree.nodes_by_key, f"{key} in the tree")
-    node = tree.nodes_by_key[key]
-    if node.parent is not None and not node.parent.is_expanded:
-        node.parent.expand()
-        await pilot.pause()
-    tree.move_cursor(node)
-    await pilot.pause()
-    await pilot.pause()
 
 
 def _text(app: GpuTuiApp) -> str:
@@ -85,13 +64,13 @@ async def test_i_shows_mounts_labels_env_names_and_every_process_refreshing(
     try:
         async with app.run_test(size=(120, 40)) as pilot:
             await ready(pilot, tries=500)
-            await _select(app, pilot, container.id)
+            await select_container(app, pilot, container.id)
             await pilot.press("i")
             await pilot.pause()
             screen = current_screen(app)
             assert isinstance(screen, InspectScreen)
-            await _wait(pilot, lambda: screen.details is not None, "the details")
-            await _wait(pilot, lambda: screen.processes is not None, "the processes")
+            await wait_until(pilot, lambda: screen.details is not None, "the details")
+            await wait_until(pilot, lambda: screen.processes is not None, "the processes")
             text = _text(app)
             assert "HF_TOKEN" in text and SECRET not in text
             assert f"{tmp_path} → /data  ro" in text
@@ -101,7 +80,11 @@ async def test_i_shows_mounts_labels_env_names_and_every_process_refreshing(
             assert "Processes  3 · every 2 s" in text
             # A process started later shows on a later refresh, with its in-container PID.
             container.exec_run(["sleep", "303"], detach=True)
-            await _wait(pilot, lambda: "sleep 303" in _text(app), "the new process", s=10)
+
+            def started() -> bool:
+                return "sleep 303" in _text(app)
+
+            await wait_until(pilot, started, "the new process", seconds=10)
             assert any("Inspect" in line for line in screen_lines(app))
             assert SECRET not in "\n".join(screen_lines(app))
             await pilot.press("escape")
@@ -190,7 +173,7 @@ def test_snapshot_inspect_screen(snap_compare: Any, size: tuple[int, int], utc_t
     app = InspectApp()
 
     async def run_before(pilot: Pilot[None]) -> None:
-        await _wait(
+        await wait_until(
             pilot,
             lambda: app.inspect.details is not None and app.inspect.processes is not None,
             "the facts",

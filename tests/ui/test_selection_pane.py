@@ -21,7 +21,7 @@ from gputui.model.settings import Settings
 from gputui.ui.app import GpuTuiApp
 from gputui.ui.widgets.selection_pane import LOG_LINES, LogTail, SelectionPane
 from tests.support.factories import demo_app
-from tests.support.pilot import ready, screen_lines
+from tests.support.pilot import ready, screen_lines, select_container, wait_until
 
 SCENARIO: dict[str, Any] = {"nvml": "ok", "driver_version": "580.159.04", "gpus": []}
 
@@ -35,27 +35,6 @@ def _app(free_run_id: str, **settings: Any) -> tuple[GpuTuiApp, Collector]:
         health=None,
     )
     return GpuTuiApp(collector, Settings(interval=60.0, **settings)), collector
-
-
-async def _wait(pilot: Pilot[None], check: Callable[[], object], what: str, s: float = 30) -> None:
-    deadline = time.monotonic() + s
-    while not check():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        await pilot.pause(0.05)
-
-
-async def _select(app: GpuTuiApp, pilot: Pilot[None], container_id: str) -> None:
-    key = f"c:{container_id}"
-    tree = app.main.ctree
-    await _wait(pilot, lambda: key in tree.nodes_by_key, f"{key} in the tree")
-    node = tree.nodes_by_key[key]
-    if node.parent is not None and not node.parent.is_expanded:
-        node.parent.expand()
-        await pilot.pause()
-    tree.move_cursor(node)
-    await pilot.pause()
-    await pilot.pause()
 
 
 def _pane(app: GpuTuiApp) -> SelectionPane:
@@ -94,23 +73,25 @@ async def test_the_pane_follows_the_selection_and_its_logs_at_160x50(
     try:
         async with app.run_test(size=(160, 50)) as pilot:
             await ready(pilot, tries=500)
-            await _select(app, pilot, talker.id)
+            await select_container(app, pilot, talker.id)
             assert app.main.pane_shown  # by itself at this size
             # Its first line is in the ring (on screen only while fewer ticks than rows came).
-            await _wait(pilot, lambda: _ring_has(app, "first-line"), "the talker's first line")
+            await wait_until(pilot, lambda: _ring_has(app, "first-line"), "the talker's first line")
             seen = _logs(app)
             # Following: newer lines keep coming while the pane is open.
-            await _wait(pilot, lambda: _logs(app) != seen and "tick-" in _logs(app), "new lines")
+            await wait_until(
+                pilot, lambda: _logs(app) != seen and "tick-" in _logs(app), "new lines"
+            )
             lines = screen_lines(app)
             assert any(talker.name in line and "running" in line for line in lines[-16:])
             first_tail = _pane(app).tail
             assert first_tail is not None
 
-            await _select(app, pilot, quiet.id)
+            await select_container(app, pilot, quiet.id)
             # The old stream is closed (its thread returns), the new container's is read.
             first_tail.thread.join(5)
             assert not first_tail.thread.is_alive()
-            await _wait(pilot, lambda: "evilline" in _logs(app), "the quiet container's line")
+            await wait_until(pilot, lambda: "evilline" in _logs(app), "the quiet container's line")
             assert "tick-" not in _logs(app) and "\x1b" not in _logs(app)
             assert any(quiet.name in line for line in screen_lines(app)[-16:])
 
@@ -122,7 +103,7 @@ async def test_the_pane_follows_the_selection_and_its_logs_at_160x50(
             await pilot.press("o")
             await pilot.pause()
             assert app.main.pane_shown
-            await _wait(pilot, lambda: "evilline" in _logs(app), "the logs again")
+            await wait_until(pilot, lambda: "evilline" in _logs(app), "the logs again")
     finally:
         collector.close()
 
@@ -170,7 +151,7 @@ async def test_no_logs_hides_the_pane_s_logs(
     try:
         async with app.run_test(size=(160, 50)) as pilot:
             await ready(pilot, tries=500)
-            await _select(app, pilot, container.id)
+            await select_container(app, pilot, container.id)
             await pilot.pause(0.5)
             assert "hidden (--no-logs)" in _logs(app)
             assert "secret-in-logs" not in "\n".join(screen_lines(app))
