@@ -4,10 +4,14 @@ the tests compare gputui with."""
 from __future__ import annotations
 
 import contextlib
+import json
+import os
 import subprocess
 import sys
 from collections.abc import Callable, Iterator
 from typing import Any
+
+import pytest
 
 #: A child that says it is up, then sleeps: its /proc entries hold still while it is read.
 SLEEP_CODE = "print('ready', flush=True); import time; time.sleep(60)"
@@ -69,3 +73,36 @@ def cpu_ticks(pid: int) -> int:
     with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as fh:
         fields = fh.read().rsplit(")", 1)[1].split()
     return int(fields[11]) + int(fields[12])
+
+
+#: The unprivileged user every Debian host has.
+NOBODY = 65534
+
+
+def as_nobody(fn: Callable[[], object]) -> object:
+    """Run ``fn`` in a forked child that dropped to uid nobody; return its JSON-able result.
+
+    A fork (not an exec) because the interpreter may live where nobody cannot read it. Skips
+    when not root (only root can switch users).
+    """
+    if os.geteuid() != 0:
+        pytest.skip("needs root to switch to another user")
+    read_end, write_end = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - runs in the child
+        status = 1
+        try:
+            os.close(read_end)
+            os.setgroups([])
+            os.setgid(NOBODY)
+            os.setuid(NOBODY)
+            os.write(write_end, json.dumps(fn()).encode())
+            status = 0
+        finally:
+            os._exit(status)
+    os.close(write_end)
+    with os.fdopen(read_end, "rb") as pipe:
+        data = pipe.read()
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0, "the unprivileged child failed"
+    return json.loads(data)

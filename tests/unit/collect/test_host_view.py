@@ -4,11 +4,9 @@ hidepid, from the real /proc and from prepared roots.
 
 from __future__ import annotations
 
-import json
-import os
 import shutil
 import tempfile
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import psutil
@@ -16,6 +14,7 @@ import pytest
 
 from gputui.collect.linux.proc_reader import ProcSource
 from gputui.model.processes import Visibility
+from tests.support.procfs import as_nobody
 
 DOCKER_ID = "c3da37be2142bda84fb414cdb8eb48548f2b3b6b9c24da6b37de18a260e967d8"
 
@@ -33,35 +32,7 @@ def _write_proc(root: Path, pid: int, cgroup: str | None, status: str | None) ->
         (root / str(pid) / "status").write_text(status)
 
 
-NOBODY = 65534
-
-
 # --- hidepid --------------------------------------------------------------------------------------
-
-
-def _as_nobody(fn: Callable[[], object]) -> object:
-    """Run ``fn`` in a forked child dropped to uid nobody; return its JSON-able result."""
-    if os.geteuid() != 0:
-        pytest.skip("needs root to switch to another user")
-    read_end, write_end = os.pipe()
-    pid = os.fork()
-    if pid == 0:  # pragma: no cover - runs in the child
-        status = 1
-        try:
-            os.close(read_end)
-            os.setgroups([])
-            os.setgid(NOBODY)
-            os.setuid(NOBODY)
-            os.write(write_end, json.dumps(fn()).encode())
-            status = 0
-        finally:
-            os._exit(status)
-    os.close(write_end)
-    with os.fdopen(read_end, "rb") as pipe:
-        data = pipe.read()
-    _, status = os.waitpid(pid, 0)
-    assert os.waitstatus_to_exitcode(status) == 0, "the unprivileged child failed"
-    return json.loads(data)
 
 
 def _mountinfo(options: str) -> str:
@@ -187,7 +158,7 @@ def test_hidepid_seen_from_a_prepared_proc_root(shared_dir: Path) -> None:
             seen[options] = [visibility.host_pid_namespace, visibility.proc_hidepid]
         return seen
 
-    seen = _as_nobody(look)
+    seen = as_nobody(look)
     assert isinstance(seen, dict)
     for options, hidepid in HIDEPID_CASES.items():
         # Not "outside the host PID namespace" under hidepid: it hides kthreadd too, so the

@@ -33,8 +33,10 @@ from gputui.collect.linux.proc_reader import MAX_CMDLINE_BYTES, ProcSource
 from gputui.model.processes import ProcessInfo, Visibility
 from tests.support.procfs import (
     BUSY_CODE,
+    NOBODY,
     SLEEP_CODE,
     Spawn,
+    as_nobody,
     cpu_ticks,
     end_child,
     wait_ready,
@@ -42,7 +44,6 @@ from tests.support.procfs import (
 
 DOCKER_ID = "c3da37be2142bda84fb414cdb8eb48548f2b3b6b9c24da6b37de18a260e967d8"
 OTHER_ID = "a51a9f7d073f848e7fc59e56e8f11524f330a2175a4ed26327da2dfe0d28015f"
-NOBODY = 65534
 
 
 def _unused_pid() -> int:
@@ -55,34 +56,6 @@ def _wait_for_zombie(pid: int) -> None:
     while psutil.Process(pid).status() != psutil.STATUS_ZOMBIE:
         assert time.monotonic() < deadline, "child never became a zombie"
         time.sleep(0.01)
-
-
-def _as_nobody(fn: Callable[[], object]) -> object:
-    """Run ``fn`` in a forked child that dropped to uid nobody; return its JSON-able result.
-
-    A fork (not an exec) because the interpreter may live where nobody cannot read it.
-    """
-    if os.geteuid() != 0:
-        pytest.skip("needs root to switch to another user")
-    read_end, write_end = os.pipe()
-    pid = os.fork()
-    if pid == 0:  # pragma: no cover - runs in the child
-        status = 1
-        try:
-            os.close(read_end)
-            os.setgroups([])
-            os.setgid(NOBODY)
-            os.setuid(NOBODY)
-            os.write(write_end, json.dumps(fn()).encode())
-            status = 0
-        finally:
-            os._exit(status)
-    os.close(write_end)
-    with os.fdopen(read_end, "rb") as pipe:
-        data = pipe.read()
-    _, status = os.waitpid(pid, 0)
-    assert os.waitstatus_to_exitcode(status) == 0, "the unprivileged child failed"
-    return json.loads(data)
 
 
 def _respawn_with_pid(pid: int, code: str) -> subprocess.Popen[bytes]:
@@ -521,7 +494,7 @@ def test_unreadable_cgroup_file_sets_access_denied(sleeper: subprocess.Popen[byt
             info = ProcSource(root).read([sleeper.pid])[sleeper.pid]
             return [info.exists, info.access_denied, info.container_id, info.container_pid]
 
-        assert _as_nobody(read) == [True, True, None, 3]
+        assert as_nobody(read) == [True, True, None, 3]
     finally:
         for path in sorted(root.rglob("*"), reverse=True):
             path.chmod(0o700)

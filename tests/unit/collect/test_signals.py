@@ -21,36 +21,7 @@ from gputui.collect.linux.host_view import HOST_PID_NS_LINK
 from gputui.collect.linux.proc_parse import PF_KTHREAD
 from gputui.collect.linux.proc_reader import ProcSource
 from tests.support.paths import REPO
-
-NOBODY = 65534
-
-
-def _as_nobody(fn: Callable[[], object]) -> object:
-    """Run ``fn`` in a forked child that dropped to uid nobody; return its JSON-able result.
-
-    A fork (not an exec) because the interpreter may live where nobody cannot read it.
-    """
-    if os.geteuid() != 0:
-        pytest.skip("needs root to switch to another user")
-    read_end, write_end = os.pipe()
-    pid = os.fork()
-    if pid == 0:  # pragma: no cover - runs in the child
-        status = 1
-        try:
-            os.close(read_end)
-            os.setgroups([])
-            os.setgid(NOBODY)
-            os.setuid(NOBODY)
-            os.write(write_end, json.dumps(fn()).encode())
-            status = 0
-        finally:
-            os._exit(status)
-    os.close(write_end)
-    with os.fdopen(read_end, "rb") as pipe:
-        data = pipe.read()
-    _, status = os.waitpid(pid, 0)
-    assert os.waitstatus_to_exitcode(status) == 0, "the unprivileged child failed"
-    return json.loads(data)
+from tests.support.procfs import as_nobody
 
 
 def _start(pid: int) -> float:
@@ -137,7 +108,7 @@ def test_signal_permission_denied(sleeper: subprocess.Popen[bytes]) -> None:
     owner = pwd.getpwuid(os.getuid()).pw_name
     start = _start(sleeper.pid)
     # Signal 0 only probes permission, so nothing is delivered even if the check were wrong.
-    message = _as_nobody(lambda: ProcSource().send_signal(sleeper.pid, 0, start))
+    message = as_nobody(lambda: ProcSource().send_signal(sleeper.pid, 0, start))
     assert message == (
         f"permission denied: process {sleeper.pid} belongs to {owner} "
         "(run gputui as that user or root)"
