@@ -93,6 +93,40 @@ def test_processes_are_every_process_of_the_container_with_both_pids(
         source.close()
 
 
+def test_processes_in_a_sub_pid_namespace_show_their_pid_in_the_container(
+    run_container: Callable[..., Any], free_run_id: str
+) -> None:
+    """``unshare -fp`` in the container: its sleeps are PIDs 1 and 2 of a namespace below the
+    container's; the list shows their PIDs in the container's namespace, as the tree does."""
+    inner = "busybox sleep 3101 & exec busybox sleep 3102"
+    box = run_container(
+        ["sh", "-c", f"busybox unshare -fp --mount-proc busybox sh -c '{inner}' & wait"],
+        name=f"inspect-subns-{free_run_id}",
+        network_mode="none",
+        cap_add=["SYS_ADMIN"],  # unshare(CLONE_NEWPID) and the proc mount need it
+    )
+    source = _source(free_run_id)
+    try:
+        deadline = time.monotonic() + 20
+        while True:
+            listed = {p.command: p for p in source.processes(box.id).processes}
+            if {"busybox sleep 3101", "busybox sleep 3102"} <= listed.keys():
+                break
+            assert time.monotonic() < deadline, listed
+            time.sleep(0.1)
+    finally:
+        source.close()
+    script = 'for d in /proc/[0-9]*; do echo "${d#/proc/} $(tr "\\0" " " < $d/cmdline)"; done'
+    inside = {}
+    for line in box.exec_run(["sh", "-c", script]).output.decode().splitlines():
+        number, _, command = line.partition(" ")
+        if number.isdigit():
+            inside[command.strip()] = int(number)
+    for command in ("busybox sleep 3101", "busybox sleep 3102"):
+        assert listed[command].container_pid == inside[command], (command, listed[command])
+        assert listed[command].container_pid not in (1, 2)  # not the sub-namespace's
+
+
 def test_processes_are_capped_and_counted(
     run_container: Callable[..., Any], free_run_id: str
 ) -> None:

@@ -23,7 +23,7 @@ from pathlib import Path
 from gputui.collect.linux.cgroup_usage import cgroup_path_from_proc
 from gputui.collect.linux.fileio import read_capped
 from gputui.collect.linux.membership import parse_nspid_fields, path_names_container
-from gputui.collect.linux.proc_parse import parse_cmdline, parse_stat, real_uid
+from gputui.collect.linux.proc_parse import container_pid, parse_cmdline, parse_stat, real_uid
 from gputui.model.containers import ContainerProcess, ContainerProcesses
 
 #: The most processes one read describes (a container may run thousands: the rest are counted).
@@ -88,8 +88,11 @@ class ContainerTop:
             now = time.monotonic()
             samples: dict[int, tuple[int, int, float]] = {}
             shown: list[ContainerProcess] = []
+            # The init's NSpid depth is the container's PID namespace: a process in a
+            # sub-namespace below it is shown with its PID in the container's, as everywhere.
+            init = self._nspid(init_pid)
             for pid in sorted(pids)[: self._limit]:
-                process = self._process(pid, now, samples)
+                process = self._process(pid, now, samples, init)
                 if process is not None:
                     shown.append(process)
             self._samples = samples  # only the PIDs listed now: the dict stays bounded
@@ -159,8 +162,18 @@ class ContainerTop:
 
     # --- one PID's facts ----------------------------------------------------------------------
 
+    def _nspid(self, pid: int) -> tuple[int, ...]:
+        status, _ = read_capped(self._proc / str(pid) / "status", _STATUS_BYTES)
+        if status is None:
+            return ()
+        return parse_nspid_fields(status.decode("utf-8", "replace")) or ()
+
     def _process(
-        self, pid: int, now: float, samples: dict[int, tuple[int, int, float]]
+        self,
+        pid: int,
+        now: float,
+        samples: dict[int, tuple[int, int, float]],
+        init: tuple[int, ...] = (),
     ) -> ContainerProcess | None:
         folder = self._proc / str(pid)
         raw, _ = read_capped(folder / "stat", _STAT_BYTES)
@@ -172,8 +185,8 @@ class ContainerTop:
         nspid: int | None = None
         uid: int | None = None
         if status is not None:
-            fields = parse_nspid_fields(status.decode("utf-8", "replace"))
-            nspid = fields[-1] if fields else None
+            fields = parse_nspid_fields(status.decode("utf-8", "replace")) or ()
+            nspid = container_pid(fields, (init,))
             uid = real_uid(status)
         argv = (
             parse_cmdline(cmdline[:_CMDLINE_BYTES], cut=len(cmdline) > _CMDLINE_BYTES)
