@@ -37,6 +37,7 @@ import time
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from gputui.boundary.userfiles import UserFileError, open_user_append, open_user_database
 from gputui.ledger.quantities import Amounts, Device, Gap, Subject
@@ -550,6 +551,18 @@ class Store:
 
     # -- reading --------------------------------------------------------------------------
 
+    def _read(self, sql: str, params: Sequence[object] = (), *, one: bool = False) -> Any:
+        """The rows of a read (the first row with ``one``).
+
+        Raises:
+            StoreError: the store cannot be read (damaged), one line naming it.
+        """
+        try:
+            cursor = self.conn.execute(sql, params)
+            return cursor.fetchone() if one else cursor.fetchall()
+        except sqlite3.DatabaseError as exc:
+            raise StoreError(f"cannot read ledger store {self.path}: {exc}") from None
+
     @staticmethod
     def plan(since: float, until: float, now: float) -> list[tuple[int, int, int]]:
         """The bucket ranges a window is read from: ``(tier, first start, end)`` each.
@@ -601,18 +614,15 @@ class Store:
             StoreError: the store cannot be read (damaged).
         """
         where, params = self._ranges(since, until, now)
-        try:
-            rows = self.conn.execute(
-                "SELECT d.name, d.uuid, d.model, s.kind, s.key, s.name, s.image, s.project,"
-                " s.service, s.pod, s.owner, sum(u.reserved_ms), sum(u.occupied_ms),"
-                " sum(u.busy_ms), sum(u.mem_mib_s), max(u.mem_peak_mib), sum(u.idle_mj),"
-                " sum(u.dynamic_mj) FROM (SELECT * FROM usage WHERE " + where + ") u"
-                " JOIN devices d ON d.id = u.device JOIN subjects s ON s.id = u.subject"
-                " GROUP BY u.device, u.subject",
-                params,
-            ).fetchall()
-        except sqlite3.DatabaseError as exc:
-            raise StoreError(f"cannot read ledger store {self.path}: {exc}") from None
+        rows = self._read(
+            "SELECT d.name, d.uuid, d.model, s.kind, s.key, s.name, s.image, s.project,"
+            " s.service, s.pod, s.owner, sum(u.reserved_ms), sum(u.occupied_ms),"
+            " sum(u.busy_ms), sum(u.mem_mib_s), max(u.mem_peak_mib), sum(u.idle_mj),"
+            " sum(u.dynamic_mj) FROM (SELECT * FROM usage WHERE " + where + ") u"
+            " JOIN devices d ON d.id = u.device JOIN subjects s ON s.id = u.subject"
+            " GROUP BY u.device, u.subject",
+            params,
+        )
         out = []
         for r in rows:
             subject = Subject(r[3], r[4], r[5], r[6], r[7], r[8], r[9], r[10])
@@ -639,18 +649,15 @@ class Store:
         """
         slot_s = max(3600, int(slot_s))
         lo = bucket(since, 3600)
-        try:
-            rows = self.conn.execute(
-                "SELECT (u.start - ?) / ?, d.name, d.uuid, d.model, s.kind, s.key, s.name,"
-                " s.image, s.project, s.service, s.pod, s.owner, sum(u.reserved_ms),"
-                " sum(u.busy_ms) FROM usage u JOIN devices d ON d.id = u.device"
-                " JOIN subjects s ON s.id = u.subject"
-                " WHERE u.tier = 2 AND u.start >= ? AND u.start < ?"
-                " GROUP BY 1, u.device, u.subject",
-                (lo, slot_s, lo, until),
-            ).fetchall()
-        except sqlite3.DatabaseError as exc:
-            raise StoreError(f"cannot read ledger store {self.path}: {exc}") from None
+        rows = self._read(
+            "SELECT (u.start - ?) / ?, d.name, d.uuid, d.model, s.kind, s.key, s.name,"
+            " s.image, s.project, s.service, s.pod, s.owner, sum(u.reserved_ms),"
+            " sum(u.busy_ms) FROM usage u JOIN devices d ON d.id = u.device"
+            " JOIN subjects s ON s.id = u.subject"
+            " WHERE u.tier = 2 AND u.start >= ? AND u.start < ?"
+            " GROUP BY 1, u.device, u.subject",
+            (lo, slot_s, lo, until),
+        )
         out = []
         for r in rows:
             subject = Subject(r[4], r[5], r[6], r[7], r[8], r[9], r[10], r[11])
@@ -661,14 +668,12 @@ class Store:
     def coverage(self, since: float, until: float, now: float | None = None) -> Coverage:
         """What the buckets of ``[since, until)`` cover (see :meth:`usage`)."""
         where, params = self._ranges(since, until, now)
-        try:
-            row = self.conn.execute(
-                "SELECT coalesce(sum(wall_ms), 0), coalesce(sum(device_ms), 0),"
-                " coalesce(sum(energy_mj), 0) FROM coverage WHERE " + where,
-                params,
-            ).fetchone()
-        except sqlite3.DatabaseError as exc:
-            raise StoreError(f"cannot read ledger store {self.path}: {exc}") from None
+        row = self._read(
+            "SELECT coalesce(sum(wall_ms), 0), coalesce(sum(device_ms), 0),"
+            " coalesce(sum(energy_mj), 0) FROM coverage WHERE " + where,
+            params,
+            one=True,
+        )
         return Coverage(row[0] / 1e3, row[1] / 1e3, row[2] / 1e3)
 
     def timeline_index(self, since: float, until: float) -> list[tuple[float, bool]]:
@@ -677,13 +682,10 @@ class Store:
         Raises:
             StoreError: the store cannot be read (damaged).
         """
-        try:
-            rows = self.conn.execute(
-                "SELECT t, full FROM timeline WHERE t >= ? AND t < ? ORDER BY t LIMIT ?",
-                (since, until, MAX_TIMELINE_ROWS),
-            ).fetchall()
-        except sqlite3.DatabaseError as exc:
-            raise StoreError(f"cannot read ledger store {self.path}: {exc}") from None
+        rows = self._read(
+            "SELECT t, full FROM timeline WHERE t >= ? AND t < ? ORDER BY t LIMIT ?",
+            (since, until, MAX_TIMELINE_ROWS),
+        )
         return [(float(t), bool(full)) for t, full in rows]
 
     def timeline_blobs(self, first: float, last: float) -> list[tuple[float, bytes]]:
@@ -692,13 +694,10 @@ class Store:
         Raises:
             StoreError: the store cannot be read (damaged).
         """
-        try:
-            rows = self.conn.execute(
-                "SELECT t, record FROM timeline WHERE t >= ? AND t <= ? ORDER BY t LIMIT ?",
-                (first, last, MAX_TIMELINE_ROWS),
-            ).fetchall()
-        except sqlite3.DatabaseError as exc:
-            raise StoreError(f"cannot read ledger store {self.path}: {exc}") from None
+        rows = self._read(
+            "SELECT t, record FROM timeline WHERE t >= ? AND t <= ? ORDER BY t LIMIT ?",
+            (first, last, MAX_TIMELINE_ROWS),
+        )
         return [(float(t), bytes(blob)) for t, blob in rows if isinstance(blob, bytes)]
 
     def events(self, since: float, until: float) -> list[LifecycleEvent]:
@@ -707,15 +706,12 @@ class Store:
         Raises:
             StoreError: the store cannot be read (damaged).
         """
-        try:
-            rows = self.conn.execute(
-                "SELECT e.t, s.kind, s.key, s.name, s.image, s.project, s.service, s.pod,"
-                " s.owner, e.kind, e.detail FROM events e JOIN subjects s ON s.id = e.subject"
-                " WHERE e.t >= ? AND e.t < ? ORDER BY e.t LIMIT ?",
-                (since, until, MAX_TIMELINE_ROWS),
-            ).fetchall()
-        except sqlite3.DatabaseError as exc:
-            raise StoreError(f"cannot read ledger store {self.path}: {exc}") from None
+        rows = self._read(
+            "SELECT e.t, s.kind, s.key, s.name, s.image, s.project, s.service, s.pod,"
+            " s.owner, e.kind, e.detail FROM events e JOIN subjects s ON s.id = e.subject"
+            " WHERE e.t >= ? AND e.t < ? ORDER BY e.t LIMIT ?",
+            (since, until, MAX_TIMELINE_ROWS),
+        )
         return [
             LifecycleEvent(
                 float(r[0]),
@@ -728,23 +724,17 @@ class Store:
 
     def gaps(self, since: float, until: float) -> list[Gap]:
         """The gaps overlapping ``[since, until)``, oldest first."""
-        try:
-            rows = self.conn.execute(
-                "SELECT start, end, reason FROM gaps WHERE end > ? AND start < ? ORDER BY start",
-                (since, until),
-            ).fetchall()
-        except sqlite3.DatabaseError as exc:
-            raise StoreError(f"cannot read ledger store {self.path}: {exc}") from None
+        rows = self._read(
+            "SELECT start, end, reason FROM gaps WHERE end > ? AND start < ? ORDER BY start",
+            (since, until),
+        )
         return [Gap(float(a), float(b), str(c)) for a, b, c in rows]
 
     def sessions(self) -> list[Session]:
         """Every writer's run, oldest first."""
-        try:
-            rows = self.conn.execute(
-                "SELECT pid, program, started, first, last, ended FROM sessions ORDER BY id"
-            ).fetchall()
-        except sqlite3.DatabaseError as exc:
-            raise StoreError(f"cannot read ledger store {self.path}: {exc}") from None
+        rows = self._read(
+            "SELECT pid, program, started, first, last, ended FROM sessions ORDER BY id"
+        )
         return [Session(int(p), str(g), float(s), f, la, e) for p, g, s, f, la, e in rows]
 
     def schema_version(self) -> int:
