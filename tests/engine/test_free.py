@@ -23,6 +23,7 @@ from gputui.model.gpu import GpuProcessSample, GpuSample
 from gputui.model.processes import GpuProcess, ProcessInfo, Visibility
 from gputui.model.snapshot import ContainerUsage, HostInfo, Snapshot
 from gputui.model.status import Finding, FindingSeverity, SourceStatus
+from tests.support.gputui_process import run_free, run_free_settled
 
 MIB = 1024 * 1024
 GIB = 1024 * MIB
@@ -214,16 +215,6 @@ def test_hostile_container_name_is_inert_in_the_explanation() -> None:
 # -- the command ------------------------------------------------------------------------------
 
 
-def _free(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "gputui", "free", *args],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        env=dict(os.environ),
-    )
-
-
 @pytest.mark.parametrize(
     "args",
     [
@@ -236,7 +227,7 @@ def _free(*args: str) -> subprocess.CompletedProcess[str]:
     ],
 )
 def test_bad_input_is_one_line_and_status_2(args: list[str]) -> None:
-    result = _free(*args)
+    result = run_free(*args)
     assert result.returncode == 2
     assert result.stdout == ""
     assert len(result.stderr.strip().splitlines()) == 1, result.stderr
@@ -245,13 +236,13 @@ def test_bad_input_is_one_line_and_status_2(args: list[str]) -> None:
 def test_bad_scenario_is_one_line_and_status_2(tmp_path: Path) -> None:
     path = tmp_path / "s.json"
     path.write_text('{"gpus": [{"utilization_gpu": 150}]}')
-    result = _free("--scenario", str(path))
+    result = run_free("--scenario", str(path))
     assert result.returncode == 2
     assert "utilization_gpu" in result.stderr and len(result.stderr.splitlines()) == 1
 
 
 def test_demo_machine_has_no_free_gpu_but_a_free_mig_device_and_says_why() -> None:
-    result = _free("--demo", "-n", "2")
+    result = run_free("--demo", "-n", "2")
     assert result.returncode == 1
     assert result.stdout == ""
     err = result.stderr
@@ -261,7 +252,7 @@ def test_demo_machine_has_no_free_gpu_but_a_free_mig_device_and_says_why() -> No
     assert "MIG device 3:1: reserved by idle container notebook-gpu3" in err
     assert "held by PID 999999 nobody can see" in err
     # One device for one job: the free MIG device 3:2, by its UUID.
-    one = _free("--demo")
+    one = run_free("--demo")
     assert one.returncode == 0 and one.stdout.startswith("MIG-"), one.stderr
 
 
@@ -277,48 +268,6 @@ def test_free_never_loads_textual(tmp_path: Path) -> None:
     )
     assert result.returncode == 1, result.stderr
     assert json.loads(result.stdout)["enough"] is False
-
-
-#: ``gputui free`` whose container engines are the test engine's containers with one label
-#: (argv[1]) only: the engine is shared, and a container of someone else's reserving a GPU
-#: (``NVIDIA_VISIBLE_DEVICES=0``, or a leaked Created one) must not change the verdict here.
-_SCOPED_FREE = """
-import sys
-import gputui.wiring.compose as compose
-from gputui.cli.main import main
-from gputui.collect.docker.source import DockerSource
-
-label = sys.argv[1]
-compose.container_sources = lambda *a, **k: [
-    DockerSource(label=label, timeout=compose.DOCKER_READ_S)
-]
-raise SystemExit(main(["free", *sys.argv[2:]]))
-"""
-
-
-def _free_scoped(label: str, *args: str) -> subprocess.CompletedProcess[str]:
-    """``gputui free ARGS`` in a process of its own, seeing only containers labelled ``label``."""
-    return subprocess.run(
-        [sys.executable, "-c", _SCOPED_FREE, label, *args],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        env=dict(os.environ),
-    )
-
-
-def _free_settled(label: str, *args: str) -> subprocess.CompletedProcess[str]:
-    """``gputui free`` again (3 tries) while the engine, slowed by other work, did not answer.
-
-    Only the containers labelled ``label`` (this run's) are read: see :data:`_SCOPED_FREE`.
-    """
-    for _ in range(3):
-        result = _free_scoped(label, *args)
-        # Said on stderr, or among the JSON document's caveats with --json.
-        said = result.stderr + result.stdout
-        if "Docker did not answer" not in said and "engine answered slowly" not in said:
-            break
-    return result
 
 
 def _host_pid(container: Any) -> int:
@@ -363,10 +312,10 @@ def test_free_on_a_machine_with_a_reserved_idle_container_a_busy_and_an_orphan_h
     path.write_text(json.dumps(scenario))
 
     # Default: the qualifying GPUs, best first, and nothing else on stdout.
-    result = _free_settled(scope, "--scenario", str(path))
+    result = run_free_settled(scope, "--scenario", str(path))
     assert (result.returncode, result.stdout, result.stderr) == (0, "4,0\n", "")
 
-    explained = _free_settled(scope, "--scenario", str(path), "--explain", "-n", "1")
+    explained = run_free_settled(scope, "--scenario", str(path), "--explain", "-n", "1")
     assert (explained.returncode, explained.stdout) == (0, "4\n")
     lines = explained.stderr.splitlines()
     assert lines[0].startswith("gputui free: 2 of 5 GPUs qualify: 4 (")
@@ -380,16 +329,16 @@ def test_free_on_a_machine_with_a_reserved_idle_container_a_busy_and_an_orphan_h
 
     # Too few: nothing on stdout (an empty CUDA_VISIBLE_DEVICES, never a short list), the
     # reasons on stderr, status 1.
-    short = _free_settled(scope, "--scenario", str(path), "-n", "3")
+    short = run_free_settled(scope, "--scenario", str(path), "-n", "3")
     assert (short.returncode, short.stdout) == (1, "")
     assert "2 of 5 GPUs qualify, 3 asked for" in short.stderr
     assert "GPU 3:" in short.stderr
 
     # A memory floor leaves GPU 0 (80000 MiB) out.
-    big = _free_settled(scope, "--scenario", str(path), "--min-free-memory", "100G")
+    big = run_free_settled(scope, "--scenario", str(path), "--min-free-memory", "100G")
     assert (big.returncode, big.stdout) == (0, "4\n")
 
-    doc = json.loads(_free_settled(scope, "--scenario", str(path), "--json", "-n", "2").stdout)
+    doc = json.loads(run_free_settled(scope, "--scenario", str(path), "--json", "-n", "2").stdout)
     assert doc["selected"] == [4, 0] and doc["cuda_visible_devices"] == "4,0"
     assert doc["enough"] is True and doc["asked"]["count"] == 2
     verdicts = {g["index"]: g for g in doc["gpus"]}
@@ -405,7 +354,7 @@ def test_free_on_a_machine_with_a_reserved_idle_container_a_busy_and_an_orphan_h
 def test_without_a_driver_no_gpu_qualifies_and_the_reason_is_said(tmp_path: Path) -> None:
     path = tmp_path / "nodriver.json"
     path.write_text('{"nvml": "DriverNotLoaded"}')
-    result = _free("--scenario", str(path), "--json")
+    result = run_free("--scenario", str(path), "--json")
     assert result.returncode == 1
     doc = json.loads(result.stdout)
     assert doc["gpus"] == [] and doc["selected"] == [] and doc["enough"] is False
@@ -430,14 +379,14 @@ def test_uuid_output_names_the_same_gpus_as_the_indexes(
     }
     path = tmp_path / "uuids.json"
     path.write_text(json.dumps(scenario))
-    plain = _free_settled(scope, "--scenario", str(path), "--uuid")
-    doc = json.loads(_free_settled(scope, "--scenario", str(path), "--uuid", "--json").stdout)
+    plain = run_free_settled(scope, "--scenario", str(path), "--uuid")
+    doc = json.loads(run_free_settled(scope, "--scenario", str(path), "--uuid", "--json").stdout)
     assert doc["cuda_visible_devices"] == ",".join(uuids[i] for i in doc["selected"])
     assert [e for g in doc["gpus"] for e in g["excluded_because"]] == []
     assert doc["selected"] == [1, 0]  # most free memory first
     assert doc["cuda_visible_devices"] == f"{uuids[1]},{uuids[0]}"
     assert (plain.returncode, plain.stdout) == (0, f"{uuids[1]},{uuids[0]}\n")
-    indexes = _free_settled(scope, "--scenario", str(path), "-n", "1")
+    indexes = run_free_settled(scope, "--scenario", str(path), "-n", "1")
     assert indexes.stdout == "1\n", indexes.stderr
 
 
@@ -490,7 +439,7 @@ def test_scenario_uuids_are_nvml_forms_and_unique(
     path = tmp_path / "uuids.json"
     gpus = [{"index": i, "uuid": u} for i, u in enumerate(uuids)]
     path.write_text(json.dumps({"gpus": gpus}))
-    result = _free("--scenario", str(path), "--uuid")
+    result = run_free("--scenario", str(path), "--uuid")
     assert result.returncode == 2, result
     assert result.stdout == ""  # nothing for CUDA_VISIBLE_DEVICES
     assert len(result.stderr.splitlines()) == 1 and said in result.stderr, result.stderr
@@ -502,7 +451,7 @@ def test_a_mig_uuid_twice_is_refused(tmp_path: Path) -> None:
     instances = [{"gi_id": 1, "ci_id": 0, "uuid": mig}, {"gi_id": 2, "ci_id": 0, "uuid": mig}]
     path = tmp_path / "mig.json"
     path.write_text(json.dumps({"gpus": [{"index": 0, "mig_instances": instances}]}))
-    result = _free("--scenario", str(path))
+    result = run_free("--scenario", str(path))
     assert result.returncode == 2
     assert "gpus[0].mig_instances[1].uuid" in result.stderr and "is also" in result.stderr
 

@@ -10,9 +10,6 @@ process of a second one.
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -24,6 +21,7 @@ from gputui.model.containers import ContainerInfo
 from gputui.model.gpu import GpuProcessSample, GpuSample, MigInstance
 from gputui.model.processes import GpuProcess, ProcessInfo
 from gputui.model.snapshot import ContainerUsage, HostInfo, Snapshot
+from tests.support.gputui_process import run_free
 
 GIB = 1024**3
 MIG_UUIDS = [
@@ -133,19 +131,9 @@ def test_a_whole_free_gpu_comes_before_any_mig_device() -> None:
 # -- the command ---------------------------------------------------------------------------------
 
 
-def _free(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "gputui", "free", *args],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        env={**os.environ, "GPUTUI_SCENARIO": ""},
-    )
-
-
 @pytest.mark.parametrize("size", ["40", "40.5", " 7 "])
 def test_a_size_without_a_unit_is_refused(size: str) -> None:
-    result = _free("--demo", "--min-free-memory", size)
+    result = run_free("--demo", "--min-free-memory", size)
     assert result.returncode == 2 and result.stdout == ""
     (line,) = result.stderr.splitlines()
     assert "has no unit: write e.g." in line and "GiB" in line
@@ -155,7 +143,7 @@ def test_a_size_without_a_unit_is_refused(size: str) -> None:
 def test_a_size_with_a_unit_still_works(size: str, qualifies: bool, tmp_path: Path) -> None:
     path = tmp_path / "one-free.json"
     path.write_text(json.dumps({"gpus": [{"index": 0, "memory_total_mib": 16384}]}))
-    result = _free("--scenario", str(path), "--min-free-memory", size)
+    result = run_free("--scenario", str(path), "--min-free-memory", size)
     assert (result.returncode == 0) is qualifies, result.stderr
 
 
@@ -184,15 +172,16 @@ def test_free_offers_the_free_mig_device_of_a_partitioned_gpu(
     gpu["mig_instances"][1]["memory_used_mib"] = 0
     path = tmp_path / "mig.json"
     path.write_text(json.dumps({"nvml": "ok", "gpus": [gpu]}))
+    scope = f"gputui-test={free_run_id}"
 
-    result = _free("--scenario", str(path), "--explain")
+    result = run_free("--scenario", str(path), "--explain", label=scope)
     assert result.returncode == 0, result.stderr
     assert result.stdout == MIG_UUIDS[2] + "\n"
     assert "MIG device 0:2 (NVIDIA H200 MIG 1g.18gb, 16.5GiB free) qualifies" in result.stderr
     assert f"MIG device 0:1: reserved by idle container {reserved}" in result.stderr
     assert "MIG device 0:0: used by 1 process" in result.stderr
 
-    doc = json.loads(_free("--scenario", str(path), "--json").stdout)
+    doc = json.loads(run_free("--scenario", str(path), "--json", label=scope).stdout)
     assert doc["enough"] is True and doc["selected"] == []
     assert doc["selected_mig_devices"] == ["0:2"]
     assert doc["cuda_visible_devices"] == MIG_UUIDS[2]
@@ -200,6 +189,6 @@ def test_free_offers_the_free_mig_device_of_a_partitioned_gpu(
     assert verdicts == {"0:2": [], "0:0": ["processes"], "0:1": ["reserved"]}
     assert [g["index"] for g in doc["gpus"]] == [0]  # the whole GPUs' list keeps its shape
 
-    two = _free("--scenario", str(path), "-n", "2")
+    two = run_free("--scenario", str(path), "-n", "2", label=scope)
     assert two.returncode == 1 and two.stdout == ""
     assert "a CUDA process uses one MIG device" in two.stderr

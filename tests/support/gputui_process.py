@@ -46,6 +46,58 @@ def run_gputui(
     )
 
 
+#: ``gputui free`` whose container engine is the test engine seen through one label (argv[1]):
+#: the engine is shared by parallel workers, and another test's container reserving a GPU
+#: (``NVIDIA_VISIBLE_DEVICES=0``, or a leaked Created one) must not change a verdict here.
+_SCOPED_FREE = """
+import sys
+import gputui.wiring.compose as compose
+from gputui.cli.main import main
+from gputui.collect.docker.source import DockerSource
+
+label = sys.argv[1]
+compose.container_sources = lambda *a, **k: [
+    DockerSource(label=label, timeout=compose.DOCKER_READ_S)
+]
+raise SystemExit(main(["free", *sys.argv[2:]]))
+"""
+
+#: A label no container carries: ``gputui free`` that sees the engine answer with no container.
+NO_CONTAINERS = "gputui-test=no-container-carries-this"
+
+
+def run_free(*args: str, label: str = NO_CONTAINERS) -> subprocess.CompletedProcess[str]:
+    """``gputui free ARGS`` in a process of its own, seeing only containers labelled ``label``.
+
+    Args:
+        *args: the command's arguments.
+        label: ``KEY=VALUE``; by default one no container carries, so a verdict on a scenario
+            file is never changed by other tests' containers on the shared engine.
+
+    Returns:
+        The finished process, text output.
+    """
+    return subprocess.run(
+        [sys.executable, "-c", _SCOPED_FREE, label, *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "GPUTUI_SCENARIO": ""},
+        cwd=REPO,
+    )
+
+
+def run_free_settled(label: str, *args: str) -> subprocess.CompletedProcess[str]:
+    """:func:`run_free` again (3 tries) while the engine, slowed by other work, did not answer."""
+    for _ in range(3):
+        result = run_free(*args, label=label)
+        # Said on stderr, or among the JSON document's caveats with --json.
+        said = result.stderr + result.stdout
+        if "Docker did not answer" not in said and "engine answered slowly" not in said:
+            break
+    return result
+
+
 def write_scenario(path: Path, data: dict[str, Any]) -> Path:
     """Write a scenario file (atomically: a concurrent reader never sees half a file)."""
     tmp = path.with_suffix(".tmp")
