@@ -24,7 +24,8 @@ from gputui.boundary.startup_trace import mark
 from gputui.model.settings import MAX_INTERVAL_S, MIN_INTERVAL_S
 
 if TYPE_CHECKING:
-    pass
+    from gputui.collect.nvml.early import EarlyNvml
+    from gputui.model.settings import Settings
 from gputui.cli.args import (
     Parser,
     add_config,
@@ -150,6 +151,8 @@ def _main(argv: Sequence[str] | None) -> int:
     # the program loads and NVML starts, instead of being waited for at the end.
     one_shot = (args.once or args.json) and args.replay is None and not settings.demo
     early = sample_cpu_early() if one_shot else None
+    # NVML's start (and a one-shot's first GPM samples) overlaps the imports that follow.
+    gpu = _start_nvml(args, settings, once=args.once or args.json)
     from gputui.config.file import load_config
     from gputui.config.values import ConfigError
 
@@ -180,7 +183,7 @@ def _main(argv: Sequence[str] | None) -> int:
         except ScenarioError as exc:
             return fail_usage(str(exc))
     if args.once or args.json:
-        return run_once(settings, config.alert_rules, as_json=args.json, early=early)
+        return run_once(settings, config.alert_rules, as_json=args.json, early=early, gpu=gpu)
     # after every input check: a bad file is named first. A monitor `gputui serve` started for
     # a browser tab has pipes, and Textual's web driver draws for the browser through them
     # (gputui.serve is only imported to ask that, when there is no terminal).
@@ -197,14 +200,30 @@ def _main(argv: Sequence[str] | None) -> int:
         from gputui.collect.loop import Prefetched
         from gputui.wiring.compose import build_collector
 
-        collector = Prefetched(build_collector(settings))
+        collector = Prefetched(build_collector(settings, gpu=gpu))
+        gpu = None  # the collector's now
         problem = scope_error(collector.first(), settings.scope)
         if problem is not None:
             collector.close()
             return fail_usage(problem)
     # run_tui returns the exit status (non-zero after a crash); None means a clean exit.
-    status: int | None = run_tui(settings, collector=collector, config=config)
+    status: int | None = run_tui(settings, collector=collector, config=config, gpu=gpu)
     return status or 0
+
+
+def _start_nvml(args: argparse.Namespace, settings: Settings, *, once: bool) -> EarlyNvml | None:
+    """NVML starting on its own thread now, for the collector of this machine; None else.
+
+    The monitor's and the one-shot's collector read it (:class:`EarlyNvml`); a demo, a
+    scenario or a replay reads no NVML.
+    """
+    if settings.demo or settings.scenario is not None or args.replay is not None:
+        return None
+    from gputui.collect.nvml.early import EarlyNvml
+
+    # --once skips PCIe throughput: it samples for 20 ms per direction per GPU, most of a
+    # one-shot's NVML time; the TUI reads it on its slow lane.
+    return EarlyNvml(background=not once, slow_interval=settings.slow_interval, pcie=not once)
 
 
 def reclaim_command(argv: Sequence[str]) -> int:

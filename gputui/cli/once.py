@@ -11,6 +11,7 @@ from gputui.model.settings import Settings
 
 if TYPE_CHECKING:
     from gputui.collect.linux.proc_reader import EarlyCpuSample
+    from gputui.collect.sources import GpuSource
     from gputui.derive.alerts import AlertRule
     from gputui.derive.analysis import Analysis
     from gputui.model.snapshot import Snapshot
@@ -27,15 +28,25 @@ def sample_cpu_early() -> EarlyCpuSample | None:
         return None  # the collection takes its own sample, and says what it cannot read
 
 
-def collect_once(settings: Settings, early: EarlyCpuSample | None = None) -> Snapshot | str:
-    """One snapshot with fresh health checks, or the one-line error for a bad scenario."""
+def collect_once(
+    settings: Settings, early: EarlyCpuSample | None = None, gpu: GpuSource | None = None
+) -> Snapshot | str:
+    """One snapshot with fresh health checks, or the one-line error for a bad scenario.
+
+    Args:
+        settings: What the user asked for.
+        early: The first CPU sample, taken at start-up.
+        gpu: NVML already starting (the command line's); closed here either way.
+    """
     # The error's own module: the scenario reader itself is imported only for --scenario.
     from gputui.collect.standins.scenario_format import ScenarioError
     from gputui.wiring.compose import build_collector
 
     try:
-        collector = build_collector(settings, once=True, early=early)
+        collector = build_collector(settings, once=True, early=early, gpu=gpu)
     except ScenarioError as exc:
+        if gpu is not None:
+            gpu.close()
         return str(exc)
     try:
         collector.request_health()
@@ -51,12 +62,13 @@ def run_once(
     rules: Sequence[AlertRule],
     as_json: bool,
     early: EarlyCpuSample | None = None,
+    gpu: GpuSource | None = None,
 ) -> int:
     """One collection printed as text or JSON; the exit status of ``gputui --once``."""
     from gputui.cli.args import scope_error
     from gputui.derive.analysis import Analyzer
 
-    snapshot = collect_once(settings, early)
+    snapshot = collect_once(settings, early, gpu)
     if isinstance(snapshot, str):
         return fail_usage(snapshot)
     problem = scope_error(snapshot, settings.scope)

@@ -8,7 +8,7 @@ from gputui.boundary.startup_trace import mark
 from gputui.model.settings import Settings
 
 if TYPE_CHECKING:
-    from gputui.collect.sources import CollectorProtocol
+    from gputui.collect.sources import CollectorProtocol, GpuSource
     from gputui.config.file import Config
 
 
@@ -18,6 +18,7 @@ def run_tui(
     *,
     config: Config | None = None,
     headless: bool = False,
+    gpu: GpuSource | None = None,
 ) -> int:
     """Build the collector, run the app until the user quits, close the collector.
 
@@ -30,6 +31,8 @@ def run_tui(
             ``settings`` when None. Closed at the end either way.
         config: The config file, loaded once by the command line; None: the defaults.
         headless: Run without a terminal (no output, no input), as the tests do.
+        gpu: NVML already starting (made by the command line at once), for the collector built
+            here; closed at the end either way.
 
     Returns:
         The exit status: 0 after the user quit, non-zero after a crash (whose traceback, without
@@ -40,7 +43,12 @@ def run_tui(
 
     # The first collection (NVML's start, the engine, the health checks) runs while Textual is
     # imported and paints, not after: the first frame with data comes sooner.
-    chosen = collector if collector is not None else Prefetched(build_collector(settings))
+    if collector is None:
+        chosen: CollectorProtocol = Prefetched(build_collector(settings, gpu=gpu))
+    else:
+        chosen = collector
+        if gpu is not None:
+            gpu.close()  # the ready collector reads its own
 
     from gputui.ui.app import GpuTuiApp
     from gputui.ui.crash import run_app

@@ -34,6 +34,7 @@ def build_collector(
     once: bool = False,
     health: bool = True,
     early: EarlyCpuSample | None = None,
+    gpu: GpuSource | None = None,
 ) -> Collector:
     """Wire the real (or scenario, or demo) sources for ``settings``.
 
@@ -42,6 +43,9 @@ def build_collector(
         once: A single collection (``--once``): no background threads, slow reads inline.
         health: Run the runtime-health checks (``gputui free`` needs none of them).
         early: A one-shot's first CPU sample, taken at start-up (:func:`early_cpu_sample`).
+        gpu: NVML already starting (:class:`~gputui.collect.nvml.early.EarlyNvml`, made by the
+            command line at once, with ``background=not once``); None with a scenario or the
+            demo, and otherwise an NVML source is made here.
 
     Raises:
         ScenarioError: the scenario file is unreadable or invalid.
@@ -64,12 +68,11 @@ def build_collector(
         )
     from gputui.collect.linux.proc_reader import ProcSource
 
-    gpu: GpuSource
     if settings.scenario is not None:
         from gputui.collect.standins.scenario import ScenarioSource
 
         gpu = ScenarioSource.from_file(settings.scenario)
-    else:
+    elif gpu is None:
         from gputui.collect.nvml.source import NvmlSource
 
         # --once skips PCIe throughput: it samples for 20 ms per direction per GPU, most of a

@@ -222,6 +222,27 @@ class NvmlSource:
                 self._gpm.start()
         return True
 
+    def warm(self) -> None:
+        """Start NVML now and, for inline reads, take the first GPM samples.
+
+        A one-shot calls it from the command line's start (:class:`~gputui.collect.nvml.early.
+        EarlyNvml`), so that the driver's start and the 100 ms a GPM pair spans pass while the
+        rest of the program loads; :meth:`read` then finds both done.
+        """
+        if self._ensure_init() and not self._background:
+            self._first_gpm_samples()
+
+    def _first_gpm_samples(self) -> None:
+        """Inline mode: the first GPM samples, once, before any core read.
+
+        Taken before the GPUs are read, so that most of NVML's 100 ms between a pair's samples
+        passes while they are.
+        """
+        lane = self._gpm
+        if lane is not None and not lane.sampled:
+            lane.set_targets(self._gpm_targets(None))
+            lane.tick()
+
     def close(self) -> None:
         """Stop the slow lane and shut NVML down (idempotent)."""
         if self._slow is not None:
@@ -247,12 +268,7 @@ class NvmlSource:
         assert slow is not None  # created by a successful init
         if not self._background:
             slow.tick_if_due()
-            lane = self._gpm
-            if lane is not None and not lane.sampled:
-                # A one-shot's first GPM samples before the core read, so that most of NVML's
-                # 100 ms between a pair's samples passes while the GPUs are read.
-                lane.set_targets(self._gpm_targets(None))
-                lane.tick()
+            self._first_gpm_samples()
         gpus: list[GpuSample] = []
         try:
             for index, handle in enumerate(self._handles):
