@@ -38,11 +38,13 @@ import contextlib
 import errno
 import os
 import secrets
-import sqlite3
 import stat
 import urllib.parse
 from pathlib import Path
-from typing import BinaryIO
+from typing import TYPE_CHECKING, BinaryIO
+
+if TYPE_CHECKING:
+    import sqlite3
 
 #: Limits of the files gputui reads whole. A scenario or config is hand-written: megabytes are
 #: already absurd. A ``--once --json`` report of a very large host is a few megabytes.
@@ -422,6 +424,8 @@ def open_user_database(
         uri = f"file:{urllib.parse.quote(str(path))}?mode={'rw' if write else 'ro'}"
         if immutable and not write:
             uri += "&immutable=1"
+        import sqlite3  # here: every command reads user files, few open a database
+
         try:
             conn = sqlite3.connect(uri, uri=True, timeout=5.0, check_same_thread=False)
         except sqlite3.Error as exc:

@@ -6,7 +6,6 @@ pass :func:`~gputui.boundary.sanitise.safe_text` in every form.
 
 from __future__ import annotations
 
-import csv
 import datetime as dt
 import io
 import json
@@ -251,6 +250,8 @@ def render(
         }
         return json.dumps(doc, indent=1) + "\n"
     if fmt == "csv":
+        import csv  # here: the config's prices import this module, a CSV is rarely asked for
+
         out = io.StringIO()
         writer = csv.writer(out, lineterminator="\n")
         writer.writerow([by, *_COLUMNS])

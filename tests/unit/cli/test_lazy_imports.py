@@ -87,6 +87,10 @@ ONCE_NEVER = (
     # The ledger is written by long-running front-ends only; the config's prices need no store.
     "gputui.ledger.store",
     "gputui.ledger.writer",
+    # A database or a CSV file is opened by other commands (the user files' reader and the
+    # ledger's prices are shared with them).
+    "sqlite3",
+    "csv",
     *(m for m in OTHER_COMMANDS if m != "gputui.present.text_report"),
 )
 
