@@ -9,10 +9,13 @@ Run on a machine with PyTorch and a GPU (the H200 lab's containers have both)::
 The arguments are the mode, the GiB of GPU memory to hold and the seconds to run. The figures a
 monitor shows for each mode are then known in direction: ``tensor`` has high tensor activity
 and low DRAM bandwidth, ``copy`` the reverse, and ``duty:F`` is busy about F of the time.
+``tensor`` and ``duty:F`` end by printing one JSON line: the kernel time they measured with CUDA
+events (``kernel_busy_s``), the number of bursts, and the wall times of the first and last.
 """
 
 from __future__ import annotations
 
+import json
 import sys
 import time
 
@@ -57,14 +60,29 @@ def main(argv: list[str]) -> int:
             torch.cuda.synchronize()
     else:
         x = torch.randn(8192, 8192, device="cuda", dtype=torch.bfloat16)
+        # The truth a monitor's busy time is checked against: the GPU's own clock around each
+        # burst (CUDA events), not the script's intent. A burst's matmuls run back to back, so
+        # the time between its first kernel's start and its last one's end is kernel time.
+        busy_ms, bursts, first_at = 0.0, 0, None
         while time.monotonic() < end:
             started = time.monotonic()
             while time.monotonic() - started < duty:
+                begin = torch.cuda.Event(enable_timing=True)
+                done = torch.cuda.Event(enable_timing=True)
+                begin.record()
                 for _ in range(8):
                     _ = x @ x
-                torch.cuda.synchronize()
+                done.record()
+                done.synchronize()
+                busy_ms += begin.elapsed_time(done)
+                bursts += 1
+                if first_at is None:
+                    first_at = time.time()
             if duty < 1.0:
                 time.sleep(max(0.0, 1.0 - (time.monotonic() - started)))
+        truth = {"kernel_busy_s": busy_ms / 1000, "bursts": bursts, "first_kernel_at": first_at,
+                 "last_kernel_at": time.time()}  # fmt: skip
+        print(json.dumps(truth), flush=True)
     del hold
     return 0
 

@@ -57,6 +57,7 @@ phase() {  # NAME FRACTION [docker run args...]: one container for PHASE_S, wait
   fi
   docker wait "$name" >/dev/null
   echo "$name exited $(date +%s.%N)" >> "$OUT/script.txt"
+  docker logs "$name" 2>/dev/null | tail -1 > "$OUT/truth-$name.json"
 }
 phase duty-25 0.25 --label org.example.owner=alice
 phase duty-50 0.5 --label gputui.owner=bob
@@ -78,15 +79,22 @@ from pathlib import Path
 out, phase = Path(sys.argv[1]), float(sys.argv[2])
 doc = json.loads((out / "ledger.json").read_text())
 rows = {row["key"]: row for row in doc["rows"]}
-print("container  script busy GPU-s  ledger busy GPU-s  error")
+# The truth is each container's kernel time by CUDA events (gpu_load.py prints it); the
+# script's intent (fraction x phase) is shown beside it, as it includes the start of PyTorch.
+print("container  script GPU-s  kernel GPU-s (CUDA events)  ledger busy GPU-s  error vs kernel")
 for name, fraction in (("duty-25", 0.25), ("duty-50", 0.5), ("duty-100", 1.0)):
     row = rows.get(name)
     if row is None:
         print(f"{name}: not in the ledger")
         continue
-    want = fraction * phase
+    try:
+        truth = json.loads((out / f"truth-{name}.json").read_text())["kernel_busy_s"]
+    except (OSError, ValueError, KeyError):
+        truth = None
     got = row["busy_gpu_h"] * 3600
-    print(f"{name:9}  {want:16.1f}  {got:17.1f}  {100 * (got - want) / want:+.1f} %")
+    shown = "?" if truth is None else f"{truth:.1f}"
+    error = "?" if not truth else f"{100 * (got - truth) / truth:+.1f} %"
+    print(f"{name:9}  {fraction * phase:12.1f}  {shown:>26}  {got:17.1f}  {error}")
 idle = rows.get("ledger-idle")
 if idle is not None:
     print(
