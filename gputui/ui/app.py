@@ -38,8 +38,6 @@ from gputui.ledger.writer import announcing, writer_for
 from gputui.model.processes import GpuProcess
 from gputui.model.settings import Settings
 from gputui.model.snapshot import Snapshot
-from gputui.notify.policy import PolicyRunner, start_policy
-from gputui.notify.worker import Notifier, start_notifier
 from gputui.ui import action_table
 from gputui.ui.ascii_filter import AsciiFilter
 from gputui.ui.crash import CrashSafeApp
@@ -51,6 +49,8 @@ from gputui.ui.textual_compat import bind_on_instance
 
 if TYPE_CHECKING:
     from gputui.collect.docker.logs import LogReader
+    from gputui.notify.policy import PolicyRunner
+    from gputui.notify.worker import Notifier
     from gputui.model.snapshot import ContainerUsage
     from gputui.ui.machine_actions import MachineActions
     from gputui.ui.screens.evidence import EvidenceScreen
@@ -149,7 +149,13 @@ class GpuTuiApp(CrashSafeApp):
         self.notifier: Notifier | None = None
         self.policy: PolicyRunner | None = None
         self._reclaim_shown: str | None = None
-        if collector.mode not in ("replay", "demo") and collector.player is None:
+        live = collector.mode not in ("replay", "demo") and collector.player is None
+        # Imported only where configured: the webhook sender and the policy's audit log are
+        # code (and http, ssl, email) most monitors never run.
+        if live and (config.notify or config.idle_policy.enabled):
+            from gputui.notify.policy import start_policy
+            from gputui.notify.worker import start_notifier
+
             host = socket.gethostname()
             self.notifier = start_notifier(config.notify, host)
             self.policy = start_policy(

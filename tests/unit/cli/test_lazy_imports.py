@@ -55,6 +55,12 @@ TUI_DEFERRED = (
     "gputui.collect.docker.logs",  # the logs screen's reader (the demo has no engine)
     "gputui.collect.linux.parent_chain",  # the drill-down's (the demo reads no /proc)
     "gputui.collect.linux.proc_reader",  # the demo reads no /proc
+    # [[notify]] targets and [idle_policy]: their sender, worker and audit log only where
+    # configured (the demo delivers nothing either way).
+    "gputui.notify.worker",
+    "gputui.notify.send",
+    "gputui.notify.policy",
+    "gputui.notify.audit",
 )
 #: Other commands' code: reports, recordings, exporters, the fleet view, `gputui free`.
 OTHER_COMMANDS = (
