@@ -1,6 +1,10 @@
 #!/bin/bash
-# gputui vs nvitop on the H200 lab machine, under two PyTorch loads. Run from anywhere:
+# gputui vs nvitop on the H200 lab machine, under a busy shared host's load. Run from anywhere:
 #   source .lab/start.sh && bash bench/lab.sh        (start.sh is sourced here if not yet)
+# The load (LAB_LOAD=busy, the default): five containers and a host process, six GPU processes
+# on the GPUs: a container running two, one leaking GPU memory, an idle reservation, a compose
+# service, two non-root users (uids 1000 and 1001). LAB_LOAD=two: the earlier two PyTorch loads.
+# LAB_SIZES="160x50 120x30" runs the TUI and first-frame benchmarks at each size.
 # Writes at most 8 files to $OUT: env.txt, bench.txt and the JSON of each benchmark.
 # About 8.5 minutes: loads warm up ~30 s, TUI 6 x 65 s (gputui, the peer and bench/floor_app.py
 # twice each), --once 2 x 8 runs, first frame 5 runs. LAB_BENCHES picks a subset ("tui").
@@ -38,24 +42,61 @@ else
   say "nvitop is not installed (no wheel found): gputui figures only"
 fi
 
+CONTAINERS="bench-load-a bench-train bench-leak bench-idle bench-web bench-user"
 cleanup() {
-  docker rm -f bench-load-a bench-load-b >/dev/null 2>&1
+  docker rm -f $CONTAINERS >/dev/null 2>&1
   [ -n "${HOST_LOAD:-}" ] && kill "$HOST_LOAD" 2>/dev/null
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-# Two PyTorch processes busy, as in the issue's nvitop measurement: one in a container (so
-# gputui's attribution path does real work) and one on the host.
-docker rm -f bench-load-a bench-load-b >/dev/null 2>&1
-lab_container bench-load-a 8 "$LOAD_S" >/dev/null
+run_in() {  # NAME [docker run args...] -- COMMAND...: a lab container running COMMAND
+  local name=$1; shift
+  local args=()
+  while [ "$1" != "--" ]; do args+=("$1"); shift; done
+  shift
+  docker run -d --name "$name" --network none $LAB_DEVS -v /usr:/usr:ro -v /opt:/opt:ro \
+    -v /etc:/etc:ro -v "$lab_dir":/lab:ro -e PATH="$PATH" -e HOME=/tmp \
+    -e LD_LIBRARY_PATH="${LD_LIBRARY_PATH:-}" -e NVIDIA_VISIBLE_DEVICES=all "${args[@]}" \
+    lab-host:latest "$@" >/dev/null
+}
+# A process whose GPU memory grows by 256 MiB every 5 s (to 8 GiB): the leak a monitor flags.
+cat > "$lab_dir/leak.py" <<'PY'
+import sys, time
+import torch
+held, end = [], time.time() + float(sys.argv[1])
+x = torch.randn(2048, 2048, device="cuda")
+while time.time() < end:
+    if len(held) < 32:
+        held.append(torch.empty(2**27, dtype=torch.float16, device="cuda"))
+    for _ in range(50):
+        y = x @ x
+    torch.cuda.synchronize()
+    time.sleep(5)
+PY
+docker rm -f $CONTAINERS >/dev/null 2>&1
+WANT=2
+if [ "${LAB_LOAD:-busy}" = two ]; then
+  # Two PyTorch processes busy: one in a container (so gputui's attribution path does real
+  # work) and one on the host.
+  lab_container bench-load-a 8 "$LOAD_S" >/dev/null
+else
+  WANT=6
+  run_in bench-train --label com.docker.compose.project=research -- sh -c \
+    "python3 /lab/load.py 6 $LOAD_S & python3 /lab/load.py 4 $LOAD_S & wait"
+  run_in bench-leak --user 1001:1001 -- python3 /lab/leak.py "$LOAD_S"
+  lab_idle_container bench-idle >/dev/null
+  run_in bench-web --label com.docker.compose.project=shop \
+    --label com.docker.compose.service=web -- python3 /lab/load.py 3 "$LOAD_S"
+  run_in bench-user --user 1000:1000 -- python3 /lab/load.py 2 "$LOAD_S"
+fi
 lab_host_load 4 "$LOAD_S"
 HOST_LOAD=$!
-for _ in $(seq 1 60); do
-  [ "$(nvidia-smi --query-compute-apps=pid --format=csv,noheader | wc -l)" -ge 2 ] && break
+for _ in $(seq 1 90); do
+  [ "$(nvidia-smi --query-compute-apps=pid --format=csv,noheader | wc -l)" -ge "$WANT" ] && break
   sleep 1
 done
-sleep 5  # past CUDA init: both at steady matmul load
+sleep 5  # past CUDA init: every process at its steady load
 {
   echo "== date"; date -u
   echo "== nvidia-smi"; nvidia-smi
@@ -69,12 +110,21 @@ sleep 5  # past CUDA init: both at steady matmul load
 bench() { timeout -s TERM "$1" $PY -m bench.run --out "$OUT" "${@:2}" 2>&1 | tee -a "$LOG"; }
 BENCHES=" ${LAB_BENCHES:-once first-frame live tui} "  # a subset: LAB_BENCHES="tui"
 [[ $BENCHES == *" once "* ]] && bench 60 once --runs 8 --peer-once "${PEER:+$PEER --once}"
-[[ $BENCHES == *" first-frame "* ]] && bench 60 first-frame --runs 5
-[[ $BENCHES == *" live "* ]] && bench 30 live --cycles 30
 ROUNDS=${TUI_ROUNDS:-2}  # alternated TUI runs of gputui, the peer and the floor, 65 s each
 # TUI_FLOOR_LINES=10,15 adds the floor program with that many lines changing each second.
 PROGRAMS=$((3 + $(echo "${TUI_FLOOR_LINES:-}" | tr ',' '\n' | grep -c .)))
-[[ $BENCHES == *" tui "* ]] && bench $((ROUNDS * PROGRAMS * 80 + 10)) tui --rounds "$ROUNDS" \
-  --seconds 60 --warmup 5 --peer "${PEER:+$PEER --interval 1}" --floor-lines "${TUI_FLOOR_LINES:-}"
+for size in ${LAB_SIZES:-160x50}; do
+  cols=${size%x*} rows=${size#*x}
+  [[ $BENCHES == *" first-frame "* ]] && bench 60 first-frame --runs 5 --cols "$cols" \
+    --rows "$rows"
+  # The peer's first frame with data: its GPU row's memory ("1234MiB / 143771MiB").
+  [[ $BENCHES == *" first-frame "* && -n $PEER ]] && mkdir -p "$OUT/peer" \
+    && timeout 60 $PY -m bench.run --out "$OUT/peer" --gputui "$PEER" first-frame --runs 5 \
+      --cols "$cols" --rows "$rows" --marker 'MiB */ *[0-9]+MiB' 2>&1 | tee -a "$LOG"
+  [[ $BENCHES == *" tui "* ]] && bench $((ROUNDS * PROGRAMS * 80 + 10)) tui --rounds "$ROUNDS" \
+    --seconds 60 --warmup 5 --peer "${PEER:+$PEER --interval 1}" \
+    --floor-lines "${TUI_FLOOR_LINES:-}" --cols "$cols" --rows "$rows"
+done
+[[ $BENCHES == *" live "* ]] && bench 30 live --cycles 30
 nvidia-smi --query-compute-apps=pid,used_memory --format=csv >> "$OUT/env.txt" 2>&1
 say "lab: done; files in $OUT: $(ls "$OUT" | tr '\n' ' ')"
