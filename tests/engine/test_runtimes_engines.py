@@ -15,6 +15,7 @@ import subprocess
 import sys
 import time
 import uuid
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -25,8 +26,11 @@ from gputui.collect.docker.logs import LogLine, LogReader, LogStreamError
 from gputui.collect.docker.source import DockerSource
 from gputui.exporter.families import container_families
 from gputui.model.settings import Settings
+from gputui.ui.app import GpuTuiApp
 from gputui.wiring.compose import build_collector
 from tests.support import kubelet
+from tests.support.pilot import screen_lines, select_container, toasts
+from tests.support.pilot import wait_until as pilot_until
 from tests.support.runtimes import (
     CRI_NAMESPACE,
     CTR_NAMESPACE,
@@ -242,7 +246,7 @@ def test_containerd_cri_and_ctr_names_pods_and_figures_without_grpc(
     fails = [h for h in json.loads(doctor.stdout)["health"] if h["status"] == "fail"]
     assert doctor.returncode == 0 and not fails, (fails, doctor.stderr)
 
-    # exec and logs are refused with the engine's name and how to reach it on the node.
+    # Through the collector: figures, labels, a ctr container's refusals, inspect and top.
     collector = build_collector(Settings(scenario=scenario, engines=(f"containerd={state}",)))
     try:
         collector.collect()
@@ -387,6 +391,61 @@ def test_a_cri_pods_container_takes_exec_and_logs_through_the_cri(
         assert (refused.exit_code, refused.error) == (None, READ_ONLY_REASON)
     finally:
         read_only.close()
+
+
+def _said(shown: list[str], start: str) -> bool:
+    """Whether the last toast starts with ``start``."""
+    return bool(shown) and shown[-1].startswith(start)
+
+
+async def test_the_keys_on_a_real_cri_pods_container(
+    containerd: Containerd, tmp_path: Path
+) -> None:
+    """In the TUI: x shows the container's nvidia-smi, l its log; X, E, D and P say which engine
+    cannot and what to use instead; with --read-only x is gone and refused."""
+    cri = CriClient(containerd.sock)
+    try:
+        pod = cri.run_pod(containerd, f"{PREFIX}-keys-0", "ml", "burstable", CRI_LOGGER)
+    finally:
+        cri.close()
+    scenario = _scenario(tmp_path, [containerd.task_pid(CRI_NAMESPACE, pod.container_id)])
+    engines = (f"containerd={containerd.state}",)
+    settings = Settings(scenario=scenario, engines=engines, interval=60.0)
+    app = GpuTuiApp(build_collector(settings), settings)
+    async with app.run_test(size=(160, 48), notifications=True) as pilot:
+        shown = toasts(app)
+        await select_container(app, pilot, pod.container_id)
+        await pilot.press("x")
+        await pilot_until(pilot, lambda: "NVIDIA-SMI 580" in "\n".join(screen_lines(app)), "x")
+        await pilot.press("escape")
+        await pilot.pause()
+        await pilot.press("l")
+        await pilot_until(pilot, lambda: "gputui-after" in "\n".join(screen_lines(app)), "l")
+        assert "gputui-oops" in "\n".join(screen_lines(app))
+        await pilot.press("escape")
+        await pilot.pause()
+        asked = {
+            "X": "containerd does not offer interactive exec (a terminal in a pod's container "
+            "is the kubelet's: `kubectl exec -it -n NAMESPACE POD -c CONTAINER -- COMMAND`",
+            "E": "containerd does not offer interactive exec (a terminal in a pod's container",
+            "D": "containerd does not offer container stop/start/restart/pause (a pod's "
+            "containers are the kubelet's, which starts again what containerd stops: "
+            "`kubectl delete pod -n NAMESPACE POD`",
+            "P": "containerd does not offer container stop/start/restart/pause (a pod's",
+        }
+        for key, said in asked.items():
+            await select_container(app, pilot, pod.container_id)
+            await pilot.press(key)
+            await pilot_until(pilot, partial(_said, shown, said), key)
+            shown.clear()
+    read_only = Settings(scenario=scenario, engines=engines, interval=60.0, read_only=True)
+    app = GpuTuiApp(build_collector(read_only), read_only)
+    async with app.run_test(size=(160, 48), notifications=True) as pilot:
+        await select_container(app, pilot, pod.container_id)
+        assert app.check_action("exec_smi", ()) is False  # gone with --read-only
+        app.machine.exec_smi()  # reached anyway (the palette, a keymap): refused, not run
+        await pilot.pause()
+        assert [n.message for n in app._notifications][-1].startswith("Read-only mode")
 
 
 def test_a_cri_pods_idle_gpu_is_found_from_the_kubelets_allocation(
