@@ -7,7 +7,9 @@ directory, a hard link to someone else's file, or a gigabyte of junk. Every such
 here, and nowhere else in gputui (``tests/unit/boundary/test_userfiles.py`` checks the source
 with ``ast``):
 
-Reading (:func:`open_user_file`, :func:`read_user_file`, :func:`read_user_text`):
+Reading (:func:`open_user_file`, :func:`read_user_file`, :func:`read_user_text`; and
+:func:`open_user_tail` for a file an engine names that grows, a container's log, read from its
+end without the size limit):
 
 * opened non-blocking (a FIFO without a writer opens at once) and without becoming the
   controlling terminal, then checked to be a regular file no larger than a limit *before* a
@@ -195,6 +197,43 @@ def read_user_file(path: Path, what: str, limit: int) -> bytes:
     if len(data) > limit:
         raise _fail("read", what, path, f"larger than {_size(limit)}")
     return data
+
+
+def open_user_tail(path: Path, what: str, tail_bytes: int) -> tuple[BinaryIO, int]:
+    """Open a regular file of any size positioned at its last ``tail_bytes`` bytes.
+
+    For a file that grows (a container's log): the caller reads on from there, in bounded
+    pieces, as it is written. Opened as :func:`open_user_file` opens (non-blocking, no
+    controlling terminal, another user's symlink refused, only a regular file), without its
+    size limit: nothing before the tail is read.
+
+    Args:
+        path: The file.
+        what: What it is for messages, e.g. ``"container log"``.
+        tail_bytes: How many of its last bytes to start from.
+
+    Returns:
+        The file object (the caller closes it) and how many bytes before the tail were skipped.
+
+    Raises:
+        UserFileError: missing, unreadable, another user's symlink, or not a regular file.
+    """
+    fd = _open_for_reading(path, what)
+    try:
+        info = os.fstat(fd)
+        kind = _kind(info.st_mode)
+        if kind is not None:
+            raise _fail("read", what, path, kind)
+        skipped = max(0, info.st_size - max(0, tail_bytes))
+        os.lseek(fd, skipped, os.SEEK_SET)
+        os.set_blocking(fd, True)
+        return os.fdopen(fd, "rb", buffering=0), skipped
+    except OSError as exc:
+        os.close(fd)
+        raise _fail("read", what, path, _os_reason(exc)) from None
+    except BaseException:
+        os.close(fd)
+        raise
 
 
 def read_user_text(path: Path, what: str, limit: int) -> str:

@@ -326,7 +326,9 @@ class Collector:
             return ExecResult(tuple(argv), None, error=unlisted(container_id))
         source, offers = owner
         if not offers.exec:
-            return ExecResult(tuple(argv), None, error=refusal(source.name, "exec", offers.note))
+            return ExecResult(
+                tuple(argv), None, error=refusal(source.name, "exec", offers.why("exec"))
+            )
         return source.exec(container_id, argv, timeout_s)
 
     def interactive_exec_argv(self, container_id: str, argv: Sequence[str]) -> list[str] | None:
@@ -350,7 +352,7 @@ class Collector:
             raise LogStreamError(unlisted(container_id))
         source, offers = owner
         if not offers.logs:
-            raise LogStreamError(refusal(source.name, "logs", offers.note))
+            raise LogStreamError(refusal(source.name, "logs", offers.why("logs")))
         return source.open_logs(container_id, tail=tail, follow=follow)
 
     def container_action(self, container_id: str, action: str) -> str | None:
@@ -362,7 +364,7 @@ class Collector:
             return unlisted(container_id)
         source, offers = owner
         if not offers.lifecycle:
-            return refusal(source.name, "lifecycle", offers.note)
+            return refusal(source.name, "lifecycle", offers.why("lifecycle"))
         return source.container_action(container_id, action)
 
     def container_details(self, container_id: str) -> ContainerDetails:
@@ -373,7 +375,7 @@ class Collector:
         source, offers = owner
         if not offers.inspect:
             return ContainerDetails(
-                container_id, error=refusal(source.name, "inspect", offers.note)
+                container_id, error=refusal(source.name, "inspect", offers.why("inspect"))
             )
         return source.details(container_id)
 
@@ -384,7 +386,7 @@ class Collector:
             return ContainerProcesses(error=unlisted(container_id))
         source, offers = owner
         if not offers.inspect:
-            return ContainerProcesses(error=refusal(source.name, "inspect", offers.note))
+            return ContainerProcesses(error=refusal(source.name, "inspect", offers.why("inspect")))
         return source.processes(container_id)
 
     def parent_chain(

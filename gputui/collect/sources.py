@@ -119,6 +119,8 @@ class ContainerCapabilities:
             lists all of its processes from ``/proc`` (``i``).
         note: Why what is missing is missing, when there is something to say (a simulated
             machine), else empty.
+        notes: A capability's own note where it differs from :attr:`note` (what to use
+            instead of this one key), by capability.
     """
 
     exec: bool = False
@@ -127,10 +129,15 @@ class ContainerCapabilities:
     lifecycle: bool = False
     inspect: bool = False
     note: str = ""
+    notes: tuple[tuple[Capability, str], ...] = ()
 
     def offers(self, capability: Capability) -> bool:
         """Whether the source offers ``capability``."""
         return bool(getattr(self, capability))
+
+    def why(self, capability: Capability) -> str:
+        """What the refusal of ``capability`` says after the engine's name: its note."""
+        return next((text for c, text in self.notes if c == capability), self.note)
 
 
 def refusal(source: str, capability: Capability, note: str = "") -> str:

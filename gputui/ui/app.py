@@ -689,7 +689,7 @@ class GpuTuiApp(CrashSafeApp):
         if owner is None:
             return None, "no connected engine lists it"
         if not owner.capabilities.logs:
-            text = refusal(owner.source, "logs", owner.capabilities.note)
+            text = refusal(owner.source, "logs", owner.capabilities.why("logs"))
             return None, sanitise.safe_text(text, 160)
         from gputui.ui.widgets.selection_pane import LOG_TAIL
 

@@ -495,7 +495,7 @@ class MachineActions:
             return False
         for capability in capabilities:
             if not owner.capabilities.offers(capability):
-                text = refusal(owner.source, capability, owner.capabilities.note)
+                text = refusal(owner.source, capability, owner.capabilities.why(capability))
                 self.app.notify(f"{sanitise.safe_text(text, 200)}.", severity="warning")
                 return False
         return True

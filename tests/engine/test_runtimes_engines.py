@@ -15,16 +15,22 @@ import subprocess
 import sys
 import time
 import uuid
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from gputui.collect.collector import READ_ONLY_REASON
+from gputui.collect.docker.logs import LogLine, LogReader, LogStreamError
 from gputui.collect.docker.source import DockerSource
 from gputui.exporter.families import container_families
 from gputui.model.settings import Settings
+from gputui.ui.app import GpuTuiApp
 from gputui.wiring.compose import build_collector
 from tests.support import kubelet
+from tests.support.pilot import screen_lines, select_container, toasts
+from tests.support.pilot import wait_until as pilot_until
 from tests.support.runtimes import (
     CRI_NAMESPACE,
     CTR_NAMESPACE,
@@ -207,7 +213,7 @@ def test_containerd_cri_and_ctr_names_pods_and_figures_without_grpc(
     init = containerd.task_pid(CRI_NAMESPACE, pod.container_id)
     ctr_init = containerd.task_pid(CTR_NAMESPACE, ctr_name)
     scenario = _scenario(tmp_path, [init, ctr_init])
-    state = containerd.base / "state"
+    state = containerd.state
 
     # Only containerd: a node without Docker reads its containers, and nothing FAILs for it.
     doc = _once(scenario, f"containerd={state}")
@@ -240,7 +246,7 @@ def test_containerd_cri_and_ctr_names_pods_and_figures_without_grpc(
     fails = [h for h in json.loads(doctor.stdout)["health"] if h["status"] == "fail"]
     assert doctor.returncode == 0 and not fails, (fails, doctor.stderr)
 
-    # exec and logs are refused with the engine's name and how to reach it on the node.
+    # Through the collector: figures, labels, a ctr container's refusals, inspect and top.
     collector = build_collector(Settings(scenario=scenario, engines=(f"containerd={state}",)))
     try:
         collector.collect()
@@ -259,9 +265,12 @@ def test_containerd_cri_and_ctr_names_pods_and_figures_without_grpc(
             (lb["pod"], lb["namespace"], lb["container"]) == (pod.name, pod.namespace, "main")
             for lb in labelled
         ), labelled
-        result = collector.exec_in_container(pod.container_id, ["true"], 5)
-        assert result.error is not None and "containerd does not offer exec" in result.error
-        assert "crictl exec" in result.error
+        # A ctr container has no CRI: exec and logs are refused, naming ctr's own exec.
+        result = collector.exec_in_container(ctr_name, ["true"], 5)
+        assert result.exit_code is None and result.error is not None
+        assert f"ctr -n {CTR_NAMESPACE} task exec" in result.error, result.error
+        with pytest.raises(LogStreamError, match="not a Kubernetes pod's"):
+            collector.open_container_logs(ctr_name, tail=10, follow=False)
         # Inspect reads the bundle: the process and mounts; what a bundle lacks is said.
         details = collector.container_details(pod.container_id)
         assert details.error is None and details.command == COMMAND, details
@@ -272,6 +281,171 @@ def test_containerd_cri_and_ctr_names_pods_and_figures_without_grpc(
         assert any(p.pid == init and p.container_pid not in (None, init) for p in top.processes)
     finally:
         collector.close()
+
+
+#: A pod's container that writes its log as a kubelet's pods do: both streams, a line longer than
+#: the runtime's 16 KiB (written as a partial record and its end), and a line seconds later.
+CRI_LOGGER = (
+    "sh", "-c",
+    "echo gputui-hello; echo gputui-oops >&2; printf '%020000d-end\\n' 0; echo gputui-after; "
+    "sleep 8; echo gputui-later; sleep 900 & wait",
+)  # fmt: skip
+
+
+def _read_all(reader: LogReader, until: str | None = None, deadline_s: float = 20) -> list[LogLine]:
+    """Every line a reader gives until it ends (or, following, until a line says ``until``)."""
+    lines: list[LogLine] = []
+    deadline = time.monotonic() + deadline_s
+    try:
+        while time.monotonic() < deadline:
+            got = reader.read()
+            if got is None:
+                break
+            lines += got
+            if until is not None and any(line.text == until for line in got):
+                break
+    finally:
+        reader.close()
+    return lines
+
+
+def test_a_cri_pods_container_takes_exec_and_logs_through_the_cri(
+    containerd: Containerd, tmp_path: Path
+) -> None:
+    """x and l on a real pod's container: ExecSync runs the command, the CRI log file is read;
+    a terminal and the lifecycle keys are refused naming kubectl; --read-only refuses exec."""
+    cri = CriClient(containerd.sock)
+    try:
+        pod = cri.run_pod(containerd, f"{PREFIX}-exec-0", "ml", "burstable", CRI_LOGGER)
+    finally:
+        cri.close()
+    init = containerd.task_pid(CRI_NAMESPACE, pod.container_id)
+    scenario = _scenario(tmp_path, [init])
+    engines = (f"containerd={containerd.state}",)
+    collector = build_collector(Settings(scenario=scenario, engines=engines))
+    try:
+        collector.collect()
+        owner = collector.container_owner(pod.container_id)
+        assert owner is not None and owner.source == "containerd"
+        assert owner.capabilities.exec and owner.capabilities.logs
+        # Following from now (no tail): the line the container writes seconds later arrives.
+        follow = collector.open_container_logs(pod.container_id, tail=0, follow=True)
+        assert follow.read() == []
+
+        # x: the image's nvidia-smi (a script) runs in the container, in the pod's PID namespace.
+        smi = collector.exec_in_container(pod.container_id, ["nvidia-smi"], 10)
+        assert (smi.exit_code, smi.error, smi.timed_out) == (0, None, False), smi
+        assert "NVIDIA-SMI" in smi.stdout and "NSpid" in smi.stdout
+        # The same call keeps each stream and the exit status.
+        both = collector.exec_in_container(
+            pod.container_id, ["sh", "-c", "echo out; echo err >&2; exit 5"], 10
+        )
+        assert (both.exit_code, both.stdout, both.stderr, both.error) == (5, "out\n", "err\n", None)
+        # A missing nvidia-smi is said as such, with why a pod has none.
+        missing = collector.exec_in_container(pod.container_id, ["/opt/none/nvidia-smi"], 10)
+        assert missing.exit_code is None and missing.error is not None, missing
+        assert "/opt/none/nvidia-smi not found in the container" in missing.error
+        assert "nvidia.com/gpu" in missing.error
+        # A command past its timeout: the call returns, and containerd has stopped it.
+        started = time.monotonic()
+        slow = collector.exec_in_container(pod.container_id, ["sleep", "47"], 1)
+        assert time.monotonic() - started < 5
+        assert slow.timed_out and slow.exit_code is None and "within 1 s" in (slow.error or "")
+        wait_until(
+            lambda: "sleep 47" not in containerd.in_container_ps(CRI_NAMESPACE, pod.container_id),
+            "the timed-out exec still runs",
+            10,
+        )
+        # The sandbox is no container of the pod's to exec in.
+        sandbox = collector.exec_in_container(pod.sandbox_id, ["true"], 5)
+        assert sandbox.error is not None and "sandbox" in sandbox.error
+
+        # l: the CRI log file, both streams, the long line one line (joined, then cut).
+        lines = _read_all(collector.open_container_logs(pod.container_id, tail=100, follow=False))
+        texts = [line.text for line in lines]
+        # Each stream in its order (containerd copies the two streams apart: not each other's).
+        assert [line.text for line in lines if line.stream == "stderr"] == ["gputui-oops"]
+        out = [line for line in lines if line.stream == "stdout"]
+        assert out[0].text == "gputui-hello" and out[2].text == "gputui-after", texts
+        long = out[1]
+        assert long.cut and long.text.startswith("0" * 1000) and set(long.text) == {"0"}
+        assert all(line.timestamp and line.timestamp.endswith("Z") for line in lines)
+        tail = _read_all(collector.open_container_logs(pod.container_id, tail=1, follow=False))
+        assert [line.text for line in tail] == [texts[-1]]
+        later = _read_all(follow, until="gputui-later")
+        assert "gputui-later" in [line.text for line in later], later
+
+        # A terminal and the lifecycle keys stay the kubelet's: refused, naming kubectl.
+        assert collector.interactive_exec_argv(pod.container_id, ["sh"]) is None
+        assert "kubectl exec -it" in owner.capabilities.why("interactive_exec")
+        stop = collector.container_action(pod.container_id, "stop")
+        assert stop is not None and "containerd does not offer container stop" in stop
+        assert "kubectl delete pod" in stop
+        assert containerd.task_pid(CRI_NAMESPACE, pod.container_id) == init  # still running
+    finally:
+        collector.close()
+    read_only = build_collector(Settings(scenario=scenario, engines=engines, read_only=True))
+    try:
+        read_only.collect()
+        refused = read_only.exec_in_container(pod.container_id, ["nvidia-smi"], 5)
+        assert (refused.exit_code, refused.error) == (None, READ_ONLY_REASON)
+    finally:
+        read_only.close()
+
+
+def _said(shown: list[str], start: str) -> bool:
+    """Whether the last toast starts with ``start``."""
+    return bool(shown) and shown[-1].startswith(start)
+
+
+async def test_the_keys_on_a_real_cri_pods_container(
+    containerd: Containerd, tmp_path: Path
+) -> None:
+    """In the TUI: x shows the container's nvidia-smi, l its log; X, E, D and P say which engine
+    cannot and what to use instead; with --read-only x is gone and refused."""
+    cri = CriClient(containerd.sock)
+    try:
+        pod = cri.run_pod(containerd, f"{PREFIX}-keys-0", "ml", "burstable", CRI_LOGGER)
+    finally:
+        cri.close()
+    scenario = _scenario(tmp_path, [containerd.task_pid(CRI_NAMESPACE, pod.container_id)])
+    engines = (f"containerd={containerd.state}",)
+    settings = Settings(scenario=scenario, engines=engines, interval=60.0)
+    app = GpuTuiApp(build_collector(settings), settings)
+    async with app.run_test(size=(160, 48), notifications=True) as pilot:
+        shown = toasts(app)
+        await select_container(app, pilot, pod.container_id)
+        await pilot.press("x")
+        await pilot_until(pilot, lambda: "NVIDIA-SMI 580" in "\n".join(screen_lines(app)), "x")
+        await pilot.press("escape")
+        await pilot.pause()
+        await pilot.press("l")
+        await pilot_until(pilot, lambda: "gputui-after" in "\n".join(screen_lines(app)), "l")
+        assert "gputui-oops" in "\n".join(screen_lines(app))
+        await pilot.press("escape")
+        await pilot.pause()
+        asked = {
+            "X": "containerd does not offer interactive exec (a terminal in a pod's container "
+            "is the kubelet's: `kubectl exec -it -n NAMESPACE POD -c CONTAINER -- COMMAND`",
+            "E": "containerd does not offer interactive exec (a terminal in a pod's container",
+            "D": "containerd does not offer container stop/start/restart/pause (a pod's "
+            "containers are the kubelet's, which starts again what containerd stops: "
+            "`kubectl delete pod -n NAMESPACE POD`",
+            "P": "containerd does not offer container stop/start/restart/pause (a pod's",
+        }
+        for key, said in asked.items():
+            await select_container(app, pilot, pod.container_id)
+            await pilot.press(key)
+            await pilot_until(pilot, partial(_said, shown, said), key)
+            shown.clear()
+    read_only = Settings(scenario=scenario, engines=engines, interval=60.0, read_only=True)
+    app = GpuTuiApp(build_collector(read_only), read_only)
+    async with app.run_test(size=(160, 48), notifications=True) as pilot:
+        await select_container(app, pilot, pod.container_id)
+        assert app.check_action("exec_smi", ()) is False  # gone with --read-only
+        app.machine.exec_smi()  # reached anyway (the palette, a keymap): refused, not run
+        await pilot.pause()
+        assert [n.message for n in app._notifications][-1].startswith("Read-only mode")
 
 
 def test_a_cri_pods_idle_gpu_is_found_from_the_kubelets_allocation(
@@ -289,7 +463,7 @@ def test_a_cri_pods_idle_gpu_is_found_from_the_kubelets_allocation(
     gpu = {"index": 0, "uuid": gpu_uuid, "name": "NVIDIA H200", "memory_total_mib": 143771,
            "memory_used_mib": 0, "processes": []}  # fmt: skip
     scenario.write_text(json.dumps({"nvml": "ok", "gpus": [gpu]}))
-    state = containerd.base / "state"
+    state = containerd.state
     reply = kubelet.answer(
         kubelet.pod(
             pod.name,

@@ -475,15 +475,16 @@ def start_rootless_docker(archive: bytes, user: RootlessUser, base: Path) -> Roo
 # --- containerd, ctr and CRI -------------------------------------------------------------------
 
 #: The CRI plugin: the sandbox ("pause") image is the test image; oom_score_adj is not lowered
-#: below containerd's own (a host without CAP_SYS_RESOURCE refuses the sandbox's -998).
+#: below containerd's own (a host without CAP_SYS_RESOURCE refuses the sandbox's -998). The
+#: socket is in the state directory, as a node's is (``/run/containerd/containerd.sock``).
 _CONTAINERD_TOML = """\
 version = 2
 root = "{base}/root"
 state = "{base}/state"
 [grpc]
-  address = "{base}/containerd.sock"
+  address = "{base}/state/containerd.sock"
 [ttrpc]
-  address = "{base}/containerd.sock.ttrpc"
+  address = "{base}/state/containerd.sock.ttrpc"
 [debug]
   level = "warn"
 [plugins."io.containerd.grpc.v1.cri"]
@@ -509,8 +510,13 @@ class Containerd:
     pods: list[str] = field(default_factory=list)
 
     @property
+    def state(self) -> Path:
+        """The state directory (``--engine containerd=`` takes it); its socket is in it."""
+        return self.base / "state"
+
+    @property
     def sock(self) -> Path:
-        return self.base / "containerd.sock"
+        return self.state / "containerd.sock"
 
     def ctr(self, namespace: str, *args: str, stdin: bytes | None = None) -> str:
         return run(

@@ -20,8 +20,13 @@ kubelet's allocation (:mod:`gputui.collect.kubelet.pod_resources`): the GPUs the
 gave it, however they were handed in. It is asked when the set of CRI containers changes and at
 least every :data:`POD_RESOURCES_REFRESH_S`, within the read's deadline.
 
-What this source cannot do it says: exec, logs and the lifecycle actions need containerd's or the
-CRI's API (``ctr task exec``, ``crictl exec``/``logs``), which gputui does not speak.
+Where containerd serves its CRI API on its socket (``<state>/containerd.sock``), a Kubernetes pod's
+container takes ``x`` (``ExecSync``: a command, no shell, its output bounded) and ``l`` (its CRI
+log file, which ``ContainerStatus`` names, read from its tail): :mod:`~gputui.collect.containerd.
+cri`, :mod:`~gputui.collect.containerd.cri_logs`. A ``ctr`` container has no CRI: its refusal
+names ``ctr task exec``. A terminal (``X``, ``E``) and the lifecycle keys stay refused, each
+naming what to use instead (``kubectl exec -it``; ``kubectl delete pod``: the kubelet restarts a
+container stopped under it).
 """
 
 from __future__ import annotations
@@ -29,26 +34,32 @@ from __future__ import annotations
 import json
 import os
 import stat
+import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from gputui.boundary.json_limits import finite_float, json_depth, no_constant
+from gputui.collect.containerd import cri
+from gputui.collect.containerd.cri_logs import CriLogReader
 from gputui.collect.docker import parse as dp
+from gputui.collect.docker.engine_api import MAX_EXEC_OUTPUT
+from gputui.collect.docker.logs import LogStreamError
 from gputui.collect.engines import CONTAINERD_TASKS
 from gputui.collect.kubelet import pod_resources as kubelet
 from gputui.collect.linux.cgroup_usage import CgroupSampler
 from gputui.collect.linux.container_top import ContainerTop
 from gputui.collect.linux.fileio import read_capped
-from gputui.collect.sources import ContainerCapabilities, ContainerSource
+from gputui.collect.sources import Capability, ContainerCapabilities, ContainerSource
 from gputui.model.containers import (
     ContainerDetails,
     ContainerInfo,
     ContainerProcesses,
     ContainerReading,
     EngineInfo,
+    ExecResult,
 )
 from gputui.model.status import SourceStatus
 
@@ -82,6 +93,19 @@ POD_RESOURCES_REFRESH_S = 30.0
 POD_RESOURCES_RETRY_S = 10.0
 #: The longest a pod-resources call may take (the read's own deadline may leave less).
 POD_RESOURCES_TIMEOUT_S = 1.0
+
+#: What a terminal in a container (``X``, ``E``) is instead: the kubelet's exec, or ctr's.
+INTERACTIVE_NOTE = (
+    "a terminal in a pod's container is the kubelet's: `kubectl exec -it -n NAMESPACE POD "
+    "-c CONTAINER -- COMMAND`; in a ctr container: `ctr -n NAMESPACE task exec -t --exec-id ID "
+    "CONTAINER COMMAND`"
+)
+#: What stops and restarts a container instead: the kubelet restarts what CRI stops under it.
+LIFECYCLE_NOTE = (
+    "a pod's containers are the kubelet's, which starts again what containerd stops: "
+    "`kubectl delete pod -n NAMESPACE POD` (its controller makes a new one); a ctr container: "
+    "`ctr -n NAMESPACE task kill CONTAINER`"
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -234,6 +258,8 @@ class ContainerdBundles(ContainerSource):
         pod_resources: The kubelet's pod-resources socket: True to find it (``$GPUTUI_POD_
             RESOURCES``, else ``/var/lib/kubelet/pod-resources/kubelet.sock`` when it exists),
             a path, or False for none.
+        cri_socket: containerd's CRI socket: True for ``<state_dir>/containerd.sock`` when it
+            exists, a path, or False for none (no exec, no logs).
     """
 
     def __init__(
@@ -246,6 +272,7 @@ class ContainerdBundles(ContainerSource):
         proc_root: str | os.PathLike[str] = "/proc",
         cpu_settle_s: float = 0.0,
         pod_resources: bool | str = True,
+        cri_socket: bool | str = True,
     ) -> None:
         self.name = name
         self._cpu_settle_s = cpu_settle_s
@@ -262,14 +289,83 @@ class ContainerdBundles(ContainerSource):
         self._kubelet_answer: kubelet.PodResourcesAnswer | None = None
         self._kubelet_asked: tuple[float, frozenset[tuple[str, str, str]]] | None = None
         self._top: ContainerTop | None = None
+        self._cri_socket = cri_socket
+        self._cri: cri.CriClient | None = None
+        self._cri_lock = threading.Lock()
 
     def capabilities(self) -> ContainerCapabilities:
-        """Inspect from the bundle; exec, logs and actions need containerd's API."""
+        """Inspect from the bundle; exec and logs of pods' containers where the CRI answers.
+
+        A terminal and the lifecycle actions are refused, each with what to use instead.
+        """
+        path = self._cri_path()
+        offered = path is not None and cri.grpc_installed()
+        if path is None:
+            where = self._state / cri.SOCKET_NAME
+            why = (
+                f"containerd's CRI socket {where} is not there; on the node: `crictl exec` / "
+                "`crictl logs`, or `ctr -n NAMESPACE task exec`"
+            )
+        else:
+            why = cri.GRPC_FIX
+        notes: list[tuple[Capability, str]] = [
+            ("interactive_exec", INTERACTIVE_NOTE),
+            ("lifecycle", LIFECYCLE_NOTE),
+        ]
+        if not offered:
+            notes += [("exec", why), ("logs", why)]
         return ContainerCapabilities(
+            exec=offered,
+            logs=offered,
             inspect=True,
-            note=f"read from containerd's task state in {self._state}; use `ctr -n NAMESPACE "
-            "task exec` or `crictl exec`/`crictl logs` on the node",
+            note=f"read from containerd's task state in {self._state}",
+            notes=tuple(notes),
         )
+
+    def _cri_path(self) -> str | None:
+        """The CRI socket: the one named, else containerd's ``<state>/containerd.sock`` if there."""
+        if self._cri_socket is False:
+            return None
+        if self._cri_socket is True:
+            return cri.socket_path(self._state)
+        return str(self._cri_socket)
+
+    def _cri_client(self) -> cri.CriClient | None:
+        with self._cri_lock:
+            path = self._cri_path()
+            if path is None:
+                return None
+            if self._cri is None or self._cri.path != path:
+                if self._cri is not None:
+                    self._cri.close()
+                self._cri = cri.CriClient(path)
+            return self._cri
+
+    def _pod_container(self, container_id: str, what: str) -> tuple[str | None, str]:
+        """``(None, label)`` when the CRI can reach the container, else ``(why not, label)``."""
+        bundle = self._bundles.get(container_id)
+        if bundle is None:
+            return f"no such task: {container_id[:12]}", container_id[:12]
+        info, namespace = bundle.info, bundle.folder.parent.name
+        if not info.k8s_pod:
+            instead = (
+                f"on the node: `ctr -n {namespace[:64]} task exec --exec-id ID "
+                f"{container_id[:64]} COMMAND`"
+                if what == "exec"
+                else "its output goes to the ctr that started it (containerd keeps no log)"
+            )
+            return (
+                f"{info.name[:64]} is a containerd container of namespace {namespace[:64]}, not "
+                f"a Kubernetes pod's: the CRI has no {what} for it; {instead}",
+                info.name,
+            )
+        if info.name == SANDBOX_NAME:
+            return (
+                f"{info.k8s_pod[:64]}'s {SANDBOX_NAME} is the pod's sandbox (its pause "
+                f"process): it has no {what}; choose one of the pod's containers",
+                info.name,
+            )
+        return None, info.name
 
     def read(self) -> ContainerReading:
         """The running tasks' containers with CPU and memory from their own cgroups."""
@@ -434,8 +530,121 @@ class ContainerdBundles(ContainerSource):
             self._top = ContainerTop(self._proc, self._cgroup_root)
         return self._top.read(container_id, _with_pid(bundle, self._proc).pid)
 
+    # --- exec and logs, through the CRI -----------------------------------------------------
+
+    def exec(self, container_id: str, argv: Sequence[str], timeout_s: float) -> ExecResult:
+        """Run ``argv`` (no shell) in a pod's container through the CRI's ``ExecSync``.
+
+        containerd kills the command at the timeout (whole seconds, at least 1); the call
+        returns within :data:`~gputui.collect.containerd.cri.EXEC_GRACE_S` after it. At most
+        :data:`~gputui.collect.docker.engine_api.MAX_EXEC_OUTPUT` bytes of output are kept.
+
+        Returns:
+            Exit code and decoded output, or an explanation in ``error``.
+        """
+        args = tuple(argv)
+        started = time.monotonic()
+        why, label = self._pod_container(container_id, "exec")
+        client = self._cri_client() if why is None else None
+        if why is not None or client is None:
+            return ExecResult(args, None, error=why or "containerd's CRI socket is gone")
+        name = args[0] if args else "command"
+        try:
+            out = client.exec_sync(container_id, args, timeout_s)
+        except cri.CriError as exc:
+            took = time.monotonic() - started
+            return ExecResult(
+                args,
+                None,
+                duration_s=took,
+                error=_exec_failure(name, label, exc, timeout_s),
+                timed_out=exc.kind == "timeout",
+            )
+        stdout = out.stdout[:MAX_EXEC_OUTPUT]
+        stderr = out.stderr[: MAX_EXEC_OUTPUT - len(stdout)]
+        cut = len(out.stdout) + len(out.stderr) > MAX_EXEC_OUTPUT
+        text_out = stdout.decode("utf-8", errors="replace")
+        text_err = stderr.decode("utf-8", errors="replace")
+        error = _exec_error(args, out.exit_code, text_out + text_err)
+        if cut:
+            error = (
+                f"{name} printed more than {MAX_EXEC_OUTPUT >> 20} MiB: the output was cut "
+                f"there; it ended (exit {out.exit_code})"
+            )
+        return ExecResult(
+            args,
+            out.exit_code,
+            text_out,
+            text_err,
+            duration_s=time.monotonic() - started,
+            error=error,
+            output_cut_bytes=MAX_EXEC_OUTPUT if cut else None,
+        )
+
+    def open_logs(self, container_id: str, *, tail: int, follow: bool) -> CriLogReader:
+        """A pod's container's log file, as ``ContainerStatus`` names it: its tail, then on.
+
+        Raises:
+            LogStreamError: not a pod's container, the CRI did not answer, or the file cannot
+                be read (one line).
+        """
+        why, _ = self._pod_container(container_id, "logs")
+        client = self._cri_client() if why is None else None
+        if why is not None or client is None:
+            raise LogStreamError(why or "containerd's CRI socket is gone")
+        try:
+            path = client.log_path(container_id)
+        except cri.CriError as exc:
+            raise LogStreamError(f"containerd did not name the log file: {exc}") from exc
+        if not path:
+            raise LogStreamError(
+                "containerd names no log file for it (its pod was made without a log directory)"
+            )
+        return CriLogReader(path, tail=tail, follow=follow)
+
     def close(self) -> None:
-        """Drop the kept cgroup files; cancel a pod-resources call in flight."""
+        """Drop the kept cgroup files; cancel a pod-resources or CRI call in flight."""
         self._sampler.clear()
         if self._kubelet is not None:
             self._kubelet.close()
+        with self._cri_lock:
+            client, self._cri = self._cri, None
+            self._cri_socket = False  # closed: no new client
+        if client is not None:
+            client.close()
+
+
+#: What the runtime says when the command is not in the container (runc, crun).
+_NOT_FOUND_WORDS = ("executable file not found", "no such file or directory")
+
+
+def _missing(name: str) -> str:
+    """A command not found in a pod's container; for NVIDIA's tools, why they are missing."""
+    if name.rsplit("/", 1)[-1].startswith("nvidia-"):
+        return (
+            f"{name} not found in the container: the NVIDIA runtime did not give it the driver's "
+            "tools (the pod needs resources.limits nvidia.com/gpu, or runtimeClassName: nvidia "
+            "with NVIDIA_DRIVER_CAPABILITIES=utility)"
+        )
+    return f"{name} not found in the container"
+
+
+def _exec_error(argv: tuple[str, ...], code: int, output: str) -> str | None:
+    """A failed command the user can act on (missing, lost its GPUs), else None."""
+    if code in (126, 127):
+        return _missing(argv[0] if argv else "command")
+    return dp.exec_error(argv, code, output)
+
+
+def _exec_failure(name: str, label: str, exc: cri.CriError, timeout_s: float) -> str:
+    """The one line for an ``ExecSync`` that gave no result."""
+    said = exc.detail.lower()
+    if exc.kind == "timeout":
+        return f"{name} did not finish within {timeout_s:g} s; containerd stops it at its timeout"
+    if exc.kind == "not_found":
+        return f"no such container in containerd's CRI: {label[:64]}"
+    if "not in running state" in said or "not running" in said:
+        return f"container {label[:64]} is not running"
+    if any(words in said for words in _NOT_FOUND_WORDS):
+        return _missing(name)
+    return f"exec failed: {exc}"

@@ -1,10 +1,11 @@
-"""A bounded reader of the protobuf wire format, for the few kubelet messages gputui reads.
+"""A bounded reader of the protobuf wire format, for the few gRPC messages gputui speaks.
 
 No generated code and no ``protobuf`` package: a message is a run of ``(field number, wire
 type, value)`` records, and the callers pick the fields of the schema they know, message by
 message, so the nesting is the schema's (a few levels), never the sender's. Every read is
 bounded by the buffer it is given; a varint is at most ten bytes, a length never runs past the
-end, and the deprecated group wire types are refused.
+end, and the deprecated group wire types are refused. The few requests gputui sends (the
+kubelet's pod-resources, containerd's CRI) are written with :func:`encode`.
 """
 
 from __future__ import annotations
@@ -49,7 +50,7 @@ class Budget:
         """
         self.left -= 1
         if self.left < 0:
-            raise WireError("more fields than a kubelet sends")
+            raise WireError("more fields than such a reply holds")
         if self.left % self._CLOCK_EVERY == 0 and time.monotonic() > self.deadline:
             raise WireError("the reply took too long to decode")
 
@@ -124,6 +125,46 @@ def text(value: int | memoryview, limit: int) -> str:
     if len(value) > limit * 4:
         raise WireError(f"a string field is over {limit} characters")
     return bytes(value).decode("utf-8", errors="replace")[:limit]
+
+
+def signed(value: int | memoryview, bits: int = 64) -> int:
+    """A varint field's value as a signed ``int32`` / ``int64`` (two's complement, 64 bits).
+
+    Raises:
+        WireError: the field is not a varint, or out of range for ``bits``.
+    """
+    if not isinstance(value, int):
+        raise WireError("an integer field is length-delimited")
+    number = value - (1 << 64) if value >= 1 << 63 else value
+    if not -(1 << (bits - 1)) <= number < 1 << (bits - 1):
+        raise WireError(f"an int{bits} field is out of range")
+    return number
+
+
+def _varint_bytes(n: int) -> bytes:
+    n &= (1 << 64) - 1  # a negative int64 is its two's complement: ten bytes
+    out = bytearray()
+    while True:
+        low, n = n & 0x7F, n >> 7
+        out.append(low | (0x80 if n else 0))
+        if not n:
+            return bytes(out)
+
+
+def encode(*records: tuple[int, int | str | bytes]) -> bytes:
+    """A message of ``(number, value)`` fields, in order.
+
+    An int is a varint (a negative one its ten-byte two's complement), text or bytes
+    length-delimited; a repeated field is the same number given again.
+    """
+    out = bytearray()
+    for number, value in records:
+        if isinstance(value, int):
+            out += _varint_bytes(number << 3 | VARINT) + _varint_bytes(value)
+        else:
+            raw = value.encode() if isinstance(value, str) else value
+            out += _varint_bytes(number << 3 | LENGTH) + _varint_bytes(len(raw)) + raw
+    return bytes(out)
 
 
 def message(value: int | memoryview) -> memoryview:

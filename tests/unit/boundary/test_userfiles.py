@@ -602,6 +602,28 @@ def test_an_own_symlink_to_a_valid_file_is_followed(tmp_path: Path) -> None:
     assert outcome.status == 0, outcome.stderr
 
 
+def test_a_tail_opens_at_the_end_and_refuses_what_the_reader_refuses(tmp_path: Path) -> None:
+    """open_user_tail (a container's log, of any size): only its last bytes are read."""
+    from gputui.boundary.userfiles import UserFileError, open_user_tail
+
+    log = tmp_path / "0.log"
+    log.write_bytes(b"x" * 100_000 + b"the end\n")
+    fh, skipped = open_user_tail(log, "container log", 8)
+    with fh:
+        assert (skipped, fh.read()) == (100_000, b"the end\n")
+    fh, skipped = open_user_tail(log, "container log", 1 << 30)  # shorter than the tail
+    with fh:
+        assert skipped == 0 and len(fh.read()) == 100_008
+    os.mkfifo(tmp_path / "fifo")
+    planted = tmp_path / "planted"
+    planted.symlink_to(log)
+    os.lchown(planted, NOBODY, NOBODY)
+    for path, words in ((tmp_path / "fifo", "FIFO"), (tmp_path, "directory"),
+                        (planted, "another user")):  # fmt: skip
+        with pytest.raises(UserFileError, match=words):
+            open_user_tail(path, "container log", 8)
+
+
 # -- writers ---------------------------------------------------------------------------------
 
 

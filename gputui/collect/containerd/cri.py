@@ -1,0 +1,298 @@
+"""containerd's CRI API (``runtime.v1.RuntimeService``): exec and the log file of a pod's container.
+
+containerd's CRI plugin serves the kubelet's runtime API on containerd's own socket
+(``/run/containerd/containerd.sock``; k3s: ``/run/k3s/containerd/containerd.sock``). gputui asks
+it two things, for a Kubernetes pod's container only: ``ExecSync`` (run a command, no shell, and
+capture its output: ``x``) and ``ContainerStatus`` (the container's log file: ``l``). Nothing
+that changes a pod is ever sent: a stop through CRI is undone by the kubelet, which restarts the
+container, so the lifecycle keys stay the kubelet's (``kubectl delete pod``).
+
+gRPC is ``grpcio``, the optional extra ``pip install 'gputui[kubernetes]'``, imported only when
+a call is made; without it a call fails with :data:`GRPC_FIX`. The messages (numbered as in
+``k8s.io/cri-api`` ``pkg/apis/runtime/v1/api.proto``) are written and read by hand with
+:mod:`~gputui.collect.kubelet.protowire`, bounded: a reply at most :data:`MAX_REPLY_BYTES`
+(grpcio refuses a larger one before it is read whole), :data:`MAX_FIELDS` fields of decoding, a
+deadline on every call, and every call in flight cancelled by :meth:`CriClient.close` from any
+thread.
+
+``grpc`` is imported in this module and in :mod:`gputui.collect.kubelet.pod_resources` only
+(tests/unit/test_layering.py).
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib.util
+import os
+import stat
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from gputui.collect.kubelet.protowire import (
+    LENGTH,
+    VARINT,
+    Budget,
+    WireError,
+    encode,
+    fields,
+    message,
+    signed,
+    text,
+)
+
+#: The service, as the proto names it: package ``runtime.v1``, service ``RuntimeService``.
+SERVICE = "/runtime.v1.RuntimeService/"
+#: containerd's socket, in its state directory (``/run/containerd``, ``/run/k3s/containerd``).
+SOCKET_NAME = "containerd.sock"
+#: The largest reply read: an exec's output (containerd cuts each stream at 16 MiB itself).
+MAX_REPLY_BYTES = 4 << 20
+#: Fields decoded per reply: a container's status has a few dozen (mounts, labels, annotations).
+MAX_FIELDS = 20_000
+#: Seconds the decoding of one reply may take.
+MAX_DECODE_S = 1.0
+#: Seconds a ``ContainerStatus`` call may take (connect, request and reply).
+STATUS_TIMEOUT_S = 2.0
+#: Seconds an exec's reply may come after its own timeout: containerd kills the command at its
+#: timeout (whole seconds) and then answers.
+EXEC_GRACE_S = 2.0
+#: The longest log path taken from a reply (a Linux path is at most 4096 bytes).
+MAX_PATH_CHARS = 4096
+#: What a failure says when grpcio is missing.
+GRPC_FIX = (
+    "Install gRPC for containerd's CRI API (exec and logs of a pod's container): "
+    "pip install 'gputui[kubernetes]' (grpcio)."
+)
+
+
+class CriError(Exception):
+    """A CRI call that gave no answer (one line).
+
+    Attributes:
+        kind: ``missing_dependency``, ``timeout``, ``unavailable``, ``too_large``,
+            ``malformed``, ``not_found``, ``cancelled`` or ``error``.
+        detail: The engine's own words, one line (empty when it said nothing).
+    """
+
+    def __init__(self, message: str, kind: str, detail: str = "") -> None:
+        super().__init__(message)
+        self.kind = kind
+        self.detail = detail
+
+
+@dataclass(frozen=True, slots=True)
+class ExecOutput:
+    """An ``ExecSyncResponse``.
+
+    Attributes:
+        stdout: Its standard output (at most what the reply held).
+        stderr: Its standard error.
+        exit_code: The command's exit status.
+    """
+
+    stdout: bytes
+    stderr: bytes
+    exit_code: int
+
+
+def socket_path(state_dir: str | os.PathLike[str]) -> str | None:
+    """The socket in containerd's state directory, or None when there is none (``stat`` only)."""
+    path = Path(state_dir) / SOCKET_NAME
+    try:
+        return str(path) if stat.S_ISSOCK(os.stat(path).st_mode) else None
+    except (OSError, ValueError):
+        return None
+
+
+@functools.cache
+def grpc_installed() -> bool:
+    """Whether grpcio can be imported (looked up once, without importing it)."""
+    try:
+        return importlib.util.find_spec("grpc") is not None
+    except (ImportError, ValueError):
+        return False
+
+
+def _grpc() -> Any:
+    """The ``grpc`` module, or None when grpcio is not installed."""
+    try:
+        import grpc  # optional extra: only a call to the CRI needs it
+    except ImportError:
+        return None
+    return grpc
+
+
+def parse_exec(data: bytes, budget: Budget | None = None) -> ExecOutput:
+    """An ``ExecSyncResponse``: ``stdout = 1`` (bytes), ``stderr = 2`` (bytes), ``exit_code = 3``.
+
+    Raises:
+        WireError: a known field of the wrong wire type, bytes that are not a message, or an
+            exit code out of ``int32``'s range.
+    """
+    budget = budget if budget is not None else Budget(MAX_FIELDS, MAX_DECODE_S)
+    stdout = stderr = b""
+    code = 0
+    for number, kind, value in fields(data, budget):
+        if number in (1, 2):
+            if kind != LENGTH:
+                raise WireError("an output field is not bytes")
+            if number == 1:
+                stdout = bytes(message(value))
+            else:
+                stderr = bytes(message(value))
+        elif number == 3:
+            if kind != VARINT:
+                raise WireError("the exit code is not a varint")
+            code = signed(value, 32)
+    return ExecOutput(stdout, stderr, code)
+
+
+def parse_log_path(data: bytes, budget: Budget | None = None) -> str:
+    """``ContainerStatusResponse.status`` (1) ``.log_path`` (15); empty when it names none.
+
+    Raises:
+        WireError: the status or the path is of the wrong wire type, or the path too long.
+    """
+    budget = budget if budget is not None else Budget(MAX_FIELDS, MAX_DECODE_S)
+    path = ""
+    for number, _kind, value in fields(data, budget):
+        if number != 1:
+            continue  # info (2): only with verbose, which is never asked
+        for n, _k, v in fields(message(value), budget):
+            if n == 15:
+                path = text(v, MAX_PATH_CHARS)
+    return path
+
+
+def _one_line(value: object, limit: int = 300) -> str:
+    return " ".join(str(value or "").split())[:limit]
+
+
+class CriClient:
+    """containerd's ``RuntimeService``: ``ExecSync`` and ``ContainerStatus``, bounded.
+
+    Calls may run on several threads at once (an exec and a logs screen); :meth:`close`
+    cancels every one in flight.
+
+    Args:
+        path: containerd's socket (``/run/containerd/containerd.sock``).
+        max_reply_bytes: The largest reply read (grpcio refuses a larger one).
+    """
+
+    def __init__(self, path: str, *, max_reply_bytes: int = MAX_REPLY_BYTES) -> None:
+        self.path = path
+        self._max = max_reply_bytes
+        self._lock = threading.Lock()
+        self._channel: Any = None
+        self._calls: set[Any] = set()
+        self._closed = False
+
+    def exec_sync(self, container_id: str, argv: Sequence[str], timeout_s: float) -> ExecOutput:
+        """Run ``argv`` (no shell) in the container and wait for its output.
+
+        containerd is given the timeout in whole seconds (at least 1) and kills the command
+        there; this call waits :data:`EXEC_GRACE_S` beyond it for that answer, then gives up
+        (cancelling the call, which also makes containerd kill the command).
+
+        Raises:
+            CriError: no answer (``timeout`` once the deadline passed), a refusal (the engine's
+                words in ``detail``), or a malformed reply.
+        """
+        seconds = max(1, int(timeout_s))
+        request = encode((1, container_id), *((2, arg) for arg in argv), (3, seconds))
+        reply = self._call("ExecSync", request, max(timeout_s, 0.001) + EXEC_GRACE_S)
+        try:
+            return parse_exec(reply)
+        except WireError as exc:
+            raise CriError(f"malformed ExecSync reply: {exc}", "malformed") from exc
+
+    def log_path(self, container_id: str, timeout_s: float = STATUS_TIMEOUT_S) -> str:
+        """The container's log file, as ``ContainerStatus`` names it (empty when none).
+
+        Raises:
+            CriError: as :meth:`exec_sync`.
+        """
+        reply = self._call("ContainerStatus", encode((1, container_id)), timeout_s)
+        try:
+            return parse_log_path(reply)
+        except WireError as exc:
+            raise CriError(f"malformed ContainerStatus reply: {exc}", "malformed") from exc
+
+    def _call(self, method: str, request: bytes, timeout_s: float) -> bytes:
+        grpc = _grpc()
+        if grpc is None:
+            raise CriError(f"grpcio is not installed: {GRPC_FIX}", "missing_dependency")
+        call: Any = None
+        try:
+            with self._lock:
+                if self._closed:
+                    raise CriError("the CRI client is closed", "cancelled")
+                if self._channel is None:
+                    self._channel = grpc.insecure_channel(
+                        f"unix://{self.path}",
+                        options=[
+                            ("grpc.max_receive_message_length", self._max),
+                            ("grpc.max_send_message_length", 1 << 20),
+                            ("grpc.enable_retries", 0),
+                            ("grpc.enable_http_proxy", 0),
+                        ],
+                    )
+                rpc = self._channel.unary_unary(SERVICE + method)
+                # Bytes in, bytes out (no generated code).
+                call = rpc.future(request, timeout=max(timeout_s, 0.001))
+                self._calls.add(call)
+            reply = call.result()
+        except CriError:
+            raise
+        except Exception as exc:  # grpc.RpcError, or a cancel from close()
+            raise self._failure(grpc, exc, method, timeout_s) from None
+        finally:
+            with self._lock:
+                self._calls.discard(call)
+        if not isinstance(reply, bytes):
+            raise CriError(f"the {method} reply is not bytes", "malformed")
+        return reply
+
+    def _failure(self, grpc: Any, exc: Exception, method: str, timeout_s: float) -> CriError:
+        code = exc.code() if isinstance(exc, grpc.RpcError) and hasattr(exc, "code") else None
+        detail = exc.details() if hasattr(exc, "details") and callable(exc.details) else ""
+        shown = _one_line(detail)
+        codes = grpc.StatusCode
+        if code == codes.DEADLINE_EXCEEDED:
+            # containerd's own timeout of an exec names it ("timeout 1s exceeded"); gRPC's
+            # deadline on this side says only "Deadline Exceeded".
+            own = "timeout" in shown.lower()
+            said = f"containerd: {shown}" if own else f"no answer within {timeout_s:.2g} s"
+            return CriError(said, "timeout", shown)
+        if code == codes.RESOURCE_EXHAUSTED:
+            return CriError(
+                f"containerd's {method} reply is over {self._max >> 20} MiB", "too_large", shown
+            )
+        if code == codes.UNAVAILABLE:
+            return CriError(f"containerd does not answer on {self.path}", "unavailable", shown)
+        if code == codes.NOT_FOUND:
+            return CriError("containerd's CRI does not know this container", "not_found", shown)
+        if code == codes.UNIMPLEMENTED:
+            return CriError(
+                f"{self.path} serves no runtime.v1 CRI (its CRI plugin is off, or older than "
+                "containerd 1.6)",
+                "error",
+                shown,
+            )
+        if code == codes.CANCELLED or isinstance(exc, grpc.FutureCancelledError):
+            return CriError("the CRI call was cancelled", "cancelled", shown)
+        name = code.name if code is not None else type(exc).__name__
+        return CriError(f"{name}: {shown}" if shown else name, "error", shown)
+
+    def close(self) -> None:
+        """Cancel every call in flight (from any thread) and close the channel."""
+        with self._lock:
+            self._closed = True
+            calls, channel = list(self._calls), self._channel
+            self._channel = None
+        for call in calls:
+            call.cancel()
+        if channel is not None:
+            channel.close()
