@@ -129,13 +129,10 @@ def user_arg(text: str) -> str:
 
 def current_user() -> str:
     """The user running gputui, as a process's user is shown: the name, else the uid."""
-    import pwd
+    from gputui.collect.linux.users import user_name
 
     uid = os.getuid()
-    try:
-        return pwd.getpwuid(uid).pw_name
-    except KeyError:
-        return str(uid)
+    return user_name(uid) or str(uid)
 
 
 def add_view_scope(parser: argparse.ArgumentParser) -> None:

@@ -19,11 +19,12 @@ everything discovered to the explicit ones.
 from __future__ import annotations
 
 import os
-import pwd
 import stat
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+
+from gputui.collect.linux.users import user_name
 
 #: The kinds of engine gputui reads, as ``--engine`` names them.
 ENGINE_KINDS = ("docker", "podman", "containerd")
@@ -112,13 +113,6 @@ def _is_dir(path: Path) -> bool:
         return False
 
 
-def _user_name(uid: int) -> str:
-    try:
-        return pwd.getpwuid(uid).pw_name
-    except (KeyError, OverflowError):
-        return str(uid)
-
-
 def _user_dirs(run_root: Path) -> list[tuple[int, Path]]:
     """``<run>/user/<uid>`` directories, by uid (at most :data:`MAX_USER_DIRS`)."""
     try:
@@ -179,7 +173,7 @@ def discover(
     if _is_socket(root / "podman" / "podman.sock"):
         sockets.append(("podman", "podman", root / "podman" / "podman.sock"))
     for uid, home in _user_dirs(root):
-        user = _user_name(uid)
+        user = user_name(uid) or str(uid)
         if _is_socket(home / "podman" / "podman.sock"):
             sockets.append((f"podman-{user}", "podman", home / "podman" / "podman.sock"))
         if _is_socket(home / "docker.sock"):

@@ -31,6 +31,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
+from gputui.collect.linux.users import user_name
 from gputui.model.containers import Owner
 
 #: The label gputui always reads (after the configured ones).
@@ -113,10 +114,7 @@ class HostLookup:
 
     def user_name(self, uid: int) -> str | None:
         """The host's name for ``uid``; None when it has none."""
-        try:
-            return pwd.getpwuid(uid).pw_name
-        except (KeyError, OverflowError):
-            return None
+        return user_name(uid)
 
     def user_uid(self, name: str) -> int | None:
         """The host's uid for user ``name``; None when the host has no such user."""

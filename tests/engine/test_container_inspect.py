@@ -73,9 +73,15 @@ def test_processes_are_every_process_of_the_container_with_both_pids(
     )
     source = _source(free_run_id)
     try:
-        first = source.processes(container.id)
-        assert first.error is None, first.error
-        commands = {p.command: p for p in first.processes}
+        # The shell forks its sleeps after the container is running: read until both are seen.
+        deadline = time.monotonic() + 20.0
+        while True:
+            first = source.processes(container.id)
+            assert first.error is None, first.error
+            commands = {p.command: p for p in first.processes}
+            if {"sleep 301", "sleep 302"} <= commands.keys() or time.monotonic() > deadline:
+                break
+            time.sleep(0.05)
         assert {"sleep 301", "sleep 302"} <= commands.keys(), commands
         init = container.attrs["State"]["Pid"]
         shell = next(p for p in first.processes if p.pid == init)

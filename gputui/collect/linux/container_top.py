@@ -15,7 +15,6 @@ one caller at a time (its lock): the inspect screen's worker, never the UI threa
 from __future__ import annotations
 
 import os
-import pwd
 import threading
 import time
 from pathlib import Path
@@ -24,6 +23,7 @@ from gputui.collect.linux.cgroup_usage import cgroup_path_from_proc
 from gputui.collect.linux.fileio import read_capped
 from gputui.collect.linux.membership import parse_nspid_fields, path_names_container
 from gputui.collect.linux.proc_parse import container_pid, parse_cmdline, parse_stat, real_uid
+from gputui.collect.linux.users import UserNames
 from gputui.model.containers import ContainerProcess, ContainerProcesses
 
 #: The most processes one read describes (a container may run thousands: the rest are counted).
@@ -65,7 +65,7 @@ class ContainerTop:
         self._lock = threading.Lock()
         #: PID -> (start ticks, CPU ticks, when read): the previous read's samples.
         self._samples: dict[int, tuple[int, int, float]] = {}
-        self._users: dict[int, str] = {}
+        self._users = UserNames()
 
     def read(self, container_id: str, init_pid: int | None) -> ContainerProcesses:
         """The container's processes, by host PID (at most the limit; the total counted).
@@ -213,12 +213,4 @@ class ContainerTop:
     def _user(self, uid: int | None) -> str:
         if uid is None:
             return "?"
-        name = self._users.get(uid)
-        if name is None:
-            try:
-                name = pwd.getpwuid(uid).pw_name[:32]
-            except (KeyError, OverflowError):
-                name = str(uid)
-            if len(self._users) < 1024:
-                self._users[uid] = name
-        return name
+        return self._users(uid)[:32]

@@ -29,7 +29,6 @@ from __future__ import annotations
 import errno
 import math
 import os
-import pwd
 import select
 import time
 from collections import deque
@@ -63,6 +62,7 @@ from gputui.collect.linux.proc_parse import (
     start_time_of,
     status_field,
 )
+from gputui.collect.linux.users import UserNames
 from gputui.model.processes import ProcessInfo, Visibility
 from gputui.model.snapshot import HostStats
 
@@ -192,7 +192,7 @@ class ProcSource:
         self._files = KeptFiles(kept_fd_budget())
         #: Per :meth:`read`: the boot time and user names looked up (a read sees one of each).
         self._boot_time: float | None = None
-        self._users: dict[int, str] = {}
+        self._users = UserNames()
         self._wall = wall
         self._full_read_max = max(0, full_read_max)
         self._window = max(0.0, sample_window)
@@ -537,14 +537,7 @@ class ProcSource:
         uid = real_uid(data)
         if uid is None:
             return None, False
-        name = self._users.get(uid)
-        if name is None:
-            try:
-                name = pwd.getpwuid(uid).pw_name
-            except KeyError:  # a uid with no passwd entry: psutil gives the number
-                name = str(uid)
-            self._users[uid] = name
-        return clean_text(name), False
+        return clean_text(self._users(uid)), False
 
     def _start_time(self, start_ticks: int) -> float | None:
         """Start time in seconds since the epoch, as psutil computes it (ticks + boot time).
