@@ -13,6 +13,7 @@ import os
 import statistics
 import time
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 from bench import common
@@ -38,6 +39,10 @@ def scenario(n_gpus: int, pids: Sequence[int]) -> dict[str, Any]:
             "pcie_tx_kbps": [50, 900], "throttle_reasons": [0, 4], "ecc_mode_current": True,
             "ecc_uncorrected_volatile": 0, "remapped_rows_pending": False, "persistence_mode": True,
             "mig_mode_current": False, "errors": {"fan_speed": "NotSupported"}, "processes": [],
+            # GPM figures, as an H200's (the product reads them on every Hopper GPU).
+            "gpm_sm_active": [12.5, 60.0, 95.3], "gpm_sm_occupancy": [10, 40, 80],
+            "gpm_tensor_active": [0, 30, 70], "gpm_dram_active": [5, 20, 40],
+            "energy_mj": [1_000_000 + i, 1_400_000 + i],
         })  # fmt: skip
     for k, pid in enumerate(pids):
         gpus[k % n_gpus]["processes"].append(
@@ -74,10 +79,14 @@ def measure_point(
     proc_pids: Sequence[int],
     cycles: int,
     interval: float = REFRESH_S,
+    store_dir: str | None = None,
 ) -> tuple[dict[str, Any], list[Any]]:
     """Collect ``cycles`` warm cycles at one point; returns figures and a few snapshots.
 
-    A cycle starts every ``interval`` seconds (0: back to back), as the TUI refreshes.
+    A cycle starts every ``interval`` seconds (0: back to back), as the TUI refreshes. The
+    monitor's loop is measured whole, as shipped: the collection with GPM figures and the
+    kernel-log reader (``/dev/kmsg`` where readable), then the analysis and the ledger's writer
+    on a store in ``store_dir`` (a temporary one when None), each timed on its own.
     """
     from gputui.collect.collector import Collector
     from gputui.collect.docker.source import DockerSource
@@ -101,8 +110,22 @@ def measure_point(
         finally:
             health_times.append(time.perf_counter() - t0)
 
+    import tempfile
+
+    from gputui.collect.fault_attribution import KernelFaultTracker
+    from gputui.collect.linux.kmsg import KMSG_PATH, KmsgReader
+    from gputui.derive.analysis import Analyzer
+    from gputui.ledger.writer import LedgerWriter
+
+    faults = KernelFaultTracker(KmsgReader(KMSG_PATH, background=True))
     coll = Collector(gpu, procs, dock, mode="scenario", health=timed_health,
-                     health_interval=_HEALTH_OFF)  # fmt: skip
+                     health_interval=_HEALTH_OFF, faults=faults)  # fmt: skip
+    analyzer = Analyzer(())
+    tmp = tempfile.TemporaryDirectory(prefix="gputui-scale-", dir=store_dir)
+    writer = LedgerWriter(Path(tmp.name) / "ledger.db", "tui", interval_s=interval or REFRESH_S)
+    writer.start()
+    analysis_times: list[float] = []
+    ledger_times: list[float] = []
     try:
         t0 = time.perf_counter()
         coll.collect()  # cold: engine connection, list + inspects, psutil handles, health
@@ -123,8 +146,14 @@ def measure_point(
             time.sleep(max(0.0, t0 + interval - time.perf_counter()))
             t0 = time.perf_counter()
             snap = coll.collect()
-            monitor_gc.after_refresh()
             totals.append(time.perf_counter() - t0)
+            t1 = time.perf_counter()
+            analysis = analyzer.analyse(snap)
+            t2 = time.perf_counter()
+            writer.observe(snap, analysis)
+            ledger_times.append(time.perf_counter() - t2)
+            analysis_times.append(t2 - t1)
+            monitor_gc.after_refresh()
             procs_read.append(getattr(procs.inner, "last_read_count", len(pids)))
             ctrs_read.append(getattr(sampler, "last_read_count", 0))
             ages += [snap.taken_at - at for p in snap.processes
@@ -137,6 +166,8 @@ def measure_point(
         engine_containers = len(snap.containers)
     finally:
         coll.close()
+        writer.close()
+        tmp.cleanup()
     med = statistics.median
     rest = [
         t - g - p - d for t, g, p, d in zip(totals, gpu.times, procs.times, dock.times, strict=True)
@@ -146,6 +177,11 @@ def measure_point(
         "cold_ms": cold * 1e3, "warm_ms": med(totals) * 1e3, "p95_ms": common.pct(totals, 95) * 1e3,
         "gpu_ms": med(gpu.times) * 1e3, "procs_ms": med(procs.times) * 1e3,
         "docker_ms": med(dock.times) * 1e3, "join_ms": med(rest) * 1e3,
+        "analysis_ms": med(analysis_times) * 1e3, "ledger_ms": med(ledger_times) * 1e3,
+        "ledger_p95_ms": common.pct(ledger_times, 95) * 1e3,
+        "loop_ms": med([t + a + w for t, a, w in zip(totals, analysis_times, ledger_times,
+                                                       strict=True)]) * 1e3,
+        "kmsg_ok": (kmsg := snap.sources.get("kmsg")) is not None and kmsg.ok,
         "health_cold_ms": health_times[0] * 1e3 if health_times else None,
         "health_warm_ms": health_times[1] * 1e3 if len(health_times) > 1 else None,
         "api_calls_per_cycle": calls / cycles, "attributed_containers": attributed,
@@ -233,11 +269,12 @@ def report(results: dict[str, list[dict[str, Any]]], ui_rows: list[dict[str, Any
                          r["warm_ms"], r["p95_ms"], r["warm_ms"] * 1e3 / max(n, 1), r["gpu_ms"],
                          r["procs_ms"], r["docker_ms"], r["join_ms"], r["health_warm_ms"],
                          r["api_calls_per_cycle"], r["procs_read"], r["ctrs_read"],
-                         r["max_age_s"]])  # fmt: skip
+                         r["max_age_s"], r["analysis_ms"], r["ledger_ms"], r["loop_ms"],
+                         r["kmsg_ok"]])  # fmt: skip
     text = common.table(
         ["dim", "GPUs", "ctrs", "procs", "cold ms", "warm ms", "p95 ms", "us/unit", "gpu ms",
          "procs ms", "docker ms", "join ms", "health ms", "API/cycle", "procs read",
-         "ctrs read", "max age s"], rows,
+         "ctrs read", "max age s", "analysis ms", "ledger ms", "loop ms", "kmsg"], rows,
     )  # fmt: skip
     target = results.get("target")
     if target:
@@ -246,6 +283,11 @@ def report(results: dict[str, list[dict[str, Any]]], ui_rows: list[dict[str, Any
             f"\ntarget point collection cycle {ms:.1f} ms (<= 25 ms: {common.verdict(ms <= 25)})"
         )
     text += "\n(us/unit = warm cycle / GPUs, containers or processes of that dimension)"
+    text += (
+        "\n(warm ms = the collection, GPM figures and the kernel-log reader included; analysis "
+        "ms and ledger ms = the loop's Analyzer and the ledger writer's observe on a real "
+        "store; loop ms = all three, what the monitor's loop thread does per refresh)"
+    )
     interval = next((r.get("interval_s") for items in results.values() for r in items), REFRESH_S)
     text += (
         "\n(procs read, ctrs read = processes and running containers whose /proc or cgroup "
