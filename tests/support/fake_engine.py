@@ -59,12 +59,24 @@ class FakeEngine:
         stop: Set when the server stops; behaviours wait on it instead of sleeping.
     """
 
-    def __init__(self, path: str, routes: dict[str, Behaviour]) -> None:
+    def __init__(
+        self, path: str, routes: dict[str, Behaviour], listener: socket.socket | None = None
+    ) -> None:
+        """Serve ``routes`` on ``path``.
+
+        Args:
+            path: The socket's path.
+            routes: Path prefix -> behaviour.
+            listener: A socket already bound to ``path`` and listening, when another process
+                must have called ``listen`` (the kernel gives a client the credentials of the
+                process that did: an engine in a PID namespace of its own).
+        """
         self.path = path
         self.routes = routes
         self.requests: list[str] = []
         self.stop = threading.Event()
-        self._server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self._listening = listener is not None
+        self._server = listener or socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         self._conns: list[socket.socket] = []
         self._lock = threading.Lock()
 
@@ -74,8 +86,9 @@ class FakeEngine:
         return f"unix://{self.path}"
 
     def __enter__(self) -> FakeEngine:
-        self._server.bind(self.path)
-        self._server.listen(16)
+        if not self._listening:
+            self._server.bind(self.path)
+            self._server.listen(16)
         threading.Thread(target=self._accept, daemon=True).start()
         return self
 

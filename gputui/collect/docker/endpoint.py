@@ -14,6 +14,7 @@ import json
 import os
 import shutil
 import socket
+import struct
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -191,6 +192,38 @@ def unix_socket_answers(url: str | None) -> bool:
         except OSError:
             return False
     return True
+
+
+_UCRED = struct.Struct("3i")
+
+
+def socket_peer_pid(url: str | None, timeout_s: float) -> int | None:
+    """The PID (in gputui's PID namespace) of the process listening on a local engine's socket.
+
+    ``SO_PEERCRED`` of a connection names the process that called ``listen``: an engine in a
+    PID namespace of its own (inside a container) shows there as a host PID, whose ``NSpid``
+    tells that namespace. A connection is made and closed; nothing is sent or read.
+
+    Args:
+        url: The engine's URL (only ``unix://`` has a local listener).
+        timeout_s: The most seconds the connection may take.
+
+    Returns:
+        The PID; None for another URL, a socket that does not answer, or a listener outside
+        gputui's PID namespace and below it (the kernel gives 0).
+    """
+    path = unix_socket_path(url)
+    if path is None:
+        return None
+    try:
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+            sock.settimeout(max(0.01, timeout_s))
+            sock.connect(path)
+            raw = sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, _UCRED.size)
+    except (OSError, ValueError):
+        return None
+    pid = int(_UCRED.unpack(raw)[0])
+    return pid if pid > 0 else None
 
 
 def interactive_argv(

@@ -38,6 +38,7 @@ from gputui.collect.docker.endpoint import (
     docker_cli_available,
     interactive_argv,
     resolve_endpoint,
+    socket_peer_pid,
     unix_socket_answers,
     unix_socket_path,
 )
@@ -62,6 +63,7 @@ from gputui.collect.docker.engine_api import (
 from gputui.collect.docker.logs import EngineLogReader, LogStreamError
 from gputui.collect.linux.cgroup_usage import CgroupSampler
 from gputui.collect.linux.container_top import ContainerTop
+from gputui.collect.linux.engine_pids import EnginePids
 from gputui.collect.owners import OwnerResolver, owner_label_keys
 from gputui.collect.sources import ContainerCapabilities, ContainerSource
 from gputui.model.containers import (
@@ -81,6 +83,8 @@ _T = TypeVar("_T")
 EXEC_STOP_GRACE_S = 1.0
 #: Seconds each engine call of stopping an exec may take (the exec's own deadline may be over).
 _EXEC_STOP_CALL_S = 1.0
+#: Seconds the connection that asks who listens on the engine's socket may take.
+_PEER_TIMEOUT_S = 0.5
 
 #: Events that change what inspect says about a container. ``exec_*`` events are left out on
 #: purpose: every ``nvidia-smi`` exec would otherwise trigger a re-inspect.
@@ -461,6 +465,8 @@ class DockerSource(ContainerSource):
         #: Reads a container's processes for the inspect screen (made on its first use).
         self._top_roots = (Path(proc_root), Path(cgroup_root))
         self._top: ContainerTop | None = None
+        #: The engine's PIDs as host PIDs (an engine in a container has PIDs of its own).
+        self._pids = EnginePids(proc_root, None)
         self._lock = threading.Lock()  # guards the fields the events thread writes
         self._api: _Api | None = None
         self._endpoint: _Endpoint | None = None
@@ -555,11 +561,22 @@ class DockerSource(ContainerSource):
         )
         self._engine_uid = _rootless_uid(self._engine, endpoint.base_url)
         self._product = self._engine.product or self._product
+        self._pids = self._engine_pids(endpoint.base_url, deadline)
         self._cache.clear()
         self._oversized.clear()
         self._sampler.clear()
         self._start_events(api, deadline)
         return None
+
+    def _engine_pids(self, url: str, deadline: float) -> EnginePids:
+        """The engine's PID namespace, from the process that listens on its socket.
+
+        An engine inside a container (Docker under systemd in a podman container) names PIDs of
+        that container's namespace: ``State.Pid`` is not a host PID there. A remote engine's
+        PIDs are another host's; they are taken as they are (and not read from this ``/proc``).
+        """
+        peer = socket_peer_pid(url, min(_PEER_TIMEOUT_S, _remaining(deadline)))
+        return EnginePids(self._top_roots[0], peer)
 
     def _teardown(self) -> None:
         """Stop the events thread and drop the client (idempotent, never waits long)."""
@@ -838,6 +855,9 @@ class DockerSource(ContainerSource):
                 # A payload describing another (or no valid) id is not this container's.
                 retry.add(cid)
                 continue
+            if info.pid is not None and self._pids.depth:
+                # Never keep an engine's PID as a host PID: /proc/<it> is another process.
+                info = dataclasses.replace(info, pid=self._pids.host_pid(info.pid, cid))
             owner = self._owners.resolve(
                 facts, engine_uid=self._engine_uid, budget_s=_remaining(deadline)
             )
@@ -1106,6 +1126,12 @@ class DockerSource(ContainerSource):
         pid = state.pid
         if pid is None or state.container_id not in (None, container_id):
             return "the engine names no PID of it in this container"
+        pid = self._pids.host_pid(pid, container_id)
+        if pid is None:
+            return (
+                f"the engine names it PID {state.pid} of its own PID namespace, and no process "
+                "of this host is that one"
+            )
         from gputui.collect.linux.proc_reader import ProcSource  # only when an exec must stop
 
         procs = ProcSource()
@@ -1266,6 +1292,11 @@ class DockerSource(ContainerSource):
             info = self._cache.get(container_id)
         if info is None:
             return ContainerProcesses(error=f"no such container: {container_id[:12]}")
+        if info.running and not info.pid and self._pids.depth:
+            return ContainerProcesses(
+                error=f"the {self._product} engine runs in a PID namespace of its own, and no "
+                "process of this host has its PID for this container"
+            )
         if self._top is None:
             self._top = ContainerTop(*self._top_roots)
         return self._top.read(container_id, info.pid or None)  # a paused one has its PIDs

@@ -13,7 +13,9 @@ from gputui.collect.linux.membership import (
     has_relative_path,
     parse_cgroup,
     parse_nspid,
+    path_names_container,
 )
+from tests.support.paths import REPO
 
 # Real ids from the research notes (measured hosts and datadog-agent test data).
 DOCKER_ID = "c3da37be2142bda84fb414cdb8eb48548f2b3b6b9c24da6b37de18a260e967d8"
@@ -186,6 +188,34 @@ def test_crlf_and_trailing_whitespace_are_tolerated() -> None:
     assert parse_cgroup(f"0::/system.slice/docker-{DOCKER_ID}.scope\r\n") == CgroupMatch(
         DOCKER_ID, "docker", None, False
     )
+
+
+# Docker 20.10 with the systemd cgroup driver, under systemd as PID 1 of a privileged podman
+# container (cgroupfs manager, --cgroupns=private) on this cgroup v1 (hybrid) host, read from the
+# host: a container's ``sleep`` and the engine itself (scripts/check_systemd_docker.sh, 2026-12-02).
+# Some controllers name the scope below the podman container, some at the hierarchy's root.
+SYSTEMD_DOCKER_IN_PODMAN = REPO / "tests/fixtures/cgroup/systemd-docker-in-podman-v1.container"
+SYSTEMD_DOCKERD_IN_PODMAN = REPO / "tests/fixtures/cgroup/systemd-docker-in-podman-v1.dockerd"
+INNER_ID = "7d0388bb4adfd0a2b4cc00fb554fe9847899783ee95bb52414f420b9a7f9d49e"
+PODMAN_ID = "ec752b93fe59feb24510766588fed22669aecae95dd3adecb4600168394a0f28"
+
+
+def test_systemd_docker_in_a_podman_container_is_the_inner_container() -> None:
+    text = SYSTEMD_DOCKER_IN_PODMAN.read_text()
+    assert f"0::/libpod_parent/libpod-{PODMAN_ID}/system.slice/docker-{INNER_ID}.scope" in text
+    assert f"9:name=systemd:/system.slice/docker-{INNER_ID}.scope" in text
+    assert parse_cgroup(text) == CgroupMatch(INNER_ID, "docker", None, False)
+    assert not has_relative_path(text)
+    # Every line names the inner container, with the podman container above it or not.
+    for line in text.splitlines():
+        assert path_names_container(line.split(":", 2)[2], INNER_ID), line
+        assert parse_cgroup(line + "\n") == CgroupMatch(INNER_ID, "docker", None, False)
+
+
+def test_the_engine_itself_is_in_the_podman_container() -> None:
+    text = SYSTEMD_DOCKERD_IN_PODMAN.read_text()
+    assert parse_cgroup(text) == CgroupMatch(PODMAN_ID, "podman", None, False)
+    assert not path_names_container(text.splitlines()[-1].split(":", 2)[2], INNER_ID)
 
 
 @pytest.mark.parametrize(

@@ -546,6 +546,40 @@ def test_cgroup_v1_tree_from_proc_path(tmp_path: Any) -> None:
     assert (got.memory_used_bytes, got.memory_limit_bytes) == (3096, 2048000)
 
 
+def test_cgroup_v1_systemd_driver_nested_in_a_podman_container(tmp_path: Any) -> None:
+    """Docker's systemd driver under systemd in a podman container, on cgroup v1: the scope is
+    below the podman container's cgroup for cpu, cpuacct and memory, where the driver's default
+    (``/system.slice/docker-<id>.scope``) is not: only the init's real ``/proc/<pid>/cgroup``
+    lines (verbatim, tests/fixtures/cgroup/) find it."""
+    from gputui.model.containers import ContainerInfo
+    from tests.support.paths import REPO
+
+    inner = "7d0388bb4adfd0a2b4cc00fb554fe9847899783ee95bb52414f420b9a7f9d49e"
+    podman = "ec752b93fe59feb24510766588fed22669aecae95dd3adecb4600168394a0f28"
+    text = (REPO / "tests/fixtures/cgroup/systemd-docker-in-podman-v1.container").read_text()
+    rel = f"libpod_parent/libpod-{podman}/system.slice/docker-{inner}.scope"
+    got = cg.cgroup_candidates("1", inner, "systemd", None, text)
+    assert got[0] == (0, f"cpuacct/{rel}", "cpuacct.usage")
+    assert next(c for c in got if c[0] == 1) == (1, f"memory/{rel}", "memory.usage_in_bytes")
+    assert next(c for c in got if c[0] == 2) == (2, f"cpu/{rel}", "cpu.stat")
+    _write(tmp_path / "proc" / "9073" / "cgroup", text)
+    _write(tmp_path / "proc" / "172" / "cgroup", "4:memory:/\n2:cpuacct:/\n0::/\n")  # another
+    _write(tmp_path / "proc" / "stat", _proc_stat(100))
+    _write(tmp_path / "cg" / "cpuacct" / rel / "cpuacct.usage", "123\n")
+    mem = tmp_path / "cg" / "memory" / rel
+    _write(mem / "memory.usage_in_bytes", "4096\n")
+    _write(mem / "memory.stat", "total_inactive_file 1000\n")
+    _write(mem / "memory.limit_in_bytes", "9223372036854771712\n")
+    src = _source_on_tree(tmp_path, "1", "systemd")
+    info = ContainerInfo(id=inner, name="x", image="i", status="running", pid=9073)
+    assert src._with_usage([info])[0].memory_used_bytes == 3096
+    # The engine's own PID for it (172 in the podman container) is another host process:
+    # nothing of that one's cgroup is taken, and the driver's default path does not exist.
+    src = _source_on_tree(tmp_path, "1", "systemd")
+    wrong = dataclasses.replace(info, pid=172)
+    assert src._with_usage([wrong])[0].memory_used_bytes is None
+
+
 def test_no_cgroup_figures_for_remote_engines(tmp_path: Any) -> None:
     from gputui.collect.docker.endpoint import Endpoint as _Endpoint
     from gputui.model.containers import ContainerInfo

@@ -134,8 +134,9 @@ CLIENTS: dict[str, Driver] = {
 EXEMPT: dict[str, str] = {
     "collect/http_client.py": "the bounded client itself",
     "collect/docker/endpoint.py": (
-        "a connect-only probe of a local engine's unix socket (0.5 s timeout, nothing sent "
-        "or read) to notice a restarted engine during the back-off"
+        "connect-only probes of a local engine's unix socket (0.5 s timeout, nothing sent "
+        "or read): to notice a restarted engine during the back-off, and to ask the kernel "
+        "who listens (SO_PEERCRED: the engine's PID namespace)"
     ),
     "collect/docker/source.py": (
         "the Docker SDK, only for ssh:// engines the bounded client cannot reach; each SDK call "
