@@ -44,10 +44,16 @@ async def test_demo_badges_on_their_rows_without_scrolling(size: tuple[int, int]
         assert "SHARED" in _row(lines, "▼ host ")  # the host's side of GPU 1
         header = _row(lines, "NAME")
         assert "FLAGS" in header
-        # Badges never write into the IMAGE column (a group row included).
-        if "IMAGE" in header:
-            image_at = header.index("IMAGE")
-            assert _row(lines, "▼ host ")[image_at - 1] == " "
+        # Badges never write into the column after FLAGS (a group row included): OWNER, shown
+        # where it fits (the demo names its containers' owners), else IMAGE.
+        after = next((h for h in ("OWNER", "IMAGE") if h in header), None)
+        if after is not None:
+            column_at = header.index(after)
+            assert _row(lines, "▼ host ")[column_at - 1] == " "
+            assert _row(lines, "▼ k8s_bert_b")[column_at - 1] == " "
+            if size[0] >= 120:  # the owners are on their rows, after whole badges
+                assert _row(lines, "▼ k8s_bert_b")[column_at:].split()[0] == "bob"
+                assert _row(lines, "  notebook-gp")[column_at:].split()[0] == "dave"
         # Whole badges: never a cut one.
         assert "SHARE…" not in "\n".join(lines) and "[s" not in "\n".join(lines)
 
