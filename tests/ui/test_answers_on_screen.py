@@ -101,14 +101,14 @@ def test_demo_processes_are_younger_than_their_containers_and_of_several_ages() 
 
     starts = {c.id: c.started_at for c in demo.DEMO_CONTAINERS}
     ages = set()
-    for pid, cid_, *_ in demo._PROCS:
+    for pid, cid_, *_ in demo.PROCESSES:
         start = demo.process_start(pid, cid_)
         ages.add(start)
         container_start = starts.get(cid_ or "")
         if container_start is not None:
             assert start > container_start, pid
         assert start < demo.DEMO_EPOCH
-    assert len(ages) == len(demo._PROCS)  # not every process exactly 1h00m
+    assert len(ages) == len(demo.PROCESSES)  # not every process exactly 1h00m
 
 
 def _seconds(elapsed: str) -> int:

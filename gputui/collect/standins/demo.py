@@ -263,8 +263,9 @@ ETL = _cid("etl-job")
 REDIS = _cid("redis")
 CONTAINERD = _cid("containerd-only")
 
-#: (pid, container id or None, in-container pid, user, command, rss GiB, cpu %)
-_PROCS: tuple[tuple[int, str | None, int | None, str, str, float, float], ...] = (
+#: The demo's processes: (pid, container id or None, in-container pid, user, command, rss GiB,
+#: cpu %).
+PROCESSES: tuple[tuple[int, str | None, int | None, str, str, float, float], ...] = (
     (48211, TRAINER, 1, "root", "python train.py --model llama-8b --bs 16", 31.5, 101.0),
     (48290, TRAINER, 57, "root", "python -m torch.utils.data.worker", 4.2, 38.0),
     (50102, BERT, 1, "1000", "python serve.py --model bert-large", 5.1, 24.0),
@@ -517,7 +518,7 @@ def demo_smi(container_id: str, step: int) -> str:
     from gputui.collect.standins.scenario_format import at
 
     info = next(c for c in DEMO_CONTAINERS if c.id == container_id)
-    mine = {p[0]: p for p in _PROCS if p[1] == container_id}
+    mine = {p[0]: p for p in PROCESSES if p[1] == container_id}
     gpus: dict[int, dict[str, Any]] = {g["index"]: g for g in DEMO_SCENARIO["gpus"]}
     indexes = (
         {int(r.partition(":")[0]) for r in info.gpu_request or () if r.partition(":")[0].isdigit()}
@@ -719,7 +720,7 @@ class DemoProcesses:
 
     def read(self, pids: Iterable[int]) -> dict[int, ProcessInfo]:
         """Facts for the demo PIDs; anything else does not exist."""
-        table = {p[0]: p for p in _PROCS}
+        table = {p[0]: p for p in PROCESSES}
         self._step += 1
         out: dict[int, ProcessInfo] = {}
         for pid in pids:
