@@ -251,3 +251,17 @@ async def test_real_containers_badges_at_every_size(
                             assert (badge in row) is (other == badge), (size, badge, row)
     finally:
         collector.close()
+
+
+def test_a_group_rows_summary_takes_every_cell_after_its_badges() -> None:
+    """With the OWNER column shown, IMAGE may not fit: a group row's one text still runs to the
+    tree's edge instead of stopping at OWNER's 12 cells."""
+    summary = "1 GPU process outside containers, 2 without GPU use"
+    for width in range(60, 200):
+        layout = tl.tree_layout(width, 6, owners=True)
+        if not layout.owner:
+            continue
+        line = tl.row(0, [], flags=["SHARED"], layout=layout, texts=[[summary]]).plain
+        shown = line.split("SHARED", 1)[1].strip()
+        room = (layout.tail or 0) - layout.flags - 1
+        assert shown == summary or len(shown) == room, (width, layout, shown)
