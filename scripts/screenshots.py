@@ -53,6 +53,8 @@ VIEWS: tuple[tuple[str, tuple[str, ...]], ...] = (
     # The drill-down of the first process of the Processes tab (the vLLM server).
     ("process", ("2", "enter")),
     ("help", ("question_mark",)),
+    # The demo's simulated week per owner (its own store, read on the tab's worker).
+    ("ledger", ("7",)),
     # The same inference server's logs (the demo's canned lines, see DEMO_LOGS).
     ("logs", ("j", "j", "j", "j", "j", "l")),
 )
@@ -193,8 +195,21 @@ async def shoot(
                 await pilot.press(*keys)
             await pilot.pause(0.2)
             await _footer_drawn(pilot)
+            await _ledger_read(pilot)
             print(app.save_screenshot(filename=f"{name}-{size_name}.svg", path=str(out)))
         collector.close()
+
+
+async def _ledger_read(pilot: Pilot[None]) -> None:
+    """Wait (6 s at most) until a Ledger tab that is shown has read its store."""
+    from gputui.ui.widgets.ledger_view import LedgerView
+
+    views = [v for v in pilot.app.screen.query(LedgerView) if v.display and v.is_on_screen]
+    for _ in range(300):
+        if all(v.board is not None and not v.loading for v in views):
+            break
+        await pilot.pause(0.02)
+    await pilot.pause()
 
 
 async def _footer_drawn(pilot: Pilot[None]) -> None:

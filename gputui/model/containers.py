@@ -84,7 +84,7 @@ class ContainerInfo:
             read of its labels (at most 16, each bounded by the parser); other labels are not
             kept.
         owner: Who the container is credited to, with the evidence; None where the source
-            does not say (the demo, a stub, an engine that describes no owner facts).
+            does not say (a stub, an engine that describes no owner facts).
     """
 
     id: str

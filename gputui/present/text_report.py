@@ -15,11 +15,13 @@ from gputui.derive.activity import Activity, activity_estimates
 from gputui.derive.alerts import AlertState
 from gputui.derive.users import (
     UserTotals,
+    UserUsage,
     gpu_list,
     place_of,
     user_label,
     user_totals,
 )
+from gputui.model.containers import Owner
 from gputui.model.gpu import GpuSample
 from gputui.model.mig import mig_device_name
 from gputui.model.processes import GpuProcess
@@ -149,14 +151,10 @@ def host_line(h: HostStats | None) -> str | None:
     )
 
 
-def _users_text(totals: UserTotals) -> list[str]:
-    """The ``Users`` section (and ``Compose projects`` when any project uses GPUs)."""
-    users = totals.users
-    if not users:
-        return []
-    lines = ["", "Users"]
-    rows = [["USER", "GPU-MEM", "SM", "PROCS", "GPUS", "WHERE"]]
-    for u in users:
+def _usage_table(title: str, usages: Iterable[UserUsage]) -> list[str]:
+    """The rows of the Users or Owners section, indented."""
+    rows = [[title, "GPU-MEM", "SM", "PROCS", "GPUS", "WHERE"]]
+    for u in usages:
         rows.append(
             [
                 sanitise.safe_text(u.label, 48),
@@ -167,7 +165,21 @@ def _users_text(totals: UserTotals) -> list[str]:
                 sanitise.safe_text(", ".join(u.containers) or "-", 60),
             ]
         )
-    lines += ["  " + r for r in _table(rows, right=(1, 2, 3))]
+    return ["  " + r for r in _table(rows, right=(1, 2, 3))]
+
+
+def _users_text(totals: UserTotals) -> list[str]:
+    """The ``Users`` section (and ``Compose projects`` when any project uses GPUs)."""
+    users = totals.users
+    if not users:
+        return []
+    lines = ["", "Users"]
+    lines += _usage_table("USER", users)
+    if totals.owners:
+        # The person behind each container (a label, the rootless engine, the compose
+        # directory, --user, bind mounts), host processes by their user: the Users tab's table.
+        lines += ["", "Owners"]
+        lines += _usage_table("OWNER", totals.owners)
     projects = totals.projects
     if projects:
         lines += ["", "Compose projects"]
@@ -186,6 +198,22 @@ def _users_text(totals: UserTotals) -> list[str]:
             )
         lines += ["  " + r for r in _table(rows, right=(1, 2, 3))]
     return lines
+
+
+#: How many characters of an owner's name the OWNER column shows (the tree's column is 12 cells).
+OWNER_CHARS = 20
+
+
+def owner_cell(owner: Owner | None) -> str:
+    """The OWNER cell of a container: ``alice``, ``alice?`` for a low-confidence guess, ``-``.
+
+    The name comes from a label or the host's user database: untrusted text, bounded. What
+    named the owner is in ``--json`` (``containers[].owner``) and the monitor's Evidence view.
+    """
+    if owner is None or not owner.name:
+        return "-"
+    guess = "?" if owner.confidence == "low" else ""
+    return sanitise.safe_text(owner.name, OWNER_CHARS) + guess
 
 
 def _mig_rows(g: GpuSample) -> list[list[str]]:
@@ -407,7 +435,11 @@ def snapshot_to_text(
     )
     lines.append("")
     lines.append("Containers")
-    rows = [["NAME", "IMAGE", "STATUS", "GPU REQ", "GPU-MEM", "GPU PIDS", "SERVICE/POD"]]
+    # OWNER shows once some container's owner is known, as the tree's column does; it follows
+    # NAME so that the two answers of "whose is it" fit an 80-column terminal together.
+    owners = any(u.info.owner is not None and u.info.owner.name for u in snapshot.containers)
+    head = ["NAME", "OWNER", "IMAGE"] if owners else ["NAME", "IMAGE"]
+    rows = [[*head, "STATUS", "GPU REQ", "GPU-MEM", "GPU PIDS", "SERVICE/POD"]]
     for u in snapshot.containers:
         c = u.info
         status = c.status + (" (idle GPU reservation)" if u.idle_reserved else "")
@@ -430,6 +462,7 @@ def snapshot_to_text(
         rows.append(
             [
                 sanitise.safe_text(c.name, 32),
+                *([owner_cell(c.owner)] if owners else []),
                 sanitise.safe_text(c.image, 40, na="-") or "-",
                 sanitise.safe_text(status, 40),
                 # NVIDIA_VISIBLE_DEVICES is an env value an image sets: untrusted text.
@@ -442,7 +475,7 @@ def snapshot_to_text(
             ]
         )
     lines += (
-        ["  " + r for r in _table(rows, right=(4,))]
+        ["  " + r for r in _table(rows, right=(5,) if owners else (4,))]
         if snapshot.containers
         else ["  (no containers)"]
     )

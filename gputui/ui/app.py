@@ -6,6 +6,7 @@ import inspect
 import socket
 import sys
 import threading
+import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import replace
@@ -49,6 +50,7 @@ from gputui.ui.textual_compat import bind_on_instance
 
 if TYPE_CHECKING:
     from gputui.collect.docker.logs import LogReader
+    from gputui.ledger.demo import DemoLedger
     from gputui.model.snapshot import ContainerUsage
     from gputui.notify.policy import PolicyRunner
     from gputui.notify.worker import Notifier
@@ -203,13 +205,22 @@ class GpuTuiApp(CrashSafeApp):
                 idle_power_w=config.ledger.idle_power_w,
             )
         )
+        # The demo is not this host: its Ledger tab reads a simulated week of its own, made
+        # when the tab is first shown, then written with the demo's snapshots.
+        self.demo_ledger: DemoLedger | None = None
+        observe = None if self.ledger is None else announcing(self.ledger, self._ledger_said)
+        if collector.mode == "demo" and collector.player is None and self.ledger is None:
+            from gputui.ledger.demo import DemoLedger
+
+            self.demo_ledger = DemoLedger(self.interval, config.ledger.idle_power_w)
+            observe = self.demo_ledger.observe
         # The same loop export and record run; the worker below runs it on its thread.
         self.loop = CollectLoop(
             collector,
             self.analyzer.analyse,
             self._post_snapshot,
             interval=self.interval,
-            observe=None if self.ledger is None else announcing(self.ledger, self._ledger_said),
+            observe=observe,
         )
         # The loop's events, under the names the actions use: _go is clear while paused or
         # suspended, _wake cuts the interval wait short (interval change, resume, health).
@@ -340,6 +351,15 @@ class GpuTuiApp(CrashSafeApp):
         finally:
             if self.ledger is not None:
                 self.ledger.close()
+            if self.demo_ledger is not None:
+                self.demo_ledger.close()
+
+    def demo_time(self) -> float:
+        """The time of the snapshot shown (the demo's Ledger tab's windows end there)."""
+        analysis = self.analysis
+        if analysis is not None:
+            return analysis.snapshot.taken_at
+        return self.demo_ledger.now() if self.demo_ledger is not None else time.time()
 
     def _ledger_said(self, status: str) -> None:
         """A change of the ledger writer's status (on the worker thread).

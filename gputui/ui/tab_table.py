@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Protocol
 if TYPE_CHECKING:
     from textual.widget import Widget
 
+    from gputui.ledger.demo import DemoLedger
     from gputui.model.snapshot import Snapshot
     from gputui.ui.screens.main import MainScreen
     from gputui.ui.widgets.ledger_view import LedgerView
@@ -161,6 +162,21 @@ def _ledger(screen: MainScreen) -> Sequence[Widget]:
     from gputui.ui.widgets.ledger_view import LedgerView
 
     prefs: LedgerPrefs = getattr(screen.app, "ledger_prefs", None) or LedgerPrefs()
+    demo: DemoLedger | None = getattr(screen.app, "demo_ledger", None)
+    if demo is not None:
+        from gputui.ledger.demo import LABEL
+
+        # The demo's windows end at the snapshot shown (its time is simulated).
+        shown: Callable[[], float] = screen.app.demo_time  # type: ignore[attr-defined]
+        return (
+            LedgerView(
+                lambda: demo.ensure(shown()),
+                prefs.prices,
+                clock=shown,
+                label=LABEL,
+                id="ledger-view",
+            ),
+        )
     return (
         LedgerView(lambda: prefs.store or default_store_path(), prefs.prices, id="ledger-view"),
     )

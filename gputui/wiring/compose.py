@@ -57,7 +57,7 @@ def build_collector(
         return Collector(
             ScenarioSource(demo.DEMO_SCENARIO, wall=demo.wall_clock),
             demo.DemoProcesses(),
-            demo.DemoContainers(),
+            demo.DemoContainers(settings.owner_labels),
             mode="demo",
             health=demo_health if health else None,
             health_interval=settings.health_interval,

@@ -44,10 +44,16 @@ async def test_demo_badges_on_their_rows_without_scrolling(size: tuple[int, int]
         assert "SHARED" in _row(lines, "▼ host ")  # the host's side of GPU 1
         header = _row(lines, "NAME")
         assert "FLAGS" in header
-        # Badges never write into the IMAGE column (a group row included).
-        if "IMAGE" in header:
-            image_at = header.index("IMAGE")
-            assert _row(lines, "▼ host ")[image_at - 1] == " "
+        # Badges never write into the column after FLAGS (a group row included): OWNER, shown
+        # where it fits (the demo names its containers' owners), else IMAGE.
+        after = next((h for h in ("OWNER", "IMAGE") if h in header), None)
+        if after is not None:
+            column_at = header.index(after)
+            assert _row(lines, "▼ host ")[column_at - 1] == " "
+            assert _row(lines, "▼ k8s_bert_b")[column_at - 1] == " "
+            if size[0] >= 120:  # the owners are on their rows, after whole badges
+                assert _row(lines, "▼ k8s_bert_b")[column_at:].split()[0] == "bob"
+                assert _row(lines, "  notebook-gp")[column_at:].split()[0] == "dave"
         # Whole badges: never a cut one.
         assert "SHARE…" not in "\n".join(lines) and "[s" not in "\n".join(lines)
 
@@ -95,14 +101,14 @@ def test_demo_processes_are_younger_than_their_containers_and_of_several_ages() 
 
     starts = {c.id: c.started_at for c in demo.DEMO_CONTAINERS}
     ages = set()
-    for pid, cid_, *_ in demo._PROCS:
+    for pid, cid_, *_ in demo.PROCESSES:
         start = demo.process_start(pid, cid_)
         ages.add(start)
         container_start = starts.get(cid_ or "")
         if container_start is not None:
             assert start > container_start, pid
         assert start < demo.DEMO_EPOCH
-    assert len(ages) == len(demo._PROCS)  # not every process exactly 1h00m
+    assert len(ages) == len(demo.PROCESSES)  # not every process exactly 1h00m
 
 
 def _seconds(elapsed: str) -> int:
@@ -245,3 +251,17 @@ async def test_real_containers_badges_at_every_size(
                             assert (badge in row) is (other == badge), (size, badge, row)
     finally:
         collector.close()
+
+
+def test_a_group_rows_summary_takes_every_cell_after_its_badges() -> None:
+    """With the OWNER column shown, IMAGE may not fit: a group row's one text still runs to the
+    tree's edge instead of stopping at OWNER's 12 cells."""
+    summary = "1 GPU process outside containers, 2 without GPU use"
+    for width in range(60, 200):
+        layout = tl.tree_layout(width, 6, owners=True)
+        if not layout.owner:
+            continue
+        line = tl.row(0, [], flags=["SHARED"], layout=layout, texts=[[summary]]).plain
+        shown = line.split("SHARED", 1)[1].strip()
+        room = (layout.tail or 0) - layout.flags - 1
+        assert shown == summary or len(shown) == room, (width, layout, shown)

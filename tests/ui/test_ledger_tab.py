@@ -13,6 +13,7 @@ from gputui.ledger.store import Store, default_store_path
 from gputui.ui.app import GpuTuiApp
 from gputui.ui.tab_table import TABS
 from gputui.ui.widgets.ledger_view import LedgerView
+from tests.support.factories import demo_app
 from tests.support.pilot import AppFactory, ready, screen_lines
 
 DEVICE = Device("0", "GPU-0000", "NVIDIA H200")
@@ -127,3 +128,31 @@ async def test_without_a_store_the_tab_says_what_writes_one(
         text = "\n".join(screen_lines(app))
         assert "No such file or directory" in text
         assert "gputui daemon" in text
+
+
+async def test_the_demo_shows_a_week_per_owner_in_a_store_of_its_own() -> None:
+    app = demo_app(refreshes=5)
+    async with app.run_test(size=(120, 30)) as pilot:
+        await ready(pilot)
+        assert app.demo_ledger is not None and app.ledger is None
+        view = await _ledger_tab(pilot, app)
+        assert view.board is not None and view.board.problem is None, view.board
+        rows = {line.key: line for line in view.board.lines}
+        # Each owner the demo's evidence names, from the time its container started.
+        assert {"alice", "bob", "carol", "dave"} <= set(rows), set(rows)
+        assert rows["bob"].reserved_h == pytest.approx(48, abs=0.01)  # up 2 days
+        assert rows["dave"].reserved_h == pytest.approx(9, abs=0.01)  # the idle notebook
+        assert rows["dave"].waste_h == rows["dave"].reserved_h
+        assert 0 < rows["carol"].busy_h < rows["carol"].reserved_h < 1  # up 50 minutes
+        text = "\n".join(screen_lines(app))
+        assert "the demo's ledger: a simulated week" in text and "covered 100 %" in text, text
+        assert "carol" in text and "dave" in text
+        store = app.demo_ledger.path
+        assert store.exists()
+    # The demo wrote no store of this host, and its own is gone with it.
+    assert not default_store_path().exists()
+    for _ in range(100):
+        if not store.exists():
+            break
+        time.sleep(0.02)
+    assert not store.parent.exists()

@@ -1,5 +1,5 @@
 """Visual regression: the demo machine at 80x24 and 160x50, the Containers and Processes tabs
-also at 120x30 and 200x60 (SVGs in __snapshots__/)."""
+also at 120x30 and 200x60 (SVGs in __snapshots__/); the Ledger tab on the demo's own week."""
 
 from __future__ import annotations
 
@@ -61,6 +61,26 @@ def test_evidence_view(snap_compare: Any, size: tuple[int, int]) -> None:
     # Five lines down: the inference server sharing GPU 1 with the host, restarted 3 times.
     keys = ("j",) * 5 + ("e",)
     assert snap_compare(demo_app(), terminal_size=size, run_before=_before(*keys))
+
+
+@pytest.mark.parametrize("size", SIZES)
+def test_ledger_tab(snap_compare: Any, size: tuple[int, int]) -> None:
+    """The demo's simulated week by owner (read on a worker: waited for)."""
+
+    async def run_before(pilot: Any) -> None:
+        from gputui.ui.widgets.ledger_view import LedgerView
+
+        await ready(pilot)
+        await pilot.press("7")
+        view = pilot.app.main.query_one(LedgerView)
+        for _ in range(300):
+            if view.board is not None and not view.loading:
+                break
+            await pilot.pause(0.02)
+        await pilot.pause()
+        await pilot.pause()
+
+    assert snap_compare(demo_app(), terminal_size=size, run_before=run_before)
 
 
 def test_help_screen(snap_compare: Any) -> None:

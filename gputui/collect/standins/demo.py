@@ -16,8 +16,16 @@ from collections.abc import Iterable, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
+from gputui.collect.owners import (
+    COMPOSE_DIR_LABEL,
+    HostLookup,
+    OwnerFacts,
+    OwnerResolver,
+    owner_facts_from_labels,
+    owner_label_keys,
+)
 from gputui.collect.sources import ContainerCapabilities, ContainerSource
-from gputui.model.containers import ContainerInfo, ContainerReading, EngineInfo, ExecResult
+from gputui.model.containers import ContainerInfo, ContainerReading, EngineInfo, ExecResult, Owner
 from gputui.model.gauges import GPU_GAUGES
 from gputui.model.processes import ProcessInfo, Visibility
 from gputui.model.snapshot import HostStats
@@ -255,8 +263,9 @@ ETL = _cid("etl-job")
 REDIS = _cid("redis")
 CONTAINERD = _cid("containerd-only")
 
-#: (pid, container id or None, in-container pid, user, command, rss GiB, cpu %)
-_PROCS: tuple[tuple[int, str | None, int | None, str, str, float, float], ...] = (
+#: The demo's processes: (pid, container id or None, in-container pid, user, command, rss GiB,
+#: cpu %).
+PROCESSES: tuple[tuple[int, str | None, int | None, str, str, float, float], ...] = (
     (48211, TRAINER, 1, "root", "python train.py --model llama-8b --bs 16", 31.5, 101.0),
     (48290, TRAINER, 57, "root", "python -m torch.utils.data.worker", 4.2, 38.0),
     (50102, BERT, 1, "1000", "python serve.py --model bert-large", 5.1, 24.0),
@@ -297,6 +306,7 @@ DEMO_CONTAINERS: tuple[ContainerInfo, ...] = (
         pid=50102,
         k8s_pod="bert-infer-7d9c",
         k8s_namespace="serving",
+        policy_labels=(("gputui.owner", "bob"),),
         gpu_request=("1",),
         gpu_request_via="runtime",
         runtime="nvidia",
@@ -363,6 +373,102 @@ DEMO_CONTAINERS: tuple[ContainerInfo, ...] = (
     ),
 )
 
+# --- Owners: what each container's engine description says about the person behind it.
+
+#: The demo host's users, uid -> name (``alice`` also runs a notebook on the host).
+DEMO_USERS = {1001: "alice", 1002: "bob", 1003: "carol", 1004: "dave"}
+#: The demo host's paths that the containers' evidence names, path -> owning uid.
+DEMO_PATHS = {
+    "/home/alice/llm": 1001,
+    "/srv/models/carol": 1003,
+    "/srv/cache/carol-hf": 1003,
+    "/var/lib/vllm": 0,
+}
+
+#: Per container, what its inspect payload would carry about its owner: labels, bind-mount
+#: sources, ``Config.User``. Each kind of evidence of the chain once: the compose project's
+#: directory (alice's llm stack), a pod label (bob's serving pod: the kubelet copies a pod's
+#: labels onto its containers), bind mounts (carol's models, a low-confidence guess), a
+#: numeric ``--user`` (dave's notebook), nothing at all (the nightly ETL job: unknown).
+_OWNER_EVIDENCE: dict[str, tuple[dict[str, str], tuple[str, ...], str | None]] = {
+    TRAINER: (
+        {
+            "com.docker.compose.project": "llm",
+            "com.docker.compose.service": "trainer",
+            COMPOSE_DIR_LABEL: "/home/alice/llm",
+        },
+        ("/home/alice/llm",),
+        None,
+    ),
+    BERT: (
+        {
+            "io.kubernetes.pod.name": "bert-infer-7d9c",
+            "io.kubernetes.pod.namespace": "serving",
+            "gputui.owner": "bob",
+        },
+        (),
+        None,
+    ),
+    VLLM: ({}, ("/srv/models/carol", "/srv/cache/carol-hf", "/var/lib/vllm"), None),
+    NOTEBOOK: ({}, (), "1004:1004"),
+    ETL: ({}, (), None),
+    REDIS: (
+        {
+            "com.docker.compose.project": "llm",
+            "com.docker.compose.service": "cache",
+            COMPOSE_DIR_LABEL: "/home/alice/llm",
+        },
+        (),
+        None,
+    ),
+}
+
+
+class DemoHostLookup(HostLookup):
+    """The demo host's file owners and user names (:data:`DEMO_PATHS`, :data:`DEMO_USERS`).
+
+    The demo's paths and users are not this machine's: the owner chain reads them from here.
+    """
+
+    def path_uid(self, path: str) -> int | None:
+        """The uid owning a demo path; None for a path the demo host does not have."""
+        return DEMO_PATHS.get(path)
+
+    def user_name(self, uid: int) -> str | None:
+        """The demo host's name for ``uid``."""
+        return "root" if uid == 0 else DEMO_USERS.get(uid)
+
+    def user_uid(self, name: str) -> int | None:
+        """The demo host's uid for user ``name``."""
+        if name == "root":
+            return 0
+        return next((uid for uid, user in DEMO_USERS.items() if user == name), None)
+
+
+def demo_owners(owner_labels: Sequence[str] = ()) -> dict[str, Owner]:
+    """Each demo container's owner, through the owner chain the Docker source uses.
+
+    Args:
+        owner_labels: The config's ``[owners] labels`` (read before ``gputui.owner``).
+
+    Returns:
+        Container id -> its owner (with its confidence, evidence and hint).
+    """
+    resolver = OwnerResolver(owner_label_keys(owner_labels), lookup=DemoHostLookup())
+    owners = {}
+    for cid, (labels, binds, user) in _OWNER_EVIDENCE.items():
+        facts = OwnerFacts(
+            labels=owner_facts_from_labels(
+                labels, resolver.label_keys, text=lambda v: v if isinstance(v, str) else None
+            ),
+            compose_dir=labels.get(COMPOSE_DIR_LABEL),
+            bind_sources=binds,
+            config_user=user,
+        )
+        owners[cid] = resolver.resolve(facts)
+    return owners
+
+
 DEMO_ENGINE = EngineInfo(
     endpoint="unix:///var/run/docker.sock",
     context="default",
@@ -412,7 +518,7 @@ def demo_smi(container_id: str, step: int) -> str:
     from gputui.collect.standins.scenario_format import at
 
     info = next(c for c in DEMO_CONTAINERS if c.id == container_id)
-    mine = {p[0]: p for p in _PROCS if p[1] == container_id}
+    mine = {p[0]: p for p in PROCESSES if p[1] == container_id}
     gpus: dict[int, dict[str, Any]] = {g["index"]: g for g in DEMO_SCENARIO["gpus"]}
     indexes = (
         {int(r.partition(":")[0]) for r in info.gpu_request or () if r.partition(":")[0].isdigit()}
@@ -510,8 +616,10 @@ class DemoContainers(ContainerSource):
 
     name = "docker"
 
-    def __init__(self) -> None:
+    def __init__(self, owner_labels: Sequence[str] = ()) -> None:
         self._step = 0
+        self._owner_labels = tuple(owner_labels)
+        self._owners: dict[str, Owner] | None = None
 
     def capabilities(self) -> ContainerCapabilities:
         """A simulated nvidia-smi only: no terminal, no logs, no lifecycle."""
@@ -521,8 +629,11 @@ class DemoContainers(ContainerSource):
         """The fixed container set, with CPU, memory and throttling that move a little."""
         self._step += 1
         step = self._step
+        if self._owners is None:  # once, as the Docker source resolves each at its inspect
+            self._owners = demo_owners(self._owner_labels)
         containers = []
-        for info in DEMO_CONTAINERS:
+        for listed in DEMO_CONTAINERS:
+            info = replace(listed, owner=self._owners.get(listed.id))
             usage = _USAGE.get(info.id)
             if usage is None or not info.running:
                 containers.append(info)
@@ -609,7 +720,7 @@ class DemoProcesses:
 
     def read(self, pids: Iterable[int]) -> dict[int, ProcessInfo]:
         """Facts for the demo PIDs; anything else does not exist."""
-        table = {p[0]: p for p in _PROCS}
+        table = {p[0]: p for p in PROCESSES}
         self._step += 1
         out: dict[int, ProcessInfo] = {}
         for pid in pids:

@@ -116,9 +116,11 @@ class LedgerView(Vertical):
     """The store's window, grouped; reloaded off the UI thread.
 
     Args:
-        store: The store's path (called when a read starts: the config may name it).
+        store: The store's path (called on the read's worker thread as each read starts: the
+            config may name it; the demo makes its store there).
         prices: The config's prices.
-        clock: The wall clock (tests move it).
+        clock: The wall clock (tests move it; the demo's is its snapshots' time).
+        label: What the status line says of the store instead of its path (the demo's).
     """
 
     BINDINGS = [
@@ -141,10 +143,13 @@ class LedgerView(Vertical):
         prices: Prices,
         *,
         clock: Callable[[], float] = time.time,
+        label: str | None = None,
         id: str | None = None,
     ) -> None:
         super().__init__(id=id)
         self._store = store
+        self._label = label
+        self._path: Path | None = None
         self._prices = prices
         self._clock = clock
         self.status = Static("", id="ledger-status")
@@ -185,15 +190,11 @@ class LedgerView(Vertical):
         self.loading = True
         self._loaded_at = time.monotonic()
         self._show_status()
-        path, by, window, prices, now = (
-            self._store(),
-            self.by,
-            self.window,
-            self._prices,
-            self._clock(),
-        )
+        by, window, prices, now = self.by, self.window, self._prices, self._clock()
 
         def work() -> None:
+            path = self._store()
+            self._path = path
             try:
                 board: Board | str = read_board(path, by, window, prices, now)
             except ValueError as exc:
@@ -333,7 +334,7 @@ class LedgerView(Vertical):
             parts.append(("  ·  reading…", "$text-muted"))
         parts.append(("   (b: by  t: window  c: custom  s/S: sort)", "$text-muted"))
         lines: list[Content] = [Content.assemble(*parts)]
-        path = sanitise.safe_text(str(self._store()), 120)
+        path = self._label or sanitise.safe_text(f"store {self._path or self._store()}", 126)
         if self._error is not None:
             lines.append(Content.styled(sanitise.safe_text(self._error, 200), "bold $text-error"))
         if board is not None and board.problem is not None:
@@ -346,11 +347,9 @@ class LedgerView(Vertical):
                 )
             )
         elif board is not None:
-            lines.append(
-                Content.styled(
-                    f"store {path}: {sanitise.safe_text(board.status, 80)}", "$text-muted"
-                )
-            )
+            # The demo's store is its own: who writes it says nothing.
+            said = path if self._label else f"{path}: {sanitise.safe_text(board.status, 80)}"
+            lines.append(Content.styled(said, "$text-muted"))
             if not board.lines:
                 lines.append(Content.styled("Nothing recorded in this window.", "$text-muted"))
             else:

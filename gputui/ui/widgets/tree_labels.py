@@ -357,8 +357,13 @@ def row(
             columns.append((wide, flags))
         spans: tuple[int, ...] = (layout.owner, layout.image, layout.group)
         if len(texts) == 1:
+            # One text over them all, and over the cells a column too narrow to show left
+            # unused (the OWNER column can leave IMAGE out): a group row's summary is whole.
             shown = [w for w in spans if w]
-            spans = (sum(shown) + len(shown) - 1,) if shown else (0,)  # one text over them all
+            span = sum(shown) + len(shown) - 1 if shown else 0
+            if shown and layout.tail is not None:
+                span = max(span, layout.tail - (wide + 1 if wide else 0))
+            spans = (span,)
         for width, cell in zip(spans, texts, strict=False):
             if width:
                 columns.append((width, cell))

@@ -91,7 +91,8 @@ def _owned(snapshot: Snapshot, owners: Mapping[str, Owner | None]) -> Snapshot:
 
 
 def test_owners_add_up_their_containers_and_their_host_processes() -> None:
-    snapshot = _demo()
+    # The demo names its containers' owners; here every owner is this test's own.
+    snapshot = _owned(_demo(), {u.info.name: None for u in _demo().containers})
     assert owner_usage(snapshot) == ()  # no owner known: no owners' rows
     by_container: dict[str, list[GpuProcess]] = {}
     host: dict[str, list[GpuProcess]] = {}
@@ -125,3 +126,55 @@ def test_owners_add_up_their_containers_and_their_host_processes() -> None:
         assert rows["owner unknown"].gpu_memory_bytes == memory(rest)
     # Every process is some row's: the owners add up to what NVML listed.
     assert sum(r.gpu_memory_bytes for r in rows.values()) == memory(list(snapshot.processes))
+
+
+def test_the_demo_names_its_owners_through_the_owner_chain() -> None:
+    owners = {u.info.name: u.info.owner for u in _demo().containers}
+    found = {
+        name: (o.name, o.confidence, o.evidence.split(" /")[0])
+        for name, o in owners.items()
+        if o is not None
+    }
+    assert found == {
+        "llm-trainer-1": ("alice", "medium", "owns the compose project's directory"),
+        "redis": ("alice", "medium", "owns the compose project's directory"),
+        "k8s_bert_bert-infer-7d9c_serving_0": ("bob", "high", "label gputui.owner"),
+        "vllm-server": ("carol", "low", "owns its bind mount"),
+        "notebook-gpu3": ("dave", "medium", "runs as --user 1004:1004"),
+        "etl-nightly": (None, "none", found["etl-nightly"][2]),
+    }
+    # Below a label, each says how to be sure; the containerd container's engine is not read.
+    assert all(o.hint for o in owners.values() if o is not None and o.confidence != "high")
+    assert "containerd-a35f0eee8e43" not in found
+
+
+def _containers_section(text: str) -> list[str]:
+    return text.split("\nContainers\n")[1].split("\n\n")[0].splitlines()
+
+
+def test_the_text_report_shows_owners_once_some_are_known() -> None:
+    snapshot = _demo()
+    text = snapshot_to_text(snapshot)
+    rows = _containers_section(text)
+    assert rows[0].split()[:3] == ["NAME", "OWNER", "IMAGE"]
+    vllm = next(r for r in rows if "vllm-server" in r)
+    assert vllm.split()[1] == "carol?"  # a low-confidence guess reads as one
+    assert next(r for r in rows if "etl-nightly" in r).split()[1] == "-"
+    # The name and its owner fit an 80-column terminal together.
+    assert rows[0].index("IMAGE") < 80
+    owners = text.split("\nOwners\n")[1].split("\n\n")[0].splitlines()
+    assert owners[0].split()[0] == "OWNER" and any("alice" in r for r in owners)
+    # No owner known: neither the column nor the section (as the tree's OWNER column).
+    bare = snapshot_to_text(_owned(snapshot, {u.info.name: None for u in snapshot.containers}))
+    assert "OWNER" not in bare and "\nOwners\n" not in bare
+    assert _containers_section(bare)[0].split()[:2] == ["NAME", "IMAGE"]
+
+
+def test_a_hostile_owner_name_is_cleaned_and_bounded_in_the_text_report() -> None:
+    snapshot = _demo()
+    hostile = Owner("\x1b]0;pwned\x07eve\x1b[31m" + "x" * 200, "high", "label gputui.owner")
+    text = snapshot_to_text(_owned(snapshot, {"vllm-server": hostile}))
+    assert "\x1b" not in text and "\x07" not in text
+    vllm = next(r for r in _containers_section(text) if "vllm-server" in r)
+    cell = vllm.split()[1]
+    assert cell.endswith("…") and len(cell) <= 20, cell

@@ -1,9 +1,10 @@
 """``gputui ledger`` and ``gputui daemon`` on the command line, with real containers.
 
 Bad input is one line and exit 2. On a scenario whose GPU processes are real processes of real
-containers (one busy, one idle reservation), ``gputui record --store`` writes the ledger live;
-the ledger recomputed from the recording it made equals it; occupied time adds up to GPUs x the
-window and energy to the counters' deltas; the idle container's waste is its reservation.
+containers (one busy, one idle reservation, each with an owner's label), ``gputui record
+--store`` writes the ledger live; the ledger recomputed from the recording it made equals it per
+container, per owner and per GPU; occupied time adds up to GPUs x the window and energy to the
+counters' deltas; the idle container's waste is its reservation.
 """
 
 from __future__ import annotations
@@ -147,31 +148,45 @@ def test_live_ledger_of_real_containers_equals_the_one_recomputed_from_the_recor
     free_run_id: str,
     tmp_path: Path,
 ) -> None:
-    busy = run_container(["sleep", "300"], name=f"ledger-busy-{free_run_id}")
+    # Owners named two ways: the built-in label, and a label the config names.
+    alice, ivan = f"alice-{free_run_id}", f"ivan-{free_run_id}"
+    busy = run_container(
+        ["sleep", "300"],
+        name=f"ledger-busy-{free_run_id}",
+        labels={"gputui.owner": alice},
+        network_mode="none",
+    )
     idle = run_container(
         ["sleep", "300"],
         name=f"ledger-idle-{free_run_id}",
         environment={"NVIDIA_VISIBLE_DEVICES": "1"},
+        labels={"org.example.owner": ivan},
+        network_mode="none",
     )
     assert idle.status in ("running", "created")
     energy = [10**9 + k * 250_000 for k in range(2000)]
+    # GPU 2's counter goes back half-way (a driver reload): power x wall stands in for it.
+    reloaded = [10**9 + k * 170_000 for k in range(12)] + [k * 170_000 for k in range(1988)]
     scenario = {
         "gpus": [
             {
                 "index": 0,
                 "utilization_gpu": 50,
                 "memory_used_mib": 20000,
+                "power_w": 345.678,
                 "total_energy_mj": energy,
                 "processes": [
                     {"pid": _container_pid(busy), "used_memory_mib": 20000, "sm_util": 50}
                 ],
             },
-            {"index": 1, "utilization_gpu": 0, "total_energy_mj": energy},
-            {"index": 2, "utilization_gpu": 0, "total_energy_mj": energy},
+            {"index": 1, "utilization_gpu": 0, "power_w": 81.25, "total_energy_mj": energy},
+            {"index": 2, "utilization_gpu": 0, "power_w": 170.125, "total_energy_mj": reloaded},
         ]
     }
     path = tmp_path / "lab.json"
     path.write_text(json.dumps(scenario))
+    config = tmp_path / "gputui.toml"
+    config.write_text('[owners]\nlabels = ["org.example.owner"]\n')
     store = tmp_path / "live.sqlite"
     recording = tmp_path / "rec.jsonl"
     result = gputui(
@@ -185,25 +200,36 @@ def test_live_ledger_of_real_containers_equals_the_one_recomputed_from_the_recor
         "25",
         "--store",
         str(store),
+        "--config",
+        str(config),
     )
     assert result.returncode == 0, result.stderr
     assert f"gputui record: ledger: writing {store}" in result.stderr
 
-    def ledger(*source: str) -> dict[str, Any]:
-        out = gputui("ledger", *source, "--since", "1d", "--by", "container", "--format", "json")
+    def ledger(by: str, *source: str) -> dict[str, Any]:
+        out = gputui("ledger", *source, "--since", "1d", "--by", by, "--format", "json")
         assert out.returncode == 0, out.stderr
         doc: dict[str, Any] = json.loads(out.stdout)
         return doc
 
-    live = ledger("--store", str(store))
-    again = ledger("--from-recording", str(recording))
-    rows = {r["key"]: r for r in live["rows"]}
-    assert rows.keys() == {r["key"] for r in again["rows"]}
-    for other in again["rows"]:
-        for column, value in other.items():
-            if column != "key" and value is not None:
-                assert value == pytest.approx(rows[other["key"]][column], abs=2e-6), column
-    assert live["coverage"] == pytest.approx(again["coverage"], abs=0.01)
+    # The same run's two ledgers: the one written live, the one recomputed from its recording
+    # (no config: the owners travel in the recording). Equal within the JSON's rounding.
+    docs = {}
+    for by in ("container", "owner", "gpu"):
+        live = ledger(by, "--store", str(store))
+        again = ledger(by, "--from-recording", str(recording))
+        rows = {r["key"]: r for r in live["rows"]}
+        assert rows.keys() == {r["key"] for r in again["rows"]}, by
+        for other in again["rows"]:
+            for column, value in other.items():
+                if column != "key" and value is not None:
+                    expected = rows[other["key"]][column]
+                    assert value == pytest.approx(expected, abs=2e-6), (by, other["key"], column)
+        assert live["coverage"] == pytest.approx(again["coverage"], abs=0.01)
+        assert live["gaps"] == again["gaps"] == []
+        docs[by] = rows
+    live = ledger("container", "--store", str(store))
+    rows = docs["container"]
 
     busy_row, idle_row = rows[busy.name], rows[idle.name]
     window_h = live["coverage"]["wall_s"] / 3600
@@ -221,30 +247,12 @@ def test_live_ledger_of_real_containers_equals_the_one_recomputed_from_the_recor
     assert idle_row["reserved_gpu_h"] == pytest.approx(window_h, rel=1e-3)
     assert idle_row["waste_gpu_h"] == idle_row["reserved_gpu_h"]
     assert idle_row["busy_gpu_h"] == 0 and idle_row["occupied_gpu_h"] == 0
-    # Per owner: owners are not known yet, so "unknown" holds every container's time.
-    owners = {
-        r["key"]: r
-        for r in json.loads(
-            gputui(
-                "ledger",
-                "--store",
-                str(store),
-                "--since",
-                "1d",
-                "--by",
-                "owner",
-                "--format",
-                "json",
-            ).stdout
-        )["rows"]
-    }
-    containers = [r for r in live["rows"] if r["key"] not in ("unallocated", "unknown")]
-    assert owners["unknown"]["reserved_gpu_h"] == pytest.approx(
-        sum(r["reserved_gpu_h"] for r in containers), abs=1e-6
-    )
-    assert owners["unknown"]["busy_gpu_h"] == pytest.approx(
-        sum(r["busy_gpu_h"] for r in containers), abs=1e-6
-    )
+    # Per owner: each container's time and energy under the person its label names.
+    owners = docs["owner"]
+    for person, row in ((alice, busy_row), (ivan, idle_row)):
+        for column in ("reserved_gpu_h", "occupied_gpu_h", "busy_gpu_h", "waste_gpu_h", "kwh"):
+            assert owners[person][column] == pytest.approx(row[column], abs=2e-6), column
+    assert owners[alice]["kwh"] > 0 and owners[ivan]["kwh"] > 0
 
 
 def test_the_systemd_unit_runs_a_daemon_this_gputui_accepts(tmp_path: Path) -> None:
