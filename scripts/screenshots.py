@@ -27,7 +27,7 @@ from gputui.collect.linux.parent_chain import ParentLink
 from gputui.collect.sources import ContainerOwner
 from gputui.collect.standins import demo
 from gputui.collect.standins.scenario import ScenarioSource
-from gputui.model.containers import ExecResult
+from gputui.model.containers import ContainerDetails, ContainerProcesses, ExecResult
 from gputui.model.settings import Settings
 from gputui.model.snapshot import Snapshot
 from gputui.ui.app import GpuTuiApp
@@ -151,6 +151,12 @@ class ReplayCollector:
         self, pid: int, start_time: float | None
     ) -> tuple[tuple[ParentLink, ...], str | None]:
         return self.live.parent_chain(pid, start_time)
+
+    def container_details(self, container_id: str) -> ContainerDetails:
+        return self.live.container_details(container_id)
+
+    def container_processes(self, container_id: str) -> ContainerProcesses:
+        return self.live.container_processes(container_id)
 
     def container_action(self, container_id: str, action: str) -> str | None:
         return "not on the demo machine"
