@@ -212,12 +212,12 @@ class Analyzer:
             if self.history is not None and self.process_history is not None:
                 self.history.clear()
                 self.process_history.clear()
-        findings = self._findings.update(snapshot) + fault_findings(snapshot)
+        shares = gpu_shares(snapshot)
+        findings = self._findings.update(snapshot, shares) + fault_findings(snapshot)
         alerts = self._alerts.update(snapshot)
         firing = {(a.rule, a.subject): a for a in alerts.firing}
         started = tuple(a for key, a in firing.items() if key not in self._announced)
         self._announced = set(firing)
-        shares = gpu_shares(snapshot)
         sums = refresh_sums(snapshot)
         history_view = process_view = None
         if self.history is not None and self.process_history is not None:

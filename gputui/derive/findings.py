@@ -21,7 +21,7 @@ scenario-driven snapshot sequences. :class:`FindingsEngine` keeps the little sta
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Callable, Hashable
+from collections.abc import Callable, Hashable, Mapping
 from dataclasses import dataclass
 from typing import TypeVar
 
@@ -222,7 +222,9 @@ def gpu_shares(snapshot: Snapshot) -> dict[int, tuple[Share, ...]]:
 
 def mig_shares(snapshot: Snapshot) -> dict[str, tuple[Share, ...]]:
     """Per MIG device (``0:1``), each party's memory and SM on it, biggest first."""
-    gpus = {g.index: g for g in snapshot.gpus}
+    gpus = {g.index: g for g in snapshot.gpus if g.mig_instances}
+    if not gpus:
+        return {}  # no GPU is split: nothing to look up for each process
 
     def device(proc: GpuProcess) -> str | None:
         gpu = gpus.get(proc.sample.gpu_index)
@@ -259,15 +261,22 @@ def _shares(
     return shares
 
 
-def sharing_findings(snapshot: Snapshot) -> list[Finding]:
+def sharing_findings(
+    snapshot: Snapshot, known: Mapping[int, tuple[Share, ...]] | None = None
+) -> list[Finding]:
     """A finding for every GPU, and every MIG device, used by two or more parties.
 
     A MIG device's finding has the subject ``mig:<gpu>:<device>`` and a ``party:<key>`` figure
     per party (its share), so the tree can mark the parties' nodes.
+
+    Args:
+        snapshot: The snapshot.
+        known: Its :func:`gpu_shares`, where the caller has them already.
     """
     out = []
+    by_gpu = gpu_shares(snapshot) if known is None else known
     everything: list[tuple[str, str, tuple[Share, ...]]] = [
-        (f"gpu:{gpu}", f"GPU {gpu}", shares) for gpu, shares in sorted(gpu_shares(snapshot).items())
+        (f"gpu:{gpu}", f"GPU {gpu}", gpu_share) for gpu, gpu_share in sorted(by_gpu.items())
     ]
     by_index = {g.index: g for g in snapshot.gpus}
     for name, shares in sorted(mig_shares(snapshot).items()):
@@ -433,9 +442,16 @@ class FindingsEngine:
         #: containers whose counters were read at least twice).
         self.throttling: dict[str, Throttling] = {}
 
-    def update(self, snapshot: Snapshot) -> tuple[Finding, ...]:
-        """Findings for ``snapshot`` given the ones seen before it."""
-        findings = sharing_findings(snapshot)
+    def update(
+        self, snapshot: Snapshot, shares: Mapping[int, tuple[Share, ...]] | None = None
+    ) -> tuple[Finding, ...]:
+        """Findings for ``snapshot`` given the ones seen before it.
+
+        Args:
+            snapshot: The latest snapshot.
+            shares: Its :func:`gpu_shares`, where the caller has them already.
+        """
+        findings = sharing_findings(snapshot, shares)
         findings += gpm_findings(snapshot, self.rules)
         findings += self._growth(snapshot)
         self.throttling = {}
@@ -451,35 +467,47 @@ class FindingsEngine:
 
     def _growth(self, snapshot: Snapshot) -> list[Finding]:
         now = snapshot.taken_at
-        series: dict[str, tuple[float, str, int]] = {}
+        # Every GPU process and container is a series each refresh, but few ever grow: the
+        # label is made, and the window's points copied, only for a series that might.
+        series: dict[str, tuple[float, GpuProcess | ContainerUsage, int]] = {}
         for proc in snapshot.processes:
             if not proc.info.exists or proc.sample.used_memory_bytes is None:
                 continue
             # A PID plus its start time names one process even when PIDs are reused.
             key = f"pid:{proc.pid}:{proc.info.start_time}"
-            label = f"PID {proc.pid} ({sanitise.safe_text(proc.info.name, 30)})"
-            value, _, gpu = series.get(key, (0.0, label, proc.sample.gpu_index))
-            series[key] = (value + proc.sample.used_memory_bytes, label, gpu)
+            value, _, gpu = series.get(key, (0.0, proc, proc.sample.gpu_index))
+            series[key] = (value + proc.sample.used_memory_bytes, proc, gpu)
         for usage in snapshot.containers:
             if usage.pids:
                 key = f"container:{usage.info.id}"
-                label = f"container {sanitise.safe_text(usage.info.name, 40)}"
-                series[key] = (float(usage.gpu_memory_bytes), label, usage.gpu_indexes[0])
+                series[key] = (float(usage.gpu_memory_bytes), usage, usage.gpu_indexes[0])
         free = {
             g.index: (g.memory_total_bytes or 0) - (g.memory_used_bytes or 0) for g in snapshot.gpus
         }
         out = []
-        for key, (value, label, gpu) in series.items():
+        for key, (value, party, gpu) in series.items():
             window = self._memory.get(key)
             if window is None:
                 window = self._memory[key] = SampledWindow(self.rules.growth_window_s)
             window.add(now, value)
-            finding = self._growth_finding(key, label, window.points(), free.get(gpu, 0))
+            if not self._may_grow(window):
+                continue
+            finding = self._growth_finding(
+                key, _growth_label(party), window.points(), free.get(gpu, 0)
+            )
             if finding is not None:
                 out.append(finding)
         for key in [k for k in self._memory if k not in series]:
             del self._memory[key]
         return out
+
+    def _may_grow(self, window: SampledWindow) -> bool:
+        """Whether a window spans enough time and ends above its start (else no growth)."""
+        ends = window.ends()
+        if ends is None or len(window) < 3:
+            return False
+        (t0, v0), (t1, v1) = ends
+        return t1 - t0 >= self.rules.growth_min_span_s and v1 > v0
 
     def _growth_finding(
         self, key: str, label: str, points: list[tuple[float, float]], free_bytes: int
@@ -650,3 +678,10 @@ class FindingsEngine:
                 *((("mig_devices", mig_names),) if mig_names else ()),
             ),
         )
+
+
+def _growth_label(party: GpuProcess | ContainerUsage) -> str:
+    """How a memory-growth finding names its process or container."""
+    if isinstance(party, ContainerUsage):
+        return f"container {sanitise.safe_text(party.info.name, 40)}"
+    return f"PID {party.pid} ({sanitise.safe_text(party.info.name, 30)})"

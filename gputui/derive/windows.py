@@ -49,6 +49,12 @@ class SampledWindow:
         while self._points and self._points[0][0] < t - self.window_s:
             self._points.popleft()
 
+    def ends(self) -> tuple[tuple[float, float], tuple[float, float]] | None:
+        """The oldest and the newest point (None when empty), without copying the rest."""
+        if not self._points:
+            return None
+        return self._points[0], self._points[-1]
+
     def points(self) -> list[tuple[float, float]]:
         """The kept points, oldest first."""
         return list(self._points)
