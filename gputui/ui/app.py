@@ -49,9 +49,9 @@ from gputui.ui.textual_compat import bind_on_instance
 
 if TYPE_CHECKING:
     from gputui.collect.docker.logs import LogReader
+    from gputui.model.snapshot import ContainerUsage
     from gputui.notify.policy import PolicyRunner
     from gputui.notify.worker import Notifier
-    from gputui.model.snapshot import ContainerUsage
     from gputui.ui.machine_actions import MachineActions
     from gputui.ui.screens.evidence import EvidenceScreen
     from gputui.ui.screens.faults import FaultsScreen
