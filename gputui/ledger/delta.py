@@ -6,7 +6,8 @@ record cannot name what did not change. A delta names only what did, at any size
 
 A delta is JSON, one *node* per changed value:
 
-* ``[v]``: the value is ``v`` (a new value, a changed number or text, a new type);
+* a number, text, ``true`` or ``false``: the value is that;
+* ``[v]``: the value is ``v`` (an object or a list written whole, or ``null``);
 * ``{"d": {key: node, ...}, "x": [key, ...]}``: an object whose keys ``d`` changed (a key that
   is new is appended, in ``d``'s order) and whose keys ``x`` were removed (``x`` is left out
   when empty); a key not named is unchanged;
@@ -61,7 +62,7 @@ def diff(old: Any, new: Any) -> Any:
     if node is not None:
         return node
     kind = type(new)
-    return {"d": {}} if kind is dict else {"p": []} if kind is list else [new]
+    return {"d": {}} if kind is dict else {"p": []} if kind is list else new
 
 
 def apply(old: Any, delta: Any) -> Any:
@@ -81,10 +82,16 @@ def _same_scalar(a: Any, b: Any) -> bool:
     return type(a) is not float or math.copysign(1.0, a) == math.copysign(1.0, b)
 
 
+def _whole(value: Any) -> Any:
+    # null too is written [null]: a node of None means "unchanged" to _diff's callers.
+    kind = type(value)
+    return [value] if kind is dict or kind is list or value is None else value
+
+
 def _diff(old: Any, new: Any, depth: int) -> Any:
     kind = type(new)
     if type(old) is not kind:
-        return [new]
+        return _whole(new)
     if kind is dict:
         if depth >= MAX_DEPTH:
             return None if _equal(old, new) else [new]
@@ -93,7 +100,7 @@ def _diff(old: Any, new: Any, depth: int) -> Any:
         if depth >= MAX_DEPTH:
             return None if _equal(old, new) else [new]
         return _diff_list(old, new, depth)
-    return None if _same_scalar(old, new) else [new]
+    return None if _same_scalar(old, new) else _whole(new)
 
 
 def _equal(a: Any, b: Any) -> bool:
@@ -139,7 +146,7 @@ def _diff_dict(old: dict[str, Any], new: dict[str, Any], depth: int) -> Any:
         before = old.get(key, missing)
         kind = type(value)
         if type(before) is not kind:
-            changed[key] = [value]
+            changed[key] = _whole(value)
         elif kind is dict or kind is list:
             node = _diff(before, value, deeper)
             if node is not None:
@@ -147,7 +154,7 @@ def _diff_dict(old: dict[str, Any], new: dict[str, Any], depth: int) -> Any:
         elif before != value or (
             kind is float and value == 0.0 and not _same_scalar(before, value)
         ):
-            changed[key] = [value]
+            changed[key] = value
     if not changed and not removed:
         return None
     out: dict[str, Any] = {"d": changed}
@@ -216,11 +223,14 @@ def _index(last: int, step: Any, size: int) -> int:
 def _apply(old: Any, node: Any, depth: int) -> Any:
     if depth > MAX_DEPTH:
         raise DeltaError(f"delta deeper than {MAX_DEPTH}")
-    if type(node) is list:
+    kind = type(node)
+    if kind is list:
         if len(node) != 1:
             raise DeltaError("a delta's value is a list of one")
         return node[0]
-    if type(node) is not dict or len(node) != (2 if "x" in node else 1):
+    if kind is not dict:
+        return node
+    if len(node) != (2 if "x" in node else 1):
         raise DeltaError("a delta's node is a value or one of d, p, l")
     if "d" in node:
         return _apply_dict(old, node["d"], node.get("x", []), depth)
@@ -243,13 +253,13 @@ def _apply_dict(old: Any, changed: Any, removed: Any, depth: int) -> dict[str, A
     for key, value in old.items():
         if key in gone:
             continue
-        node = changed.get(key)
-        out[key] = value if node is None else _apply(value, node, depth + 1)
+        node = changed.get(key, _MISSING)  # a changed value may be null
+        out[key] = value if node is _MISSING else _apply(value, node, depth + 1)
     for key, node in changed.items():
         if key not in old:
-            if type(node) is not list or len(node) != 1:
+            if type(node) is dict:
                 raise DeltaError(f"delta changes a key the object does not hold: {key!r}"[:200])
-            out[key] = node[0]
+            out[key] = _apply(None, node, depth + 1)
     return out
 
 

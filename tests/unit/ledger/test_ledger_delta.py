@@ -118,9 +118,10 @@ def test_objects_in_a_list_are_matched_by_identity_not_position() -> None:
 def test_nothing_changed_is_an_empty_delta() -> None:
     record = {"v": 1, "snapshot": {"gpus": [{"index": 0, "power_w": 1.5}], "x": [1, 2]}}
     assert diff(record, json.loads(_dump(record))) == {"d": {}}
-    assert diff({"a": 0.0}, {"a": -0.0}) == {"d": {"a": [-0.0]}}
-    assert diff({"a": 1}, {"a": 1.0}) == {"d": {"a": [1.0]}}
-    assert diff({"a": 1}, {"a": True}) == {"d": {"a": [True]}}
+    assert diff({"a": 0.0}, {"a": -0.0}) == {"d": {"a": -0.0}}
+    assert diff({"a": 1}, {"a": 1.0}) == {"d": {"a": 1.0}}
+    assert diff({"a": 1}, {"a": True}) == {"d": {"a": True}}
+    assert diff({"a": [1]}, {"a": {"b": 1}}) == {"d": {"a": [{"b": 1}]}}
 
 
 def _deep(depth: int) -> Any:
@@ -144,7 +145,7 @@ def _nested(depth: int) -> Any:
         ({"a": 1}, {"d": [], "x": []}, "not an object"),
         ({"a": 1}, {"q": 1}, "one of d, p, l"),
         ({"a": 1}, {"d": {}, "p": []}, "one of d, p, l"),
-        ({"a": 1}, "text", "one of d, p, l"),
+        ({"a": 1}, {"d": {}, "x": "a"}, "not an object"),
         ({"a": 1}, {"d": {}, "x": ["b"]}, "removes a key"),
         ({"a": 1}, {"d": {"a": [2]}, "x": ["a"]}, "removes a key"),
         ({"a": 1}, {"d": {"b": {"d": {}}}}, "does not hold"),
