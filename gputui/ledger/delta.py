@@ -1,6 +1,6 @@
 """Structural deltas between two JSON records: what changed, by key and by identity.
 
-A timeline record is about 15 KB on the demo but about 150 KB on a busy host (8 GPUs, 220
+A timeline record is about 26 KB on the demo but about 150 KB on a busy host (8 GPUs, 220
 processes, 30 containers), far past zlib's 32 KB window, so a preset dictionary of the previous
 record cannot name what did not change. A delta names only what did, at any size.
 
