@@ -1,13 +1,26 @@
 """The store's timeline: compact snapshots to replay, and the containers' lifecycle events.
 
 Every :data:`EVERY_S` seconds the writer keeps one snapshot in the store: the recording codec's
-record (:func:`gputui.recording.codec.snapshot_to_record`), whole, compressed with zlib using
-the previous kept record as the preset dictionary, so what did not change costs a
-back-reference (about 1.5 KB a snapshot on the demo, against 14.7 KB for a ``gputui record``
-line). Every :data:`KEY_EVERY`-th record is compressed alone: a replay inflates from the
-nearest such record before the point it shows, at most :data:`KEY_EVERY` records. The
-timeline keeps :data:`~gputui.ledger.store.TIMELINE_KEEP_S` (7 days): what happened to a
-container at 03:00 last night, not a year of snapshots.
+record (:func:`gputui.recording.codec.snapshot_to_record`) as the structural delta from the
+previous kept record (:mod:`gputui.ledger.delta`: what changed, by key and by identity),
+compressed with zlib using the previous record's delta (or, after a whole record, its JSON) as
+the preset dictionary: consecutive deltas name the same fields. Every :data:`KEY_EVERY`-th
+record is whole, compressed alone: a replay decodes from the nearest such record before the
+point it shows, at most :data:`KEY_EVERY` records. The timeline keeps
+:data:`~gputui.ledger.store.TIMELINE_KEEP_S` (7 days): what happened to a container at 03:00
+last night, not a year of snapshots.
+
+A stored record (a blob) is one of:
+
+* a whole record: the record's JSON, zlib-compressed alone (its first byte is zlib's, ``x``);
+* a delta (:data:`DELTA`, then zlib with the preset dictionary above);
+* a delta as gputui wrote it before deltas were structural: the whole record's JSON,
+  zlib-compressed with the previous record's JSON as the preset dictionary (zlib's first byte
+  too, but in a row not marked whole). Such stores still replay. That helped only while a
+  record fit zlib's 32 KB window: a busy host's record of 150 KB compressed no better than
+  alone.
+
+Sizes (``python -m bench.timeline_cost``) are in docs/ledger.md.
 
 Lifecycle events (``start``, ``die`` with its exit code, ``oom`` for an OOM kill, ``restart``,
 ``remove``) come from consecutive snapshots: a status, an ``OOMKilled`` flag or a restart count
@@ -21,8 +34,9 @@ import threading
 import zlib
 from collections import OrderedDict
 from collections.abc import Iterator, Sequence
-from typing import overload
+from typing import Any, overload
 
+from gputui.ledger.delta import DeltaError, apply, diff
 from gputui.ledger.quantities import container_subject
 from gputui.ledger.store import LifecycleEvent, Store, StoreError
 from gputui.model.snapshot import ContainerUsage, Snapshot
@@ -37,6 +51,22 @@ KEY_EVERY = 30
 MAX_RECORD_BYTES = 16 * 1024**2
 #: Decoded snapshots a replay keeps at hand (stepping back and forth decodes nothing again).
 CACHE_SNAPSHOTS = 64
+#: The first byte of a structural delta (a zlib stream's first byte is never this).
+DELTA = b"\x01"
+#: The zlib level of every record (6: 9 is slower for a few bytes less).
+LEVEL = 6
+
+_COMPACT = (",", ":")
+
+
+def _deflate(data: bytes, dictionary: bytes | None) -> bytes:
+    if dictionary is None:
+        packer = zlib.compressobj(LEVEL)
+    else:
+        packer = zlib.compressobj(
+            LEVEL, zlib.DEFLATED, 15, 8, zlib.Z_DEFAULT_STRATEGY, zdict=dictionary
+        )
+    return packer.compress(data) + packer.flush()
 
 
 class TimelineEncoder:
@@ -46,7 +76,7 @@ class TimelineEncoder:
         self.every_s = every_s
         self.key_every = key_every
         self._previous_at: float | None = None
-        self._previous_raw = b""
+        self._previous: tuple[Any, bytes] | None = None
         self._since_key = 0
 
     def take(self, snapshot: Snapshot) -> tuple[float, bool, bytes] | None:
@@ -58,15 +88,9 @@ class TimelineEncoder:
         if at is not None and snapshot.taken_at - at < self.every_s:
             return None
         whole = at is None or self._since_key >= self.key_every - 1
-        raw = json.dumps(snapshot_to_record(snapshot), separators=(",", ":")).encode()
-        if whole:
-            packer = zlib.compressobj(6)
-        else:
-            packer = zlib.compressobj(
-                6, zlib.DEFLATED, 15, 8, zlib.Z_DEFAULT_STRATEGY, zdict=self._previous_raw
-            )
-        blob = packer.compress(raw) + packer.flush()
-        self._previous_at, self._previous_raw = snapshot.taken_at, raw
+        raw = json.dumps(snapshot_to_record(snapshot), separators=_COMPACT).encode()
+        blob, self._previous = encode_record(raw, None if whole else self._previous)
+        self._previous_at = snapshot.taken_at
         self._since_key = 0 if whole else self._since_key + 1
         return snapshot.taken_at, whole, blob
 
@@ -112,12 +136,81 @@ class LifecycleWatch:
         return out
 
 
+def encode_record(
+    raw: bytes, previous: tuple[Any, bytes] | None
+) -> tuple[bytes, tuple[Any, bytes]]:
+    """One record's blob: whole when ``previous`` is None, else its delta from the previous.
+
+    Args:
+        raw: The record's JSON.
+        previous: What this function gave for the previous record, None for a whole record.
+
+    Returns:
+        ``(blob, state)``: the blob, and what the next record is encoded from (this record
+        parsed, and the next one's preset dictionary).
+    """
+    # The delta is taken between parsed JSON on both sides, so that what the decoder rebuilds
+    # from its own parse of the previous record is exactly this record's JSON again.
+    record = json.loads(raw)
+    if previous is None:
+        return _deflate(raw, None), (record, raw)
+    before, dictionary = previous
+    change = json.dumps(diff(before, record), separators=_COMPACT).encode()
+    return DELTA + _deflate(change, dictionary), (record, change)
+
+
+def decode_record(
+    blob: bytes, whole: bool, previous: tuple[bytes, Any, bytes] | None
+) -> tuple[bytes, Any, bytes]:
+    """One blob's record, as ``(JSON, parsed, the next record's preset dictionary)``.
+
+    Args:
+        blob: The stored record.
+        whole: Whether its row is marked whole.
+        previous: What this function gave for the record before (None for a whole one); its
+            parsed part may be None, then it is parsed from the JSON.
+
+    Raises:
+        SerializeError: damaged, hostile or too large (never more than
+            :data:`MAX_RECORD_BYTES` a record).
+    """
+    if whole or previous is None:
+        if not whole:
+            raise SerializeError("a timeline delta without the record before it")
+        raw = inflate(blob, None)
+        return raw, _parse(raw), raw
+    raw_before, before, dictionary = previous
+    if blob[:1] != DELTA:  # as written before deltas were structural
+        raw = inflate(blob, raw_before)
+        return raw, _parse(raw), raw
+    change = inflate(blob[1:], dictionary)
+    if before is None:
+        before = _parse(raw_before)
+    try:
+        record = apply(before, _parse(change))
+        raw = json.dumps(record, separators=_COMPACT).encode()
+    except DeltaError as exc:
+        raise SerializeError(f"damaged timeline record: {exc}") from None
+    except (RecursionError, ValueError, TypeError):
+        raise SerializeError("damaged timeline record: not JSON") from None
+    if len(raw) > MAX_RECORD_BYTES:
+        raise SerializeError(f"timeline record over {MAX_RECORD_BYTES} bytes")
+    return raw, record, change
+
+
+def _parse(raw: bytes) -> Any:
+    try:
+        return json.loads(raw)
+    except (ValueError, RecursionError):
+        raise SerializeError("timeline record is not JSON") from None
+
+
 def inflate(blob: bytes, previous: bytes | None) -> bytes:
     """One stored record's JSON, inflated within :data:`MAX_RECORD_BYTES`.
 
     Args:
-        blob: The stored record.
-        previous: The previous record's JSON (the preset dictionary); None for a whole one.
+        blob: The stored record (zlib).
+        previous: The preset dictionary; None for a whole record.
 
     Raises:
         SerializeError: damaged or too large.
@@ -129,20 +222,9 @@ def inflate(blob: bytes, previous: bytes | None) -> bytes:
         raise SerializeError(f"damaged timeline record: {exc}") from None
     if inflater.unconsumed_tail:
         raise SerializeError(f"timeline record over {MAX_RECORD_BYTES} bytes")
+    if not inflater.eof:
+        raise SerializeError("damaged timeline record: cut short")
     return raw
-
-
-def parse_record(raw: bytes) -> Snapshot:
-    """A snapshot from one inflated record.
-
-    Raises:
-        SerializeError: not JSON, or not a snapshot.
-    """
-    try:
-        record = json.loads(raw)
-    except (ValueError, RecursionError):
-        raise SerializeError("timeline record is not JSON") from None
-    return snapshot_from_record(record)
 
 
 #: The first bytes of every SQLite file (a ledger store is one).
@@ -172,7 +254,9 @@ class StoreTimeline(Sequence[Snapshot]):
         entries = entries[first_whole:]
         self.times: list[float] = [t for t, _ in entries]
         self._whole: list[bool] = [whole for _, whole in entries]
-        self._cache: OrderedDict[int, tuple[Snapshot, bytes]] = OrderedDict()
+        # A snapshot and what the next record decodes from (its parsed form left out: a
+        # busy host's is megabytes, and the JSON parses again in a millisecond).
+        self._cache: OrderedDict[int, tuple[Snapshot, tuple[bytes, Any, bytes]]] = OrderedDict()
         self._lock = threading.Lock()
         #: Records that did not decode (a damaged store), replaced by a neighbour.
         self.skipped = 0
@@ -221,10 +305,10 @@ class StoreTimeline(Sequence[Snapshot]):
         if len(blobs) != index - start + 1:
             raise SerializeError(f"timeline records from {self.times[start]} are missing")
         for i, (_, blob) in zip(range(start, index + 1), blobs, strict=True):
-            raw = inflate(blob, None if self._whole[i] else previous)
-            self._cache[i] = (parse_record(raw), raw)
+            previous = decode_record(blob, self._whole[i], previous)
+            raw, record, dictionary = previous
+            self._cache[i] = (snapshot_from_record(record), (raw, None, dictionary))
             self._cache.move_to_end(i)
-            previous = raw
         while len(self._cache) > CACHE_SNAPSHOTS:
             self._cache.popitem(last=False)
         return self._cache[index][0]

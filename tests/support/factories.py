@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import random
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
@@ -304,3 +305,105 @@ def demo_app(refreshes: int = 330, **settings: object) -> Any:
     for earlier in snapshots[:-1]:
         app.analyzer.analyse(earlier)  # records the history too, as on the collector's thread
     return app
+
+
+def busy_host(count: int, seed: int = 1, step_s: float = 10.0) -> list[Snapshot]:
+    """``count`` refreshes ``step_s`` apart of a busy host: 8 GPUs, 220 processes, 30 containers.
+
+    What moves from one refresh to the next is what moves on such a host: utilisation, power,
+    temperature, energy, clocks, each process's CPU % and SM share, some processes' resident
+    and GPU memory, the containers' CPU and memory; every few refreshes a job's process exits
+    and another starts. Names, command lines, images, labels and start times stay.
+    """
+    rng = random.Random(seed)
+    t0 = 1_790_000_000.0
+    n_gpus, n_containers = 8, 30
+    pids = list(range(20_000, 20_220))
+    started = {pid: t0 - 86_400 + pid for pid in pids}
+    memory = {pid: rng.randrange(1, 20) * 512 * MIB for pid in pids}
+    rss = {pid: rng.randrange(200, 4000) * MIB for pid in pids}
+    energy = [10**9 * (g + 1) for g in range(n_gpus)]
+    next_pid = 30_000
+    out = []
+    for k in range(count):
+        taken_at = t0 + k * step_s
+        if k and k % 3 == 0:  # a job's worker exits, another one starts
+            gone = pids.pop(rng.randrange(len(pids)))
+            pids.append(next_pid)
+            started[next_pid], memory[next_pid] = taken_at - 2, 2 * GIB
+            rss[next_pid] = 600 * MIB
+            next_pid += 1
+            del started[gone]
+        processes = []
+        for pid in sorted(pids):
+            if rng.random() < 0.1:
+                memory[pid] += rng.choice((-1, 1)) * 64 * MIB
+            if rng.random() < 0.3:
+                rss[pid] += rng.randrange(-8, 9) * MIB
+            n = pid % n_containers
+            processes.append(
+                GpuProcess(
+                    sample=GpuProcessSample(
+                        pid=pid,
+                        gpu_index=pid % n_gpus,
+                        used_memory_bytes=max(memory[pid], 64 * MIB),
+                        sm_util=rng.randrange(0, 100),
+                    ),
+                    info=ProcessInfo(
+                        pid=pid,
+                        command=f"python3 -m torch.distributed.run --nproc-per-node 8 "
+                        f"/work/team-{n % 7}/train.py --config configs/run-{n}.yaml "
+                        f"--rank {pid % 8}",
+                        name="python3",
+                        user=f"user{n % 9}",
+                        cpu_percent=round(rng.uniform(0, 180), 1),
+                        rss_bytes=rss[pid],
+                        start_time=started[pid],
+                        container_id=cid(n),
+                        container_pid=pid % 500 + 1,
+                    ),
+                    container_id=cid(n),
+                )
+            )
+        gpus = []
+        for g in range(n_gpus):
+            energy[g] += rng.randrange(1_000_000, 7_000_000)
+            util = rng.randrange(0, 101)
+            gpus.append(
+                gpu(
+                    g,
+                    util=util,
+                    used_gib=sum(
+                        p.sample.used_memory_bytes or 0
+                        for p in processes
+                        if p.sample.gpu_index == g
+                    )
+                    / GIB,
+                    temperature_c=40 + util // 4 + rng.randrange(0, 3),
+                    power_w=round(80 + util * 6.2 + rng.uniform(-5, 5), 1),
+                    clock_sm_mhz=rng.choice((1755, 1830, 1980)),
+                    pcie_rx_kbps=rng.randrange(0, 50_000),
+                    pcie_tx_kbps=rng.randrange(0, 50_000),
+                    total_energy_mj=energy[g],
+                    processes=tuple(p.sample for p in processes if p.sample.gpu_index == g),
+                )
+            )
+        containers = [
+            container(
+                n,
+                f"team-{n % 7}-train-{n:02d}",
+                processes,
+                image=f"registry.example.com/team-{n % 7}/trainer:2026.{n % 12 + 1}",
+                compose_project=f"team-{n % 7}",
+                compose_service="trainer",
+                started_at=t0 - 90_000 + n,
+                restart_count=0,
+                cpu_percent=round(rng.uniform(50, 1400), 1),
+                memory_used_bytes=rng.randrange(8, 64) * GIB,
+                memory_limit_bytes=256 * GIB,
+                policy_labels=(("gputui.owner", f"user{n % 9}"), ("team", f"team-{n % 7}")),
+            )
+            for n in range(n_containers)
+        ]
+        out.append(snapshot(taken_at, gpus, processes, containers, standard().health))
+    return out

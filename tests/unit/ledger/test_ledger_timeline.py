@@ -7,20 +7,30 @@ import random
 import sqlite3
 import subprocess
 import sys
+import zlib
 from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from gputui.ledger.store import Store
-from gputui.ledger.timeline import KEY_EVERY, LifecycleWatch, StoreTimeline, TimelineEncoder
+from gputui.ledger.timeline import (
+    DELTA,
+    KEY_EVERY,
+    LifecycleWatch,
+    StoreTimeline,
+    TimelineEncoder,
+    decode_record,
+)
 from gputui.ledger.writer import LedgerWriter
 from gputui.model.containers import ContainerInfo
 from gputui.model.settings import Settings
 from gputui.model.snapshot import ContainerUsage, HostInfo, Snapshot
 from gputui.recording.codec import snapshot_to_record
 from gputui.recording.player import ReplayCollector
+from gputui.recording.writer import RecordingError
 from gputui.wiring.compose import build_collector
+from tests.support.factories import busy_host
 from tests.support.paths import REPO
 
 T0 = 1_790_000_000.0
@@ -90,6 +100,129 @@ def test_a_damaged_record_is_skipped_by_the_player_not_fatal(tmp_path: Path) -> 
     try:
         player.seek(t)
         assert player.current.taken_at != t  # a neighbour stands in
+        assert player.skipped >= 1
+    finally:
+        player.close()
+
+
+def _raw(snapshot: Snapshot) -> bytes:
+    return json.dumps(snapshot_to_record(snapshot), separators=(",", ":")).encode()
+
+
+def test_a_busy_hosts_delta_is_a_fraction_of_its_whole_record() -> None:
+    # 8 GPUs, 220 processes, 30 containers: a record of about 150 KB, far past zlib's 32 KB
+    # window, so the previous record as a preset dictionary saved nothing (a "delta" of
+    # 14.1 KB against 14.3 KB alone). Every figure that moves on such a host moves here.
+    snapshots = busy_host(8)
+    assert len(_raw(snapshots[0])) > 100_000
+    encoder = TimelineEncoder(every_s=0)
+    blobs = [kept for s in snapshots if (kept := encoder.take(s)) is not None]
+    whole = len(blobs[0][2])
+    assert blobs[0][1] and not any(w for _, w, _ in blobs[1:])
+    deltas = [len(blob) for _, _, blob in blobs[1:]]
+    assert max(deltas) < 0.3 * whole, (whole, deltas)
+    # Each decodes to the record's JSON, byte for byte.
+    state = None
+    for snapshot, (_, whole_one, blob) in zip(snapshots, blobs, strict=True):
+        state = decode_record(blob, whole_one, state)
+        assert state[0] == _raw(snapshot)
+
+
+def test_a_busy_hosts_timeline_replays_exactly_from_the_store(tmp_path: Path) -> None:
+    snapshots = busy_host(KEY_EVERY + 5)  # two whole records, deltas from each
+    path = tmp_path / "ledger.sqlite"
+    _write(path, snapshots)
+    timeline = StoreTimeline(Store.open_reader(path))
+    try:
+        assert timeline.times == [s.taken_at for s in snapshots]
+        order = list(range(len(snapshots)))
+        random.Random(5).shuffle(order)
+        for i in order:
+            assert timeline[i] == snapshots[i], i
+        assert timeline.skipped == 0
+    finally:
+        timeline.close()
+    with sqlite3.connect(path) as conn:
+        (stored,) = conn.execute("SELECT sum(length(record)) FROM timeline").fetchone()
+    # About 3.8 KB a kept snapshot, a whole one every 30th included (14 KB before).
+    assert stored / len(snapshots) < 6_000, stored / len(snapshots)
+
+
+def _legacy(snapshots: list[Snapshot]) -> list[tuple[float, bool, bytes]]:
+    """The timeline as gputui wrote it before: zlib, the previous JSON as preset dictionary."""
+    out = []
+    previous = b""
+    for i, snapshot in enumerate(snapshots):
+        raw = _raw(snapshot)
+        whole = i % KEY_EVERY == 0
+        packer = (
+            zlib.compressobj(6)
+            if whole
+            else zlib.compressobj(6, zlib.DEFLATED, 15, 8, zlib.Z_DEFAULT_STRATEGY, previous)
+        )
+        out.append((snapshot.taken_at, whole, packer.compress(raw) + packer.flush()))
+        previous = raw
+    return out
+
+
+def test_a_store_written_before_structural_deltas_still_replays(tmp_path: Path) -> None:
+    old = _demo(40, step=10.0)
+    path = tmp_path / "ledger.sqlite"
+    store = Store.open_writer(path, "test")
+    try:
+        store.write({}, {}, [], None, timeline=_legacy(old))
+    finally:
+        store.close()
+    # Then this gputui writes on: a whole record first, structural deltas after it.
+    new = [replace(s, taken_at=s.taken_at + 1000) for s in _demo(12, step=10.0)]
+    _write(path, new)
+    timeline = StoreTimeline(Store.open_reader(path))
+    try:
+        assert len(timeline) == len(old) + len(new)
+        for i in reversed(range(len(timeline))):
+            assert timeline[i] == [*old, *new][i], i
+    finally:
+        timeline.close()
+    with sqlite3.connect(path) as conn:
+        blobs = [bytes(b) for (b,) in conn.execute("SELECT record FROM timeline ORDER BY t")]
+    assert not any(b.startswith(DELTA) for b in blobs[: len(old)])
+    assert all(b.startswith(DELTA) for b in blobs[len(old) + 1 :])
+
+
+@pytest.mark.parametrize(
+    "blob",
+    [
+        DELTA + b"not zlib",
+        DELTA + zlib.compress(b"\x00" * (64 * 1024**2), 9),  # a bomb: 64 MB from 64 KB
+        DELTA + zlib.compress(b"[" * 200_000),
+        DELTA + zlib.compress(b'{"d":{"snapshot":{"d":{"gpus":{"l":[0,-1,-1,-1,-1]}}}}}'),
+        DELTA + zlib.compress(b'{"d":{"snapshot":{"d":{"processes":{"p":[[99999,[1]]]}}}}}'),
+        DELTA,
+    ],
+    ids=["not-zlib", "bomb", "deep", "item-reused", "past-the-list", "empty"],
+)
+def test_a_hostile_delta_in_the_store_is_one_line_and_skipped(tmp_path: Path, blob: bytes) -> None:
+    path = tmp_path / "ledger.sqlite"
+    snapshots = _demo(12, step=10.0)
+    _write(path, snapshots)
+    with sqlite3.connect(path) as conn:
+        conn.execute("UPDATE timeline SET record = ? WHERE t = ?", (blob, snapshots[5].taken_at))
+    timeline = StoreTimeline(Store.open_reader(path))
+    try:
+        for i in range(5):
+            assert timeline[i] == snapshots[i]
+        # The damaged one and the deltas after it (they build on it) fail, each in one line.
+        for i in range(5, len(snapshots)):
+            with pytest.raises(RecordingError) as caught:
+                timeline[i]
+            message = str(caught.value)
+            assert "\n" not in message and len(message) < 300, message
+    finally:
+        timeline.close()
+    player = ReplayCollector(StoreTimeline(Store.open_reader(path)))
+    try:
+        player.seek(snapshots[7].taken_at)
+        assert player.current.taken_at == snapshots[4].taken_at  # the last one that decodes
         assert player.skipped >= 1
     finally:
         player.close()
