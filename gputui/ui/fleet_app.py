@@ -75,7 +75,7 @@ HELP_ROWS = (
     ("↑ ↓ PgUp PgDn", "move in the host table"),
     ("Enter", "drill down: the host's GPUs, containers, alerts and checks"),
     ("Esc", "back to the host table; clear the filter"),
-    ("/", "filter hosts by name, instance, job, or a top container's name, pod or namespace"),
+    ("/", "filter hosts by name, instance, job, top container, pod or namespace"),
     ("s / S", "next sort order (" + ", ".join(SORT_NAMES) + ") / reverse it"),
     ("r", "refresh now"),
     ("?", "this help"),
