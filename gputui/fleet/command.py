@@ -10,7 +10,7 @@ from typing import Any, Protocol
 
 from gputui.fleet import queries
 from gputui.fleet.client import FleetError, PrometheusClient, auth_from, parse_url
-from gputui.fleet.model import HostRow, sorted_rows
+from gputui.fleet.model import HostRow, pod_name, sorted_rows
 from gputui.fleet.report import detail_json, to_json, to_text
 from gputui.fleet.source import FleetSnapshot, FleetSource, LiveFleet, RecordedFleet, save_answers
 
@@ -144,8 +144,10 @@ def _detail_text(doc: dict[str, Any]) -> str:
         )
     for c in doc["containers"]:
         idle = " (idle reservation)" if c["idle_reservation"] else ""
+        pod = pod_name(c["namespace"] or "", c["pod"] or "")
         lines.append(
-            f"  {c['name']} {c['image']}: GPU {','.join(c['gpus']) or '-'}, "
+            f"  {c['name']}{f' (pod {pod})' if pod else ''} {c['image']}: "
+            f"GPU {','.join(c['gpus']) or '-'}, "
             f"{c['gpu_memory_bytes'] / 2**20:.0f} MiB{idle}"
         )
     lines.extend(f"  alert {a}" for a in doc["alerts"])

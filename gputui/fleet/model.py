@@ -50,12 +50,43 @@ class Kind(Enum):
     DCGM = "dcgm"  # dcgm-exporter (or anything with only the DCGM_FI_* names)
 
 
+#: A container of one host, as its series name it: (namespace, pod, container), raw. The first
+#: two are empty for a container that is no Kubernetes pod's (and in an older exporter's series).
+ContainerKey = tuple[str, str, str]
+
+
+def container_key(labels: dict[str, str]) -> ContainerKey:
+    """The (namespace, pod, container) labels of a series, each ``""`` where absent."""
+    return (labels.get("namespace", ""), labels.get("pod", ""), labels.get("container", ""))
+
+
+def pod_name(namespace: str, pod: str) -> str:
+    """``namespace/pod``, ``pod`` without a namespace, ``""`` for no pod (shown values)."""
+    if not pod:
+        return ""
+    return f"{namespace}/{pod}" if namespace else pod
+
+
 @dataclass(frozen=True, slots=True)
 class TopContainer:
-    """A container named in the host table, with the GPU memory its processes hold."""
+    """A container named in the host table, with the GPU memory its processes hold.
+
+    Attributes:
+        name: The ``container`` label (for a pod's container, its Kubernetes name), sanitised.
+        memory_bytes: GPU memory its processes hold.
+        pod: The ``pod`` label, sanitised; ``""`` for a container that is no pod's.
+        namespace: The ``namespace`` label, sanitised; ``""`` when none.
+    """
 
     name: str
     memory_bytes: float
+    pod: str = ""
+    namespace: str = ""
+
+    @property
+    def shown(self) -> str:
+        """``pod/container`` for a pod's container, else the container's name."""
+        return f"{self.pod}/{self.name}" if self.pod else self.name
 
 
 @dataclass(frozen=True, slots=True)
@@ -154,7 +185,9 @@ def hosts_from(data: object, now: float) -> list[HostRow]:
             status = "fail" if labels.get("status") == "fail" else "warn"
             fields[instance][status] = fields[instance].get(status, 0.0) + value
         elif which == "top":
-            tops[instance].append(TopContainer(_label(labels.get("container")), max(value, 0.0)))
+            namespace, pod, container = container_key(labels)
+            top = TopContainer(_label(container), max(value, 0.0), _label(pod), _label(namespace))
+            tops[instance].append(top)
         elif which:
             fields[instance][which] = value
     gpu_jobs = {jobs.get(i) for i, f in fields.items() if "seen" in f or "gpus" in f}
@@ -200,7 +233,7 @@ def _row(
         power_w=_finite(f.get("power")),
         temp_max_c=_finite(f.get("temp"), low=-273.0, high=1000.0),
         containers=_count(f.get("containers")) if gputui else None,
-        top=tuple(sorted(top, key=lambda t: (-t.memory_bytes, t.name))),
+        top=tuple(sorted(top, key=lambda t: (-t.memory_bytes, t.name, t.namespace, t.pod))),
         idle_reservations=_count(f.get("idle")) if gputui else None,
         alerts=_count(f.get("alerts")) + _count(f.get("rules")),
         failing=_count(f.get("fail")),
@@ -230,7 +263,11 @@ class GpuRow:
 
 @dataclass(frozen=True, slots=True)
 class ContainerRow:
-    """One container of a drilled-down host (gputui hosts only)."""
+    """One container of a drilled-down host (gputui hosts only).
+
+    A container is its (namespace, pod, container) labels: two pods' containers of one name are
+    two rows. ``pod`` and ``namespace`` are ``""`` for a container that is no pod's.
+    """
 
     name: str
     image: str
@@ -239,6 +276,13 @@ class ContainerRow:
     sm_util: float | None
     idle_reservation: bool
     memory_history: tuple[float, ...] = ()
+    pod: str = ""
+    namespace: str = ""
+
+    @property
+    def pod_shown(self) -> str:
+        """``namespace/pod``, or ``""`` for a container that is no pod's."""
+        return pod_name(self.namespace, self.pod)
 
 
 @dataclass(frozen=True, slots=True)
@@ -264,29 +308,30 @@ def detail_from(data: object, history: object | None) -> HostDetail:
     """
     gpu_figures: dict[str, dict[str, float]] = defaultdict(dict)
     gpu_labels: dict[str, dict[str, str]] = {}
-    mem: dict[str, float] = defaultdict(float)
-    sm: dict[str, float] = {}
-    gpus_of: dict[str, set[str]] = defaultdict(set)
-    images: dict[str, str] = {}
-    idle: set[str] = set()
+    mem: dict[ContainerKey, float] = defaultdict(float)
+    sm: dict[ContainerKey, float] = {}
+    gpus_of: dict[ContainerKey, set[str]] = defaultdict(set)
+    images: dict[ContainerKey, str] = {}
+    idle: set[ContainerKey] = set()
     alerts: set[str] = set()
     checks: set[tuple[str, str]] = set()
     for labels, value in instant_vector(data):
         name = labels.get("__name__", "")
-        container = labels.get("container", "")
+        key = container_key(labels)
+        container = key[2]
         if name in GPU_SERIES:
-            key = _gpu_key(labels)
-            gpu_labels.setdefault(key, labels)
-            gpu_figures[key][name] = value
+            gpu = _gpu_key(labels)
+            gpu_labels.setdefault(gpu, labels)
+            gpu_figures[gpu][name] = value
         elif name == "gputui_container_gpu_memory_bytes" and container:
-            mem[container] += max(value, 0.0)
-            gpus_of[container].add(_label(labels.get("gpu")))
-            images.setdefault(container, labels.get("image", ""))
+            mem[key] += max(value, 0.0)
+            gpus_of[key].add(_label(labels.get("gpu")))
+            images.setdefault(key, labels.get("image", ""))
         elif name == "gputui_container_sm_util" and container:
-            sm[container] = sm.get(container, 0.0) + max(value, 0.0)
+            sm[key] = sm.get(key, 0.0) + max(value, 0.0)
         elif name == "gputui_container_idle_gpu_reservation" and container and value == 1:
-            idle.add(container)
-            images.setdefault(container, labels.get("image", ""))
+            idle.add(key)
+            images.setdefault(key, labels.get("image", ""))
         elif "check" in labels and "status" in labels:
             checks.add((_label(labels["check"]), _label(labels["status"])))
         elif "rule" in labels:
@@ -301,17 +346,19 @@ def detail_from(data: object, history: object | None) -> HostDetail:
     gpus.sort(key=lambda g: (len(g.gpu), g.gpu))
     containers = [
         ContainerRow(
-            name=_label(c),
+            name=_label(c[2]),
             image=_label(images.get(c, "")),
             gpus=tuple(sorted(gpus_of.get(c, set()), key=lambda g: (len(g), g))),
             memory_bytes=mem.get(c, 0.0),
             sm_util=sm.get(c),
             idle_reservation=c in idle,
             memory_history=cont_hist.get(c, ()),
+            pod=_label(c[1]),
+            namespace=_label(c[0]),
         )
-        for c in list(set(mem) | idle)[:MAX_CONTAINERS]
+        for c in sorted(set(mem) | idle)[:MAX_CONTAINERS]
     ]
-    containers.sort(key=lambda c: (-c.memory_bytes, c.name))
+    containers.sort(key=lambda c: (-c.memory_bytes, c.name, c.namespace, c.pod))
     order = {"fail": 0, "warn": 1}
     return HostDetail(
         gpus=tuple(gpus),
@@ -345,30 +392,31 @@ def _gpu_row(
 
 
 Histories = dict[str, tuple[float, ...]]
+ContainerHistories = dict[ContainerKey, tuple[float, ...]]
 
 
-def _histories(history: object | None) -> tuple[Histories, Histories, Histories]:
+def _histories(history: object | None) -> tuple[Histories, Histories, ContainerHistories]:
     util: Histories = {}
     mem: Histories = {}
-    containers: Histories = {}
+    containers: ContainerHistories = {}
     if history is None:
         return util, mem, containers
-    targets: dict[str, tuple[Histories, Callable[[dict[str, str]], str]]] = {
-        "util": (util, _gpu_key),
-        "mem": (mem, _gpu_key),
-        "container_mem": (containers, lambda labels: labels.get("container", "")),
-    }
+    gpu_targets = {"util": util, "mem": mem}
     for labels, points in range_matrix(history):
-        target = targets.get(labels.get(FIELD, ""))
-        if target is None:
-            continue
-        store, key_of = target
-        store[key_of(labels)] = tuple(v for _, v in points)
+        which = labels.get(FIELD, "")
+        values = tuple(v for _, v in points)
+        if which in gpu_targets:
+            gpu_targets[which][_gpu_key(labels)] = values
+        elif which == "container_mem":
+            containers[container_key(labels)] = values
     return util, mem, containers
 
 
 def filtered(rows: Iterable[HostRow], text: str) -> list[HostRow]:
-    """Hosts whose name, instance, job or top containers contain ``text`` (case-insensitive)."""
+    """Hosts whose name, instance, job or top containers contain ``text`` (case-insensitive).
+
+    A top container matches by its name, its pod's or its namespace's, or ``pod/container``.
+    """
     needle = text.strip().lower()
     if not needle:
         return list(rows)
@@ -378,7 +426,13 @@ def filtered(rows: Iterable[HostRow], text: str) -> list[HostRow]:
         if needle in r.host.lower()
         or needle in r.instance.lower()
         or needle in r.job.lower()
-        or any(needle in t.name.lower() for t in r.top)
+        or any(
+            needle in t.name.lower()
+            or needle in t.pod.lower()
+            or needle in t.namespace.lower()
+            or needle in t.shown.lower()
+            for t in r.top
+        )
     ]
 
 

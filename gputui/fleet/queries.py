@@ -24,6 +24,10 @@ FIELD = "gputui_fleet_field"
 LOOKBACK = "15m"
 #: Containers named per host in the table.
 TOP_CONTAINERS = 3
+#: The labels that name one container of a host: a Kubernetes container is its pod's
+#: (``gputui export`` sets ``pod`` and ``namespace``), so two pods' containers of one name stay
+#: two; for any other container, and in series without them, the two are empty.
+CONTAINER_KEY = "namespace, pod, container"
 #: Seconds of history behind the drill-down's sparklines, and the points in them.
 SPARK_SECONDS = 600
 SPARK_POINTS = 60
@@ -116,11 +120,11 @@ def host_queries(match: str) -> dict[str, str]:
     }
     containers = {
         "containers": (
-            "count by (instance) (group by (instance, container) "
+            f"count by (instance) (group by (instance, {CONTAINER_KEY}) "
             f"({s('gputui_container_gpu_memory_bytes')}))"
         ),
         "top": (
-            f"topk by (instance) ({TOP_CONTAINERS}, sum by (instance, container) "
+            f"topk by (instance) ({TOP_CONTAINERS}, sum by (instance, {CONTAINER_KEY}) "
             f"({s('gputui_container_gpu_memory_bytes')}))"
         ),
         "idle": f"count by (instance) ({s('gputui_container_idle_gpu_reservation')} == 1)",
@@ -172,7 +176,8 @@ def host_history(match: str, instance: str) -> str:
             _tag(_sel("DCGM_FI_DEV_GPU_UTIL", match, where), "util"),
             _tag(_sel("DCGM_FI_DEV_FB_USED", match, where), "mem"),
             _tag(
-                f"sum by (container) ({_sel('gputui_container_gpu_memory_bytes', match, where)})",
+                f"sum by ({CONTAINER_KEY}) "
+                f"({_sel('gputui_container_gpu_memory_bytes', match, where)})",
                 "container_mem",
             ),
         )

@@ -50,12 +50,15 @@ def memory(used_mib: float | None, total_mib: float | None) -> str:
 
 
 def top(row: HostRow) -> str:
-    """The containers holding the most GPU memory: ``trainer 40GiB, infer 2GiB``."""
+    """The containers holding the most GPU memory: ``trainer 40GiB, infer-0/server 2GiB``.
+
+    A Kubernetes pod's container is named ``pod/container``, so two pods' ``server`` read apart.
+    """
     if row.kind is Kind.DCGM:
         return "(dcgm)"  # plain dcgm-exporter series name no containers
     if row.down or not row.top:
         return "-"
-    return ", ".join(f"{t.name} {units.size(t.memory_bytes)}" for t in row.top)
+    return ", ".join(f"{t.shown} {units.size(t.memory_bytes)}" for t in row.top)
 
 
 def checks(row: HostRow) -> str:
@@ -130,7 +133,15 @@ def host_json(row: HostRow) -> dict[str, Any]:
         "power_w": _round(row.power_w),
         "temp_max_c": _round(row.temp_max_c),
         "containers": row.containers,
-        "top_containers": [{"name": t.name, "gpu_memory_bytes": t.memory_bytes} for t in row.top],
+        "top_containers": [
+            {
+                "name": t.name,
+                "pod": t.pod or None,
+                "namespace": t.namespace or None,
+                "gpu_memory_bytes": t.memory_bytes,
+            }
+            for t in row.top
+        ],
         "idle_reservations": row.idle_reservations,
         "alerts_firing": row.alerts,
         "checks_failing": row.failing,
@@ -168,6 +179,8 @@ def detail_json(detail: HostDetail) -> dict[str, Any]:
         "containers": [
             {
                 "name": c.name,
+                "pod": c.pod or None,
+                "namespace": c.namespace or None,
                 "image": c.image,
                 "gpus": list(c.gpus),
                 "gpu_memory_bytes": c.memory_bytes,

@@ -43,6 +43,8 @@ from gputui.ui.crash import CrashSafeApp, run_app
 
 #: Cells of a drill-down sparkline.
 SPARK_WIDTH = 20
+#: The drill-down's container columns; POD only on a host whose containers include a pod's.
+CONTAINER_COLUMNS = ("CONTAINER", "POD", "IMAGE", "GPUS", "GPU MEM", "SM", "GPU MEM 10m", "IDLE")
 
 CSS = """
 #fleet-header, #host-header {
@@ -73,7 +75,7 @@ HELP_ROWS = (
     ("↑ ↓ PgUp PgDn", "move in the host table"),
     ("Enter", "drill down: the host's GPUs, containers, alerts and checks"),
     ("Esc", "back to the host table; clear the filter"),
-    ("/", "filter hosts by name, instance, job or top container"),
+    ("/", "filter hosts by name, instance, job, top container, pod or namespace"),
     ("s / S", "next sort order (" + ", ".join(SORT_NAMES) + ") / reverse it"),
     ("r", "refresh now"),
     ("?", "this help"),
@@ -168,7 +170,9 @@ class FleetScreen(Screen[None]):
         """Header, error line, filter box, host table, footer."""
         yield Static("gputui fleet: asking Prometheus…", id="fleet-header")
         yield Static("", id="fleet-error")
-        yield Input(placeholder="filter hosts, jobs, containers (Esc clears)", id="fleet-filter")
+        yield Input(
+            placeholder="filter hosts, jobs, containers, pods (Esc clears)", id="fleet-filter"
+        )
         table: DataTable[Text] = DataTable(id="hosts", cursor_type="row", zebra_stripes=True)
         yield table
         yield Footer()
@@ -306,6 +310,7 @@ class HostScreen(Screen[None]):
         self.detail: HostDetail | None = None
         self._pending: tuple[HostRow | None, HostDetail | None] = (None, None)
         self._ready = False
+        self._pod_column = False
 
     def compose(self) -> ComposeResult:
         """Header, GPU table, container table, alerts and checks, footer."""
@@ -337,12 +342,22 @@ class HostScreen(Screen[None]):
         for name in ("GPU", "MODEL", "UTIL", "UTIL 10m", "MEMORY", "MEM 10m", "POWER", "TEMP"):
             gpus.add_column(name, key=name)
         containers = self.query_one("#host-containers", DataTable)
-        for name in ("CONTAINER", "IMAGE", "GPUS", "GPU MEM", "SM", "GPU MEM 10m", "IDLE"):
-            containers.add_column(name, key=name)
+        self._container_columns(containers, pods=False)
         containers.focus()
         self._ready = True
         if self._pending != (None, None):
             self.apply(*self._pending)
+
+    def _container_columns(self, table: DataTable[Text], pods: bool) -> None:
+        """The container table's columns; POD (``namespace/pod``) only when a row has one.
+
+        As the monitor's COMPOSE/POD column: a host without Kubernetes pods spends no width on it.
+        """
+        table.clear(columns=True)
+        self._pod_column = pods
+        for name in CONTAINER_COLUMNS:
+            if name != "POD" or pods:
+                table.add_column(name, key=name)
 
     def apply(self, row: HostRow | None, detail: HostDetail | None) -> None:
         """Show the host's latest figures (its row from the table, its drill-down)."""
@@ -371,13 +386,18 @@ class HostScreen(Screen[None]):
                 Text(units.temp(temp)),
             )
         containers = self.query_one("#host-containers", DataTable)
+        pods = any(c.pod for c in detail.containers)
+        if pods != self._pod_column:
+            self._container_columns(containers, pods)
         containers.clear()
         if self.row.kind is Kind.DCGM:
             containers.add_row(Text("dcgm-exporter's series name no containers", style="dim"))
         for c in detail.containers:
             top = max(max(c.memory_history, default=0.0), c.memory_bytes, 1.0)
+            pod = [Text(c.pod_shown or "-", no_wrap=True, overflow="ellipsis")] if pods else []
             containers.add_row(
                 Text(c.name, no_wrap=True, overflow="ellipsis"),
+                *pod,
                 Text(c.image, no_wrap=True, overflow="ellipsis"),
                 Text(",".join(c.gpus) or "-"),
                 Text(units.size(c.memory_bytes)),

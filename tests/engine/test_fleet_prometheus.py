@@ -9,6 +9,10 @@ container, so its container figures come through the real attribution path.
 ``gputui fleet --once --json`` runs as a subprocess (the real command line); the fleet screen
 runs under Textual's Pilot against the same Prometheus.
 
+A second, smaller lab has Kubernetes pods' containers: a ``gputui export`` reading two real
+containers with dockershim's pod labels, and a CRI node's exposition where two pods' containers
+are both ``server``; the fleet must keep them apart and name them by pod.
+
 Without a ``prometheus`` binary the tests skip, except in CI (``CI`` set), where they fail.
 """
 
@@ -20,7 +24,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -141,8 +145,14 @@ def lab(
 ) -> Iterator[Lab]:
     tmp = tmp_path_factory.mktemp("fleet-lab")
     name = f"fleet-trainer-{free_run_id}"
+    # A label value of its own: ``run_container``'s cleanup after a test of this module removes
+    # every container labelled with the bare run id, and this one lives for the whole module.
     container = docker_engine.containers.run(
-        test_image, ["sleep", "600"], name=name, labels={"gputui-test": free_run_id}, detach=True
+        test_image,
+        ["sleep", "600"],
+        name=name,
+        labels={"gputui-test": f"{free_run_id}-fleet-lab"},
+        detach=True,
     )
     started: list[subprocess.Popen[bytes]] = []
     dcgm = ThreadingHTTPServer(("127.0.0.1", 0), _DcgmHandler)
@@ -229,8 +239,13 @@ def test_fleet_json_figures_equal_the_scenarios(lab: Lab) -> None:
         assert row["checks_failing"] >= 0 and row["sources_down"] == 0
     a = hosts["node-a"]
     assert a["containers"] == 1
-    assert a["top_containers"] == [
-        {"name": lab.container_name, "gpu_memory_bytes": 1000 * 1024 * 1024}
+    assert a["top_containers"] == [  # a container that is no pod's: pod and namespace null
+        {
+            "name": lab.container_name,
+            "pod": None,
+            "namespace": None,
+            "gpu_memory_bytes": 1000 * 1024 * 1024,
+        }
     ]
     assert hosts["node-c"]["containers"] == 0 and hosts["node-c"]["top_containers"] == []
     dcgm = hosts["dcgm-node"]
@@ -352,3 +367,169 @@ async def test_fleet_screen_over_the_live_prometheus(lab: Lab) -> None:
         using = [c for c in host.detail.containers if c.memory_bytes]  # as above
         assert [c.name for c in using] == [lab.container_name]
         assert host.detail.gpus[0].util_history  # the range query answered
+
+
+# -- Kubernetes pods' containers ---------------------------------------------------------------
+
+MIB = 1024 * 1024
+#: A CRI node's containers as ``gputui export`` labels them (``container`` is the Kubernetes
+#: container name, so two pods' ``server`` share it): (pod, namespace, GPU, MiB).
+CRI_SERVERS = (("web-a", "shop", "0", 3000), ("web-b", "shop", "1", 1000))
+
+
+def _cri_body() -> str:
+    """An exposition of a CRI node: two GPUs, and a ``server`` container in each of two pods."""
+    gpu = (
+        'gpu="{0}",UUID="GPU-cri{0}",device="nvidia{0}",modelName="NVIDIA H200",Hostname="node-cri"'
+    )
+    lines = [
+        "# TYPE gputui_collect_age_seconds gauge",
+        'gputui_collect_age_seconds{Hostname="node-cri"} 0.5',
+        "# TYPE DCGM_FI_DEV_FB_USED gauge",
+        *(f"DCGM_FI_DEV_FB_USED{{{gpu.format(g)}}} {mib}" for _, _, g, mib in CRI_SERVERS),
+        "# TYPE DCGM_FI_DEV_FB_FREE gauge",
+        *(f"DCGM_FI_DEV_FB_FREE{{{gpu.format(g)}}} 100000" for _, _, g, _ in CRI_SERVERS),
+        "# TYPE gputui_container_gpu_memory_bytes gauge",
+        *(
+            f'gputui_container_gpu_memory_bytes{{container="server",container_id="{pod}-id",'
+            f'image="shop/server:1",pod="{pod}",namespace="{ns}",gpu="{g}"}} {mib * MIB}'
+            for pod, ns, g, mib in CRI_SERVERS
+        ),
+    ]
+    return "\n".join(lines) + "\n"
+
+
+class _CriHandler(BaseHTTPRequestHandler):
+    def do_GET(self) -> None:
+        body = _cri_body().encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "text/plain; version=0.0.4")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, format: str, *args: Any) -> None:
+        return
+
+
+def _dockershim_pod(
+    run_container: Callable[..., Any], pod: str, namespace: str, uid: str
+) -> tuple[Any, int]:
+    """A container as dockershim made them: ``k8s_<container>_<pod>_<ns>_<uid>_0``, its labels."""
+    container = run_container(
+        ["sleep", "600"],
+        name=f"k8s_server_{pod}_{namespace}_{uid}_0",
+        network_mode="none",
+        labels={
+            "io.kubernetes.pod.name": pod,
+            "io.kubernetes.pod.namespace": namespace,
+            "io.kubernetes.pod.uid": uid,
+            "io.kubernetes.container.name": "server",
+            "io.kubernetes.docker.type": "container",
+        },
+    )
+    top = container.top()
+    (pid,) = [int(row[top["Titles"].index("PID")]) for row in top["Processes"]]
+    return container, pid
+
+
+def test_fleet_names_kubernetes_pods_containers_apart(
+    prometheus_bin: str,
+    run_container: Callable[..., Any],
+    free_run_id: str,
+    tmp_path: Path,
+) -> None:
+    """Two pods' ``server`` containers: each its own row, named by pod, with its own memory.
+
+    node-k8s is a real ``gputui export`` reading the real engine, whose containers carry the
+    dockershim labels; node-cri serves what ``gputui export`` writes for CRI containers, where
+    both containers' ``container`` label is ``server``.
+    """
+    pods = {f"infer-a-{free_run_id}": 3000, f"infer-b-{free_run_id}": 1000}
+    processes = []
+    for i, (pod, mib) in enumerate(pods.items()):
+        _, pid = _dockershim_pod(run_container, pod, "serving", f"uid{i}-{free_run_id}")
+        processes.append({"pid": pid, "used_memory_mib": mib})
+    scenario = {"gpus": [{**_gpu(0, 50, 4000, 143771, 300, 50), "processes": processes}]}
+    path = tmp_path / "node-k8s.json"
+    path.write_text(json.dumps(scenario))
+    port = free_port()
+    cri = ThreadingHTTPServer(("127.0.0.1", 0), _CriHandler)
+    threading.Thread(target=cri.serve_forever, daemon=True).start()
+    started: list[subprocess.Popen[bytes]] = []
+    try:
+        started.append(
+            subprocess.Popen(
+                [
+                    sys.executable, "-m", "gputui", "export", "--scenario", str(path),
+                    "--listen", f"127.0.0.1:{port}", "--interval", "1",
+                ],
+                stderr=(tmp_path / "export.log").open("wb"),
+                env={**os.environ, "XDG_CONFIG_HOME": str(tmp_path / "xdg")},
+            )
+        )  # fmt: skip
+        prometheus = start_prometheus(
+            prometheus_bin,
+            tmp_path,
+            f"global:\n  scrape_interval: {SCRAPE_S:g}s\n  scrape_timeout: {SCRAPE_S:g}s\n"
+            "scrape_configs:\n"
+            "  - job_name: k8s\n"
+            "    static_configs:\n"
+            f"      - targets: ['127.0.0.1:{port}']\n"
+            "        labels: {Hostname: 'node-k8s'}\n"
+            f"      - targets: ['127.0.0.1:{cri.server_address[1]}']\n",
+        )
+        started.append(prometheus.process)
+        wanted = f'gputui_container_gpu_memory_bytes{{pod=~"infer-[ab]-{free_run_id}"}}'
+        deadline = time.monotonic() + 120
+        ready = False
+        while time.monotonic() < deadline and not ready:
+            assert started[0].poll() is None, (tmp_path / "export.log").read_text()
+            try:
+                ready = len(prometheus.query(wanted)) == 2
+                ready = ready and len(prometheus.query('up{job="k8s"} == 1')) == 2
+            except OSError:  # Prometheus not listening yet
+                ready = False
+            if not ready:
+                time.sleep(0.5)
+        assert ready, f"no pod series in Prometheus; its log ends:\n{prometheus.log_tail()}"
+        time.sleep(2 * SCRAPE_S)  # every target's series in
+
+        hosts = hosts_by_name(fleet_json(prometheus.url))
+        k8s, cri_host = hosts["node-k8s"], hosts["node-cri"]
+        assert k8s["containers"] == 2 and cri_host["containers"] == 2
+        assert [
+            (t["namespace"], t["pod"], t["gpu_memory_bytes"]) for t in k8s["top_containers"]
+        ] == [("serving", pod, mib * MIB) for pod, mib in pods.items()]
+        assert [
+            (t["name"], t["namespace"], t["pod"], t["gpu_memory_bytes"])
+            for t in cri_host["top_containers"]
+        ] == [("server", ns, pod, mib * MIB) for pod, ns, _, mib in CRI_SERVERS]
+
+        k8s_detail = fleet_json(prometheus.url, "--host", "node-k8s")
+        using = [c for c in k8s_detail["containers"] if c["gpu_memory_bytes"]]  # see above
+        assert [(c["namespace"], c["pod"], c["gpus"], c["gpu_memory_bytes"]) for c in using] == [
+            ("serving", pod, ["0"], mib * MIB) for pod, mib in pods.items()
+        ]
+        assert all(c["name"].startswith("k8s_server_infer-") for c in using)
+        cri_detail = fleet_json(prometheus.url, "--host", "node-cri")
+        assert [
+            (c["name"], c["namespace"], c["pod"], c["gpus"], c["gpu_memory_bytes"])
+            for c in cri_detail["containers"]
+        ] == [("server", ns, pod, [g], mib * MIB) for pod, ns, g, mib in CRI_SERVERS]
+
+        done = subprocess.run(
+            [sys.executable, "-m", "gputui", "fleet", "--prometheus", prometheus.url, "--once"],
+            capture_output=True,
+            timeout=60,
+            check=False,
+        )
+        assert done.returncode == 0, done.stderr
+        text = done.stdout.decode()
+        assert "web-a/server 2.9GiB, web-b/server 1000MiB" in text
+        for pod in pods:
+            assert f"{pod}/k8s_server_{pod}_serving_" in text
+    finally:
+        for proc in reversed(started):
+            stop_process(proc)
+        cri.shutdown()

@@ -19,6 +19,7 @@ from textual.widgets import DataTable
 from gputui.fleet.client import FleetError
 from gputui.fleet.command import FleetOptions
 from gputui.fleet.model import HostDetail, HostRow
+from gputui.fleet.queries import FIELD
 from gputui.fleet.source import FleetSnapshot, RecordedFleet
 from gputui.ui.fleet_app import FleetApp, FleetScreen, HostScreen
 
@@ -214,3 +215,133 @@ async def test_question_mark_shows_the_keys_and_escape_closes_them() -> None:
         await pilot.press("escape")
         await pilot.pause()
         assert isinstance(app.screen, FleetScreen) and app.is_running
+
+
+# -- Kubernetes pods' containers ---------------------------------------------------------------
+
+GIB = 1024**3
+TAKEN = 1_780_000_000.0
+#: A node whose containers are two pods' ``server`` (as CRI names them) and one that is no pod's.
+POD_CONTAINERS = (
+    ("serving", "infer-a-7d9c", "server", "0", 30 * GIB),
+    ("serving", "infer-b-5f2e", "server", "1", 12 * GIB),
+    ("", "", "trainer", "0", 8 * GIB),
+)
+
+
+def _vector(*series: tuple[dict[str, str], float]) -> dict[str, Any]:
+    return {
+        "resultType": "vector",
+        "result": [{"metric": m, "value": [TAKEN, repr(v)]} for m, v in series],
+    }
+
+
+def pod_answers(path: Path) -> Path:
+    """Recorded answers of two hosts: node-k8s (pods' containers) and node-plain (none)."""
+
+    def host(instance: str, name: str) -> list[tuple[dict[str, str], float]]:
+        base = {"instance": instance}
+        return [
+            ({**base, "job": "gpu", FIELD: "up"}, 1.0),
+            ({**base, FIELD: "scrape"}, TAKEN - 2),
+            ({**base, "job": "gpu", "Hostname": name, FIELD: "seen"}, 2.0),
+            ({**base, FIELD: "gpus"}, 2.0),
+            ({**base, FIELD: "age"}, 1.0),
+            ({**base, FIELD: "mem_used"}, 51200.0),
+            ({**base, FIELD: "mem_free"}, 236342.0),
+        ]
+
+    def labels(ns: str, pod: str) -> dict[str, str]:
+        return {"namespace": ns, "pod": pod} if pod else {}
+
+    tops = [
+        ({"instance": "k8s:9400", FIELD: "top", "container": c, **labels(ns, pod)}, mem)
+        for ns, pod, c, _, mem in POD_CONTAINERS
+    ]
+    tops.append(({"instance": "plain:9400", FIELD: "top", "container": "etl"}, 4 * GIB))
+
+    def detail(instance: str, rows: Any) -> dict[str, Any]:
+        gpus = [
+            ({"__name__": n, "instance": instance, "gpu": g, "modelName": "NVIDIA H200"}, v)
+            for g in ("0", "1")
+            for n, v in (("DCGM_FI_DEV_FB_USED", 25600.0), ("DCGM_FI_DEV_FB_FREE", 118171.0))
+        ]
+        mem = [
+            (
+                {
+                    "__name__": "gputui_container_gpu_memory_bytes",
+                    "instance": instance,
+                    "container": c,
+                    "image": f"{c}:1",
+                    "gpu": g,
+                    **labels(ns, pod),
+                },
+                value,
+            )
+            for ns, pod, c, g, value in rows
+        ]
+        return _vector(*gpus, *mem)
+
+    doc = {
+        "format": "gputui-fleet-answers/1",
+        "taken_at": TAKEN,
+        "hosts": [
+            _vector(*host("k8s:9400", "node-k8s"), *host("plain:9400", "node-plain")),
+            _vector(*tops),
+        ],
+        "detail": {
+            "k8s:9400": detail("k8s:9400", POD_CONTAINERS),
+            "plain:9400": detail("plain:9400", [("", "", "etl", "0", 4 * GIB)]),
+        },
+    }
+    path.write_text(json.dumps(doc))
+    return path
+
+
+def container_columns(app: FleetApp) -> list[str]:
+    table = app.screen.query_one("#host-containers", DataTable)
+    return [str(column.label) for column in table.columns.values()]
+
+
+async def test_pods_containers_are_named_by_pod_in_the_table_the_filter_and_the_drill_down(
+    tmp_path: Path,
+) -> None:
+    app = fleet_app(RecordedFleet(pod_answers(tmp_path / "answers.json")))
+    async with app.run_test(size=(160, 50)) as pilot:
+        await refreshed(pilot)
+        assert host_column(app) == ["node-k8s", "node-plain"]
+        assert "infer-a-7d9c/server 30.0GiB, infer-b-5f2e/server 12.0GiB, trainer 8.0GiB" in lines(
+            app
+        )
+        await pilot.press("slash", *"infer-b", "enter")  # a pod's name finds its host
+        assert host_column(app) == ["node-k8s"]
+        await pilot.press("escape", "slash", *"serving", "enter")  # and its namespace
+        assert host_column(app) == ["node-k8s"]
+        await pilot.press("escape")
+        await pilot.press("enter")  # node-k8s
+        await refreshed(pilot, 2)
+        screen = app.screen
+        assert isinstance(screen, HostScreen) and screen.detail is not None
+        assert container_columns(app)[:3] == ["CONTAINER", "POD", "IMAGE"]
+        table = screen.query_one("#host-containers", DataTable)
+        rows = [[str(cell) for cell in table.get_row_at(i)[:3]] for i in range(table.row_count)]
+        assert rows == [
+            ["server", "serving/infer-a-7d9c", "server:1"],
+            ["server", "serving/infer-b-5f2e", "server:1"],
+            ["trainer", "-", "trainer:1"],
+        ]
+        await pilot.press("escape", "down", "enter")  # node-plain: no pod, no POD column
+        await refreshed(pilot, 3)
+        assert isinstance(app.screen, HostScreen) and app.screen.row.host == "node-plain"
+        assert container_columns(app)[:2] == ["CONTAINER", "IMAGE"]
+        assert "POD" not in container_columns(app)
+
+
+def test_fleet_pod_host_snapshot(snap_compare: Any, tmp_path: Path) -> None:
+    async def run_before(pilot: Pilot[None]) -> None:
+        await refreshed(pilot)
+        await pilot.press("enter")  # node-k8s
+        await refreshed(pilot, 2)
+
+    app = fleet_app(RecordedFleet(pod_answers(tmp_path / "answers.json")))
+    assert snap_compare(app, terminal_size=(160, 50), run_before=run_before)
