@@ -73,9 +73,10 @@ def add_engine(parser: argparse.ArgumentParser) -> None:
         type=engine_arg,
         default=None,
         help=(
-            "read only this container engine (repeatable): docker, podman or containerd, "
-            "as found on the host, or KIND=ADDRESS (a unix:// or tcp:// URL; containerd: its "
-            "state directory); 'auto' adds every engine found (default: all found)"
+            "read only this container engine (repeatable): docker, podman, containerd or "
+            "crio, as found on the host, or KIND=ADDRESS (a unix:// or tcp:// URL; "
+            "containerd: its state directory; crio: its CRI socket); 'auto' adds every engine "
+            "found (default: all found)"
         ),
     )
 

@@ -12,8 +12,13 @@ is, podman or Docker, is asked of the engine itself (``/version``) on its first 
 ``--engine`` (repeatable) restricts or adds: ``KIND`` keeps the discovered engines of that kind
 (``docker`` always means the Docker CLI's endpoint: ``DOCKER_HOST``, the docker context, else
 ``/var/run/docker.sock``), ``KIND=ADDRESS`` adds one at an address (a ``unix://`` or ``tcp://``
-URL for ``docker`` and ``podman``, the state directory for ``containerd``), and ``auto`` adds
-everything discovered to the explicit ones.
+URL for ``docker`` and ``podman``, the state directory for ``containerd``, the CRI socket for
+``crio``), and ``auto`` adds everything discovered to the explicit ones.
+
+CRI-O is found by its socket (``/var/run/crio/crio.sock``, ``/run/crio/crio.sock``) and read
+through the CRI API (:mod:`gputui.collect.criapi.source`). A containerd is never read through its
+CRI unless asked (``--engine crio=unix:///run/containerd/containerd.sock``): its bundle source
+lists the same containers already.
 """
 
 from __future__ import annotations
@@ -27,11 +32,13 @@ from pathlib import Path
 from gputui.collect.linux.users import user_name
 
 #: The kinds of engine gputui reads, as ``--engine`` names them.
-ENGINE_KINDS = ("docker", "podman", "containerd")
+ENGINE_KINDS = ("docker", "podman", "containerd", "crio")
 #: Where containerd keeps the state of its v2 shims' tasks, below its state directory.
 CONTAINERD_TASKS = "io.containerd.runtime.v2.task"
 #: containerd state directories: the distribution's and k3s' (RKE2 uses k3s' layout too).
 CONTAINERD_STATE_DIRS = (("containerd", "/run/containerd"), ("k3s", "/run/k3s/containerd"))
+#: CRI-O's CRI socket: the documented path first (``/var/run`` links to ``/run`` as a rule).
+CRIO_SOCKETS = ("/var/run/crio/crio.sock", "/run/crio/crio.sock")
 #: More users' runtime directories than a shared host has; the rest are not looked at.
 MAX_USER_DIRS = 256
 #: The longest address ``--engine`` takes.
@@ -48,10 +55,11 @@ class EngineSpec:
 
     Attributes:
         name: The source's name: its key in the snapshot and the JSON report (``docker``,
-            ``podman``, ``podman-alice``, ``docker-alice``, ``containerd``, ``k3s``).
-        kind: ``docker``, ``podman`` or ``containerd``.
+            ``podman``, ``podman-alice``, ``docker-alice``, ``containerd``, ``k3s``, ``crio``).
+        kind: ``docker``, ``podman``, ``containerd`` or ``crio``.
         address: The engine's URL (``unix:///run/podman/podman.sock``), None for the Docker
-            CLI's endpoint; for ``containerd`` its state directory.
+            CLI's endpoint; for ``containerd`` its state directory; for ``crio`` its CRI
+            socket's ``unix://`` URL.
         explicit: Given with ``--engine`` (its absence is then worth a status, not silence).
     """
 
@@ -90,6 +98,13 @@ def parse_engine_spec(text: str) -> tuple[str, str | None]:
                 "--engine containerd= takes containerd's state directory, e.g. /run/containerd"
             )
         return kind, os.path.normpath(address)
+    if kind == "crio":
+        path = address[len("unix://") :] if address.startswith("unix://") else address
+        if not path.startswith("/"):
+            raise EngineSpecError(
+                "--engine crio= takes the CRI socket, e.g. unix:///var/run/crio/crio.sock"
+            )
+        return kind, f"unix://{os.path.normpath(path)}"
     if address.startswith("/"):
         address = f"unix://{address}"
     if not address.startswith(("unix://", "tcp://", "http://", "https://", "ssh://")):
@@ -142,6 +157,14 @@ def _same_socket(a: str | None, b: str | None) -> bool:
         return os.path.realpath(a) == os.path.realpath(b)
 
 
+def _crio_socket(root: Path, var_run: Path) -> Path | None:
+    """CRI-O's socket (``<var_run>/crio/crio.sock``, else ``<run>/crio/crio.sock``) if there."""
+    for path in (var_run / "crio" / "crio.sock", root / "crio" / "crio.sock"):
+        if _is_socket(path):
+            return path
+    return None
+
+
 def discover(
     env: Mapping[str, str] | None = None,
     *,
@@ -187,6 +210,9 @@ def discover(
         base = Path(state) if str(root) == "/run" else root / Path(state).relative_to("/run")
         if _is_dir(base / CONTAINERD_TASKS):
             others.append(EngineSpec(name, "containerd", str(base)))
+    crio = _crio_socket(root, Path(var_run))
+    if crio is not None:
+        others.append(EngineSpec("crio", "crio", f"unix://{crio}"))
     if docker_present or not others:
         found.append(EngineSpec("docker", "docker", None))
     return found + others
@@ -249,6 +275,8 @@ def _default_of(kind: str) -> EngineSpec:
         return EngineSpec("podman", "podman", "unix:///run/podman/podman.sock", explicit=True)
     if kind == "containerd":
         return EngineSpec("containerd", "containerd", "/run/containerd", explicit=True)
+    if kind == "crio":
+        return EngineSpec("crio", "crio", f"unix://{CRIO_SOCKETS[0]}", explicit=True)
     return EngineSpec("docker", "docker", None, explicit=True)
 
 
@@ -260,6 +288,7 @@ _CONNECT_HINTS = {
     "docker": "name its engine: --engine docker=unix:///PATH (a rootless one: "
     "/run/user/UID/docker.sock)",
     "containerd": "name containerd's state directory: --engine containerd=/run/containerd",
+    "crio": f"name CRI-O's socket: --engine crio=unix://{CRIO_SOCKETS[0]}",
     "kubernetes": "name containerd's state directory: --engine containerd=/run/containerd "
     "(k3s: /run/k3s/containerd)",
 }

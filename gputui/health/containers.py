@@ -209,9 +209,10 @@ def check_container_gpu_visible(ctx: CheckContext, container: ContainerInfo) -> 
         return None
     engine = ctx.engine_of(container)
     product = ctx.product_of(container)
-    if product == "containerd":
+    if product in ("containerd", "cri-o"):
         # The runtime a CRI or ctr container runs under (nvidia-container-runtime as
-        # containerd's handler, a device plugin's hook) is not in its bundle: no verdict.
+        # containerd's or CRI-O's handler, a device plugin's hook) is not in its bundle or
+        # the CRI's list: no verdict.
         return None
     runtime = _effective_runtime(container, engine)
     via = container.gpu_request_via or "unknown"

@@ -112,7 +112,7 @@ def container_sources(
 
     Every engine the host shows (:func:`gputui.collect.engines.discover`: the Docker CLI's
     endpoint, rootful and each user's rootless podman, each user's rootless Docker,
-    containerd and k3s' containerd), or those ``--engine`` names. Each is built on its first
+    containerd and k3s' containerd, CRI-O), or those ``--engine`` names. Each is built on its first
     read, on its own read thread, so a slow engine (podman's service takes seconds for
     ``/info``) delays no other and never the GPU data. The first one listed wins when two
     engines list the same container id, and its status and engine facts are what the Docker
@@ -138,6 +138,10 @@ def _engine_source(
     spec: EngineSpec, cpu_settle_s: float = 0.0, owner_labels: tuple[str, ...] = ()
 ) -> ContainerSource:
     """The source of one engine (imported and built on its read thread, see above)."""
+    if spec.kind == "crio":
+        from gputui.collect.criapi.source import CriSource
+
+        return CriSource(spec.address or "", name=spec.name, owner_labels=owner_labels)
     if spec.kind == "containerd":
         from gputui.collect.containerd.bundles import ContainerdBundles
 

@@ -44,8 +44,8 @@ from typing import Any
 from gputui.boundary.json_limits import finite_float, json_depth, no_constant
 from gputui.collect.containerd import cri
 from gputui.collect.containerd.cri_logs import CriLogReader
+from gputui.collect.criapi import actions
 from gputui.collect.docker import parse as dp
-from gputui.collect.docker.engine_api import MAX_EXEC_OUTPUT
 from gputui.collect.docker.logs import LogStreamError
 from gputui.collect.engines import CONTAINERD_TASKS
 from gputui.collect.kubelet import pod_resources as kubelet
@@ -96,14 +96,12 @@ POD_RESOURCES_TIMEOUT_S = 1.0
 
 #: What a terminal in a container (``X``, ``E``) is instead: the kubelet's exec, or ctr's.
 INTERACTIVE_NOTE = (
-    "a terminal in a pod's container is the kubelet's: `kubectl exec -it -n NAMESPACE POD "
-    "-c CONTAINER -- COMMAND`; in a ctr container: `ctr -n NAMESPACE task exec -t --exec-id ID "
-    "CONTAINER COMMAND`"
+    f"{actions.KUBECTL_TERMINAL}; in a ctr container: `ctr -n NAMESPACE task exec -t --exec-id "
+    "ID CONTAINER COMMAND`"
 )
 #: What stops and restarts a container instead: the kubelet restarts what CRI stops under it.
 LIFECYCLE_NOTE = (
-    "a pod's containers are the kubelet's, which starts again what containerd stops: "
-    "`kubectl delete pod -n NAMESPACE POD` (its controller makes a new one); a ctr container: "
+    f"{actions.kubelet_lifecycle('containerd')}; a ctr container: "
     "`ctr -n NAMESPACE task kill CONTAINER`"
 )
 
@@ -360,11 +358,7 @@ class ContainerdBundles(ContainerSource):
                 info.name,
             )
         if info.name == SANDBOX_NAME:
-            return (
-                f"{info.k8s_pod[:64]}'s {SANDBOX_NAME} is the pod's sandbox (its pause "
-                f"process): it has no {what}; choose one of the pod's containers",
-                info.name,
-            )
+            return actions.sandbox_refusal(info.k8s_pod, SANDBOX_NAME, what), info.name
         return None, info.name
 
     def read(self) -> ContainerReading:
@@ -543,42 +537,12 @@ class ContainerdBundles(ContainerSource):
             Exit code and decoded output, or an explanation in ``error``.
         """
         args = tuple(argv)
-        started = time.monotonic()
         why, label = self._pod_container(container_id, "exec")
         client = self._cri_client() if why is None else None
         if why is not None or client is None:
             return ExecResult(args, None, error=why or "containerd's CRI socket is gone")
-        name = args[0] if args else "command"
-        try:
-            out = client.exec_sync(container_id, args, timeout_s)
-        except cri.CriError as exc:
-            took = time.monotonic() - started
-            return ExecResult(
-                args,
-                None,
-                duration_s=took,
-                error=_exec_failure(name, label, exc, timeout_s),
-                timed_out=exc.kind == "timeout",
-            )
-        stdout = out.stdout[:MAX_EXEC_OUTPUT]
-        stderr = out.stderr[: MAX_EXEC_OUTPUT - len(stdout)]
-        cut = len(out.stdout) + len(out.stderr) > MAX_EXEC_OUTPUT
-        text_out = stdout.decode("utf-8", errors="replace")
-        text_err = stderr.decode("utf-8", errors="replace")
-        error = _exec_error(args, out.exit_code, text_out + text_err)
-        if cut:
-            error = (
-                f"{name} printed more than {MAX_EXEC_OUTPUT >> 20} MiB: the output was cut "
-                f"there; it ended (exit {out.exit_code})"
-            )
-        return ExecResult(
-            args,
-            out.exit_code,
-            text_out,
-            text_err,
-            duration_s=time.monotonic() - started,
-            error=error,
-            output_cut_bytes=MAX_EXEC_OUTPUT if cut else None,
+        return actions.exec_sync(
+            client, container_id, args, timeout_s, label=label, engine="containerd"
         )
 
     def open_logs(self, container_id: str, *, tail: int, follow: bool) -> CriLogReader:
@@ -592,15 +556,7 @@ class ContainerdBundles(ContainerSource):
         client = self._cri_client() if why is None else None
         if why is not None or client is None:
             raise LogStreamError(why or "containerd's CRI socket is gone")
-        try:
-            path = client.log_path(container_id)
-        except cri.CriError as exc:
-            raise LogStreamError(f"containerd did not name the log file: {exc}") from exc
-        if not path:
-            raise LogStreamError(
-                "containerd names no log file for it (its pod was made without a log directory)"
-            )
-        return CriLogReader(path, tail=tail, follow=follow)
+        return actions.open_log(client, container_id, tail=tail, follow=follow, engine="containerd")
 
     def close(self) -> None:
         """Drop the kept cgroup files; cancel a pod-resources or CRI call in flight."""
@@ -612,39 +568,3 @@ class ContainerdBundles(ContainerSource):
             self._cri_socket = False  # closed: no new client
         if client is not None:
             client.close()
-
-
-#: What the runtime says when the command is not in the container (runc, crun).
-_NOT_FOUND_WORDS = ("executable file not found", "no such file or directory")
-
-
-def _missing(name: str) -> str:
-    """A command not found in a pod's container; for NVIDIA's tools, why they are missing."""
-    if name.rsplit("/", 1)[-1].startswith("nvidia-"):
-        return (
-            f"{name} not found in the container: the NVIDIA runtime did not give it the driver's "
-            "tools (the pod needs resources.limits nvidia.com/gpu, or runtimeClassName: nvidia "
-            "with NVIDIA_DRIVER_CAPABILITIES=utility)"
-        )
-    return f"{name} not found in the container"
-
-
-def _exec_error(argv: tuple[str, ...], code: int, output: str) -> str | None:
-    """A failed command the user can act on (missing, lost its GPUs), else None."""
-    if code in (126, 127):
-        return _missing(argv[0] if argv else "command")
-    return dp.exec_error(argv, code, output)
-
-
-def _exec_failure(name: str, label: str, exc: cri.CriError, timeout_s: float) -> str:
-    """The one line for an ``ExecSync`` that gave no result."""
-    said = exc.detail.lower()
-    if exc.kind == "timeout":
-        return f"{name} did not finish within {timeout_s:g} s; containerd stops it at its timeout"
-    if exc.kind == "not_found":
-        return f"no such container in containerd's CRI: {label[:64]}"
-    if "not in running state" in said or "not running" in said:
-        return f"container {label[:64]} is not running"
-    if any(words in said for words in _NOT_FOUND_WORDS):
-        return _missing(name)
-    return f"exec failed: {exc}"

@@ -26,10 +26,10 @@ import importlib.util
 import os
 import stat
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from gputui.collect.kubelet.protowire import (
     LENGTH,
@@ -42,6 +42,9 @@ from gputui.collect.kubelet.protowire import (
     signed,
     text,
 )
+
+if TYPE_CHECKING:
+    from gputui.collect.criapi.listing import CriList
 
 #: The service, as the proto names it: package ``runtime.v1``, service ``RuntimeService``.
 SERVICE = "/runtime.v1.RuntimeService/"
@@ -296,3 +299,53 @@ class CriClient:
             call.cancel()
         if channel is not None:
             channel.close()
+
+    def list_containers(
+        self, timeout_s: float = STATUS_TIMEOUT_S, keep: Callable[[str], bool] | None = None
+    ) -> CriList:
+        """Every container the runtime keeps (``ListContainers``, no filter), bounded.
+
+        Args:
+            timeout_s: The deadline over connect, request and reply.
+            keep: Which label and annotation keys to keep (None: all, up to the cap).
+
+        Raises:
+            CriError: as :meth:`exec_sync`.
+        """
+        from gputui.collect.criapi import listing  # the CRI's lists: runtime-neutral parsing
+
+        reply = self._call("ListContainers", encode((1, b"")), timeout_s)
+        try:
+            return listing.parse_containers(reply, keep or (lambda _key: True))
+        except WireError as exc:
+            raise CriError(f"malformed ListContainers reply: {exc}", "malformed") from exc
+
+    def list_pod_sandboxes(
+        self, timeout_s: float = STATUS_TIMEOUT_S, keep: Callable[[str], bool] | None = None
+    ) -> CriList:
+        """Every pod sandbox the runtime keeps (``ListPodSandbox``, no filter), bounded.
+
+        Raises:
+            CriError: as :meth:`exec_sync`.
+        """
+        from gputui.collect.criapi import listing
+
+        reply = self._call("ListPodSandbox", encode((1, b"")), timeout_s)
+        try:
+            return listing.parse_sandboxes(reply, keep or (lambda _key: True))
+        except WireError as exc:
+            raise CriError(f"malformed ListPodSandbox reply: {exc}", "malformed") from exc
+
+    def version(self, timeout_s: float = STATUS_TIMEOUT_S) -> tuple[str, str]:
+        """``(runtime_name, runtime_version)`` as ``Version`` answers (``cri-o``, ``1.30.4``).
+
+        Raises:
+            CriError: as :meth:`exec_sync`.
+        """
+        from gputui.collect.criapi import listing
+
+        reply = self._call("Version", encode((1, "v1")), timeout_s)
+        try:
+            return listing.parse_version(reply)
+        except WireError as exc:
+            raise CriError(f"malformed Version reply: {exc}", "malformed") from exc

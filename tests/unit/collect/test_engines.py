@@ -118,9 +118,54 @@ def test_engine_values_restrict_and_add() -> None:
     ]
 
 
+def test_crio_is_found_by_its_socket_and_containerd_never_through_its_cri(
+    run_root: Path, tmp_path: Path
+) -> None:
+    var_run = tmp_path / "var-run"
+    (run_root / "containerd" / CONTAINERD_TASKS).mkdir(parents=True)
+    containerd = _listen(run_root / "containerd" / "containerd.sock")
+    # A regular file where CRI-O's socket would be is no engine.
+    (var_run / "crio").mkdir(parents=True)
+    (var_run / "crio" / "crio.sock").write_text("")
+    try:
+        assert [s.kind for s in discover({}, run_root=run_root, var_run=var_run)] == ["containerd"]
+        crio = _listen(run_root / "crio" / "crio.sock")  # /run/crio/crio.sock, the other name
+        try:
+            found = discover({}, run_root=run_root, var_run=var_run)
+        finally:
+            crio.close()
+    finally:
+        containerd.close()
+    assert found == [
+        EngineSpec("containerd", "containerd", str(run_root / "containerd")),
+        EngineSpec("crio", "crio", f"unix://{run_root}/crio/crio.sock"),
+    ]
+    assert parse_engine_spec("crio") == ("crio", None)
+    assert parse_engine_spec("crio=/run/containerd//containerd.sock") == (
+        "crio",
+        "unix:///run/containerd/containerd.sock",
+    )
+    assert parse_engine_spec("CRIO=unix:///var/run/crio/crio.sock") == (
+        "crio",
+        "unix:///var/run/crio/crio.sock",
+    )
+    # Named but not found: read at its usual socket, so its status says it is not there.
+    assert select(["crio"], found[:1]) == [
+        EngineSpec("crio", "crio", "unix:///var/run/crio/crio.sock", explicit=True)
+    ]
+
+
 @pytest.mark.parametrize(
     "text",
-    ["crio", "docker=", "containerd=relative/dir", "podman=ftp://x", "podman=" + "x" * 400, ""],
+    [
+        "rkt",
+        "crio=relative.sock",
+        "docker=",
+        "containerd=relative/dir",
+        "podman=ftp://x",
+        "podman=" + "x" * 400,
+        "",
+    ],
 )
 def test_a_bad_engine_value_is_one_error(text: str) -> None:
     with pytest.raises(EngineSpecError) as caught:
@@ -130,14 +175,14 @@ def test_a_bad_engine_value_is_one_error(text: str) -> None:
 
 def test_a_bad_engine_flag_is_one_line_and_exit_2() -> None:
     result = subprocess.run(
-        [sys.executable, "-m", "gputui", "--once", "--engine", "crio"],
+        [sys.executable, "-m", "gputui", "--once", "--engine", "rkt"],
         capture_output=True,
         text=True,
         timeout=60,
         check=False,
     )
     assert result.returncode == 2
-    assert result.stderr.count("\n") == 1 and "unknown engine 'crio'" in result.stderr
+    assert result.stderr.count("\n") == 1 and "unknown engine 'rkt'" in result.stderr
 
 
 def test_the_config_files_engines_are_checked_like_the_flag(tmp_path: Path) -> None:
@@ -148,7 +193,7 @@ def test_the_config_files_engines_are_checked_like_the_flag(tmp_path: Path) -> N
     good = '[engines]\nuse = ["docker", "podman=unix:///run/podman/podman.sock"]\n'
     assert parse_config(good, path).engines == ("docker", "podman=unix:///run/podman/podman.sock")
     assert parse_config("", path).engines == ()
-    for bad in ('[engines]\nuse = ["crio"]\n', "[engines]\nuse = 3\n", "[engines]\nother = 1\n"):
+    for bad in ('[engines]\nuse = ["rkt"]\n', "[engines]\nuse = 3\n", "[engines]\nother = 1\n"):
         with pytest.raises(ConfigError) as caught:
             parse_config(bad, path)
         assert "\n" not in str(caught.value) and "[engines]" in str(caught.value)
