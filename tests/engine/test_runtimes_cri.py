@@ -75,7 +75,8 @@ def _row(doc: dict[str, Any], container_id: str) -> dict[str, Any]:
     found = [c for c in doc["containers"] + doc.get("other_containers", [])
              if c["id"] == container_id]  # fmt: skip
     assert len(found) == 1, [c["id"] for c in doc["containers"]]
-    return found[0]
+    row: dict[str, Any] = found[0]
+    return row
 
 
 def _read_all(reader: LogReader, deadline_s: float = 20) -> list[LogLine]:
