@@ -57,12 +57,12 @@ class GrpcFailure(Exception):
     """A call that gave no reply; ``str()`` of it is one line.
 
     Attributes:
-        kind: ``missing_dependency`` (grpcio is not installed), ``closed`` (:meth:`~UnixGrpcClient.
-            close` came before the call), ``cancelled`` (it came during the call), ``timeout``
-            (the deadline passed), ``too_large`` (the reply is over the cap), ``unavailable``
-            (nothing answers on the socket), ``not_found``, ``unimplemented`` (the peer serves no
-            such method), ``malformed`` (the reply is not bytes) or ``error`` (any other status
-            or exception).
+        kind: ``missing_dependency`` (grpcio is not installed), ``closed`` (the client was
+            closed before the call), ``cancelled`` (closed during it), ``timeout`` (the
+            deadline passed), ``too_large`` (the reply, or the request, is over its cap),
+            ``unavailable`` (nothing answers on the socket), ``not_found``, ``unimplemented``
+            (the peer serves no such method), ``malformed`` (the reply is not bytes) or
+            ``error`` (any other status or exception).
         code: The gRPC status's name (``PERMISSION_DENIED``), or the exception's type name where
             the failure has no status; empty for the kinds this module raises itself.
         details: The peer's own words, one line (empty when it said nothing); None when the
