@@ -152,8 +152,13 @@ def inputs(
 
 
 def make_roots(tmp_path: Path) -> HealthRoots:
-    """Empty prepared directories for /proc, /sys, /etc/docker, the CDI dirs and /dev."""
-    for sub in ("proc", "sys/fs/cgroup", "etc/docker", "etc/cdi", "run/cdi", "dev/char"):
+    """Empty prepared directories for /proc, /sys, /etc/docker, the CDI dirs, /dev and podman's
+    hooks.d; ``tmp_path`` is the root of the paths a CDI spec, hook or containers.conf names."""
+    for sub in (
+        "proc", "sys/fs/cgroup", "etc/docker", "etc/cdi", "run/cdi", "dev/char",
+        "etc/containers/containers.conf.d", "usr/share/containers/oci/hooks.d",
+        "etc/containers/oci/hooks.d",
+    ):  # fmt: skip
         (tmp_path / sub).mkdir(parents=True, exist_ok=True)
     (tmp_path / "sys/fs/cgroup/cgroup.controllers").write_text("cpu memory pids\n")
     return HealthRoots(
@@ -162,6 +167,16 @@ def make_roots(tmp_path: Path) -> HealthRoots:
         daemon_json=str(tmp_path / "etc/docker/daemon.json"),
         cdi_dirs=(str(tmp_path / "etc/cdi"), str(tmp_path / "run/cdi")),
         dev=str(tmp_path / "dev"),
+        containers_conf=(
+            str(tmp_path / "usr/share/containers/containers.conf"),
+            str(tmp_path / "etc/containers/containers.conf"),
+            str(tmp_path / "etc/containers/containers.conf.d"),
+        ),
+        hooks_dirs=(
+            str(tmp_path / "usr/share/containers/oci/hooks.d"),
+            str(tmp_path / "etc/containers/oci/hooks.d"),
+        ),
+        host=str(tmp_path),
     )
 
 

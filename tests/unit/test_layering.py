@@ -20,6 +20,7 @@ ADAPTERS = {
     "psutil": "collect/linux/psutil_facts.py",
     "prometheus_client": "exporter/families.py",
     "grpc": "collect/kubelet/pod_resources.py",
+    "yaml": "boundary/yaml_limits.py",
 }
 
 
