@@ -7,6 +7,7 @@ types, a FIFO) are bounded like every other system file.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import time
@@ -15,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from gputui.collect.sources import HealthInputs
+from gputui.model.processes import Visibility
 from gputui.model.status import HealthCheck, HealthStatus
 from tests.support.health import (
     DRIVER,
@@ -348,6 +350,14 @@ def test_a_podman_only_host_is_given_no_docker_advice(tmp_path: Path) -> None:
     assert "podman run --device nvidia.com/gpu=" in (found["container.mig_device:mig"].fix or "")
     assert any(c.id == "container.gpu_visible:odd" for c in advice)
     assert {c.id: _docker_words(c) for c in advice if _docker_words(c)} == {}
+
+
+def test_gputui_in_a_container_on_a_podman_host_is_told_podmans_flags(tmp_path: Path) -> None:
+    outside = dataclasses.replace(podman_inputs(), visibility=Visibility(host_pid_namespace=False))
+    fix = run(outside, make_roots(tmp_path))["gputui.visibility"].fix or ""
+    assert fix.startswith("Run gputui on the host, or in a container with: podman run --pid=host")
+    assert "/run/podman/podman.sock" in fix and "--device nvidia.com/gpu=all" in fix
+    assert not [w for w in DOCKER_ONLY if w in fix]
 
 
 def test_a_host_with_both_engines_is_told_both_ways(tmp_path: Path) -> None:
