@@ -22,6 +22,7 @@ ADAPTERS: dict[str, tuple[str, ...]] = {
     "psutil": ("collect/linux/psutil_facts.py",),
     "prometheus_client": ("exporter/families.py",),
     "grpc": ("collect/grpc_unix.py",),
+    "yaml": ("boundary/yaml_limits.py",),
 }
 
 
