@@ -107,6 +107,13 @@ PODMAN_CDI_FIX = (
 )
 
 
+#: A podman container's runtime that podman does not have: podman's runtimes are its own.
+PODMAN_RUNTIME_FIX = (
+    "Add the runtime to containers.conf ([engine.runtimes]), or recreate the container "
+    "without --runtime."
+)
+
+
 @check("container.cuda", scope=CONTAINER, running_only=False)
 def check_container_cuda(ctx: CheckContext, container: ContainerInfo) -> Result | None:
     """Does the container's image need a newer CUDA than the driver provides?"""
@@ -190,8 +197,7 @@ def check_container_runtime(ctx: CheckContext, container: ContainerInfo) -> Resu
             f"container status: {container.status}; it cannot be started again as is",
         ),
         fix=(
-            "Add the runtime to containers.conf ([engine.runtimes]), or recreate the "
-            "container without --runtime."
+            PODMAN_RUNTIME_FIX
             if ctx.product_of(container) == "podman"
             else CONFIGURE_RUNTIME_FIX
             if runtime == "nvidia"
@@ -249,7 +255,8 @@ def check_container_gpu_visible(ctx: CheckContext, container: ContainerInfo) -> 
             ),
             docs=DOCS_DOCKER_SPECIALIZED,
         )
-    if via == "device_requests":
+    # podman hands out GPUs through CDI, not a runtime or Docker's hook: podman.cdi judges it.
+    if via == "device_requests" and product != "podman":
         has_runtime = engine is not None and "nvidia" in engine.runtimes
         hook = ctx.which("nvidia-container-runtime-hook")
         if not has_runtime and not cdi_enabled(engine) and hook is None:
@@ -260,7 +267,8 @@ def check_container_gpu_visible(ctx: CheckContext, container: ContainerInfo) -> 
             return Result.warn(
                 "--gpus request, but the engine shows no way to inject GPUs",
                 details=details,
-                fix="Install the NVIDIA Container Toolkit, then\n" + CONFIGURE_RUNTIME_FIX,
+                fix="Install the NVIDIA Container Toolkit, then\n"
+                + (PODMAN_CDI_FIX if product == "podman" else CONFIGURE_RUNTIME_FIX),
                 docs=DOCS_DOCKER_SPECIALIZED,
             )
     if via == "cdi" and cdi_enabled(engine) is False:
@@ -278,7 +286,11 @@ def check_container_gpu_visible(ctx: CheckContext, container: ContainerInfo) -> 
         return Result.fail(
             f"Runtime {runtime!r} is not registered with the engine",
             details=details,
-            fix=CONFIGURE_RUNTIME_FIX,
+            fix=(
+                PODMAN_RUNTIME_FIX + "\n" + PODMAN_CDI_FIX
+                if product == "podman"
+                else CONFIGURE_RUNTIME_FIX
+            ),
             docs=DOCS_DOCKER_SPECIALIZED,
         )
     if via == "devices":

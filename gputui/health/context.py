@@ -38,6 +38,11 @@ class HealthRoots:
         cdi_dirs: Directories holding CDI specs (the CDI defaults).
         dev: The device directory; ``<dev>/char`` holds the ``/dev/char`` symlinks whose absence
             makes GPU containers lose their devices on ``systemctl daemon-reload``.
+        containers_conf: podman's configuration, read in this order (a later file wins; a
+            directory's ``*.conf`` files by name): its CDI spec dirs and hooks dirs.
+        hooks_dirs: podman's OCI hooks directories unless containers.conf names others.
+        host: The root under which the absolute paths a CDI spec, a hook or containers.conf
+            names are looked up (``/``).
     """
 
     proc: str = "/proc"
@@ -45,6 +50,16 @@ class HealthRoots:
     daemon_json: str = "/etc/docker/daemon.json"
     cdi_dirs: tuple[str, ...] = ("/etc/cdi", "/var/run/cdi")
     dev: str = "/dev"
+    containers_conf: tuple[str, ...] = (
+        "/usr/share/containers/containers.conf",
+        "/etc/containers/containers.conf",
+        "/etc/containers/containers.conf.d",
+    )
+    hooks_dirs: tuple[str, ...] = (
+        "/usr/share/containers/oci/hooks.d",
+        "/etc/containers/oci/hooks.d",
+    )
+    host: str = "/"
 
 
 @dataclass(frozen=True)
@@ -122,6 +137,10 @@ class CheckContext:
             *more: What the check could still see without the engine, appended to the details.
         """
         status = self.inputs.containers.status
+        if status.name != "docker":  # the first source is another engine (podman, containerd)
+            return Result.skip(
+                "No Docker engine is connected", details=("see docker.engine", *more)
+            )
         error = (f"engine error: {status.error}",) if status.error else ()
         return Result.skip(
             "Docker engine unreachable", details=(*error, "see docker.engine", *more)

@@ -13,12 +13,15 @@ import re
 from pathlib import Path
 from typing import Any
 
+from gputui.health.cdi import inventory as cdi_inventory
+from gputui.health.cdi import shown
 from gputui.health.context import CheckContext
 from gputui.health.docs import (
     DOCS_CDI,
     DOCS_DOCKER_DAEMON_ACCESS,
     DOCS_TOOLKIT_INSTALL,
 )
+from gputui.health.podman import podman_engines
 from gputui.health.readings import read_text
 from gputui.health.registry import HOST, check
 from gputui.health.result import Result
@@ -285,6 +288,29 @@ def parse_tool_version(output: str | None) -> str | None:
     return match.group(1) if match else None
 
 
+#: After the install, what makes each engine use it: Docker registers the runtime; podman has no
+#: runtime to configure, it reads the CDI spec.
+_DOCKER_SETUP = (
+    "`sudo nvidia-ctk runtime configure --runtime=docker && sudo systemctl restart docker`"
+)
+_PODMAN_SETUP = (
+    "`sudo nvidia-ctk cdi generate --output=/etc/cdi/nvidia.yaml` (podman takes GPUs through "
+    "CDI: `--device nvidia.com/gpu=all`)"
+)
+
+
+def _toolkit_setup(ctx: CheckContext) -> str:
+    """The set-up step after installing the toolkit, for the engines this host runs."""
+    podman = bool(podman_engines(ctx))
+    sources = ctx.inputs.container_sources
+    docker = "docker" in sources or (not sources and ctx.inputs.containers.status.name == "docker")
+    if podman and not docker:
+        return _PODMAN_SETUP + "."
+    if podman:
+        return f"for Docker {_DOCKER_SETUP}; for podman {_PODMAN_SETUP}."
+    return _DOCKER_SETUP + "."
+
+
 @check("toolkit.installed", scope=HOST)
 def check_toolkit_installed(ctx: CheckContext) -> Result:
     """Is the NVIDIA Container Toolkit installed, and which version?"""
@@ -304,8 +330,7 @@ def check_toolkit_installed(ctx: CheckContext) -> Result:
     )
     install_fix = (
         "Install the NVIDIA Container Toolkit (add NVIDIA's package repository, then e.g. "
-        "`sudo apt-get install -y nvidia-container-toolkit`), then "
-        "`sudo nvidia-ctk runtime configure --runtime=docker && sudo systemctl restart docker`."
+        "`sudo apt-get install -y nvidia-container-toolkit`), then " + _toolkit_setup(ctx)
     )
     if not found:
         return Result.warn(
@@ -341,15 +366,13 @@ def check_toolkit_installed(ctx: CheckContext) -> Result:
 # --------------------------------------------------------------------------------------------
 # cdi.specs
 
-_SPEC_SUFFIXES = (".yaml", ".yml", ".json")
-_NVIDIA_KIND = re.compile(r"""["']?kind["']?\s*:\s*["']?nvidia\.com/gpu""")
-# Generated specs mount driver libraries by full name, e.g. libcuda.so.580.159.04.
-_SO_VERSION = re.compile(r"\.so\.(\d{3}\.\d+(?:\.\d+)?)")
-
 
 @check("cdi.specs", scope=HOST)
 def check_cdi_specs(ctx: CheckContext) -> Result:
     """Are NVIDIA CDI specs present, current, and is CDI enabled in the engine?"""
+    if not ctx.docker_ok and podman_engines(ctx):
+        # podman's CDI (its own dirs, its containers, no daemon.json) is podman.cdi's.
+        return Result.skip("No Docker engine is connected (podman's CDI specs: see podman.cdi)")
     engine = ctx.inputs.containers.engine if ctx.docker_ok else None
     enabled = cdi_enabled(engine)
     details: list[str] = []
@@ -365,33 +388,24 @@ def check_cdi_specs(ctx: CheckContext) -> Result:
     nvidia_specs: list[str] = []
     stale: list[str] = []
     driver = ctx.inputs.gpu.driver_version
-    for directory in ctx.roots.cdi_dirs:
-        try:
-            entries = sorted(Path(directory).iterdir())
-        except FileNotFoundError:
-            details.append(f"{directory}: absent")
+    # Read bounded and non-blocking (a FIFO named nvidia.yaml is refused, not waited on).
+    found = cdi_inventory(ctx, ctx.roots.cdi_dirs)
+    details.extend(found.notes)
+    for spec in found.specs:
+        if spec.problem is not None:
+            details.append(f"{shown(spec.path)}: {spec.problem}")
             continue
-        except OSError as exc:
-            details.append(f"{directory}: cannot list ({exc.strerror or exc})")
+        if not spec.nvidia:
+            details.append(f"{shown(spec.path)}: CDI spec (not NVIDIA)")
             continue
-        for entry in entries:
-            if entry.suffix not in _SPEC_SUFFIXES:
-                continue
-            text, reason = read_text(entry)
-            if text is None:
-                details.append(f"{entry}: {reason}")
-                continue
-            if not _NVIDIA_KIND.search(text):
-                details.append(f"{entry}: CDI spec (not NVIDIA)")
-                continue
-            versions = set(_SO_VERSION.findall(text))
-            nvidia_specs.append(str(entry))
-            details.append(
-                f"{entry}: NVIDIA spec"
-                + (f" for driver {', '.join(sorted(versions))}" if versions else "")
-            )
-            if driver and versions and driver not in versions:
-                stale.append(str(entry))
+        versions = spec.driver_versions
+        nvidia_specs.append(spec.path)
+        details.append(
+            f"{shown(spec.path)}: NVIDIA spec"
+            + (f" for driver {', '.join(sorted(versions))}" if versions else "")
+        )
+        if driver and versions and driver not in versions:
+            stale.append(spec.path)
 
     requested = [c.name for c in ctx.running_containers() if c.gpu_request_via == "cdi"]
     if requested:

@@ -14,6 +14,7 @@ from typing import Any
 from gputui.health.context import CheckContext
 from gputui.health.docker import read_daemon_json
 from gputui.health.docs import DOCS_NVML_UNKNOWN_ERROR
+from gputui.health.podman import podman_engines
 from gputui.health.readings import read_text
 from gputui.health.registry import HOST, check
 from gputui.health.result import Result
@@ -276,6 +277,20 @@ def check_cgroup_nvml_hazard(ctx: CheckContext) -> Result:
 # --------------------------------------------------------------------------------------------
 # gputui.visibility
 
+#: The same for a host where podman is the engine: its socket, and its GPUs through CDI.
+GPUTUI_PODMAN_CONTAINER_FLAGS = (
+    "--pid=host --cgroupns=host -v /run/podman/podman.sock:/run/podman/podman.sock:ro "
+    "--device nvidia.com/gpu=all"
+)
+
+
+def _gputui_container_command(ctx: CheckContext) -> str:
+    """How to run gputui in a container, with the engine this host runs (podman alone: its)."""
+    sources = ctx.inputs.container_sources
+    if podman_engines(ctx) and "docker" not in sources:
+        return f"podman run {GPUTUI_PODMAN_CONTAINER_FLAGS}"
+    return f"docker run {GPUTUI_CONTAINER_FLAGS}"
+
 
 def host_pid_namespace_from_proc(ctx: CheckContext) -> bool | None:
     """``/proc/2/comm`` is ``kthreadd`` only in the host's PID namespace (kernel threads)."""
@@ -303,7 +318,7 @@ def check_gputui_visibility(ctx: CheckContext) -> Result:
     )
     if hidepid is not None:
         details += (f"/proc mount option: hidepid={hidepid}",)
-    fix = f"Run gputui on the host, or in a container with: docker run {GPUTUI_CONTAINER_FLAGS} ..."
+    fix = f"Run gputui on the host, or in a container with: {_gputui_container_command(ctx)} ..."
     if host_pid is False:
         return Result.fail(
             (

@@ -227,8 +227,13 @@ def check_container_mig_device(ctx: CheckContext, container: ContainerInfo) -> R
             f"requests MIG device(s) that do not exist: {names}",
             details=(*details, "MIG devices here: " + _all_devices(gpus)),
             fix=(
-                "Ask for an existing MIG device: `docker run --gpus device=<gpu>:<mig>` or "
-                "NVIDIA_VISIBLE_DEVICES=MIG-<uuid>, as `nvidia-smi -L` lists them (a MIG "
+                "Ask for an existing MIG device: "
+                + (
+                    "`podman run --device nvidia.com/gpu=<gpu>:<mig>` or "
+                    if ctx.product_of(container) == "podman"
+                    else "`docker run --gpus device=<gpu>:<mig>` or "
+                )
+                + "NVIDIA_VISIBLE_DEVICES=MIG-<uuid>, as `nvidia-smi -L` lists them (a MIG "
                 "layout change renumbers devices: recreate the container)."
             ),
             docs=DOCS_MIG,

@@ -26,7 +26,8 @@ from gputui.health.result import Result
 _INSTALL_DRIVER_FIX = (
     "Install the NVIDIA driver on the host (e.g. `sudo ubuntu-drivers install`, or your distro's "
     "nvidia-driver package) and reboot.\n"
-    "Inside a container: start it with `--gpus all` (or `--runtime=nvidia`) and "
+    "Inside a container: start it with `--gpus all` (or `--runtime=nvidia`; podman: "
+    "`--device nvidia.com/gpu=all`) and "
     "NVIDIA_DRIVER_CAPABILITIES including `utility` (e.g. compute,utility), so libnvidia-ml is "
     "injected."
 )
@@ -49,7 +50,7 @@ _LOAD_FAILURES: dict[str, tuple[str, str, str | None]] = {
         "No permission to open the NVIDIA device nodes",
         "Check `ls -l /dev/nvidia*` (usually crw-rw-rw-); run gputui as a user allowed to open "
         "them (e.g. in the `video` group, or root). In a container, the devices must be injected "
-        "(`--gpus all`), not just the libraries.",
+        "(`--gpus all`; podman: `--device nvidia.com/gpu=all`), not just the libraries.",
         None,
     ),
     "LibRmVersionMismatch": (

@@ -20,7 +20,17 @@ from collections.abc import Callable, Sequence
 from functools import partial
 
 from gputui.collect.sources import HealthInputs
-from gputui.health import containers, docker, gpu, host, kernel_log, mig_mps, nvml, registry
+from gputui.health import (
+    containers,
+    docker,
+    gpu,
+    host,
+    kernel_log,
+    mig_mps,
+    nvml,
+    podman,
+    registry,
+)
 from gputui.health.context import CheckContext, DistVersion, HealthRoots, RunVersion, Which
 from gputui.health.registry import Check, Scope
 from gputui.health.result import Result
@@ -30,7 +40,7 @@ from gputui.model.status import HealthCheck
 #: The modules holding checks, in display order: within each scope, a module's checks come in the
 #: order they are defined there.
 CHECK_MODULES: tuple[str, ...] = tuple(
-    m.__name__ for m in (nvml, gpu, docker, host, kernel_log, containers, mig_mps)
+    m.__name__ for m in (nvml, gpu, docker, podman, host, kernel_log, containers, mig_mps)
 )
 
 #: Seconds a tool gets to print its version; the health pass must never hang on a wedged tool.

@@ -91,6 +91,9 @@ def demo_health(inputs: HealthInputs) -> tuple[HealthCheck, ...]:
         daemon_json=f"{root}/etc/docker/daemon.json",
         cdi_dirs=(f"{root}/etc/cdi", f"{root}/var/run/cdi"),
         dev=f"{root}/dev",
+        containers_conf=(f"{root}/etc/containers/containers.conf",),
+        hooks_dirs=(f"{root}/usr/share/containers/oci/hooks.d",),
+        host=root,
     )
     checks = run_checks(
         inputs,

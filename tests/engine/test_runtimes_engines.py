@@ -35,6 +35,7 @@ from tests.support.runtimes import (
     CRI_NAMESPACE,
     CTR_NAMESPACE,
     PREFIX,
+    RUNTIME_IMAGE,
     Containerd,
     CriClient,
     Podman,
@@ -172,6 +173,42 @@ def test_podman_and_docker_at_once_by_name_with_figures_exec_and_logs(
         wait_until(lambda: status() == "running", "podman's container never running again", 15)
     finally:
         collector.close()
+
+
+#: Advice only a Docker user can follow: never given about a podman-only host.
+DOCKER_ONLY = ("systemctl restart docker", "daemon.json", "--runtime=docker", "--gpus")
+
+
+def test_doctor_judges_a_podman_host_by_podmans_gpu_path(
+    rootful_podman: Podman, tmp_path: Path
+) -> None:
+    sock = rootful_podman.service()
+    name = f"{PREFIX}-{uuid.uuid4().hex[:8]}"
+    rootful_podman("create", "--name", name, "--runtime", "gpurunc", "--network", "none",
+                   RUNTIME_IMAGE, "true")  # fmt: skip
+    doctor = subprocess.run(
+        [sys.executable, "-m", "gputui", "doctor", "--json", "--scenario",
+         str(_scenario(tmp_path, [])), "--engine", f"podman=unix://{sock}"],
+        capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+    checks = {h["id"]: h for h in json.loads(doctor.stdout)["health"]}
+    # Its runtime is podman's own inspect's, not the compatible API's "oci": no false FAIL.
+    runtime = checks[f"container.runtime:{name}"]
+    assert (runtime["status"], runtime["summary"]) == ("pass", "Runtime gpurunc is registered")
+    # podman's own GPU checks judge this host (its CDI dirs and hooks.d, whatever they hold).
+    cdi, hooks = checks["podman.cdi"], checks["podman.hooks"]
+    assert cdi["status"] != "skip" and hooks["status"] != "skip", (cdi, hooks)
+    assert "podman engine(s): podman" in cdi["details"]
+    docker_cdi = checks["cdi.specs"]
+    assert docker_cdi["status"] == "skip" and "podman.cdi" in docker_cdi["summary"]
+    advice = {
+        check_id: f"{h['summary']}\n{h.get('fix') or ''}"
+        for check_id, h in checks.items()
+        if h["status"] != "pass" and h["status"] != "skip"
+    }
+    docker_words = {i: [w for w in DOCKER_ONLY if w in text] for i, text in advice.items()}
+    assert {i: words for i, words in docker_words.items() if words} == {}
+    assert doctor.returncode in (0, 1), doctor.stderr
 
 
 def test_a_dead_and_a_removed_podman_container_do_not_stay_running(

@@ -51,3 +51,21 @@ def cri_server(sock: Path, behaviours: Mapping[str, Behaviour]) -> Iterator[str]
         yield str(sock)
     finally:
         server.stop(grace=0).wait()
+
+
+#: Starts a server on a new socket answering each named method as its behaviour says; its path.
+StartPeer = Callable[[Mapping[str, Behaviour]], str]
+
+
+@contextlib.contextmanager
+def cri_servers(folder: Path) -> Iterator[StartPeer]:
+    """Yields ``start``: a new :func:`cri_server` in ``folder`` at each call; all stopped after."""
+    with contextlib.ExitStack() as stack:
+        started: list[str] = []
+
+        def start(behaviours: Mapping[str, Behaviour]) -> str:
+            sock = folder / f"cri-{len(started)}.sock"
+            started.append(stack.enter_context(cri_server(sock, behaviours)))
+            return started[-1]
+
+        yield start

@@ -7,6 +7,7 @@ exactly which fact turns a check from pass to warn/fail.
 from __future__ import annotations
 
 import hashlib
+import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -152,8 +153,13 @@ def inputs(
 
 
 def make_roots(tmp_path: Path) -> HealthRoots:
-    """Empty prepared directories for /proc, /sys, /etc/docker, the CDI dirs and /dev."""
-    for sub in ("proc", "sys/fs/cgroup", "etc/docker", "etc/cdi", "run/cdi", "dev/char"):
+    """Empty prepared directories for /proc, /sys, /etc/docker, the CDI dirs, /dev and podman's
+    hooks.d; ``tmp_path`` is the root of the paths a CDI spec, hook or containers.conf names."""
+    for sub in (
+        "proc", "sys/fs/cgroup", "etc/docker", "etc/cdi", "run/cdi", "dev/char",
+        "etc/containers/containers.conf.d", "usr/share/containers/oci/hooks.d",
+        "etc/containers/oci/hooks.d",
+    ):  # fmt: skip
         (tmp_path / sub).mkdir(parents=True, exist_ok=True)
     (tmp_path / "sys/fs/cgroup/cgroup.controllers").write_text("cpu memory pids\n")
     return HealthRoots(
@@ -162,6 +168,16 @@ def make_roots(tmp_path: Path) -> HealthRoots:
         daemon_json=str(tmp_path / "etc/docker/daemon.json"),
         cdi_dirs=(str(tmp_path / "etc/cdi"), str(tmp_path / "run/cdi")),
         dev=str(tmp_path / "dev"),
+        containers_conf=(
+            str(tmp_path / "usr/share/containers/containers.conf"),
+            str(tmp_path / "etc/containers/containers.conf"),
+            str(tmp_path / "etc/containers/containers.conf.d"),
+        ),
+        hooks_dirs=(
+            str(tmp_path / "usr/share/containers/oci/hooks.d"),
+            str(tmp_path / "etc/containers/oci/hooks.d"),
+        ),
+        host=str(tmp_path),
     )
 
 
@@ -203,3 +219,108 @@ def run(
     by_id = {c.id: c for c in checks}
     assert len(by_id) == len(checks), "check ids must be unique within a pass"
     return by_id
+
+
+# --- podman ----------------------------------------------------------------------------------
+
+LIB = "/usr/lib/x86_64-linux-gnu"
+HOOK_FILE = "usr/share/containers/oci/hooks.d/oci-nvidia-hook.json"
+
+
+def podman_inputs(
+    *containers: ContainerInfo, gpus: int = 2, docker_too: bool = False
+) -> HealthInputs:
+    """What a host with a rootful podman engine (and optionally Docker) hands the checks."""
+    podman = engine(
+        endpoint="unix:///run/podman/podman.sock",
+        server_version="4.3.1",
+        runtimes=("crun", "runc"),
+        cdi_spec_dirs=None,
+        product="podman",
+    )
+    sources = {"podman": SourceStatus("podman", ok=True)}
+    engines = {"podman": podman}
+    if docker_too:
+        sources = {"docker": SourceStatus("docker", ok=True), **sources}
+        engines = {"docker": engine(), **engines}
+        reading = containers_reading(*containers)
+    else:
+        reading = ContainerReading(SourceStatus("podman", ok=True), tuple(containers), podman)
+    base = inputs(gpu_reading(*(gpu(i) for i in range(gpus))), reading)
+    return HealthInputs(
+        gpu=base.gpu,
+        containers=reading,
+        processes=(),
+        visibility=base.visibility,
+        container_sources=sources,
+        engines=engines,
+        owners={c.id: "podman" for c in containers},
+    )
+
+
+def spec_yaml(gpus: int = 2, driver: str = DRIVER, *, uuids: bool = False) -> str:
+    """A CDI spec in the shape ``nvidia-ctk cdi generate`` writes (YAML, index names)."""
+    devices = "".join(
+        f'- containerEdits:\n    deviceNodes:\n    - path: /dev/nvidia{i}\n  name: "{i}"\n'
+        + (
+            f"- containerEdits:\n    deviceNodes:\n    - path: /dev/nvidia{i}\n"
+            f"  name: GPU-{i:08d}\n"
+            if uuids
+            else ""
+        )
+        for i in range(gpus)
+    )
+    every = "".join(f"    - path: /dev/nvidia{i}\n" for i in range(gpus))
+    return (
+        "---\n"
+        "cdiVersion: 0.5.0\n"
+        "containerEdits:\n"
+        "  deviceNodes:\n"
+        "  - path: /dev/nvidiactl\n"
+        "  - path: /dev/nvidia-uvm\n"
+        "  env:\n"
+        "  - NVIDIA_VISIBLE_DEVICES=void\n"
+        "  hooks:\n"
+        "  - args:\n"
+        "    - nvidia-cdi-hook\n"
+        "    - create-symlinks\n"
+        "    - --link\n"
+        f"    - libcuda.so.1::{LIB}/libcuda.so\n"
+        "    hookName: createContainer\n"
+        "    path: /usr/bin/nvidia-cdi-hook\n"
+        "  mounts:\n"
+        f"  - containerPath: {LIB}/libcuda.so.{driver}\n"
+        f"    hostPath: {LIB}/libcuda.so.{driver}\n"
+        "    options:\n"
+        "    - ro\n"
+        "    - nosuid\n"
+        "    - nodev\n"
+        "    - bind\n"
+        "devices:\n"
+        f"{devices}"
+        f"- containerEdits:\n    deviceNodes:\n{every}  name: all\n"
+        "kind: nvidia.com/gpu\n"
+    )
+
+
+def host_files(root: Path, gpus: int = 2, driver: str = DRIVER) -> None:
+    """The device nodes, library and hook program a spec names, as regular files under root."""
+    for name in ("nvidiactl", "nvidia-uvm", *(f"nvidia{i}" for i in range(gpus))):
+        (root / "dev" / name).write_text("")
+    (root / LIB.lstrip("/")).mkdir(parents=True, exist_ok=True)
+    (root / LIB.lstrip("/") / f"libcuda.so.{driver}").write_text("")
+    (root / "usr/bin").mkdir(parents=True, exist_ok=True)
+    (root / "usr/bin/nvidia-cdi-hook").write_text("")
+
+
+def write_hook(root: Path, program: str = "/usr/bin/nvidia-container-toolkit") -> Path:
+    hook = {
+        "version": "1.0.0",
+        "hook": {"path": program, "args": ["nvidia-container-toolkit", "prestart"]},
+        "when": {"always": True, "commands": [".*"]},
+        "stages": ["prestart"],
+    }
+    path = root / HOOK_FILE
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(hook))
+    return path

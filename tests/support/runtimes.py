@@ -299,6 +299,8 @@ def rootless_user(base: Path) -> RootlessUser:
 #: crun refuses a hybrid cgroup host (cgroup v1 with the v2 hierarchy mounted too), so runc runs
 #: the containers; podman's default 1048576 open files exceed a hard limit root may not raise
 #: (a container host without CAP_SYS_RESOURCE), so the limits are the kernel's defaults.
+#: ``gpurunc`` is runc under another name: a container created with it shows whether its
+#: runtime is read from podman's own inspect (the compatible one says ``oci`` for every one).
 _CONTAINERS_CONF = """\
 [containers]
 default_ulimits = ["nofile=1024:1024", "nproc=4096:4096"]
@@ -306,6 +308,8 @@ default_ulimits = ["nofile=1024:1024", "nproc=4096:4096"]
 cgroup_manager = "cgroupfs"
 events_logger = "file"
 runtime = "runc"
+[engine.runtimes]
+gpurunc = ["/usr/sbin/runc", "/usr/bin/runc"]
 """
 
 

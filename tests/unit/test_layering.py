@@ -14,14 +14,15 @@ from tests.support.paths import REPO
 
 PACKAGE = REPO / "gputui"
 
-#: Each foreign library and the modules that import it (one each, but grpc: a client per gRPC
-#: peer, the kubelet's pod-resources and containerd's CRI, each importing it only when it calls).
+#: Each foreign library and the one module that imports it (grpc: the unix-socket client under
+#: both gRPC peers, the kubelet's pod-resources and containerd's CRI, importing it at a call).
 ADAPTERS: dict[str, tuple[str, ...]] = {
     "pynvml": ("collect/nvml/source.py",),
     "docker": ("collect/docker/source.py",),
     "psutil": ("collect/linux/psutil_facts.py",),
     "prometheus_client": ("exporter/families.py",),
-    "grpc": ("collect/containerd/cri.py", "collect/kubelet/pod_resources.py"),
+    "grpc": ("collect/grpc_unix.py",),
+    "yaml": ("boundary/yaml_limits.py",),
 }
 
 

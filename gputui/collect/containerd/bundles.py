@@ -42,6 +42,7 @@ from pathlib import Path
 from typing import Any
 
 from gputui.boundary.json_limits import finite_float, json_depth, no_constant
+from gputui.collect import grpc_unix
 from gputui.collect.containerd import cri
 from gputui.collect.containerd.cri_logs import CriLogReader
 from gputui.collect.criapi import actions
@@ -297,7 +298,7 @@ class ContainerdBundles(ContainerSource):
         A terminal and the lifecycle actions are refused, each with what to use instead.
         """
         path = self._cri_path()
-        offered = path is not None and cri.grpc_installed()
+        offered = path is not None and grpc_unix.installed()
         if path is None:
             where = self._state / cri.SOCKET_NAME
             why = (

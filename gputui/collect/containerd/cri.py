@@ -7,30 +7,26 @@ capture its output: ``x``) and ``ContainerStatus`` (the container's log file: ``
 that changes a pod is ever sent: a stop through CRI is undone by the kubelet, which restarts the
 container, so the lifecycle keys stay the kubelet's (``kubectl delete pod``).
 
-gRPC is ``grpcio``, the optional extra ``pip install 'gputui[kubernetes]'``, imported only when
-a call is made; without it a call fails with :data:`GRPC_FIX`. The messages (numbered as in
+gRPC is ``grpcio``, the optional extra ``pip install 'gputui[kubernetes]'``, spoken through
+:mod:`gputui.collect.grpc_unix` (the only importer of ``grpc``), imported only when a call is
+made; without it a call fails with :data:`GRPC_FIX`. The messages (numbered as in
 ``k8s.io/cri-api`` ``pkg/apis/runtime/v1/api.proto``) are written and read by hand with
 :mod:`~gputui.collect.kubelet.protowire`, bounded: a reply at most :data:`MAX_REPLY_BYTES`
 (grpcio refuses a larger one before it is read whole), :data:`MAX_FIELDS` fields of decoding, a
 deadline on every call, and every call in flight cancelled by :meth:`CriClient.close` from any
 thread.
-
-``grpc`` is imported in this module and in :mod:`gputui.collect.kubelet.pod_resources` only
-(tests/unit/test_layering.py).
 """
 
 from __future__ import annotations
 
-import functools
-import importlib.util
 import os
 import stat
-import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from gputui.collect.grpc_unix import GrpcFailure, UnixGrpcClient
 from gputui.collect.kubelet.protowire import (
     LENGTH,
     VARINT,
@@ -70,6 +66,10 @@ GRPC_FIX = (
 )
 
 
+#: A gRPC failure's kind, where a CRI error's differs: a closed client's calls are cancelled.
+_KINDS = {"closed": "cancelled", "unimplemented": "error"}
+
+
 class CriError(Exception):
     """A CRI call that gave no answer (one line).
 
@@ -107,24 +107,6 @@ def socket_path(state_dir: str | os.PathLike[str]) -> str | None:
         return str(path) if stat.S_ISSOCK(os.stat(path).st_mode) else None
     except (OSError, ValueError):
         return None
-
-
-@functools.cache
-def grpc_installed() -> bool:
-    """Whether grpcio can be imported (looked up once, without importing it)."""
-    try:
-        return importlib.util.find_spec("grpc") is not None
-    except (ImportError, ValueError):
-        return False
-
-
-def _grpc() -> Any:
-    """The ``grpc`` module, or None when grpcio is not installed."""
-    try:
-        import grpc  # optional extra: only a call to the CRI needs it
-    except ImportError:
-        return None
-    return grpc
 
 
 def parse_exec(data: bytes, budget: Budget | None = None) -> ExecOutput:
@@ -169,10 +151,6 @@ def parse_log_path(data: bytes, budget: Budget | None = None) -> str:
     return path
 
 
-def _one_line(value: object, limit: int = 300) -> str:
-    return " ".join(str(value or "").split())[:limit]
-
-
 class CriClient:
     """containerd's ``RuntimeService``: ``ExecSync`` and ``ContainerStatus``, bounded.
 
@@ -186,11 +164,7 @@ class CriClient:
 
     def __init__(self, path: str, *, max_reply_bytes: int = MAX_REPLY_BYTES) -> None:
         self.path = path
-        self._max = max_reply_bytes
-        self._lock = threading.Lock()
-        self._channel: Any = None
-        self._calls: set[Any] = set()
-        self._closed = False
+        self._rpc = UnixGrpcClient(path, max_reply_bytes=max_reply_bytes, max_send_bytes=1 << 20)
 
     def exec_sync(self, container_id: str, argv: Sequence[str], timeout_s: float) -> ExecOutput:
         """Run ``argv`` (no shell) in the container and wait for its output.
@@ -224,81 +198,41 @@ class CriClient:
             raise CriError(f"malformed ContainerStatus reply: {exc}", "malformed") from exc
 
     def _call(self, method: str, request: bytes, timeout_s: float) -> bytes:
-        grpc = _grpc()
-        if grpc is None:
-            raise CriError(f"grpcio is not installed: {GRPC_FIX}", "missing_dependency")
-        call: Any = None
         try:
-            with self._lock:
-                if self._closed:
-                    raise CriError("the CRI client is closed", "cancelled")
-                if self._channel is None:
-                    self._channel = grpc.insecure_channel(
-                        f"unix://{self.path}",
-                        options=[
-                            ("grpc.max_receive_message_length", self._max),
-                            ("grpc.max_send_message_length", 1 << 20),
-                            ("grpc.enable_retries", 0),
-                            ("grpc.enable_http_proxy", 0),
-                        ],
-                    )
-                rpc = self._channel.unary_unary(SERVICE + method)
-                # Bytes in, bytes out (no generated code).
-                call = rpc.future(request, timeout=max(timeout_s, 0.001))
-                self._calls.add(call)
-            reply = call.result()
-        except CriError:
-            raise
-        except Exception as exc:  # grpc.RpcError, or a cancel from close()
-            raise self._failure(grpc, exc, method, timeout_s) from None
-        finally:
-            with self._lock:
-                self._calls.discard(call)
-        if not isinstance(reply, bytes):
-            raise CriError(f"the {method} reply is not bytes", "malformed")
-        return reply
+            return self._rpc.call(SERVICE + method, request, timeout_s)
+        except GrpcFailure as failure:
+            raise self._failure(failure, method, timeout_s) from None
 
-    def _failure(self, grpc: Any, exc: Exception, method: str, timeout_s: float) -> CriError:
-        code = exc.code() if isinstance(exc, grpc.RpcError) and hasattr(exc, "code") else None
-        detail = exc.details() if hasattr(exc, "details") and callable(exc.details) else ""
-        shown = _one_line(detail)
-        codes = grpc.StatusCode
-        if code == codes.DEADLINE_EXCEEDED:
+    def _failure(self, failure: GrpcFailure, method: str, timeout_s: float) -> CriError:
+        shown = (failure.details or "")[:300]
+        if failure.kind == "timeout":
             # containerd's own timeout of an exec names it ("timeout 1s exceeded"); gRPC's
             # deadline on this side says only "Deadline Exceeded".
             own = "timeout" in shown.lower()
             said = f"containerd: {shown}" if own else f"no answer within {timeout_s:.2g} s"
             return CriError(said, "timeout", shown)
-        if code == codes.RESOURCE_EXHAUSTED:
-            return CriError(
-                f"containerd's {method} reply is over {self._max >> 20} MiB", "too_large", shown
-            )
-        if code == codes.UNAVAILABLE:
-            return CriError(f"containerd does not answer on {self.path}", "unavailable", shown)
-        if code == codes.NOT_FOUND:
-            return CriError("containerd's CRI does not know this container", "not_found", shown)
-        if code == codes.UNIMPLEMENTED:
-            return CriError(
+        words = {
+            "missing_dependency": f"grpcio is not installed: {GRPC_FIX}",
+            "closed": "the CRI client is closed",
+            "cancelled": "the CRI call was cancelled",
+            "malformed": f"the {method} reply is not bytes",
+            "too_large": (
+                f"containerd's {method} reply is over {self._rpc.max_reply_bytes >> 20} MiB"
+            ),
+            "unavailable": f"containerd does not answer on {self.path}",
+            "not_found": "containerd's CRI does not know this container",
+            "unimplemented": (
                 f"{self.path} serves no runtime.v1 CRI (its CRI plugin is off, or older than "
-                "containerd 1.6)",
-                "error",
-                shown,
-            )
-        if code == codes.CANCELLED or isinstance(exc, grpc.FutureCancelledError):
-            return CriError("the CRI call was cancelled", "cancelled", shown)
-        name = code.name if code is not None else type(exc).__name__
-        return CriError(f"{name}: {shown}" if shown else name, "error", shown)
+                "containerd 1.6)"
+            ),
+        }
+        name = failure.code
+        said = words.get(failure.kind, f"{name}: {shown}" if shown else name)
+        return CriError(said, _KINDS.get(failure.kind, failure.kind), shown)
 
     def close(self) -> None:
         """Cancel every call in flight (from any thread) and close the channel."""
-        with self._lock:
-            self._closed = True
-            calls, channel = list(self._calls), self._channel
-            self._channel = None
-        for call in calls:
-            call.cancel()
-        if channel is not None:
-            channel.close()
+        self._rpc.close()
 
     def list_containers(
         self, timeout_s: float = STATUS_TIMEOUT_S, keep: Callable[[str], bool] | None = None

@@ -29,6 +29,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from gputui.collect import grpc_unix
 from gputui.collect.containerd import cri
 from gputui.collect.containerd.cri_logs import CriLogReader
 from gputui.collect.criapi import actions
@@ -161,7 +162,7 @@ class CriSource(ContainerSource):
                     "--engine crio=unix:///PATH.",
                 )
             )
-        if not cri.grpc_installed():
+        if not grpc_unix.installed():
             return ContainerReading(
                 SourceStatus(
                     self.name,
@@ -314,7 +315,7 @@ class CriSource(ContainerSource):
             ("interactive_exec", actions.KUBECTL_TERMINAL),
             ("lifecycle", actions.kubelet_lifecycle(self._runtime)),
         ]
-        offered = cri.grpc_installed()
+        offered = grpc_unix.installed()
         if not offered:
             notes += [("exec", GRPC_FIX), ("logs", GRPC_FIX)]
         return ContainerCapabilities(

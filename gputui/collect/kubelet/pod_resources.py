@@ -9,27 +9,25 @@ container's devices by resource name; the NVIDIA device plugin's resources
 container (an environment variable, volume mounts, CDI), so a pod that holds a GPU and runs
 nothing on it is found as a Docker container is.
 
-gRPC is ``grpcio``, an optional extra (``pip install 'gputui[kubernetes]'``), imported only
-when the socket exists; without it the status says so. The messages are decoded here, bounded
+gRPC is ``grpcio``, an optional extra (``pip install 'gputui[kubernetes]'``), spoken through
+:mod:`gputui.collect.grpc_unix` (the only importer of ``grpc``) and imported only when the
+socket exists; without it the status says so. The messages are decoded here, bounded
 (:mod:`~gputui.collect.kubelet.protowire`): the reply at most :data:`MAX_REPLY_BYTES` (grpcio
 refuses a larger one before it is read whole), at most :data:`MAX_PODS` pods,
 :data:`MAX_CONTAINERS` containers a pod, :data:`MAX_DEVICE_ENTRIES` resources a container,
 :data:`MAX_DEVICE_IDS` ids a resource, :data:`MAX_FIELDS` fields and :data:`MAX_DECODE_S` seconds
 of decoding in all; the call has a deadline over connect and reply and can be
 cancelled from another thread (:meth:`PodResourcesClient.close`).
-
-``grpc`` is imported in this module only (tests/unit/test_layering.py).
 """
 
 from __future__ import annotations
 
 import os
 import stat
-import threading
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
 
+from gputui.collect.grpc_unix import GrpcFailure, UnixGrpcClient
 from gputui.collect.kubelet.protowire import LENGTH, Budget, WireError, fields, message, text
 from gputui.model.status import SourceStatus
 
@@ -180,15 +178,6 @@ def parse_list(
     return allocations, min(pods, MAX_PODS), cut
 
 
-def _grpc() -> Any:
-    """The ``grpc`` module, or None when grpcio is not installed."""
-    try:
-        import grpc  # optional extra: only a node with the kubelet's socket needs it
-    except ImportError:
-        return None
-    return grpc
-
-
 class PodResourcesClient:
     """The kubelet's ``PodResourcesLister.List``, bounded and cancellable.
 
@@ -199,11 +188,8 @@ class PodResourcesClient:
 
     def __init__(self, path: str, *, max_reply_bytes: int = MAX_REPLY_BYTES) -> None:
         self.path = path
-        self._max = max_reply_bytes
-        self._lock = threading.Lock()
-        self._channel: Any = None
-        self._call: Any = None
-        self._closed = False
+        # An empty ListPodResourcesRequest is all that is ever sent.
+        self._rpc = UnixGrpcClient(path, max_reply_bytes=max_reply_bytes, max_send_bytes=1024)
 
     def _status(self, ok: bool, error: str | None = None, kind: str | None = None) -> SourceStatus:
         fix = None
@@ -223,37 +209,10 @@ class PodResourcesClient:
         Args:
             timeout: Seconds for the whole call: connecting, the request and the reply.
         """
-        grpc = _grpc()
-        if grpc is None:
-            return PodResourcesAnswer(
-                self._status(False, "grpcio is not installed", "missing_dependency")
-            )
         try:
-            with self._lock:
-                if self._closed:
-                    return PodResourcesAnswer(self._status(False, "closed", "error"))
-                if self._channel is None:
-                    self._channel = grpc.insecure_channel(
-                        f"unix://{self.path}",
-                        options=[
-                            ("grpc.max_receive_message_length", self._max),
-                            ("grpc.max_send_message_length", 1024),
-                            ("grpc.enable_retries", 0),
-                            ("grpc.enable_http_proxy", 0),
-                        ],
-                    )
-                rpc = self._channel.unary_unary(LIST_METHOD)
-                # An empty ListPodResourcesRequest; bytes in, bytes out (no generated code).
-                self._call = rpc.future(b"", timeout=max(timeout, 0.001))
-                call = self._call
-            reply = call.result()
-        except Exception as exc:  # grpc.RpcError, or a cancel from close()
-            return PodResourcesAnswer(self._failure(grpc, exc, timeout))
-        finally:
-            with self._lock:
-                self._call = None
-        if not isinstance(reply, bytes):
-            return PodResourcesAnswer(self._status(False, "the reply is not bytes", "malformed"))
+            reply = self._rpc.call(LIST_METHOD, b"", timeout)  # an empty ListPodResourcesRequest
+        except GrpcFailure as failure:
+            return PodResourcesAnswer(self._failure(failure, timeout))
         try:
             allocations, pods, cut = parse_list(reply)
         except WireError as exc:
@@ -267,29 +226,26 @@ class PodResourcesClient:
         )
         return PodResourcesAnswer(status, allocations, pods)
 
-    def _failure(self, grpc: Any, exc: Exception, timeout: float) -> SourceStatus:
-        code = exc.code() if isinstance(exc, grpc.RpcError) and hasattr(exc, "code") else None
-        codes = grpc.StatusCode
-        if code == codes.DEADLINE_EXCEEDED:
-            return self._status(False, f"no answer within {timeout:.2g} s", "timeout")
-        if code == codes.RESOURCE_EXHAUSTED:
-            return self._status(False, f"the reply is over {self._max >> 20} MiB", "too_large")
-        if code == codes.UNAVAILABLE:
-            return self._status(False, "the kubelet does not answer", "unavailable")
-        if code == codes.CANCELLED or isinstance(exc, grpc.FutureCancelledError):
-            return self._status(False, "cancelled", "error")
-        detail = exc.details() if hasattr(exc, "details") and callable(exc.details) else str(exc)
-        shown = " ".join(str(detail or "").split())[:200]
-        name = code.name if code is not None else type(exc).__name__
+    def _failure(self, failure: GrpcFailure, timeout: float) -> SourceStatus:
+        words = {
+            "missing_dependency": "grpcio is not installed",
+            "closed": "closed",
+            "cancelled": "cancelled",
+            "malformed": "the reply is not bytes",
+            "timeout": f"no answer within {timeout:.2g} s",
+            "too_large": f"the reply is over {self._rpc.max_reply_bytes >> 20} MiB",
+            "unavailable": "the kubelet does not answer",
+        }
+        said = words.get(failure.kind)
+        if said is not None:
+            kind = "error" if failure.kind in ("closed", "cancelled") else failure.kind
+            return self._status(False, said, kind)
+        # Every other status (not_found and unimplemented too) is an error in its own words,
+        # or the exception's where the failure is not the kubelet's.
+        shown = (failure.details if failure.details is not None else str(failure))[:200]
+        name = failure.code
         return self._status(False, f"{name}: {shown}" if shown else name, "error")
 
     def close(self) -> None:
         """Cancel a call in flight (from any thread) and close the channel."""
-        with self._lock:
-            self._closed = True
-            call, channel = self._call, self._channel
-            self._channel = None
-        if call is not None:
-            call.cancel()
-        if channel is not None:
-            channel.close()
+        self._rpc.close()

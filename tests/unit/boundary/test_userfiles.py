@@ -303,6 +303,34 @@ ANSWERS_NON_FINITE = (
     '{"format": "gputui-fleet-answers/1", "taken_at": 1780000000, "hosts": [' + "9" * 30 + "]}",
 )
 
+
+def _podman_checks(target: Path, tmp: Path, url: str) -> Outcome:
+    """podman's GPU checks on a host whose CDI dir, containers.conf or hooks.d holds ``target``.
+
+    A system file, not one a user names: a hostile one is refused and passed over (a detail of
+    the check), the pass ends in time, and nothing of the file's content is shown.
+    """
+    from gputui.health.runner import run_checks
+    from tests.support.health import make_roots, podman_inputs
+
+    roots = make_roots(tmp)
+    found: list[str] = []
+
+    def checks() -> None:
+        for check in run_checks(podman_inputs(), roots=roots):
+            if check.id.startswith("podman."):
+                found.append("\n".join((check.id, check.summary, *check.details, check.fix or "")))
+
+    worker = threading.Thread(target=checks, daemon=True)
+    worker.start()
+    worker.join(DEADLINE_S)
+    if worker.is_alive():
+        return Outcome(1, "the podman checks did not end")
+    text = "\n".join(found)
+    crashed = any(block.partition("\n")[0].endswith(".error") for block in found)
+    return Outcome(1 if crashed or len(found) != 2 else 0, text if crashed else "", text)
+
+
 ENTRY_POINTS: tuple[EntryPoint, ...] = (
     EntryPoint(
         "scenario",
@@ -382,6 +410,35 @@ ENTRY_POINTS: tuple[EntryPoint, ...] = (
         ),
         strict=False,
         limit=1024**2,
+    ),
+    # System files podman's GPU checks read (tests/unit/health/test_health_podman.py has the
+    # hostile contents): refused and passed over, never waited on.
+    EntryPoint(
+        "cdi-spec",
+        ("gputui/health/cdi.py:_parse_spec",),
+        writer=False,
+        target=lambda tmp: tmp / "etc" / "cdi" / "nvidia.yaml",
+        run=_podman_checks,
+        strict=False,
+        limit=1024**2,
+    ),
+    EntryPoint(
+        "containers-conf",
+        ("gputui/health/podman.py:read_podman_conf",),
+        writer=False,
+        target=lambda tmp: tmp / "etc" / "containers" / "containers.conf",
+        run=_podman_checks,
+        strict=False,
+        limit=256 * 1024,
+    ),
+    EntryPoint(
+        "oci-hook",
+        ("gputui/health/podman.py:_read_hook",),
+        writer=False,
+        target=lambda tmp: tmp / "usr/share/containers/oci/hooks.d" / "oci-nvidia-hook.json",
+        run=_podman_checks,
+        strict=False,
+        limit=64 * 1024,
     ),
     EntryPoint(
         "record",
@@ -585,9 +642,13 @@ def test_non_finite_or_huge_numbers_for_a_reader(
 
 def test_every_reader_with_numbers_has_non_finite_cases() -> None:
     # The docker CLI's config is ignored when bad, and a segment is read like the recording.
+    # podman's system files take no number gputui uses.
     assert {e.name for e in READERS if not e.non_finite} == {
         "docker-cli-config",
         "recording-segment",
+        "cdi-spec",
+        "containers-conf",
+        "oci-hook",
     }
 
 

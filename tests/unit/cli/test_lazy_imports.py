@@ -83,6 +83,7 @@ HEAVY_LIBRARIES = (
     "textual.widgets._text_area",
     "textual_serve",
     "prometheus_client",
+    "yaml",  # CDI specs are read only on a podman host
 )
 #: ``--once`` prints a report: no Textual, no Rich, no UI, no other command.
 ONCE_NEVER = (

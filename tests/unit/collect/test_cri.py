@@ -11,7 +11,6 @@ records without end).
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import sys
@@ -23,6 +22,7 @@ from typing import Any
 
 import pytest
 
+from gputui.collect import grpc_unix
 from gputui.collect.containerd import cri
 from gputui.collect.containerd.bundles import ContainerdBundles
 from gputui.collect.containerd.cri_logs import MAX_RECORD_BYTES, TAIL_BYTES, CriLogReader
@@ -30,7 +30,7 @@ from gputui.collect.docker.engine_api import MAX_EXEC_OUTPUT
 from gputui.collect.docker.logs import MAX_LINE_BYTES, LogLine, LogStreamError
 from gputui.collect.engines import CONTAINERD_TASKS
 from gputui.collect.kubelet.protowire import fields
-from tests.support.cri_peer import Behaviour, cri_server, exec_reply, status_reply
+from tests.support.cri_peer import Behaviour, cri_server, cri_servers, exec_reply, status_reply
 from tests.support.kubelet import grpc_module
 from tests.support.protobuf import field, msg, varint
 
@@ -57,14 +57,7 @@ POD_SANDBOX = {
 @pytest.fixture
 def peer(tmp_path: Path) -> Iterator[Callable[[Mapping[str, Behaviour]], str]]:
     """A CRI server on a unix socket answering each method as a test says."""
-    with contextlib.ExitStack() as stack:
-        started: list[str] = []
-
-        def start(behaviours: Mapping[str, Behaviour]) -> str:
-            sock = tmp_path / f"cri-{len(started)}.sock"
-            started.append(stack.enter_context(cri_server(sock, behaviours)))
-            return started[-1]
-
+    with cri_servers(tmp_path) as start:
         yield start
 
 
@@ -353,7 +346,7 @@ def test_without_a_cri_socket_or_grpcio_the_refusals_say_what_to_use(
         assert "kubectl exec -it" in offers.why("interactive_exec")
         assert "kubectl delete pod" in offers.why("lifecycle")
         assert "ctr -n NAMESPACE task kill" in offers.why("lifecycle")
-        monkeypatch.setattr(cri, "grpc_installed", lambda: False)
+        monkeypatch.setattr(grpc_unix, "installed", lambda: False)
         named = ContainerdBundles(_state(tmp_path / "b"), cri_socket=str(tmp_path / "x.sock"))
         assert "gputui[kubernetes]" in named.capabilities().why("exec")
     finally:

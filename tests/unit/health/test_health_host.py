@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import threading
 from pathlib import Path
 
 import pytest
@@ -167,6 +168,23 @@ def test_cdi_spec_for_an_older_driver_warns(tmp_path: Path) -> None:
     assert "regenerate" in check.summary
     assert check.fix is not None
     assert "cdi generate" in check.fix
+
+
+def test_a_fifo_or_a_huge_file_among_the_specs_is_refused_not_waited_on(tmp_path: Path) -> None:
+    roots = make_roots(tmp_path)
+    os.mkfifo(tmp_path / "etc/cdi/nvidia.yaml")  # no writer: a blocking open never returns
+    (tmp_path / "run/cdi/big.json").write_text(" " * (2 * 1024 * 1024))
+    found: list[HealthCheck] = []
+    worker = threading.Thread(target=lambda: found.append(run(inputs(), roots)["cdi.specs"]))
+    worker.daemon = True
+    worker.start()
+    worker.join(10)
+    assert not worker.is_alive(), "cdi.specs blocked on the FIFO"
+    (check,) = found
+    assert f"{tmp_path}/etc/cdi/nvidia.yaml: is a FIFO (named pipe), not a regular file" in (
+        check.details
+    )
+    assert any(d.startswith(f"{tmp_path}/run/cdi/big.json: larger than") for d in check.details)
 
 
 def test_cdi_missing_dirs_are_reported(tmp_path: Path) -> None:

@@ -71,13 +71,13 @@ def _mutate(value: Any, rng: random.Random, depth: int = 0) -> Any:
     return value
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=400)
 @given(json_values, json_values)
 def test_any_two_json_values_give_the_new_one_back_exactly(old: Any, new: Any) -> None:
     _roundtrip(old, new)
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=400)
 @given(json_values, st.randoms(use_true_random=False))
 def test_a_moved_value_gives_the_new_one_back_exactly(old: Any, rng: random.Random) -> None:
     new = _mutate(old, rng)
@@ -85,7 +85,7 @@ def test_a_moved_value_gives_the_new_one_back_exactly(old: Any, rng: random.Rand
     _roundtrip({"snapshot": {"processes": [old, new]}}, {"snapshot": {"processes": [new, old]}})
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=200)
 @given(st.lists(json_values, min_size=1, max_size=8), st.randoms(use_true_random=False))
 def test_a_chain_of_blobs_decodes_to_each_records_json(
     firsts: list[Any], rng: random.Random
