@@ -116,7 +116,14 @@ def build_parser() -> argparse.ArgumentParser:
         q.add_argument("--hz", type=float, default=10.0)
         q.add_argument("--soak-containers", type=int, default=20)
         q.add_argument("--soak-processes", type=int, default=200)
-        q.add_argument("--what", default="collector,tui", help="collector, tui or both")
+        q.add_argument("--what", default="collector,tui",
+                       help="comma-separated: collector, tui, export (gputui export --scenario,"
+                       " its own process); both = collector,tui; all = all three")  # fmt: skip
+        q.add_argument("--store", action="store_true",
+                       help="the collector and export each write a ledger store (a temp"
+                       " dir): its size each minute, growth, MB per day, 30 days")  # fmt: skip
+        q.add_argument("--scrape-every", type=float, default=15.0,
+                       help="seconds between scrapes of export's /metrics")  # fmt: skip
         q.add_argument("--churn-every", type=float, default=0.0,
                        help="seconds between container churns (0 = none)")  # fmt: skip
         q.add_argument("--churn-count", type=int, default=3, help="containers replaced per churn")
@@ -125,7 +132,7 @@ def build_parser() -> argparse.ArgumentParser:
         q.add_argument("--fit-after-minutes", type=float, default=0.0,
                        help="fit the RSS slope from this minute on (0 = after 30 s)")  # fmt: skip
 
-    q = sub.add_parser("soak", help="RSS slope per hour at 10 Hz, collector and TUI")
+    q = sub.add_parser("soak", help="RSS slope per hour at 10 Hz; with --store the store's size")
     soak_opts(q)
     tui_opts(q)
 
