@@ -217,10 +217,11 @@ def test_an_endless_map_is_cut_and_a_bottomless_one_spends_the_budget() -> None:
     many = {f"gputui.k{n:04}": "v" for n in range(500)}
     (item,) = listing.parse_containers(_list(_container(labels=many))).containers
     assert len(item.labels) == listing.MAX_KEPT_LABELS
-    # A map of millions of empty entries: the fields budget ends the decode, in bounded time.
+    # A map of millions of empty entries: the budget ends the decode, in bounded time (its
+    # field count, or on a loaded machine its decoding time, whichever is spent first).
     endless = msg((1, CONTAINER)) + field(8, b"") * 1_500_000
     started = time.monotonic()
-    with pytest.raises(WireError, match="more fields"):
+    with pytest.raises(WireError, match="more fields|too long to decode"):
         listing.parse_containers(_list(endless))
     assert time.monotonic() - started < 5
 
