@@ -138,7 +138,8 @@ def run_container(
     """Factory: ``run_container(command=None, *, start=True, **create_kwargs) -> Container``.
 
     Containers are created from the test image with the session's label (extra labels merge in)
-    and removed, forcefully, at the end of the test: only containers with this run's label.
+    and no network unless the test names one, and removed, forcefully, at the end of the test:
+    only containers with this run's label.
     A container asking for GPUs takes :data:`GPU_RESERVATIONS_LOCK` shared until then.
     """
     held: list[int] = []
@@ -149,6 +150,9 @@ def run_container(
             held.append(_lock_gpu_reservations(fcntl.LOCK_SH))
         labels = {**kwargs.pop("labels", {}), TEST_LABEL: free_run_id}
         kwargs.setdefault("image", test_image)
+        # No network unless a test asks for one: the engine's default bridge is missing on some
+        # machines, and no test needs one.
+        kwargs.setdefault("network_mode", "none")
         container = docker_engine.containers.create(command=command, labels=labels, **kwargs)
         if start:
             container.start()

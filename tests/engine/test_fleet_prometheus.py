@@ -153,6 +153,7 @@ def lab(
         name=name,
         labels={"gputui-test": f"{free_run_id}-fleet-lab"},
         detach=True,
+        network_mode="none",
     )
     started: list[subprocess.Popen[bytes]] = []
     dcgm = ThreadingHTTPServer(("127.0.0.1", 0), _DcgmHandler)
