@@ -80,6 +80,23 @@ remove_systemd_dirs() {
     done
 }
 
+# The container's systemd mounts the v1 controllers the host left unmounted (hugetlb,
+# perf_event, net_cls,net_prio here), and a hierarchy, once made, stays bound in the kernel after
+# the container is gone. Every process then lists it in /proc/PID/cgroup with no mount on the
+# host, and containerd's v1 metrics fail on it: `docker stats` reads 0 B and an OOM kill is no
+# longer flagged (`State.OOMKilled` false). Mounting each such hierarchy where Debian would have
+# put it gives the host's engine its metrics back.
+remount_orphan_hierarchies() {
+    local controllers dir
+    while IFS=: read -r _ controllers _; do
+        case "$controllers" in "" | name=*) continue ;; esac
+        grep -qE " - cgroup [^ ]+ ([^ ]*,)?${controllers}(,| |$)" /proc/self/mountinfo && continue
+        dir="/sys/fs/cgroup/$controllers"
+        mkdir -p "$dir" && mount -t cgroup -o "$controllers" cgroup "$dir" &&
+            echo "mounted the cgroup hierarchy $controllers at $dir (left bound by the container's systemd)"
+    done </proc/self/cgroup
+}
+
 cleanup() {
     local rc=$?
     set +e
@@ -89,6 +106,7 @@ cleanup() {
     timeout 60 "${P[@]}" rm -f -t 5 "$NAME" >/dev/null 2>&1
     timeout 60 "${P[@]}" rmi -f "$IMAGE" >/dev/null 2>&1
     remove_systemd_dirs
+    remount_orphan_hierarchies
     # podman's own mounts of its private storage (overlay, shm), deepest first.
     awk -v w="$WORK/" '$2 ~ "^"w {print $2}' /proc/self/mounts | sort -r |
         while read -r m; do umount -l "$m"; done
