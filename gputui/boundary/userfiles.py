@@ -164,6 +164,23 @@ def open_user_file(path: Path, what: str, limit: int) -> BinaryIO:
         UserFileError: missing, unreadable, another user's symlink, not a regular file, or
             larger than ``limit``.
     """
+    fd, info = _open_regular(path, what)
+    try:
+        if info.st_size > limit:
+            raise _fail("read", what, path, f"larger than {_size(limit)} ({_size(info.st_size)})")
+        os.set_blocking(fd, True)
+        return os.fdopen(fd, "rb", buffering=1024 * 1024)
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+def _open_regular(path: Path, what: str) -> tuple[int, os.stat_result]:
+    """A descriptor of ``path`` and its status, once it is known to be a regular file.
+
+    Raises:
+        UserFileError: missing, unreadable, another user's symlink, or not a regular file.
+    """
     # O_NONBLOCK: opening a FIFO without a writer returns at once instead of hanging; it has no
     # effect on a regular file, the only kind read afterwards. O_NOCTTY: a terminal device
     # named by mistake must not become our controlling terminal.
@@ -173,13 +190,13 @@ def open_user_file(path: Path, what: str, limit: int) -> BinaryIO:
         kind = _kind(info.st_mode)
         if kind is not None:
             raise _fail("read", what, path, kind)
-        if info.st_size > limit:
-            raise _fail("read", what, path, f"larger than {_size(limit)} ({_size(info.st_size)})")
-        os.set_blocking(fd, True)
-        return os.fdopen(fd, "rb", buffering=1024 * 1024)
+    except OSError as exc:
+        os.close(fd)
+        raise _fail("read", what, path, _os_reason(exc)) from None
     except BaseException:
         os.close(fd)
         raise
+    return fd, info
 
 
 def read_user_file(path: Path, what: str, limit: int) -> bytes:
@@ -218,12 +235,8 @@ def open_user_tail(path: Path, what: str, tail_bytes: int) -> tuple[BinaryIO, in
     Raises:
         UserFileError: missing, unreadable, another user's symlink, or not a regular file.
     """
-    fd = _open_for_reading(path, what)
+    fd, info = _open_regular(path, what)
     try:
-        info = os.fstat(fd)
-        kind = _kind(info.st_mode)
-        if kind is not None:
-            raise _fail("read", what, path, kind)
         skipped = max(0, info.st_size - max(0, tail_bytes))
         os.lseek(fd, skipped, os.SEEK_SET)
         os.set_blocking(fd, True)
