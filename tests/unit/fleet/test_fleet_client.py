@@ -16,7 +16,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any
 
@@ -35,6 +35,7 @@ from gputui.fleet.model import hosts_from
 from gputui.fleet.queries import FIELD, host_queries, validate_match
 from gputui.fleet.report import to_text
 from gputui.fleet.source import FleetSnapshot
+from tests.support.net import QuietHTTPServer
 
 TOKEN = "s3cret-token-value"
 Answer = Callable[[BaseHTTPRequestHandler], None]
@@ -70,8 +71,7 @@ class _Server:
             def log_message(self, format: str, *args: Any) -> None:
                 return
 
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.httpd.daemon_threads = True
+        self.httpd = QuietHTTPServer(("127.0.0.1", 0), Handler)
         threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
         self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}"
 

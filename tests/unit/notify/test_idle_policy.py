@@ -14,7 +14,7 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import replace
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +32,7 @@ from gputui.notify.config import NotifyTarget
 from gputui.notify.policy import PolicyRunner, live_control
 from gputui.notify.worker import Notifier
 from gputui.wiring.compose import build_collector
+from tests.support.net import QuietHTTPServer
 
 T0 = 1_800_000_000.0 - (1_800_000_000 % 86400)  # a UTC midnight
 INTERVAL = 60.0
@@ -199,8 +200,7 @@ def receiver() -> Iterator[list[dict[str, Any]]]:
         def log_message(self, format: str, *args: Any) -> None:
             return
 
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    httpd.daemon_threads = True
+    httpd = QuietHTTPServer(("127.0.0.1", 0), Handler)
     got.append({"port": httpd.server_address[1]})
     threading.Thread(target=httpd.serve_forever, daemon=True).start()
     try:

@@ -18,7 +18,7 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any
 
@@ -35,6 +35,7 @@ from gputui.notify.config import NotifyTarget
 from gputui.notify.events import Kind, event
 from gputui.notify.worker import Notifier
 from gputui.recording.player import ReplayCollector
+from tests.support.net import QuietHTTPServer
 from tests.support.paths import REPO
 
 T0 = 1_800_000_000.0
@@ -84,8 +85,7 @@ def receiver(*plan: int | str) -> Iterator[Receiver]:
         def log_message(self, format: str, *args: Any) -> None:
             return
 
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    httpd.daemon_threads = True
+    httpd = QuietHTTPServer(("127.0.0.1", 0), Handler)
     state.port = int(httpd.server_address[1])
     threading.Thread(target=httpd.serve_forever, daemon=True).start()
     try:
