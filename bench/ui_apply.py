@@ -20,9 +20,16 @@ import statistics
 import threading
 import time
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from bench import common
+from gputui.collect.docker.logs import LogStreamError
+from gputui.model.containers import ContainerDetails, ContainerProcesses
+
+if TYPE_CHECKING:
+    from gputui.collect.docker.logs import LogReader
+    from gputui.collect.linux.parent_chain import ParentLink
+    from gputui.collect.sources import ContainerOwner
 
 SIZE = (160, 50)
 
@@ -56,8 +63,30 @@ class StubCollector:
     def interactive_exec_argv(self, *args: Any) -> None:
         return None
 
-    def signal_process(self, *args: Any) -> str:
+    def signal_process(self, pid: int, signum: int, start_time: float | None) -> str | None:
         return "benchmark"
+
+    # Nothing is connected: a benchmark's containers have no source (the wide pane asks for
+    # their owner and logs when a row is highlighted, as the monitor does).
+    def container_owner(self, container_id: str) -> ContainerOwner | None:
+        return None
+
+    def open_container_logs(self, container_id: str, *, tail: int, follow: bool) -> LogReader:
+        raise LogStreamError("benchmark: no container source")
+
+    def container_action(self, container_id: str, action: str) -> str | None:
+        return "benchmark"
+
+    def container_details(self, container_id: str) -> ContainerDetails:
+        return ContainerDetails(container_id, error="benchmark: no container source")
+
+    def container_processes(self, container_id: str) -> ContainerProcesses:
+        return ContainerProcesses(error="benchmark: no container source")
+
+    def parent_chain(
+        self, pid: int, start_time: float | None
+    ) -> tuple[tuple[ParentLink, ...], str | None]:
+        return (), "benchmark"
 
     def close(self) -> None:
         self.release.set()
