@@ -24,6 +24,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import TypeVar
 
 from gputui.collect.kubelet.protowire import (
     LENGTH,
@@ -322,21 +323,7 @@ def parse_containers(
             truncated field), or the budget is spent.
     """
     budget = _budget(budget)
-    found: list[CriContainer] = []
-    more = skipped = 0
-    for number, kind, value in fields(data, budget):
-        if number != 1:
-            continue
-        if kind != LENGTH:
-            raise WireError("a container is not a message")
-        if len(found) >= max_items:
-            more += 1
-            continue
-        item = _container(value, budget, keep)
-        if item is None:
-            skipped += 1
-        else:
-            found.append(item)
+    found, more, skipped = _items(data, budget, "container", _container, keep, max_items)
     return CriList(containers=tuple(found), more=more, skipped=skipped)
 
 
@@ -359,22 +346,43 @@ def parse_sandboxes(
         WireError: as :func:`parse_containers`.
     """
     budget = _budget(budget)
-    found: list[CriSandbox] = []
+    found, more, skipped = _items(data, budget, "sandbox", _sandbox, keep, max_items)
+    return CriList(sandboxes=tuple(found), more=more, skipped=skipped)
+
+
+#: A decoded item of a list reply (a container or a sandbox).
+_T = TypeVar("_T")
+
+
+def _items(
+    data: bytes | memoryview,
+    budget: Budget,
+    what: str,
+    decode: Callable[[int | memoryview, Budget, KeepKey], _T | None],
+    keep: KeepKey,
+    max_items: int,
+) -> tuple[list[_T], int, int]:
+    """A list reply's items (field 1), at most ``max_items``: ``(items, more, skipped)``.
+
+    ``more`` counts the items past the limit (not decoded), ``skipped`` those ``decode``
+    refused (None: no id, an overlong one).
+    """
+    found: list[_T] = []
     more = skipped = 0
     for number, kind, value in fields(data, budget):
         if number != 1:
             continue
         if kind != LENGTH:
-            raise WireError("a sandbox is not a message")
+            raise WireError(f"a {what} is not a message")
         if len(found) >= max_items:
             more += 1
             continue
-        item = _sandbox(value, budget, keep)
+        item = decode(value, budget, keep)
         if item is None:
             skipped += 1
         else:
             found.append(item)
-    return CriList(sandboxes=tuple(found), more=more, skipped=skipped)
+    return found, more, skipped
 
 
 def parse_version(data: bytes | memoryview, budget: Budget | None = None) -> tuple[str, str]:
