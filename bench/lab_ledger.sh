@@ -6,7 +6,8 @@
 #   source .lab/start.sh && bash bench/lab_ledger.sh            (about 8 minutes)
 # PHASE_S sets each container's run (default 140 s). Writes to $OUT: ledger.txt and
 # ledger.json (by container), owners.txt (by owner), script.txt (what each container was asked
-# to do, and when), once.json (a --once --json taken during the 100 % phase), accuracy.txt
+# to do, and when), once.json (a --once --json taken during the 100 % phase), figures-25.jsonl
+# (each busy figure as `--once --json` read it five times during the 25 % phase), accuracy.txt
 # (busy GPU-seconds against the script's, and the idle reservation's waste).
 set -u
 cd "$(dirname "${BASH_SOURCE[0]}")/.." || exit 1
@@ -54,6 +55,18 @@ phase() {  # NAME FRACTION [docker run args...]: one container for PHASE_S, wait
   if [ "$name" = duty-100 ]; then
     sleep 30
     python3 -m gputui --once --json --config "$CONFIG" > "$OUT/once.json" 2>&1
+  elif [ "$name" = duty-25 ]; then
+    # What each busy figure reads of a load busy a quarter of each second: the point read of
+    # utilization.gpu, the mean of the driver's samples, GPM graphics and SM activity.
+    sleep 20
+    for _ in 1 2 3 4 5; do
+      python3 -m gputui --once --json --config "$CONFIG" 2>/dev/null | python3 -c '
+import json, sys
+g = json.load(sys.stdin)["gpus"][0]
+keys = ("utilization_gpu", "utilization_gpu_mean", "gpm_graphics_active", "gpm_sm_active")
+print(json.dumps({k: g.get(k) for k in keys}))' >> "$OUT/figures-25.jsonl"
+      sleep 7
+    done
   fi
   docker wait "$name" >/dev/null
   echo "$name exited $(date +%s.%N)" >> "$OUT/script.txt"

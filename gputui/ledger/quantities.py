@@ -16,9 +16,10 @@ Per device and interval of ``wall`` seconds:
   wall exactly, and no party's busy exceeds its occupied (efficiency ≤ 100 %).
 * **reserved**: ``wall`` to each container whose GPU request names the device (or ``all``)
   while it runs, restarts or is paused. Several containers may reserve one device.
-* **busy**: ``wall`` x the device's SM activity (GPM SM active where read, else NVML
-  utilization) split by the parties' per-process SM % (by GPU memory when one is
-  unknown). Activity with no process listed goes to ``unknown``.
+* **busy**: ``wall`` x the part of it a kernel ran on the device
+  (:func:`~gputui.model.gpu.busy_percent`: GPM graphics-engine activity where read, else NVML
+  utilization) split by the parties' per-process SM % (by GPU memory when one is unknown).
+  Activity with no process listed goes to ``unknown``.
 * **memory**: GiB x seconds of GPU memory held, and the peak.
 * **energy**: the counter's delta (power x wall when the counter is missing or went back:
   :attr:`Interval.estimated_energy`). Idle power x wall of it goes to the reservation
@@ -37,7 +38,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
-from gputui.model.gpu import GpuSample, MigInstance
+from gputui.model.gpu import GpuSample, MigInstance, busy_percent
 from gputui.model.mig import mig_device_name, mig_instance_of, mig_request
 from gputui.model.processes import GpuProcess
 from gputui.model.snapshot import ContainerUsage, Snapshot
@@ -388,12 +389,7 @@ class Accountant:
                     state.holders.append(container_subject(usage))
         for state in by_name.values():
             gpu, inst = state.gpu, state.inst
-            figure: float | int | None
-            if inst is None:
-                figure = gpu.gpm_sm_active if gpu.gpm_sm_active is not None else gpu.utilization_gpu
-            else:
-                figure = inst.gpm_sm_active
-            state.activity = _percent(figure) or 0.0
+            state.activity = _percent(busy_percent(gpu, inst)) or 0.0
             device = state.device
             for holder in state.holders:
                 row(device, holder).reserved_s += wall

@@ -282,8 +282,8 @@ def render(
     if not lines:
         text.append("(nothing recorded in this window)")
     text.append(
-        "busy, waste, kWh per subject and cost are estimates (SM share x wall, energy split);"
-        " all totals are sampled at the collection interval"
+        "busy, waste, kWh per subject and cost are estimates (kernel time split by SM share,"
+        " energy split); all totals are sampled at the collection interval"
     )
     return "\n".join(text) + "\n"
 

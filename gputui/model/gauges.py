@@ -180,6 +180,19 @@ GPU_GAUGES: tuple[GpuGauge, ...] = (
         (ExportedGauge("DCGM_FI_DEV_GPU_UTIL", "GPU utilization (in %)."),),
     ),
     GpuGauge(
+        "utilization_gpu_mean",
+        "GPU utilization, mean since the previous read",
+        "%",
+        ScenarioKey("utilization_gpu_mean", (0, 100), default_from="utilization_gpu"),
+        NvmlAnswer("nvmlDeviceGetSamples", args=("NVML_GPU_UTILIZATION_SAMPLES",)),
+        (
+            ExportedGauge(
+                "gputui_gpu_utilization_mean_percent",
+                "GPU utilization, the mean of every driver sample since the previous read.",
+            ),
+        ),
+    ),
+    GpuGauge(
         "utilization_memory",
         "memory-controller utilization",
         "%",

@@ -132,7 +132,10 @@ class GpuSample:
     """Every gauge of one physical GPU at one refresh.
 
     Attributes that NVML could not provide are None. ``lost`` marks a GPU whose every query fails
-    (fallen off the bus, ``GpuIsLost``); ``error`` then says how.
+    (fallen off the bus, ``GpuIsLost``); ``error`` then says how. ``utilization_gpu`` is
+    NVML's point read (the driver's last sample period, 1/6 to 1 s); ``utilization_gpu_mean``
+    the mean of every sample since the slow lane's previous read (``nvmlDeviceGetSamples``),
+    which no periodic load escapes.
     """
 
     index: int
@@ -141,6 +144,7 @@ class GpuSample:
     lost: bool = False
     error: str | None = None
     utilization_gpu: int | None = None
+    utilization_gpu_mean: float | None = None
     utilization_memory: int | None = None
     memory_used_bytes: int | None = None
     memory_total_bytes: int | None = None
@@ -195,6 +199,34 @@ GPM_PENDING = "waiting for the second GPM sample"
 GPM_LOST = "GPU lost between GPM samples"
 GPM_DROPPED = "GPM sample pair dropped (counters reset)"
 GPM_MIG = "per GPU instance (MIG enabled)"
+
+
+def busy_percent(gpu: GpuSample, inst: MigInstance | None = None) -> float | None:
+    """The percent of the last interval a kernel ran on a GPU (or one MIG device of it).
+
+    Busy is time, not how much of the GPU the kernels filled: GPM's graphics-engine activity
+    (the time any kernel ran, integrated by the GPU over the whole sample pair) where read,
+    else the mean of the driver's utilization samples since the previous read (every sample
+    period counted once), else the ``utilization.gpu`` point read. GPM SM activity reads
+    lower than kernel time by how full the SMs were and is no measure of time: 76 % of the
+    kernel time of 250 ms matmul bursts, 95 % of a saturating loop, on an H200. A point read
+    of ``utilization.gpu`` covers the driver's last sample period only (200 ms on an H200) and
+    misses periodic loads: it read 0 % all through a 25 %-duty load read at 1 Hz.
+
+    Args:
+        gpu: The GPU.
+        inst: One of its MIG devices, or None for the whole GPU.
+
+    Returns:
+        The percent, None when nothing measures it.
+    """
+    if inst is not None:
+        return inst.gpm_graphics_active
+    if gpu.gpm_graphics_active is not None:
+        return gpu.gpm_graphics_active
+    if gpu.utilization_gpu_mean is not None:
+        return gpu.utilization_gpu_mean
+    return gpu.utilization_gpu
 
 
 def gpm_known(gpu: GpuSample) -> bool:

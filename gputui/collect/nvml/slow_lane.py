@@ -119,6 +119,9 @@ class SlowLane:
         self._util: dict[int, tuple[dict[int, ProcUtil], bool]] = {}
         self._last_ts: dict[int, int] = {}
         self._util_unsupported: set[int] = set()
+        self._gpu_util: dict[int, float | None] = {}
+        self._gpu_util_ts: dict[int, int] = {}
+        self._gpu_util_unsupported: set[int] = set()
         self._xids: collections.deque[XidEvent] = collections.deque(maxlen=MAX_XIDS)
         self._due = 0.0
         self._stop = threading.Event()
@@ -135,6 +138,11 @@ class SlowLane:
         """Per-PID utilization and whether the query works on this GPU at all."""
         with self._lock:
             return self._util.get(index, ({}, False))
+
+    def gpu_util_mean(self, index: int) -> float | None:
+        """The mean of the GPU's utilization samples read by the last slow read (None: none)."""
+        with self._lock:
+            return self._gpu_util.get(index)
 
     def xids(self) -> tuple[XidEvent, ...]:
         """Recent XID events, oldest first."""
@@ -163,11 +171,13 @@ class SlowLane:
                         index, nv.nvmlDeviceGetPcieThroughput, handle, nv.NVML_PCIE_UTIL_TX_BYTES
                     )
                 util = self._process_util(index, handle)
+                gpu_util = self._gpu_util_mean(index, handle)
             except (GpuLost, NvmlGone):
                 continue  # the core read reports it
             with self._lock:
                 self._pcie[index] = (rx, tx)
                 self._util[index] = util
+                self._gpu_util[index] = gpu_util
 
     def _process_util(self, index: int, handle: Any) -> tuple[dict[int, ProcUtil], bool]:
         nv = self._nv
@@ -190,6 +200,43 @@ class SlowLane:
             return {}, False
         averaged, self._last_ts[index] = average_samples(samples, since)
         return averaged, True
+
+    def _gpu_util_mean(self, index: int, handle: Any) -> float | None:
+        """The mean of every GPU-utilization sample the driver took since the previous read.
+
+        A point read of ``utilization.gpu`` covers the driver's last sample period only (200 ms
+        on an H200), so a load that is busy part of each second reads 0 % or 100 % depending on
+        when it is read (0 % throughout for a 25 %-duty load read at 1 Hz, measured); the
+        samples since the previous read cover the whole time between reads (as far as the
+        driver's sample buffer reaches back).
+        """
+        nv = self._nv
+        if index in self._gpu_util_unsupported:
+            return None
+        since = self._gpu_util_ts.get(index) or int((self._wall() - max(self._interval, 1.0)) * 1e6)
+        try:
+            _kind, samples = nv.nvmlDeviceGetSamples(handle, nv.NVML_GPU_UTILIZATION_SAMPLES, since)
+        except nv.NVMLError as exc:
+            kind = error_name(exc)
+            if kind == "GpuIsLost":
+                raise GpuLost(str(exc)) from exc
+            if kind in ("NotSupported", "FunctionNotFound"):
+                self._gpu_util_unsupported.add(index)
+            return None  # NotFound: no sample since the last read (not even an idle one)
+        except (nv.NVMLLibraryMismatchError, AttributeError):
+            self._gpu_util_unsupported.add(index)
+            return None
+        total, count, newest = 0, 0, since
+        for sample in samples:
+            ts = int(sample.timeStamp)
+            if ts <= since:
+                continue  # not newer than the previous read's newest: counted then
+            value = int(sample.sampleValue.uiVal)
+            total += 100 if value > 100 else max(0, value)
+            count += 1
+            newest = max(newest, ts)
+        self._gpu_util_ts[index] = newest
+        return None if count == 0 else total / count
 
     def start(self) -> None:
         """Run in a daemon thread until :meth:`stop`."""

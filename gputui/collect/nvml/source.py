@@ -562,6 +562,7 @@ class NvmlSource:
             pci_bus_id=static.get("pci_bus_id"),
             name=static["name"],
             utilization_gpu=None if util is None else int(util.gpu),
+            utilization_gpu_mean=self._slow.gpu_util_mean(index) if self._slow else None,
             utilization_memory=None if util is None else int(util.memory),
             memory_used_bytes=None if memory is None else int(memory.used),
             memory_total_bytes=None if memory is None else int(memory.total),

@@ -89,6 +89,8 @@ class _GpuInstance:
 _NO_INSTANCE = 0xFFFFFFFF
 #: The getter of the field table's GPM rows.
 _GPM = "nvmlGpmMetricsGet"
+#: The getter of the utilization mean: a list of samples, not a reply shape of the table.
+_SAMPLES = "nvmlDeviceGetSamples"
 
 
 def _getter(name: str, gauges: tuple[GpuGauge, ...]) -> Callable[..., Any]:
@@ -143,6 +145,8 @@ class ScenarioNvml:
             by_getter.setdefault(gauge.nvml.getter, []).append(gauge)
         # GPM metrics are no getter of their own: nvmlGpmMetricsGet answers them from a pair.
         self._gpm_gauges = {int(getattr(real, g.nvml.args[0])): g for g in by_getter.pop(_GPM, [])}
+        self._samples_gauges = by_getter.pop(_SAMPLES, [])
+        self.NVML_VALUE_TYPE_UNSIGNED_INT = real.NVML_VALUE_TYPE_UNSIGNED_INT
         for getter, read in by_getter.items():
             setattr(self, getter, types.MethodType(_getter(getter, tuple(read)), self))
         # The real structures, so the adapter fills what NVML reads (versions, sizes, names).
@@ -481,6 +485,20 @@ class ScenarioNvml:
         if period is None:
             return None
         return (*where, query, self.step % period)
+
+    def nvmlDeviceGetSamples(
+        self, handle: _Handle, sampling_type: int, since: int
+    ) -> tuple[int, list[SimpleNamespace]]:
+        gauges = [g for g in self._samples_gauges if self._args[g.field] == (sampling_type,)]
+        if isinstance(handle, _MigHandle) or not gauges:
+            raise error_class("NotSupported")()
+        gauge = gauges[0]
+        value = self._scenario_value(self._gpu(handle, gauge.scenario.key), gauge.scenario)
+        if value is None:
+            raise error_class("NotSupported")()
+        # One sample newer than ``since``: the mean of the samples is the scenario's value.
+        sample = SimpleNamespace(timeStamp=since + 1, sampleValue=SimpleNamespace(uiVal=int(value)))
+        return self.NVML_VALUE_TYPE_UNSIGNED_INT, [sample]
 
     def nvmlDeviceGetComputeRunningProcesses(self, handle: _Handle) -> list[SimpleNamespace]:
         return self._procs(handle, ("C", "C+G"))

@@ -355,7 +355,8 @@ class LedgerView(Vertical):
             else:
                 lines.append(
                     Content.styled(
-                        "busy, waste, kWh and cost are estimates (SM share x wall, energy split)",
+                        "busy, waste, kWh and cost are estimates"
+                        " (kernel time split by SM share, energy split)",
                         "$text-muted",
                     )
                 )

@@ -137,8 +137,8 @@ def _random_snapshots(seed: int, n: int = 120) -> list[Snapshot]:
                     procs.append(_proc(1000 + 10 * index + pid, index, mib, sm, who))
         energy[3] += 400_000
         mig = (
-            MigInstance(0, "MIG-a", 1, 0, 10 * GIB, 40 * GIB, slices=3, gpm_sm_active=50.0),
-            MigInstance(1, "MIG-b", 2, 0, 0, 40 * GIB, slices=4, gpm_sm_active=0.0),
+            MigInstance(0, "MIG-a", 1, 0, 10 * GIB, 40 * GIB, slices=3, gpm_graphics_active=50.0),
+            MigInstance(1, "MIG-b", 2, 0, 0, 40 * GIB, slices=4, gpm_graphics_active=0.0),
         )
         gpus.append(_gpu(3, energy[3], mig_mode_current=True, mig_instances=mig, power_w=200.0))
         procs.append(_proc(7000, 3, 10_000, None, "infer", gi=1))
@@ -182,7 +182,7 @@ def test_a_small_busy_party_beside_a_large_idle_one_is_never_over_100_percent() 
     procs = (_proc(1, 0, 9000, 10, "big"), _proc(2, 0, 1000, 90, "small"))
     containers = (_container("big", None), _container("small", None))
     accountant.take(_snap(T0, (_gpu(0, 0),), processes=procs, containers=containers))
-    busy = (_gpu(0, 0, gpm_sm_active=50.0),)
+    busy = (_gpu(0, 0, gpm_graphics_active=50.0),)
     after = _snap(T0 + 10, busy, processes=procs, containers=containers)
     step = accountant.take(after)
     assert isinstance(step, Interval)
@@ -201,7 +201,7 @@ def test_shared_gpu_split_by_memory_busy_by_sm_idle_energy_to_the_holder() -> No
     after = _snap(
         T0 + 10,
         (
-            _gpu(0, 4_000_000, gpm_sm_active=80.0, utilization_gpu=100),
+            _gpu(0, 4_000_000, gpm_graphics_active=80.0, utilization_gpu=100),
             _gpu(1, 1_000_000, utilization_gpu=0),
         ),
         processes=(_proc(1, 0, 3000, 30, "a"), _proc(2, 0, 1000, 10, "b")),
@@ -214,7 +214,9 @@ def test_shared_gpu_split_by_memory_busy_by_sm_idle_energy_to_the_holder() -> No
     a, b, idle = rows[("0", "a")], rows[("0", "b")], rows[("1", "idle")]
     assert (a.reserved_s, b.reserved_s, idle.reserved_s) == (10, 0, 10)
     assert (a.occupied_s, b.occupied_s) == (7.5, 2.5)  # by memory 3:1
-    assert a.busy_s == pytest.approx(6.0) and b.busy_s == pytest.approx(2.0)  # GPM 80 % by SM 3:1
+    assert a.busy_s == pytest.approx(6.0) and b.busy_s == pytest.approx(
+        2.0
+    )  # kernels ran 80 % (GPM), split by SM 3:1
     assert a.mem_gib_s == pytest.approx(3000 / 1024 * 10) and a.mem_peak_bytes == 3000 * MIB
     # GPU 0: 4000 J; idle 100 W x 10 s to the holder (a), the 3000 J dynamic by SM 3:1.
     assert a.idle_j == pytest.approx(1000) and b.idle_j == 0
@@ -286,8 +288,8 @@ def test_a_counter_gone_back_or_missing_is_power_times_wall_marked_estimated() -
 
 def test_mig_devices_split_their_gpu_and_a_mig_reservation_names_one_device() -> None:
     mig = (
-        MigInstance(0, "MIG-a", 1, 0, 0, 40 * GIB, slices=3, gpm_sm_active=100.0),
-        MigInstance(1, "MIG-b", 2, 0, 0, 40 * GIB, slices=4, gpm_sm_active=0.0),
+        MigInstance(0, "MIG-a", 1, 0, 0, 40 * GIB, slices=3, gpm_graphics_active=100.0),
+        MigInstance(1, "MIG-b", 2, 0, 0, 40 * GIB, slices=4, gpm_graphics_active=0.0),
     )
     gpu = _gpu(0, 0, mig_mode_current=True, mig_instances=mig)
     containers = (_container("one", ("0:1",)), _container("whole", ("MIG-a",)))
@@ -413,3 +415,31 @@ def test_the_store_keeps_what_was_taken_in(tmp_path: Path) -> None:
     finally:
         store.close()
     assert occupied == pytest.approx(device_s, 1e-3) and energy == pytest.approx(counter, 5e-3)
+
+
+@pytest.mark.parametrize(
+    ("figures", "busy"),
+    [
+        # Busy is time a kernel ran: GPM's graphics-engine activity, never SM activity (how
+        # full the SMs were: 76 % of the kernel time of short bursts on an H200).
+        ({"gpm_graphics_active": 80.0, "gpm_sm_active": 50.0, "utilization_gpu": 100}, 8.0),
+        # Without GPM: the mean of the driver's samples over a point read that missed the load.
+        ({"utilization_gpu_mean": 25.0, "utilization_gpu": 0}, 2.5),
+        ({"utilization_gpu": 40}, 4.0),
+        ({}, 0.0),
+    ],
+)
+def test_busy_time_is_kernel_time_by_the_best_figure_read(
+    figures: dict[str, Any], busy: float
+) -> None:
+    accountant = Accountant(1.0)
+    procs = (_proc(1, 0, 1000, 50, "job"),)
+    containers = (_container("job", ("0",)),)
+    accountant.take(_snap(T0, (_gpu(0, 0),), processes=procs, containers=containers))
+    step = accountant.take(
+        _snap(T0 + 10, (_gpu(0, 0, **figures),), processes=procs, containers=containers)
+    )
+    assert isinstance(step, Interval)
+    job = next(a for (_, s), a in step.rows.items() if s.name == "job")
+    assert job.busy_s == pytest.approx(busy)
+    assert job.reserved_s - job.busy_s == pytest.approx(10 - busy)  # waste = reserved - busy
