@@ -7,7 +7,8 @@
 # LAB_SIZES="160x50 120x30" runs the TUI and first-frame benchmarks at each size.
 # Writes at most 8 files to $OUT: env.txt, bench.txt and the JSON of each benchmark.
 # About 8.5 minutes: loads warm up ~30 s, TUI 6 x 65 s (gputui, the peer and bench/floor_app.py
-# twice each), --once 2 x 8 runs, first frame 5 runs. LAB_BENCHES picks a subset ("tui").
+# twice each; TUI_SECONDS sets the 60), --once 2 x 8 runs, first frame 5 runs. LAB_BENCHES picks a
+# subset ("tui").
 # nvitop: taken from PATH or python3 -m nvitop; else installed from a wheel found in $NVITOP_WHEEL,
 # .whl/ or .lab/wheels/ (into /tmp/site, no deps: it needs only nvidia-ml-py and psutil).
 set -u
@@ -110,7 +111,7 @@ sleep 5  # past CUDA init: every process at its steady load
 bench() { timeout -s TERM "$1" $PY -m bench.run --out "$OUT" "${@:2}" 2>&1 | tee -a "$LOG"; }
 BENCHES=" ${LAB_BENCHES:-once first-frame live tui} "  # a subset: LAB_BENCHES="tui"
 [[ $BENCHES == *" once "* ]] && bench 60 once --runs 8 --peer-once "${PEER:+$PEER --once}"
-ROUNDS=${TUI_ROUNDS:-2}  # alternated TUI runs of gputui, the peer and the floor, 65 s each
+ROUNDS=${TUI_ROUNDS:-2}  # alternated TUI runs of gputui, the peer and the floor, TUI_SECONDS+5 each
 # TUI_FLOOR_LINES=10,15 adds the floor program with that many lines changing each second.
 PROGRAMS=$((3 + $(echo "${TUI_FLOOR_LINES:-}" | tr ',' '\n' | grep -c .)))
 for size in ${LAB_SIZES:-160x50}; do
@@ -121,8 +122,8 @@ for size in ${LAB_SIZES:-160x50}; do
   [[ $BENCHES == *" first-frame "* && -n $PEER ]] && mkdir -p "$OUT/peer" \
     && timeout 60 $PY -m bench.run --out "$OUT/peer" --gputui "$PEER" first-frame --runs 5 \
       --cols "$cols" --rows "$rows" --marker 'MiB */ *[0-9]+MiB' 2>&1 | tee -a "$LOG"
-  [[ $BENCHES == *" tui "* ]] && bench $((ROUNDS * PROGRAMS * 80 + 10)) tui --rounds "$ROUNDS" \
-    --seconds 60 --warmup 5 --peer "${PEER:+$PEER --interval 1}" \
+  [[ $BENCHES == *" tui "* ]] && bench $((ROUNDS * PROGRAMS * (${TUI_SECONDS:-60} + 20) + 10)) tui --rounds "$ROUNDS" \
+    --seconds "${TUI_SECONDS:-60}" --warmup 5 --peer "${PEER:+$PEER --interval 1}" \
     --floor-lines "${TUI_FLOOR_LINES:-}" --cols "$cols" --rows "$rows"
 done
 [[ $BENCHES == *" live "* ]] && bench 30 live --cycles 30

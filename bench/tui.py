@@ -161,8 +161,11 @@ def default_marker() -> str:
 
 
 _PHASE_NOTES = (
-    "cli: interpreter started, gputui.cli imported; nvml-read: the first GPU reading (NVML's "
-    "start included); docker-read: the engine's first answer; health-checks: the first run; "
+    "cli: interpreter started, gputui.cli imported; nvml-started: nvmlInit and the first GPM "
+    "samples done (on their own thread); config-loaded: the config file read (its modules "
+    "imported); collector-built: the sources made (a one-shot's); nvml-read: the first GPU "
+    "reading (NVML's start included); docker-read: the engine's first answer; health-checks: "
+    "the first run; "
     "textual-imported: the UI modules loaded (in parallel with the collection); app-mounted: "
     "the screen exists; snapshot-applied / snapshot-painted: the first snapshot on the "
     "widgets / rendered."

@@ -160,6 +160,7 @@ def _main(argv: Sequence[str] | None) -> int:
         config = load_config(args.config)  # an invalid file stops here, before any UI starts
     except ConfigError as exc:
         return fail_usage(str(exc))
+    mark("config-loaded")
     settings = config.applied(settings)
     if args.interval is None and config.ui.interval is not None:
         settings = replace(settings, interval=config.ui.interval)

@@ -48,6 +48,7 @@ def collect_once(
         if gpu is not None:
             gpu.close()
         return str(exc)
+    mark("collector-built")
     try:
         collector.request_health()
         snapshot = collector.collect()

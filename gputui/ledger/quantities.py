@@ -19,7 +19,9 @@ Per device and interval of ``wall`` seconds:
 * **busy**: ``wall`` x the part of it a kernel ran on the device
   (:func:`~gputui.model.gpu.busy_percent`: GPM graphics-engine activity where read, else NVML
   utilization) split by the parties' per-process SM % (by GPU memory when one is unknown).
-  Activity with no process listed goes to ``unknown``.
+  Activity with no process listed goes to the parties of the previous snapshot (the figures
+  lag the process list: a job that just exited ran in the window they describe), else to
+  ``unknown``.
 * **memory**: GiB x seconds of GPU memory held, and the peak.
 * **energy**: the counter's delta (power x wall when the counter is missing or went back:
   :attr:`Interval.estimated_energy`). Idle power x wall of it goes to the reservation
@@ -227,6 +229,40 @@ class _DeviceState:
     parties: dict[Subject, list[float | None]] = field(default_factory=dict)  # mem, sm
     holders: list[Subject] = field(default_factory=list)  # reserving containers
     activity: float = 0.0  # 0-1
+    # Busy weights of the parties the previous snapshot listed, when none is listed now but the
+    # device was active: the figures describe the time before they were read, when those ran.
+    lagging: dict[Subject, float] = field(default_factory=dict)
+
+
+def _busy_weights(parties: Mapping[Subject, list[float | None]]) -> dict[Subject, float]:
+    """How busy time splits between parties: by SM % where every one is known, else by memory."""
+    sms = [v[1] for v in parties.values()]
+    if all(sm is not None for sm in sms) and sum(sm or 0.0 for sm in sms) > 0:
+        return {k: v[1] or 0.0 for k, v in parties.items()}
+    return {k: v[0] or 0.0 for k, v in parties.items()}
+
+
+def _place(snapshot: Snapshot, states: Mapping[int, list[_DeviceState]]) -> dict[str, _DeviceState]:
+    """The devices by name, each with the snapshot's processes on it added to its parties."""
+    by_name = {s.device.name: s for group in states.values() for s in group}
+    for proc in snapshot.processes:
+        group = states.get(proc.sample.gpu_index)
+        if not group:
+            continue
+        inst = mig_instance_of(group[0].gpu, proc.sample)
+        if group[0].inst is None:
+            state = group[0]
+        elif inst is not None:
+            state = by_name.get(mig_device_name(group[0].gpu.index, inst.index), group[0])
+        else:
+            continue  # a process of a MIG GPU whose device is unknown: not placed
+        subject = subject_of(snapshot, proc)
+        mem = proc.sample.used_memory_bytes
+        sm = proc.sample.sm_util
+        entry = state.parties.setdefault(subject, [0.0, 0.0])
+        entry[0] = None if entry[0] is None or mem is None else entry[0] + max(0, mem)
+        entry[1] = None if entry[1] is None or sm is None else entry[1] + max(0, sm)
+    return by_name
 
 
 def _devices(gpu: GpuSample) -> list[_DeviceState]:
@@ -363,24 +399,8 @@ class Accountant:
                 lost.append(str(gpu.index))
                 continue
             states[gpu.index] = _devices(gpu)
-        by_name = {s.device.name: s for group in states.values() for s in group}
-        for proc in cur.processes:
-            group = states.get(proc.sample.gpu_index)
-            if not group:
-                continue
-            inst = mig_instance_of(group[0].gpu, proc.sample)
-            if group[0].inst is None:
-                state = group[0]
-            elif inst is not None:
-                state = by_name.get(mig_device_name(group[0].gpu.index, inst.index), group[0])
-            else:
-                continue  # a process of a MIG GPU whose device is unknown: not placed
-            subject = subject_of(cur, proc)
-            mem = proc.sample.used_memory_bytes
-            sm = proc.sample.sm_util
-            entry = state.parties.setdefault(subject, [0.0, 0.0])
-            entry[0] = None if entry[0] is None or mem is None else entry[0] + max(0, mem)
-            entry[1] = None if entry[1] is None or sm is None else entry[1] + max(0, sm)
+        by_name = _place(cur, states)
+        earlier: dict[str, _DeviceState] | None = None  # the previous snapshot's, when needed
         for usage in cur.containers:
             if usage.info.gpu_request is None:
                 continue
@@ -395,12 +415,7 @@ class Accountant:
                 row(device, holder).reserved_s += wall
             if state.parties:
                 mems = {k: v[0] or 0.0 for k, v in state.parties.items()}
-                sms = [v[1] for v in state.parties.values()]
-                if all(sm is not None for sm in sms) and sum(sm or 0.0 for sm in sms) > 0:
-                    weights = {k: v[1] or 0.0 for k, v in state.parties.items()}
-                else:
-                    weights = mems
-                busy_by = _split(wall * state.activity, weights)
+                busy_by = _split(wall * state.activity, _busy_weights(state.parties))
                 # Each party occupies the time it kept the device busy plus a share (by GPU
                 # memory) of the time nobody did: busy never exceeds occupied, and the
                 # device's wall is still split exactly.
@@ -414,10 +429,21 @@ class Accountant:
                         amounts.mem_gib_s += held / _GIB * wall
                         amounts.mem_peak_bytes = max(amounts.mem_peak_bytes, int(held))
             else:
-                # Activity with no process listed (a process in a PID namespace gputui cannot
-                # see): somebody unknown occupied the device for that part of the interval.
                 active = wall * state.activity
-                if active > 0:
+                if active > 0 and earlier is None:
+                    earlier = _place(prev, {g.index: _devices(g) for g in prev.gpus if not g.lost})
+                before = earlier.get(device.name) if active > 0 and earlier else None
+                if before is not None and before.parties:
+                    # The figures lag the process list (GPM's pair ended up to an interval
+                    # before this snapshot): the processes that just exited kept it busy.
+                    state.lagging = _busy_weights(before.parties)
+                    for subject, seconds in _split(active, state.lagging).items():
+                        amounts = row(device, subject)
+                        amounts.busy_s += seconds
+                        amounts.occupied_s += seconds
+                elif active > 0:
+                    # Activity with no process listed now or before (a process in a PID
+                    # namespace gputui cannot see): somebody unknown occupied the device.
                     unknown = row(device, UNKNOWN)
                     unknown.busy_s += active
                     unknown.occupied_s += active
@@ -468,13 +494,9 @@ class Accountant:
         busy = {}
         if state.activity > 0:
             if state.parties:
-                sms = [v[1] for v in state.parties.values()]
-                if all(sm is not None for sm in sms) and sum(sm or 0.0 for sm in sms) > 0:
-                    busy = {k: v[1] or 0.0 for k, v in state.parties.items()}
-                else:
-                    busy = {k: v[0] or 0.0 for k, v in state.parties.items()}
+                busy = _busy_weights(state.parties)
             else:
-                busy = {UNKNOWN: 1.0}
+                busy = state.lagging or {UNKNOWN: 1.0}
         for subject, joules in _split(dynamic, busy or holders).items():
             row(device, subject).dynamic_j += joules
 

@@ -73,6 +73,9 @@ class EarlyNvml:
         try:
             source = self._make() if self._make is not None else self._real()
             source.warm()
+            from gputui.boundary.startup_trace import mark  # os and time only
+
+            mark("nvml-started")
             with self._lock:
                 late_close = self._closed
                 if not late_close:

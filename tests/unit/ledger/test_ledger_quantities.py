@@ -443,3 +443,26 @@ def test_busy_time_is_kernel_time_by_the_best_figure_read(
     job = next(a for (_, s), a in step.rows.items() if s.name == "job")
     assert job.busy_s == pytest.approx(busy)
     assert job.reserved_s - job.busy_s == pytest.approx(10 - busy)  # waste = reserved - busy
+
+
+def test_activity_after_a_job_left_the_process_list_is_the_jobs_last_busy_time() -> None:
+    # GPM's pair ends up to an interval before the snapshot, so a job's last busy second is
+    # read after NVML stopped listing it (seen on the H200 lab: 1.2 s of three jobs' time
+    # went to "unknown"). It is the job's; the next interval's activity is nobody's known.
+    accountant = Accountant(1.0, {"NVIDIA H200": 100.0})
+    procs = (_proc(1, 0, 1000, 50, "job"),)
+    containers = (_container("job", None),)
+    accountant.take(_snap(T0, (_gpu(0, 0),), processes=procs, containers=containers))
+    gone = (_gpu(0, 250_000, gpm_graphics_active=60.0),)
+    step = accountant.take(_snap(T0 + 1, gone, containers=containers))
+    assert isinstance(step, Interval)
+    rows = {s.name: a for (_, s), a in step.rows.items()}
+    job = rows["job"]
+    assert job.busy_s == pytest.approx(0.6) == job.occupied_s
+    assert job.mem_gib_s == 0  # it holds no memory now
+    assert rows["unallocated"].occupied_s == pytest.approx(0.4)
+    assert "unknown" not in rows
+    assert job.dynamic_j == pytest.approx(150) and rows["unallocated"].idle_j == pytest.approx(100)
+    later = accountant.take(_snap(T0 + 2, (_gpu(0, 350_000, gpm_graphics_active=60.0),)))
+    assert isinstance(later, Interval)
+    assert {s.name for (_, s) in later.rows} == {"unknown", "unallocated"}
