@@ -31,6 +31,7 @@ from gputui.collect.sources import (
     HealthInputs,
     Player,
     ProcessSource,
+    failed_reading,
     refusal,
 )
 from gputui.model.containers import (
@@ -485,12 +486,7 @@ class _BackgroundRead:
         try:
             self._result = self._read()
         except Exception as exc:  # a source must not raise; if one does, it is a status
-            text = " ".join(str(exc).split())[:200] or type(exc).__name__
-            self._result = ContainerReading(
-                SourceStatus(
-                    self._name, ok=False, error=f"{type(exc).__name__}: {text}", kind="error"
-                )
-            )
+            self._result = failed_reading(self._name, exc)
         finally:
             self._done.set()
 

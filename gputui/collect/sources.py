@@ -146,6 +146,19 @@ def refusal(source: str, capability: Capability, note: str = "") -> str:
     return f"{source} does not offer {CAPABILITY_TEXT[capability]}{why}"
 
 
+def failed_reading(source: str, exc: BaseException) -> ContainerReading:
+    """What a container source's read that raised reports: one status line, never a traceback.
+
+    Args:
+        source: The source's name.
+        exc: What the read raised.
+    """
+    text = " ".join(str(exc).split())[:200] or type(exc).__name__
+    return ContainerReading(
+        SourceStatus(source, ok=False, error=f"{type(exc).__name__}: {text}", kind="error")
+    )
+
+
 class ContainerSource(Protocol):
     """One container runtime (the Docker engine, the demo machine, any other engine).
 

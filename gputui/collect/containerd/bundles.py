@@ -53,7 +53,12 @@ from gputui.collect.kubelet import pod_resources as kubelet
 from gputui.collect.linux.cgroup_usage import CgroupSampler
 from gputui.collect.linux.container_top import ContainerTop
 from gputui.collect.linux.fileio import read_capped
-from gputui.collect.sources import Capability, ContainerCapabilities, ContainerSource
+from gputui.collect.sources import (
+    Capability,
+    ContainerCapabilities,
+    ContainerSource,
+    failed_reading,
+)
 from gputui.model.containers import (
     ContainerDetails,
     ContainerInfo,
@@ -367,10 +372,7 @@ class ContainerdBundles(ContainerSource):
         try:
             return self._read(time.monotonic() + self._timeout)
         except Exception as exc:  # the boundary: whatever happened is a status
-            text = " ".join(str(exc).split())[:200] or type(exc).__name__
-            return ContainerReading(
-                SourceStatus(self.name, False, f"{type(exc).__name__}: {text}", "error")
-            )
+            return failed_reading(self.name, exc)
 
     def _read(self, deadline: float) -> ContainerReading:
         try:

@@ -43,7 +43,12 @@ from gputui.collect.owners import (
     owner_facts_from_labels,
     owner_label_keys,
 )
-from gputui.collect.sources import Capability, ContainerCapabilities, ContainerSource
+from gputui.collect.sources import (
+    Capability,
+    ContainerCapabilities,
+    ContainerSource,
+    failed_reading,
+)
 from gputui.model.containers import (
     MAX_DETAIL_ITEMS,
     ContainerDetails,
@@ -145,10 +150,7 @@ class CriSource(ContainerSource):
         try:
             return self._read(time.monotonic() + self._timeout)
         except Exception as exc:  # the boundary: whatever happened is a status
-            text = " ".join(str(exc).split())[:200] or type(exc).__name__
-            return ContainerReading(
-                SourceStatus(self.name, False, f"{type(exc).__name__}: {text}", "error")
-            )
+            return failed_reading(self.name, exc)
 
     def _read(self, deadline: float) -> ContainerReading:
         if not _is_socket(self.path):
