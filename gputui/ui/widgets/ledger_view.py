@@ -355,8 +355,7 @@ class LedgerView(Vertical):
             else:
                 lines.append(
                     Content.styled(
-                        "busy, waste, kWh and cost are estimates"
-                        " (kernel time split by SM share, energy split)",
+                        "busy, waste, kWh and cost are estimates (kernel time, energy split)",
                         "$text-muted",
                     )
                 )
