@@ -43,6 +43,8 @@ __all__ = ["containerd", "runtime_image"]
 
 #: PID 1 is ``sh``, which says hello on its log first; its child ``sleep`` is another process.
 COMMAND = ("sh", "-c", "echo gputui-hello; sleep 900 & wait")
+#: One core kept busy by the shell itself (no fork per turn).
+BUSY_LOOP = ("sh", "-c", "while :; do :; done")
 
 
 def _scenario(tmp_path: Path, pids: list[int]) -> Path:
@@ -194,3 +196,36 @@ def test_crio_itself_when_it_runs_here() -> None:
     assert reading.status.ok, reading.status
     assert reading.engine is not None and reading.engine.product == "cri-o"
     assert all(c.k8s_pod for c in reading.containers)
+
+
+def test_a_pods_cpu_and_memory_come_from_the_cri_stats(containerd: Containerd) -> None:
+    """`ListContainerStats` through the CRI source: a container spinning one core reads up to
+    100 % between two reads (CPU time over the runtime's clock), an idle one about 0 %, and
+    the working-set memory is the cgroup's (the runtime's own figure, as the kubelet reads)."""
+    cri = CriClient(containerd.sock)
+    try:
+        busy = cri.run_pod(containerd, f"{PREFIX}-crio-busy", "ml", "burstable", BUSY_LOOP)
+        idle = cri.run_pod(containerd, f"{PREFIX}-crio-idle", "ml", "burstable", COMMAND)
+    finally:
+        cri.close()
+    source = CriSource(f"unix://{containerd.sock}", timeout=10.0)
+    try:
+        first = {c.id: c for c in source.read().containers}
+        time.sleep(2.0)
+        reading = source.read()
+    finally:
+        source.close()
+    assert reading.status.ok, reading.status
+    got = {c.id: c for c in reading.containers}
+    spinning, resting = got[busy.container_id], got[idle.container_id]
+    # One core's worth of spinning, less what a loaded test machine leaves it.
+    assert spinning.cpu_percent is not None and 25 <= spinning.cpu_percent <= 130, spinning
+    assert resting.cpu_percent is not None and resting.cpu_percent < 10, resting
+    for info in (spinning, resting):
+        assert info.memory_used_bytes is not None and 0 < info.memory_used_bytes < 1 << 30, info
+    # The first read has no earlier figure: the runtime's own rate where it gives one, else
+    # unknown, never a made-up 0.
+    earliest = first[busy.container_id].cpu_percent
+    assert earliest is None or earliest > 0, earliest
+    # A pod's sandbox (the pause process) is no container of the stats: nothing is invented.
+    assert got[busy.sandbox_id].cpu_percent is None

@@ -270,6 +270,20 @@ class CriClient:
         except WireError as exc:
             raise CriError(f"malformed ListPodSandbox reply: {exc}", "malformed") from exc
 
+    def list_container_stats(self, timeout_s: float = STATUS_TIMEOUT_S) -> CriList:
+        """Every container's CPU and memory figures (``ListContainerStats``, no filter), bounded.
+
+        Raises:
+            CriError: as :meth:`exec_sync`.
+        """
+        from gputui.collect.criapi import listing
+
+        reply = self._call("ListContainerStats", encode((1, b"")), timeout_s)
+        try:
+            return listing.parse_stats(reply)
+        except WireError as exc:
+            raise CriError(f"malformed ListContainerStats reply: {exc}", "malformed") from exc
+
     def version(self, timeout_s: float = STATUS_TIMEOUT_S) -> tuple[str, str]:
         """``(runtime_name, runtime_version)`` as ``Version`` answers (``cri-o``, ``1.30.4``).
 

@@ -10,6 +10,11 @@ read by hand with :mod:`~gputui.collect.kubelet.protowire`:
 * ``ListPodSandboxResponse{repeated PodSandbox items = 1}``; ``PodSandbox{id = 1,
   PodSandboxMetadata metadata = 2 {name = 1, uid = 2, namespace = 3, attempt = 4},
   PodSandboxState state = 3, int64 created_at = 4 (ns), map labels = 5, map annotations = 6}``;
+* ``ListContainerStatsResponse{repeated ContainerStats stats = 1}``; ``ContainerStats{
+  ContainerAttributes attributes = 1 {id = 1}, CpuUsage cpu = 2 {int64 timestamp = 1 (ns),
+  UInt64Value usage_core_nano_seconds = 2, UInt64Value usage_nano_cores = 3}, MemoryUsage
+  memory = 3 {int64 timestamp = 1, UInt64Value working_set_bytes = 2}}``; ``UInt64Value{uint64
+  value = 1}`` (absent: not measured, unlike 0);
 * a ``map<string, string>`` is a repeated entry message ``{key = 1, value = 2}``.
 
 Everything is bounded: at most :data:`MAX_ITEMS` items decoded (the rest counted), ids and
@@ -119,18 +124,41 @@ class CriSandbox:
 
 
 @dataclass(frozen=True, slots=True)
+class CriStats:
+    """One ``ContainerStats`` of a ``ListContainerStats`` reply (its Linux figures).
+
+    Attributes:
+        id: The container's id.
+        cpu_at_ns: When the CPU figures were taken (the runtime's clock, ns); 0 when not given.
+        cpu_ns: CPU time used since the container started (``usage_core_nano_seconds``).
+        nano_cores: The runtime's own CPU rate over its last interval (``usage_nano_cores``,
+            a billionth of a core).
+        working_set_bytes: Memory in use, not counting reclaimable file cache (the kubelet's
+            and ``docker stats``' figure).
+    """
+
+    id: str
+    cpu_at_ns: int = 0
+    cpu_ns: int | None = None
+    nano_cores: int | None = None
+    working_set_bytes: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class CriList:
     """What one list reply held.
 
     Attributes:
         containers: The containers decoded (empty for a sandbox list).
         sandboxes: The sandboxes decoded (empty for a container list).
+        stats: The containers' figures decoded (a stats list only).
         more: Items beyond :data:`MAX_ITEMS`, not decoded.
         skipped: Items left out as unusable (no id, or an id over :data:`MAX_ID_CHARS`).
     """
 
     containers: tuple[CriContainer, ...] = field(default=())
     sandboxes: tuple[CriSandbox, ...] = field(default=())
+    stats: tuple[CriStats, ...] = field(default=())
     more: int = 0
     skipped: int = 0
 
@@ -294,6 +322,55 @@ def _sandbox(value: int | memoryview, budget: Budget, keep: KeepKey) -> CriSandb
     )
 
 
+def _u64(value: int | memoryview, budget: Budget) -> int:
+    """``UInt64Value{value = 1}`` (an absent value field is 0, as proto3 says)."""
+    found = 0
+    for number, _kind, item in fields(message(value), budget):
+        if number == 1:
+            if not isinstance(item, int):
+                raise WireError("a UInt64Value is length-delimited")
+            found = item & 0xFFFFFFFFFFFFFFFF
+    return found
+
+
+def _usage(value: int | memoryview, budget: Budget) -> dict[int, int]:
+    """``CpuUsage`` or ``MemoryUsage``: the timestamp (field 1) and each UInt64Value given."""
+    found: dict[int, int] = {}
+    for number, kind, item in fields(message(value), budget):
+        if number == 1:
+            found[1] = _int(item, 64)
+        elif 2 <= number <= 7:  # the UInt64Value figures (8: PSI, not read)
+            if kind != LENGTH:
+                raise WireError("a usage figure is not a UInt64Value")
+            found[number] = _u64(item, budget)
+    return found
+
+
+def _stats(value: int | memoryview, budget: Budget, _keep: KeepKey) -> CriStats | None:
+    """One ``ContainerStats``; None when its attributes name no usable id."""
+    cid, id_cut = "", False
+    cpu: dict[int, int] = {}
+    memory: dict[int, int] = {}
+    for number, _kind, item in fields(message(value), budget):
+        if number == 1:
+            for field_number, _k, attribute in fields(message(item), budget):
+                if field_number == 1:
+                    cid, id_cut = _string(attribute, MAX_ID_CHARS)
+        elif number == 2:
+            cpu = _usage(item, budget)
+        elif number == 3:
+            memory = _usage(item, budget)
+    if not cid or id_cut:
+        return None
+    return CriStats(
+        cid,
+        cpu_at_ns=max(0, cpu.get(1, 0)),
+        cpu_ns=cpu.get(2),
+        nano_cores=cpu.get(3),
+        working_set_bytes=memory.get(2),
+    )
+
+
 def _budget(budget: Budget | None) -> Budget:
     return budget if budget is not None else Budget(MAX_FIELDS, MAX_DECODE_S)
 
@@ -350,7 +427,20 @@ def parse_sandboxes(
     return CriList(sandboxes=tuple(found), more=more, skipped=skipped)
 
 
-#: A decoded item of a list reply (a container or a sandbox).
+def parse_stats(
+    data: bytes | memoryview, budget: Budget | None = None, *, max_items: int = MAX_ITEMS
+) -> CriList:
+    """A ``ListContainerStatsResponse``: each container's CPU and memory, at most ``max_items``.
+
+    Raises:
+        WireError: as :func:`parse_containers`.
+    """
+    budget = _budget(budget)
+    found, more, skipped = _items(data, budget, "container's stats", _stats, _keep_all, max_items)
+    return CriList(stats=tuple(found), more=more, skipped=skipped)
+
+
+#: A decoded item of a list reply (a container, a sandbox or a container's stats).
 _T = TypeVar("_T")
 
 

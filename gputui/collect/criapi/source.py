@@ -14,8 +14,10 @@ process is attributed by its cgroup (``crio-<id>.scope``), as every runtime's is
 (:mod:`~gputui.collect.criapi.actions`): ``ExecSync`` and the CRI log file ``ContainerStatus``
 names. A terminal and the lifecycle keys stay refused, naming ``kubectl``.
 
-The CRI lists no PID and no cgroup path of a container, so its CPU and memory are not read, and
-inspect shows what the list says (image, creation time, labels). gRPC is ``grpcio``, the
+A container's CPU and memory come from ``ListContainerStats`` (the figures the kubelet reads):
+CPU % from the CPU time used between two reads over the runtime's clock, working-set memory.
+The CRI lists no PID and no cgroup path of a container, so inspect shows what the list says
+(image, creation time, labels). gRPC is ``grpcio``, the
 optional extra ``pip install 'gputui[kubernetes]'``; every call has a deadline within the read's,
 and a reply is at most :data:`MAX_REPLY_BYTES` (the kubelet's own limit on a CRI message).
 """
@@ -27,7 +29,7 @@ import stat
 import threading
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from gputui.collect import grpc_unix
 from gputui.collect.containerd import cri
@@ -63,6 +65,8 @@ from gputui.model.status import SourceStatus
 
 #: The largest reply read: the kubelet's own limit on a CRI message (16 MiB).
 MAX_REPLY_BYTES = 16 << 20
+#: The most memory a container's figure may say (64 TiB: more than any host holds).
+MAX_MEMORY_BYTES = 64 << 40
 #: What a pod's sandbox is called, as the containerd source calls it.
 SANDBOX_NAME = "POD"
 #: The label prefix kept for inspect (the kubelet's own labels of a pod and its containers).
@@ -127,6 +131,9 @@ class CriSource(ContainerSource):
         self._engine: EngineInfo | None = None
         self._runtime = "CRI-O"
         self._listed: dict[str, _Listed] = {}
+        #: Each container's last CPU figure: (the runtime's timestamp, CPU ns used).
+        self._cpu_seen: dict[str, tuple[int, int]] = {}
+        self._stats_refused = False  # the runtime does not implement ListContainerStats
         self._lock = threading.Lock()
         self._client: cri.CriClient | None = None
         self._closed = False
@@ -193,8 +200,14 @@ class CriSource(ContainerSource):
                 container.id, self._container(container, pods.get(container.sandbox_id))
             )
         self._listed = listed
+        usage = self._usage(client, deadline, {c.id for c in containers.containers})
         infos = sorted(
-            (item.info for item in listed.values()),
+            (
+                replace(item.info, cpu_percent=usage[cid][0], memory_used_bytes=usage[cid][1])
+                if cid in usage
+                else item.info
+                for cid, item in listed.items()
+            ),
             key=lambda c: (c.k8s_namespace or "", c.k8s_pod or "", c.name, c.id),
         )
         status = SourceStatus(self.name, ok=True)
@@ -205,6 +218,46 @@ class CriSource(ContainerSource):
             said += [f"{skipped} without a usable id left out"] if skipped else []
             status = SourceStatus(self.name, True, "; ".join(said), "partial")
         return ContainerReading(status, tuple(infos), self._engine)
+
+    def _usage(
+        self, client: cri.CriClient, deadline: float, ids: set[str]
+    ) -> dict[str, tuple[float | None, int | None]]:
+        """Each listed container's CPU % and working-set memory (``ListContainerStats``).
+
+        CPU % is the CPU time used between two reads over the runtime's own clock between them
+        (100 = one core); on a container's first read, the runtime's own rate
+        (``usage_nano_cores``) where it gives one above 0. A runtime without the call, or one that
+        does not answer in time, leaves the figures unknown: the list itself still stands.
+        """
+        if self._stats_refused or not ids:
+            return {}
+        try:
+            reply = client.list_container_stats(self._left(deadline))
+        except cri.CriError as exc:
+            self._stats_refused = exc.kind == "error"  # UNIMPLEMENTED: never asked again
+            return {}
+        cores = os.cpu_count() or 1
+        seen: dict[str, tuple[int, int]] = {}
+        figures: dict[str, tuple[float | None, int | None]] = {}
+        for item in reply.stats:
+            if item.id not in ids or item.id in figures:
+                continue
+            cpu: float | None = None
+            if item.cpu_ns is not None:
+                at = item.cpu_at_ns or time.monotonic_ns()
+                seen[item.id] = (at, item.cpu_ns)
+                before = self._cpu_seen.get(item.id)
+                if before is not None and at > before[0] and item.cpu_ns >= before[1]:
+                    cpu = 100.0 * (item.cpu_ns - before[1]) / (at - before[0])
+            if cpu is None and item.nano_cores:
+                # containerd says 0 before it has two samples of its own: 0 is not "idle" here.
+                cpu = item.nano_cores / 1e7
+            # Bounded: a runtime's figure is never more than every core, nor memory absurd.
+            cpu = None if cpu is None else min(cpu, 100.0 * cores)
+            memory = item.working_set_bytes
+            figures[item.id] = (cpu, None if memory is None else min(memory, MAX_MEMORY_BYTES))
+        self._cpu_seen = seen  # containers gone since are forgotten
+        return figures
 
     @staticmethod
     def _left(deadline: float) -> float:

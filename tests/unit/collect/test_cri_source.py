@@ -10,6 +10,7 @@ in tests/engine/test_runtimes_cri.py.
 from __future__ import annotations
 
 import contextlib
+import os
 import time
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
@@ -316,3 +317,87 @@ def test_exec_and_logs_are_refused_for_a_sandbox_and_the_keys_name_kubectl(
     assert "kubectl delete pod" in caps.why("lifecycle") and "CRI-O stops" in caps.why("lifecycle")
     assert refused.error is not None and "sandbox" in refused.error
     assert unknown.error is not None and "no such container in CRI-O's CRI" in unknown.error
+
+
+def _u64(value: int) -> bytes:
+    return msg((1, value))
+
+
+def _stats(
+    cid: str = CONTAINER, *, at_ns: int, cpu_ns: int, cores: int | None = None, ws: int = 7 << 20
+) -> bytes:
+    """``ContainerStats{attributes 1 {id 1}, cpu 2 {timestamp 1, usage_core_nano_seconds 2,
+    usage_nano_cores 3}, memory 3 {timestamp 1, working_set_bytes 2}}``, and an ``io`` (6)
+    a reader must skip."""
+    cpu: list[tuple[int, int | str | bytes]] = [(1, at_ns), (2, _u64(cpu_ns))]
+    if cores is not None:
+        cpu.append((3, _u64(cores)))
+    return msg(
+        (1, msg((1, cid), (2, msg((1, "trainer"))))),
+        (2, msg(*cpu)),
+        (3, msg((1, at_ns), (2, _u64(ws)), (3, _u64(1 << 30)))),
+        (6, msg((1, at_ns))),
+    )
+
+
+def test_cpu_is_cpu_time_over_the_runtimes_clock_and_memory_its_working_set(
+    peer: Callable[[Mapping[str, Behaviour]], str],
+) -> None:
+    replies = [
+        _list(_stats(at_ns=10**12, cpu_ns=5 * 10**9, cores=250_000_000)),
+        # 1.5 s of CPU in 2 s of the runtime's clock: 75 % of a core.
+        _list(_stats(at_ns=10**12 + 2 * 10**9, cpu_ns=6_500_000_000, ws=9 << 20)),
+        # A counter that went back (the container was made again under its id): no rate.
+        _list(_stats(at_ns=10**12 + 3 * 10**9, cpu_ns=10**9)),
+    ]
+    behaviours = _runtime(_list(_container()), _list(_sandbox()))
+    behaviours["ListContainerStats"] = lambda _request, _context: replies.pop(0)
+    source = CriSource(peer(behaviours))
+    try:
+        figures = []
+        for _ in range(3):
+            (info,) = [c for c in source.read().containers if c.id == CONTAINER]
+            figures.append((info.cpu_percent, info.memory_used_bytes))
+    finally:
+        source.close()
+    # The first read: the runtime's own rate (usage_nano_cores 0.25 core).
+    assert figures[0][0] == pytest.approx(25.0) and figures[0][1] == 7 << 20
+    assert figures[1][0] == pytest.approx(75.0) and figures[1][1] == 9 << 20
+    assert figures[2] == (None, 7 << 20)
+
+
+def test_stats_a_runtime_lacks_or_garbles_leave_the_list_standing(
+    peer: Callable[[Mapping[str, Behaviour]], str],
+) -> None:
+    asked: list[bytes] = []
+
+    def unimplemented(request: bytes, context: Any) -> bytes:
+        asked.append(request)
+        import grpc  # the peer's own library (the test extra)
+
+        context.abort(grpc.StatusCode.UNIMPLEMENTED, "unknown method")
+        return b""
+
+    behaviours = _runtime(_list(_container()), _list(_sandbox()))
+    behaviours["ListContainerStats"] = unimplemented
+    source = CriSource(peer(behaviours))
+    try:
+        for _ in range(2):
+            reading = source.read()
+            assert reading.status.ok and reading.containers, reading.status
+            assert all(c.cpu_percent is None for c in reading.containers)
+    finally:
+        source.close()
+    assert len(asked) == 1, "a runtime without the call is not asked again"
+    # A wrong wire type, a huge rate or memory figure: refused or bounded, never a crash.
+    with pytest.raises(WireError, match="UInt64Value"):
+        listing.parse_stats(_list(msg((1, msg((1, CONTAINER))), (2, msg((2, 5))))))
+    garbled = _runtime(_list(_container()), _list(_sandbox()))
+    garbled["ListContainerStats"] = _answer(_list(_stats(at_ns=1, cpu_ns=1, cores=2**63, ws=2**63)))
+    source = CriSource(peer(garbled))
+    try:
+        (info,) = [c for c in source.read().containers if c.id == CONTAINER]
+    finally:
+        source.close()
+    assert info.cpu_percent is not None and info.cpu_percent <= 100 * (os.cpu_count() or 1)
+    assert info.memory_used_bytes == 64 << 40
