@@ -176,7 +176,9 @@ def run_checks(
                 if container_check.running_only and not container.running:
                     continue
                 run_one = partial(container_check.run, ctx, container)
-                results.extend(_guarded(container_check.id, container.name, run_one))
+                # The pod too: two pods' `server` containers are two subjects, not one.
+                subject = container.qualified_name
+                results.extend(_guarded(container_check.id, subject, run_one))
     return tuple(results)
 
 

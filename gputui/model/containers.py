@@ -137,6 +137,17 @@ class ContainerInfo:
         """True while the container's processes can run (running or restarting)."""
         return self.status in ("running", "restarting")
 
+    @property
+    def qualified_name(self) -> str:
+        """``namespace/pod/name`` for a Kubernetes pod's container, else the name.
+
+        A pod's container is named by its pod spec (``server``), which many pods share; where
+        a name must tell containers apart (a health check's subject) it carries its pod.
+        """
+        if self.k8s_pod:
+            return f"{self.k8s_namespace or '-'}/{self.k8s_pod}/{self.name}"
+        return self.name
+
 
 @dataclass(frozen=True, slots=True)
 class EngineInfo:

@@ -439,3 +439,30 @@ def test_unreachable_engine_is_one_readable_sentence(
             assert status.fix
     finally:
         listener.close()
+
+
+def test_a_dockershim_pods_container_is_named_by_its_pod_spec(
+    source: DockerSource, run_container: Any, free_run_id: str
+) -> None:
+    """A container as the kubelet's Docker shim makes it (``k8s_<ctr>_<pod>_<ns>_<uid>_<n>``,
+    the ``io.kubernetes.*`` labels) is ``server`` in pod ``ns/pod``, as the CRI sources name
+    one; a full list afterwards finds nothing stale (the list's name is the inspect's)."""
+    pod = f"infer-{free_run_id[-8:]}"
+    labels = {
+        "io.kubernetes.container.name": "server",
+        "io.kubernetes.pod.name": pod,
+        "io.kubernetes.pod.namespace": "serving",
+    }
+    name = f"k8s_server_{pod}_serving_0123-uid_0"
+    ct = run_container(["sleep", "300"], name=name, labels=labels)
+    plain = run_container(["sleep", "300"], name=f"k8s_plain_{free_run_id[-8:]}")
+    info = wait_for(lambda: find(source.read(), ct.id))
+    assert (info.name, info.k8s_pod, info.k8s_namespace) == ("server", pod, "serving")
+    assert info.qualified_name == f"serving/{pod}/server"
+    # A k8s_ name without the kubelet's labels is nobody's pod: the engine's name stands.
+    other = wait_for(lambda: find(source.read(), plain.id))
+    assert other.name == plain.name and other.k8s_pod is None
+    source._need_resync = True  # the next read lists every container again
+    calls = source.api_calls
+    assert source.read().status.ok
+    assert source.api_calls == calls + 1, "a full list, and no inspect of an unchanged container"

@@ -39,7 +39,7 @@ async def test_demo_badges_on_their_rows_without_scrolling(size: tuple[int, int]
         lines = screen_lines(app)
         notebook = _row(lines, "  notebook-gp")  # reserved MIG 3:1, runs nothing
         assert "IDLE" in notebook and "SHARED" not in notebook and "THR " not in notebook
-        bert = _row(lines, "▼ k8s_bert_b")  # shares GPU 1 with the host, 4-CPU quota
+        bert = _row(lines, "▼ bert ")  # shares GPU 1 with the host, 4-CPU quota
         assert "SHARED" in bert and "THR " in bert and "IDLE" not in bert
         assert "SHARED" in _row(lines, "▼ host ")  # the host's side of GPU 1
         header = _row(lines, "NAME")
@@ -50,9 +50,9 @@ async def test_demo_badges_on_their_rows_without_scrolling(size: tuple[int, int]
         if after is not None:
             column_at = header.index(after)
             assert _row(lines, "▼ host ")[column_at - 1] == " "
-            assert _row(lines, "▼ k8s_bert_b")[column_at - 1] == " "
+            assert _row(lines, "▼ bert ")[column_at - 1] == " "
             if size[0] >= 120:  # the owners are on their rows, after whole badges
-                assert _row(lines, "▼ k8s_bert_b")[column_at:].split()[0] == "bob"
+                assert _row(lines, "▼ bert ")[column_at:].split()[0] == "bob"
                 assert _row(lines, "  notebook-gp")[column_at:].split()[0] == "dave"
         # Whole badges: never a cut one.
         assert "SHARE…" not in "\n".join(lines) and "[s" not in "\n".join(lines)

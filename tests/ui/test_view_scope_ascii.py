@@ -51,7 +51,7 @@ async def test_only_shows_those_gpus_and_what_runs_on_them() -> None:
         assert any(" 1 H200" in line for line in lines)
         assert not any(" 0 H200" in line or " 2 H200" in line for line in lines)
         tree = "\n".join(lines)
-        assert "k8s_bert" in tree and "llm-trainer-1" not in tree and "vllm-server" not in tree
+        assert "bert" in tree and "llm-trainer-1" not in tree and "vllm-server" not in tree
         await pilot.press("2")
         await pilot.pause()
         assert _pids(screen_lines(app), DEMO_PIDS) == {50102, 3121}

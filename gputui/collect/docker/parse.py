@@ -323,7 +323,7 @@ def parse_inspect(data: Mapping[str, Any]) -> ContainerInfo:
     image = as_text(config.get("Image"), MAX_TEXT_CHARS) or as_text(data.get("Image")) or ""
     return ContainerInfo(
         id=as_text(data.get("Id"), 64) or "",
-        name=(as_text(data.get("Name"), MAX_NAME_CHARS + 1) or "").lstrip("/"),
+        name=shown_name((as_text(data.get("Name"), MAX_NAME_CHARS + 1) or "").lstrip("/"), labels),
         image=image,
         status=status,
         pid=as_int(state.get("Pid"), 1, MAX_PID),
@@ -391,6 +391,19 @@ def cgroup_parent(data: Mapping[str, Any]) -> str | None:
     return value
 
 
+def shown_name(docker_name: str, labels: Mapping[str, Any]) -> str:
+    """A container's name: a Kubernetes pod's by its pod spec, as kubectl and the CRI name it.
+
+    The kubelet's Docker shim (dockershim, cri-dockerd) names a pod's container
+    ``k8s_<container>_<pod>_<namespace>_<uid>_<attempt>`` and labels it with each part; the pod
+    and namespace are shown beside the name, so the container is ``<container>`` (its sandbox
+    ``POD``), as containerd's and CRI-O's are. Any other name is the engine's.
+    """
+    if not docker_name.startswith("k8s_") or not labels.get("io.kubernetes.pod.name"):
+        return docker_name
+    return as_text(labels.get("io.kubernetes.container.name"), MAX_NAME_CHARS) or docker_name
+
+
 def parse_list_entry(entry: object) -> tuple[str, tuple[str | None, str]] | None:
     """``(id, (state, name))`` from one ``GET /containers/json`` entry; None if its id is bad.
 
@@ -404,6 +417,8 @@ def parse_list_entry(entry: object) -> tuple[str, tuple[str | None, str]] | None
     assert isinstance(cid, str)
     names = [n for n in as_list(item.get("Names"), 16) if isinstance(n, str)]
     name = "/".join(names)[: MAX_NAME_CHARS + 1].lstrip("/")
+    # Named as parse_inspect names it: the two are compared to find stale inspects.
+    name = shown_name(name, as_dict(item.get("Labels")))
     return cid, (as_text(item.get("State"), MAX_NAME_CHARS), name)
 
 

@@ -300,7 +300,9 @@ DEMO_CONTAINERS: tuple[ContainerInfo, ...] = (
     ),
     _container(
         BERT,
-        "k8s_bert_bert-infer-7d9c_serving_0",
+        # A pod's container run by the kubelet's Docker shim: named by its pod spec, as
+        # gputui names a real one (`k8s_bert_bert-infer-7d9c_serving_0` to `docker ps`).
+        "bert",
         "ghcr.io/acme/bert-serve:2.3",
         "running",
         pid=50102,
@@ -404,6 +406,7 @@ _OWNER_EVIDENCE: dict[str, tuple[dict[str, str], tuple[str, ...], str | None]] =
         {
             "io.kubernetes.pod.name": "bert-infer-7d9c",
             "io.kubernetes.pod.namespace": "serving",
+            "io.kubernetes.container.name": "bert",
             "gputui.owner": "bob",
         },
         (),

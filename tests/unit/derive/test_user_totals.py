@@ -138,7 +138,7 @@ def test_the_demo_names_its_owners_through_the_owner_chain() -> None:
     assert found == {
         "llm-trainer-1": ("alice", "medium", "owns the compose project's directory"),
         "redis": ("alice", "medium", "owns the compose project's directory"),
-        "k8s_bert_bert-infer-7d9c_serving_0": ("bob", "high", "label gputui.owner"),
+        "bert": ("bob", "high", "label gputui.owner"),
         "vllm-server": ("carol", "low", "owns its bind mount"),
         "notebook-gpu3": ("dave", "medium", "runs as --user 1004:1004"),
         "etl-nightly": (None, "none", found["etl-nightly"][2]),

@@ -272,3 +272,21 @@ def test_evaluate_cuda_requirement(
 ) -> None:
     satisfied, assumed, _ = evaluate_cuda_requirement(requirement, cuda, driver)
     assert (satisfied, assumed) == expected
+
+
+def test_two_pods_containers_of_one_name_are_two_subjects(tmp_path: Path) -> None:
+    # Pod specs share container names (`server`): each pod's is judged, and shown, apart.
+    image = "nvidia/cuda:12.4.1-base-ubuntu22.04"
+    pods = [
+        container("server", id=(str(n) * 64), image=image, gpu_request="all",
+                  gpu_request_via="device_requests", cuda_version=version,
+                  k8s_pod=f"infer-{n}", k8s_namespace="serving")
+        for n, version in ((1, "12.4.1"), (2, "12.9.0"))
+    ]  # fmt: skip
+    reading = gpu_reading(cuda="12.4", driver="550.54.15")
+    checks = run(inputs(reading, containers_reading(*pods)), make_roots(tmp_path))
+    first, second = (
+        checks["container.cuda:serving/infer-1/server"],
+        checks["container.cuda:serving/infer-2/server"],
+    )
+    assert first.status is S.PASS and second.status is S.FAIL

@@ -42,7 +42,7 @@ def test_the_demo_week_conserves_time_and_energy_and_credits_owners(tmp_path: Pa
     # Reserved from each container's start: bob's pod 2 days, dave's notebook 9 h, alice's
     # trainer 6 h, carol's vLLM server 50 min (a guess from its bind mounts, as in the tree).
     for person, container in (
-        ("bob", "k8s_bert_bert-infer-7d9c_serving_0"),
+        ("bob", "bert"),
         ("dave", "notebook-gpu3"),
         ("alice", "llm-trainer-1"),
         ("carol", "vllm-server"),
