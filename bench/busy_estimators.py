@@ -2,11 +2,11 @@
 
 Run on a machine with PyTorch, nvidia-ml-py and an idle GPU (the H200 lab)::
 
-    python3 bench/busy_estimators.py [SECONDS_PER_DUTY] [DUTIES]   # e.g. 40 0.25,0.5,1.0
+    python3 -m bench.busy_estimators [SECONDS_PER_DUTY] [DUTIES]   # e.g. 40 0.25,0.5,1.0
 
 For each duty cycle the main thread runs bf16 matmul bursts for that fraction of each second
-(as ``bench/gpu_load.py duty:F`` does) and times every burst with CUDA events; a sampler
-thread reads, once a second over exactly that run:
+and times every burst with CUDA events (``bench.gpu_load.run_duty``, as ``duty:F`` runs it);
+a sampler thread reads, once a second over exactly that run:
 
 * ``gpm_graphics_active``: GPM graphics-engine activity (the time any kernel ran) of
   consecutive sample pairs (each covers the whole second);
@@ -29,6 +29,8 @@ import sys
 import threading
 import time
 from typing import Any
+
+from bench.gpu_load import run_duty
 
 
 def _gpm_pair(nv: Any, first: Any, second: Any) -> tuple[float | None, float | None]:
@@ -127,23 +129,9 @@ def main(argv: list[str]) -> int:
     time.sleep(3.0)
     for duty in duties:
         sampler = Sampler(nv, handle)
-        busy_ms = 0.0
         sampler.start()
         begun = time.monotonic()
-        end = begun + seconds
-        while time.monotonic() < end:
-            started = time.monotonic()
-            while time.monotonic() - started < duty:
-                begin = torch.cuda.Event(enable_timing=True)
-                done = torch.cuda.Event(enable_timing=True)
-                begin.record()
-                for _ in range(8):
-                    _ = x @ x
-                done.record()
-                done.synchronize()
-                busy_ms += begin.elapsed_time(done)
-            if duty < 1.0:
-                time.sleep(max(0.0, 1.0 - (time.monotonic() - started)))
+        busy_ms, _bursts, _first = run_duty(torch, x, duty, begun + seconds)
         wall = time.monotonic() - begun
         sampler.stop.set()
         sampler.join()

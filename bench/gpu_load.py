@@ -18,6 +18,37 @@ from __future__ import annotations
 import json
 import sys
 import time
+from typing import Any
+
+
+def run_duty(torch: Any, x: Any, duty: float, end: float) -> tuple[float, int, float | None]:
+    """bf16 matmul bursts for ``duty`` of each second until ``end`` (monotonic), each timed.
+
+    The truth a monitor's busy time is checked against: the GPU's own clock around each burst
+    (CUDA events), not the script's intent. A burst's matmuls run back to back, so the time
+    between its first kernel's start and its last one's end is kernel time.
+
+    Returns:
+        ``(kernel ms, bursts, wall time of the first burst or None)``.
+    """
+    busy_ms, bursts, first_at = 0.0, 0, None
+    while time.monotonic() < end:
+        started = time.monotonic()
+        while time.monotonic() - started < duty:
+            begin = torch.cuda.Event(enable_timing=True)
+            done = torch.cuda.Event(enable_timing=True)
+            begin.record()
+            for _ in range(8):
+                _ = x @ x
+            done.record()
+            done.synchronize()
+            busy_ms += begin.elapsed_time(done)
+            bursts += 1
+            if first_at is None:
+                first_at = time.time()
+        if duty < 1.0:
+            time.sleep(max(0.0, 1.0 - (time.monotonic() - started)))
+    return busy_ms, bursts, first_at
 
 
 def main(argv: list[str]) -> int:
@@ -60,26 +91,7 @@ def main(argv: list[str]) -> int:
             torch.cuda.synchronize()
     else:
         x = torch.randn(8192, 8192, device="cuda", dtype=torch.bfloat16)
-        # The truth a monitor's busy time is checked against: the GPU's own clock around each
-        # burst (CUDA events), not the script's intent. A burst's matmuls run back to back, so
-        # the time between its first kernel's start and its last one's end is kernel time.
-        busy_ms, bursts, first_at = 0.0, 0, None
-        while time.monotonic() < end:
-            started = time.monotonic()
-            while time.monotonic() - started < duty:
-                begin = torch.cuda.Event(enable_timing=True)
-                done = torch.cuda.Event(enable_timing=True)
-                begin.record()
-                for _ in range(8):
-                    _ = x @ x
-                done.record()
-                done.synchronize()
-                busy_ms += begin.elapsed_time(done)
-                bursts += 1
-                if first_at is None:
-                    first_at = time.time()
-            if duty < 1.0:
-                time.sleep(max(0.0, 1.0 - (time.monotonic() - started)))
+        busy_ms, bursts, first_at = run_duty(torch, x, duty, end)
         truth = {"kernel_busy_s": busy_ms / 1000, "bursts": bursts, "first_kernel_at": first_at,
                  "last_kernel_at": time.time()}  # fmt: skip
         print(json.dumps(truth), flush=True)
