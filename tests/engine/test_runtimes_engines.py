@@ -270,8 +270,9 @@ def test_containerd_cri_and_ctr_names_pods_and_figures_without_grpc(
     assert ctr_row["name"] == ctr_name and ctr_row["k8s_pod"] is None
     assert [h for h in doc["health"] if h["status"] == "fail"] == []
     # Its containers are judged (against containerd, in Kubernetes' words), not skipped.
-    (unrequested,) = [h for h in doc["health"]
-                      if h["id"] == "container.gpu_unrequested:main"]  # fmt: skip
+    # A pod's container is its own subject: pods share container names (`main`).
+    subject = f"container.gpu_unrequested:{pod.namespace}/{pod.name}/main"
+    (unrequested,) = [h for h in doc["health"] if h["id"] == subject]
     assert unrequested["status"] == "warn" and "resources.limits" in unrequested["fix"]
 
     # `gputui doctor` on a node without Docker: no false FAIL, exit 0.
