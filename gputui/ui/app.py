@@ -462,6 +462,10 @@ class GpuTuiApp(CrashSafeApp):
         self._refresh_binding_state()
 
     def _refresh_binding_state(self) -> None:
+        if not self.screen_stack:
+            # A selection message still queued while the app closes (its screens already
+            # popped): there are no keys left to offer, and asking for the screen would raise.
+            return
         # refresh_bindings recomposes the footer; only do it when availability really changed.
         state = tuple(self.check_action(a, ()) for a in action_table.SELECTION_DEPENDENT)
         state += (self.ui_state.paused,)

@@ -21,7 +21,7 @@ from textual.pilot import Pilot
 from gputui.collect.docker.source import DockerSource
 from gputui.derive.history import window_label
 from gputui.ui.app import GpuTuiApp
-from gputui.ui.messages import SnapshotReady
+from gputui.ui.messages import SelectionChanged, SnapshotReady
 from gputui.ui.screens.confirm import ConfirmScreen
 from gputui.ui.screens.evidence import EvidenceScreen
 from gputui.ui.screens.help import HelpScreen
@@ -288,3 +288,14 @@ async def test_the_help_has_a_legend_and_names_refresh_keys_by_speed(
         # The binding ids [keys] takes are listed (the README says so).
         ids = str(helped.query_one("#help-binding-ids").render())
         assert "exec-smi" in ids and "tab.health" in ids
+
+
+async def test_a_selection_message_left_queued_at_exit_is_ignored(make_app: AppFactory) -> None:
+    # Seen in a loaded run: the tree posted SelectionChanged while the app was closing, and
+    # by the time it was handled the screens were popped; asking which keys apply raised
+    # ScreenStackError out of the app's teardown.
+    app = make_app()
+    async with app.run_test(size=(120, 30)) as pilot:
+        await pilot.pause()
+    assert not app.screen_stack
+    app.on_selection_changed(SelectionChanged())  # the late message: no screen, no error
