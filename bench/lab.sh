@@ -8,7 +8,7 @@
 # Writes at most 8 files to $OUT: env.txt, bench.txt and the JSON of each benchmark.
 # About 8.5 minutes: loads warm up ~30 s, TUI 6 x 65 s (gputui, the peer and bench/floor_app.py
 # twice each; TUI_SECONDS sets the 60), --once 2 x 8 runs, first frame 5 runs. LAB_BENCHES picks a
-# subset ("tui").
+# subset ("tui"); "capture" keeps each program's screen output and a profile (not in the default).
 # nvitop: taken from PATH or python3 -m nvitop; else installed from a wheel found in $NVITOP_WHEEL,
 # .whl/ or .lab/wheels/ (into /tmp/site, no deps: it needs only nvidia-ml-py and psutil).
 set -u
@@ -126,6 +126,21 @@ for size in ${LAB_SIZES:-160x50}; do
     --seconds "${TUI_SECONDS:-60}" --warmup 5 --peer "${PEER:+$PEER --interval 1}" \
     --floor-lines "${TUI_FLOOR_LINES:-}" --cols "$cols" --rows "$rows"
 done
+# capture: each program's raw screen output for CAPTURE_SECONDS at each size (bench/screen_rows.py
+# names the rows behind rows/s), gputui's main thread under cProfile, and the one-shot's imports.
+if [[ $BENCHES == *" capture "* ]]; then
+  for size in ${LAB_SIZES:-160x50}; do
+    cols=${size%x*} rows=${size#*x}
+    $PY -m bench.screen_rows capture "$OUT/screen-gputui-$size.jsonl" --seconds \
+      "${CAPTURE_SECONDS:-25}" --cols "$cols" --rows "$rows" -- $PY -m gputui --interval 1
+    [ -n "$PEER" ] && $PY -m bench.screen_rows capture "$OUT/screen-peer-$size.jsonl" \
+      --seconds "${CAPTURE_SECONDS:-25}" --cols "$cols" --rows "$rows" -- $PEER --interval 1
+  done
+  $PY -m bench.screen_rows capture "$OUT/screen-profiled.jsonl" --seconds "${CAPTURE_SECONDS:-25}" \
+    -- $PY -m cProfile -o "$OUT/tui-160x50.pstats" -m gputui --interval 1
+  for _ in 1 2 3; do $PY -X importtime -m gputui --once --json 2> "$OUT/once-importtime.txt" >/dev/null; done
+  say "capture: $(ls "$OUT" | grep -c screen-) screens kept"
+fi
 [[ $BENCHES == *" live "* ]] && bench 30 live --cycles 30
 nvidia-smi --query-compute-apps=pid,used_memory --format=csv >> "$OUT/env.txt" 2>&1
 say "lab: done; files in $OUT: $(ls "$OUT" | tr '\n' ' ')"

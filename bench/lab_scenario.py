@@ -108,6 +108,34 @@ def lab_scenario(container_pid: int, host_pid: int, seed: int = 7) -> dict[str, 
     }
 
 
+def busy_scenario(pids: list[int], seed: int = 7) -> dict[str, Any]:
+    """One H200 shared by ``pids``, as ``bench/lab.sh``'s busy host (``LAB_LOAD=busy``) runs it.
+
+    The processes hold 6, 4, 3, 2 and 4 GiB in turn, each with its own SM % walk; the third
+    grows by 256 MiB every 5 refreshes (the leak). Pass the host PIDs of the lab's container
+    processes and of a host process (``docker top``), so they are attributed as there.
+    """
+    rng = random.Random(seed)
+    gpu = _gpu(rng, 0, True, pids[0], 6144)
+    sizes = [6144, 4096, 2048, 3072, 2048, 4096]
+    processes = []
+    for i, pid in enumerate(pids):
+        mib = sizes[i % len(sizes)]
+        used = [mib + (256 * (t // 5) if i == 2 else 0) for t in range(PERIOD)]
+        processes.append({
+            "pid": pid,
+            "used_memory_mib": used,
+            "sm_util": [round(v) for v in _walk(rng, 0, 12, 3, PERIOD)],
+            "mem_util": [round(v) for v in _walk(rng, 0, 4, 1, PERIOD)],
+        })  # fmt: skip
+    gpu["processes"] = processes
+    gpu["memory_used_mib"] = [
+        520 + sum(p["used_memory_mib"][t] for p in processes) for t in range(PERIOD)
+    ]
+    return {"nvml": "ok", "driver_version": "580.95.05", "cuda_driver_version": "13.0",
+            "gpus": [gpu]}  # fmt: skip
+
+
 def _spawn_sleep() -> int:
     sleep = shutil.which("sleep") or "/bin/sleep"
     # posix_spawn with setsid: not killed with this module's process group; never waited on
@@ -122,7 +150,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--container-pid", type=int, default=None)
     parser.add_argument("--host-pid", type=int, default=None)
     parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument(
+        "--busy", metavar="PID,PID,...", help="the busy host instead: one GPU shared by these PIDs"
+    )
     args = parser.parse_args(argv)
+    if args.busy:
+        pids = [int(p) for p in args.busy.split(",") if p.strip()]
+        args.file.write_text(json.dumps(busy_scenario(pids, args.seed), indent=1))
+        print(f"{args.file}: GPU 0 shared by {len(pids)} processes")
+        return 0
     container = args.container_pid if args.container_pid is not None else _spawn_sleep()
     host = args.host_pid if args.host_pid is not None else _spawn_sleep()
     args.file.write_text(json.dumps(lab_scenario(container, host, args.seed), indent=1))

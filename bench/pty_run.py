@@ -20,7 +20,7 @@ import struct
 import termios
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from bench import common
@@ -59,6 +59,8 @@ class PtyRun:
     samples: list[Sample] = field(default_factory=list)
     exit_status: int | None = None
     max_rss: int = 0  # ru_maxrss of the program (bytes), from wait4
+    #: Called with every read of the program's output (``bench.screen_rows`` keeps them).
+    on_read: Callable[[bytes], None] | None = None
     _reader: threading.Thread | None = None
     _tail: bytes = b""
 
@@ -93,6 +95,8 @@ class PtyRun:
             if not chunk:
                 return
             self.out_bytes += len(chunk)
+            if self.on_read is not None:
+                self.on_read(chunk)
             self.rows_written += len(set(_CURSOR_ROW.findall(chunk)))
             # A short tail: a marker split across two reads is still found, and a program that
             # dies early leaves its last words for the report.

@@ -112,16 +112,16 @@ def test_demo_processes_are_younger_than_their_containers_and_of_several_ages() 
 
 
 def _seconds(elapsed: str) -> int:
-    """An ELAPSED cell back to seconds (``49:36``, ``1:02:03``, ``5h58m``, ``1d23h``)."""
+    """An ELAPSED cell back to seconds (``36s``, ``49m``, ``5h58m``, ``1d23h``)."""
     if match := re.fullmatch(r"(\d+)d(\d+)h", elapsed):
         return int(match[1]) * 86400 + int(match[2]) * 3600
     if match := re.fullmatch(r"(\d+)h(\d+)m", elapsed):
         return int(match[1]) * 3600 + int(match[2]) * 60
-    assert re.fullmatch(r"\d+(:\d\d)+", elapsed), elapsed
-    total = 0
-    for part in elapsed.split(":"):
-        total = total * 60 + int(part)
-    return total
+    if match := re.fullmatch(r"(\d+)m", elapsed):
+        return int(match[1]) * 60
+    match = re.fullmatch(r"(\d+)s", elapsed)
+    assert match, elapsed
+    return int(match[1])
 
 
 def _column(line: str, header: str, title: str) -> str:

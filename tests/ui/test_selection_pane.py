@@ -19,8 +19,9 @@ from gputui.collect.linux.proc_reader import ProcSource
 from gputui.collect.standins.scenario import ScenarioSource
 from gputui.model.settings import Settings
 from gputui.ui.app import GpuTuiApp
+from gputui.ui.messages import SnapshotReady
 from gputui.ui.widgets.selection_pane import LOG_LINES, LogTail, SelectionPane
-from tests.support.factories import demo_app
+from tests.support.factories import demo_app, demo_snapshots
 from tests.support.pilot import ready, screen_lines, select_container, wait_until
 
 SCENARIO: dict[str, Any] = {"nvml": "ok", "driver_version": "580.159.04", "gpus": []}
@@ -180,6 +181,40 @@ class _Flood:
 
     def close(self) -> None:
         self.closed.set()
+
+
+async def test_the_pane_repaints_only_the_cells_that_changed() -> None:
+    """An unchanged selection repaints nothing and never lays the screen out again; a refresh
+    whose figures moved repaints those cells only (Static.update asked for a layout of the
+    whole screen and a render of all seven lines, every second)."""
+    app = demo_app(refreshes=5, interval=60.0)  # no refresh of its own during the test
+    async with app.run_test(size=(160, 50)) as pilot:
+        await ready(pilot)
+        await pilot.pause()
+        stats = _pane(app).stats
+        calls: list[tuple[tuple[Any, ...], dict[str, Any]]] = []
+        refresh = stats.refresh
+
+        def recorded(*regions: Any, **kwargs: Any) -> Any:
+            calls.append((regions, kwargs))
+            return refresh(*regions, **kwargs)
+
+        stats.refresh = recorded  # type: ignore[method-assign]
+        shown, rendered = stats.text_lines(), stats.lines_rendered
+        for _ in range(3):
+            app.main.show_pane()
+            await pilot.pause()
+        assert calls == [] and stats.lines_rendered == rendered
+        later = demo_snapshots(6)[-1]
+        app.on_snapshot_ready(SnapshotReady(later, app.analyzer.analyse(later)))
+        await pilot.pause()
+        await pilot.pause()
+        moved = [
+            i for i, (a, b) in enumerate(zip(shown, stats.text_lines(), strict=False)) if a != b
+        ]
+        assert moved, "the demo's next refresh moves the selected container's figures"
+        assert calls and all(regions and not kwargs.get("layout") for regions, kwargs in calls)
+        assert 0 < stats.lines_rendered - rendered <= len(moved) < len(shown)
 
 
 def test_the_log_ring_is_bounded_and_close_ends_the_thread() -> None:

@@ -225,12 +225,31 @@ async def test_filter_by_pod_and_user(make_app: AppFactory) -> None:
 
 
 def test_elapsed_texts() -> None:
-    assert tl.elapsed(5) == "0:05"
-    assert tl.elapsed(12 * 60 + 34) == "12:34"
+    assert tl.elapsed(5) == "5s"
+    assert tl.elapsed(59.9) == "59s"
+    assert tl.elapsed(60) == "1m"
+    assert tl.elapsed(12 * 60 + 34) == "12m"
     assert tl.elapsed(3 * 3600 + 5 * 60 + 59) == "3h05m"
     assert tl.elapsed(3 * 86400 + 4 * 3600 + 1) == "3d04h"
-    assert tl.elapsed(-30) == "0:00"  # clock skew
+    assert tl.elapsed(-30) == "0s"  # clock skew
     assert tl.since(None, 10.0) == tl.NONE and tl.since(1.0, None) == tl.NONE
+
+
+def test_elapsed_key_changes_when_the_text_does() -> None:
+    """The key a row's inputs compare: a new key whenever the shown text moves, and, past the
+    first minute, none while it stays (a row of young jobs is not rebuilt every second)."""
+    start = 1_000.0
+    previous_key, previous_text = None, None
+    changes = 0
+    for second in range(0, 2 * 3600, 1):
+        now = start + second + 0.5
+        key, text = tl.elapsed_key(start, now), tl.since(start, now)
+        if previous_text is not None and text != previous_text:
+            assert key != previous_key, (second, text)
+        if key != previous_key:
+            changes += 1
+        previous_key, previous_text = key, text
+    assert changes == 60 + (2 * 3600 - 60) // 60  # each second of the first minute, then minutes
 
 
 async def test_uptime_and_elapsed_in_the_tree(make_app: AppFactory) -> None:
@@ -246,7 +265,7 @@ async def test_uptime_and_elapsed_in_the_tree(make_app: AppFactory) -> None:
         header = app.main.cpane.header_line
         lines = tree_lines(app)
         assert column(lines[0], header, "ELAPSED").strip() == "3d04h"
-        assert column(lines[1], header, "ELAPSED").strip() == "12:34"
+        assert column(lines[1], header, "ELAPSED").strip() == "12m"
 
 
 async def test_titles_follow_sideways_scrolling(make_app: AppFactory) -> None:

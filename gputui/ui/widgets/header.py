@@ -21,7 +21,7 @@ from gputui.derive.analysis import Analysis, worst_severity
 from gputui.model.snapshot import HostStats, Snapshot
 from gputui.model.status import HealthStatus, SourceStatus
 from gputui.ui.state import UiState, interval_label
-from gputui.ui.widgets.repaint import LineCachedWidget
+from gputui.ui.widgets.repaint import LineCachedWidget, same_content
 
 _SOURCE_LABELS = {"nvml": "NVML", "docker": "Docker", "procs": "procs"}
 _KIND_TEXT = {
@@ -300,11 +300,6 @@ def header_content(
         return first
     second = Content.assemble(*fit(host_segments(snapshot.host_stats), width))
     return Content("\n").join([first, second.truncate(width, ellipsis=True)])
-
-
-def same_content(a: Content, b: Content | None) -> bool:
-    """Text *and* styles equal (``Content.__eq__`` compares the text only)."""
-    return b is not None and a.plain == b.plain and a.spans == b.spans
 
 
 class HeaderBar(LineCachedWidget):

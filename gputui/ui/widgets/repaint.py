@@ -203,3 +203,44 @@ class LineCachedWidget(Widget):
         self.lines_rendered += len(strips)
         self._strips = dict(enumerate(strips))
         return self._strips.get(y) or Strip.blank(width, self.visual_style.rich_style)
+
+
+def same_content(a: Content, b: Content | None) -> bool:
+    """Text *and* styles equal (``Content.__eq__`` compares the text only)."""
+    return b is not None and a.plain == b.plain and a.spans == b.spans
+
+
+class ContentLines(LineCachedWidget):
+    """Lines of ``Content`` in a box of fixed size, repainting only the cells that change.
+
+    The place of a ``Static`` that is updated every refresh: ``Static.update`` asks for a
+    layout of the screen and a render of all its lines at each call, even when the text did not
+    change (the selection pane's seven figure lines did, every second). The box's size comes from
+    its CSS alone, so an update never lays the screen out again; lines past its height are not
+    shown.
+    """
+
+    DEFAULT_CSS = """
+    ContentLines {
+        height: 1fr;
+    }
+    """
+
+    def __init__(self, *, id: str | None = None, classes: str | None = None) -> None:
+        super().__init__(id=id, classes=classes)
+        self._last: Content | None = None
+
+    def update(self, content: Content) -> None:
+        """Show ``content``; nothing happens when it equals what is shown."""
+        if same_content(content, self._last):
+            return
+        old, self._last = self._last, content
+        self.show_content(old, content)
+
+    def render(self) -> Content:
+        """The content given last."""
+        return self._last if self._last is not None else Content("")
+
+    def text_lines(self) -> list[str]:
+        """The plain text of each line given last (for tests and screenshots)."""
+        return [] if self._last is None else self._last.plain.split("\n")

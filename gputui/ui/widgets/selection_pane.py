@@ -23,13 +23,13 @@ from typing import TYPE_CHECKING
 from textual.app import ComposeResult
 from textual.containers import Horizontal
 from textual.content import Content
-from textual.widgets import Static
 
 from gputui.boundary import sanitise
 from gputui.derive import units
 from gputui.derive.analysis import Analysis
 from gputui.model.snapshot import ContainerUsage, Snapshot
 from gputui.ui.styles import severity_style
+from gputui.ui.widgets.repaint import ContentLines
 
 if TYPE_CHECKING:
     # The logs reader's module loads with the first stream (the demo never opens one).
@@ -240,8 +240,8 @@ class SelectionPane(Horizontal):
     def __init__(self, logs_for: LogOpener, *, id: str | None = None) -> None:
         super().__init__(id=id)
         self.logs_for = logs_for
-        self.stats = Static("", id="pane-stats")
-        self.logs = Static("", id="pane-logs")
+        self.stats = ContentLines(id="pane-stats")
+        self.logs = ContentLines(id="pane-logs")
         self.container_id: str | None = None
         self.tail: LogTail | None = None
         self._logs_note = ""
@@ -273,7 +273,7 @@ class SelectionPane(Horizontal):
         self.container_id, self._running = cid, running
         if usage is None:
             self._logs_note = ""
-            self.logs.update("")
+            self.logs.update(Content(""))
             return
         opener, why = self.logs_for(usage)
         self._logs_note = why

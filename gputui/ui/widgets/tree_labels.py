@@ -178,33 +178,28 @@ def gib(value: int | float | None) -> str:
 
 
 def elapsed(seconds: float | None) -> str:
-    """How long something has run: ``0:05``, ``12:34`` (m:ss), ``3h05m``, ``3d04h``.
+    """How long something has run: ``45s``, ``12m``, ``3h05m``, ``3d04h`` (k9s's AGE).
 
-    Minutes and seconds only in the first hour, so older rows change text once a minute and
-    their labels are not rebuilt every refresh. Negative durations (clock skew) read ``0:00``.
+    Seconds only in the first minute, so a row's text moves at most once a minute after it
+    and a screen of young jobs (a benchmark's, a freshly started service's) is not rewritten
+    every second for its clock. Negative durations (clock skew) read ``0s``.
     """
     if seconds is None:
         return NONE
-    s = int(seconds)
-    if s < 0:
-        s = 0
-    if s < 3600:
-        return f"{s // 60}:{s % 60:02d}"
-    if s < 86400:
-        return f"{s // 3600}h{(s % 3600) // 60:02d}m"
-    return f"{s // 86400}d{(s % 86400) // 3600:02d}h"
+    return units.duration(max(0.0, seconds))
 
 
 def elapsed_key(start: float | None, now: float | None) -> int | None:
     """A number equal for two times exactly when :func:`since` shows them alike, cheaply.
 
-    Seconds in the first hour, whole minutes after (what :func:`elapsed` shows changes at
-    most once a minute there); None when either time is unknown.
+    Seconds in the first minute, whole minutes after (what :func:`elapsed` shows changes at
+    most once a minute there, and at most once an hour after a day: a spurious change only
+    costs one rebuilt label); None when either time is unknown.
     """
     if start is None or now is None:
         return None
-    s = int(now - start)  # negative (clock skew) reads 0:00; distinct keys are harmless
-    return s if s < 3600 else 3600 + s // 60
+    s = int(now - start)  # negative (clock skew) reads 0s; distinct keys are harmless
+    return s if s < 60 else 60 + s // 60
 
 
 def since(start: float | None, now: float | None) -> str:
