@@ -118,10 +118,11 @@ for size in ${LAB_SIZES:-160x50}; do
   cols=${size%x*} rows=${size#*x}
   [[ $BENCHES == *" first-frame "* ]] && bench 60 first-frame --runs 5 --cols "$cols" \
     --rows "$rows"
-  # The peer's first frame with data: its GPU row's memory ("1234MiB / 143771MiB").
+  # The peer's first frame with data: its GPU row's memory ("24.92GiB / 140.4GiB"; MiB on
+  # smaller GPUs).
   [[ $BENCHES == *" first-frame "* && -n $PEER ]] && mkdir -p "$OUT/peer" \
     && timeout 60 $PY -m bench.run --out "$OUT/peer" --gputui "$PEER" first-frame --runs 5 \
-      --cols "$cols" --rows "$rows" --marker 'MiB */ *[0-9]+MiB' 2>&1 | tee -a "$LOG"
+      --cols "$cols" --rows "$rows" --marker '[0-9.]+[KMG]iB */ *[0-9.]+[KMG]iB' 2>&1 | tee -a "$LOG"
   [[ $BENCHES == *" tui "* ]] && bench $((ROUNDS * PROGRAMS * (${TUI_SECONDS:-60} + 20) + 10)) tui --rounds "$ROUNDS" \
     --seconds "${TUI_SECONDS:-60}" --warmup 5 --peer "${PEER:+$PEER --interval 1}" \
     --floor-lines "${TUI_FLOOR_LINES:-}" --cols "$cols" --rows "$rows"

@@ -8,6 +8,7 @@ from __future__ import annotations
 from rich.style import Style
 from rich.text import Text
 from textual.app import App, ComposeResult
+from textual.strip import Strip
 from textual.widgets import Tree
 from textual.widgets.tree import TreeNode
 
@@ -106,6 +107,58 @@ async def test_lazy_label_tree_internals() -> None:
         label = nodes[2].label
         assert isinstance(label, Text) and label.plain == "two"  # read: built, first line
         assert built == ["new 1", "two\nlines"]
+
+
+class _BothTrees(App[None]):
+    def compose(self) -> ComposeResult:
+        yield Tree("root", id="plain")
+        yield tc.LazyLabelTree[str]("root", id="lazy")
+
+
+async def test_lazy_label_tree_lines_equal_tree_lines_with_one_style_walk() -> None:
+    """``LazyLabelTree.render_line`` is ``Tree.render_line`` (via ``Tree._render_line``), with
+    the widget's style computed once per frame instead of once per line."""
+    app = _BothTrees()
+    async with app.run_test(size=(60, 20)) as pilot:
+        plain = app.query_one("#plain", Tree)
+        lazy = app.query_one("#lazy", tc.LazyLabelTree)
+        for tree in (plain, lazy):
+            tree.show_root = False
+            group = tree.root.add("group", expand=True)
+            for i in range(4):
+                group.add_leaf(f"leaf {i}")
+        await pilot.pause()
+        lazy.cursor_line = plain.cursor_line = 2
+        app.set_focus(None)  # the focused tree draws its cursor: neither is
+        await pilot.pause()
+        region = lazy.size.region
+
+        def drawn(lines: list[Strip]) -> list[list[tuple[object, ...]]]:
+            # Text and look; the meta differs (each tree numbers its nodes itself).
+            return [
+                [(seg.text, seg.style and seg.style.without_color, seg.style and seg.style.color,
+                  seg.style and seg.style.bgcolor) for seg in line]
+                for line in lines
+            ]  # fmt: skip
+
+        assert drawn(lazy.render_lines(region)) == drawn(plain.render_lines(plain.size.region))
+        walks = 0
+        cls = type(lazy)
+        original = Tree.rich_style
+
+        def counted(self: Tree[str]) -> Style:
+            nonlocal walks
+            walks += 1
+            return original.fget(self)  # type: ignore[attr-defined, no-any-return]
+
+        cls.rich_style = property(counted)  # type: ignore[assignment, method-assign]
+        try:
+            lazy._line_cache.clear()
+            lazy._styles_cache.clear()
+            lines = lazy.render_lines(region)
+        finally:
+            del cls.rich_style
+        assert len(lines) == region.height and walks == 1
 
 
 class _Rows:
