@@ -19,6 +19,7 @@ from enum import Enum
 from gputui.derive import units
 from gputui.derive.units import ratio
 from gputui.derive.windows import SampledWindow, newer
+from gputui.model.gpu import busy_percent
 from gputui.model.snapshot import Snapshot
 from gputui.model.status import AlertSeverity
 
@@ -57,7 +58,10 @@ def _container_metric(pick: Callable[..., float | None]) -> Callable[[Snapshot],
 
 #: What a rule can watch: name -> values by subject (``gpu0``, ``container trainer-a``).
 METRICS: dict[str, Callable[[Snapshot], dict[str, float]]] = {
-    "gpu_util": _gpu_metric(lambda g: g.utilization_gpu),
+    # Busy as time over the interval (GPM's graphics activity, else the mean of the driver's
+    # samples since the last read, else the point read): a rule "gpu_util < 5 for 30m" must not
+    # fire on a job busy 40 % of each second that a point read happens to catch idle.
+    "gpu_util": _gpu_metric(busy_percent),
     "memory_util": _gpu_metric(lambda g: g.utilization_memory),
     "memory_used_percent": _gpu_metric(lambda g: ratio(g.memory_used_bytes, g.memory_total_bytes)),
     "temperature_c": _gpu_metric(lambda g: g.temperature_c),

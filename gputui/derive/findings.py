@@ -28,6 +28,7 @@ from typing import TypeVar
 from gputui.boundary import sanitise
 from gputui.derive import units
 from gputui.derive.windows import SampledWindow
+from gputui.model.gpu import busy_percent
 from gputui.model.mig import is_mig_token, mig_device_name, mig_instance_of, mig_request
 from gputui.model.processes import GpuProcess
 from gputui.model.snapshot import ContainerUsage, Snapshot
@@ -327,7 +328,10 @@ def gpm_findings(snapshot: Snapshot, rules: FindingRules | None = None) -> list[
             (
                 f"gpu:{gpu.index}",
                 f"GPU {gpu.index}",
-                None if gpu.utilization_gpu is None else float(gpu.utilization_gpu),
+                # Busy as time (GPM's graphics activity beside its SM activity, the interval's
+                # mean, else the point read): a point read can catch a busy 200 ms of an idle
+                # second and claim "util 100 %".
+                busy_percent(gpu),
                 gpu.gpm_sm_active,
                 gpu.gpm_tensor_active,
                 gpu.gpm_dram_active,
@@ -355,10 +359,10 @@ def gpm_findings(snapshot: Snapshot, rules: FindingRules | None = None) -> list[
                         "gpu_idle_between_kernels",
                         subject,
                         FindingSeverity.WARN,
-                        f"{what}: util {util:.0f}% but SM activity {sm:.0f}%: the GPU is mostly "
+                        f"{what}: busy {util:.0f}% but SM activity {sm:.0f}%: the GPU is mostly "
                         "idle between kernels (input pipeline, synchronisation, small batches); "
                         "try larger batches, more data-loader workers, CUDA graphs",
-                        (("utilization_gpu", round(util, 1)), ("sm_active", round(sm, 1))),
+                        (("busy_percent", round(util, 1)), ("sm_active", round(sm, 1))),
                     )
                 )
             if (

@@ -34,7 +34,7 @@ from dataclasses import dataclass, replace
 from gputui.boundary import sanitise
 from gputui.derive import units
 from gputui.derive.findings import party_of
-from gputui.model.gpu import GpuSample, MigInstance, is_nvml_uuid
+from gputui.model.gpu import GpuSample, MigInstance, busy_percent, is_nvml_uuid
 from gputui.model.mig import mig_device_name, mig_instance_of, mig_request
 from gputui.model.processes import GpuProcess
 from gputui.model.snapshot import ContainerUsage, Snapshot
@@ -71,7 +71,7 @@ class FreeRules:
 
     Attributes:
         min_free_memory_bytes: Free memory at least this (0: any).
-        max_util: GPU utilization at most this percent (None: not checked).
+        max_util: Busy at most this percent of the last interval (None: not checked).
     """
 
     min_free_memory_bytes: int = 0
@@ -105,10 +105,14 @@ class GpuChoice:
         name: Its model name.
         free_memory_bytes: Total minus used, None when unknown.
         total_memory_bytes: Its memory.
-        utilization_gpu: GPU utilization %, None when unknown.
+        utilization_gpu: NVML's ``utilization.gpu`` point read %, None when unknown.
         exclusions: Why it does not qualify; empty when it does.
         mig_device: For a MIG device, its name (``0:2``; ``index`` is its GPU's, ``uuid`` its
             ``MIG-…`` UUID, ``name`` the GPU's with the profile); None for a whole GPU.
+        busy_percent: The percent of the last interval a kernel ran
+            (:func:`gputui.model.gpu.busy_percent`): what ``--max-util`` judges. A point read
+            covers the driver's last sample period only and reads 0 % all through a load busy
+            part of each second.
     """
 
     index: int
@@ -119,6 +123,7 @@ class GpuChoice:
     utilization_gpu: int | None
     exclusions: tuple[Exclusion, ...] = ()
     mig_device: str | None = None
+    busy_percent: float | None = None
 
     @property
     def usable(self) -> bool:
@@ -316,7 +321,10 @@ def _judge(
 ) -> GpuChoice:
     total, used = gpu.memory_total_bytes, gpu.memory_used_bytes
     free = None if total is None or used is None else max(0, total - used)
-    choice = GpuChoice(gpu.index, gpu.uuid, gpu.name, free, total, gpu.utilization_gpu)
+    choice = GpuChoice(
+        gpu.index, gpu.uuid, gpu.name, free, total, gpu.utilization_gpu,
+        busy_percent=busy_percent(gpu),
+    )  # fmt: skip
     if gpu.lost:
         reason = sanitise.safe_text(gpu.error, 120, na="every query fails")
         return _with(choice, [Exclusion("lost", f"lost: {reason}")])
@@ -360,12 +368,12 @@ def _memory_and_load(
                 )
             )
     if rules.max_util is not None:
-        util = choice.utilization_gpu
-        if util is None:
+        busy = choice.busy_percent
+        if busy is None:
             na = "no GPM figure for the MIG device" if choice.mig_device else "NVML gives N/A"
             out.append(Exclusion("busy", f"utilization unknown ({na})"))
-        elif util > rules.max_util:
-            out.append(Exclusion("busy", f"{util}% busy (at most {rules.max_util}% asked)"))
+        elif round(busy) > rules.max_util:  # judged as shown: 10.4 % is within 10 %
+            out.append(Exclusion("busy", f"{round(busy)}% busy (at most {rules.max_util}% asked)"))
     return out
 
 
@@ -397,7 +405,9 @@ def _judge_mig(
     model = sanitise.safe_text(gpu.name, 40, na="GPU")
     profile = sanitise.safe_text(inst.profile, 20, na="")
     label = f"{model} MIG {profile}".strip()
-    choice = GpuChoice(gpu.index, inst.uuid, label, free, total, util, (), name)
+    choice = GpuChoice(
+        gpu.index, inst.uuid, label, free, total, util, (), name, busy_percent(gpu, inst)
+    )
     out: list[Exclusion] = []
     if inst.uuid is None or not is_nvml_uuid(inst.uuid) or not inst.uuid.upper().startswith("MIG-"):
         shown = sanitise.safe_text(inst.uuid, 60)

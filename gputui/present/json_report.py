@@ -284,6 +284,7 @@ def _choice_to_json(g: GpuChoice) -> dict[str, Any]:
         "free_memory_bytes": g.free_memory_bytes,
         "memory_total_bytes": g.total_memory_bytes,
         "utilization_gpu": g.utilization_gpu,
+        "busy_percent": None if g.busy_percent is None else round(g.busy_percent, 1),
         "excluded_because": [
             {"code": e.code, "text": e.text, "container": e.container} for e in g.exclusions
         ],

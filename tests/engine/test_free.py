@@ -185,6 +185,22 @@ def test_min_free_memory_and_max_util() -> None:
     assert _codes(snap, FreeRules(min_free_memory_bytes=39 * GIB)) == {0: [], 1: [], 2: []}
 
 
+def test_max_util_judges_the_interval_not_the_point_read() -> None:
+    """A job busy part of each second reads 0 % at the driver's last 200 ms: ``--max-util``
+    judges the interval's busy time (GPM's graphics activity, else the samples' mean)."""
+    periodic = _gpu(0, util=0, utilization_gpu_mean=42.0)
+    gpm = _gpu(1, util=100, utilization_gpu_mean=100.0, gpm_graphics_active=3.0)
+    point_only = _gpu(2, util=30)
+    edge = _gpu(3, util=0, utilization_gpu_mean=10.4)  # shown as 10 %: within 10 %
+    answer = free_gpus(_snap((periodic, gpm, point_only, edge)), FreeRules(max_util=10))
+    by_index = {g.index: g for g in answer.gpus}
+    assert [e.code for e in by_index[0].exclusions] == ["busy"]
+    assert by_index[0].exclusions[0].text == "42% busy (at most 10% asked)"
+    assert by_index[1].usable and by_index[1].busy_percent == 3.0
+    assert [e.code for e in by_index[2].exclusions] == ["busy"]  # no better figure: the read
+    assert by_index[3].usable
+
+
 def test_lost_and_mig_gpus_are_left_out() -> None:
     lost = GpuSample(index=0, uuid=None, name=None, lost=True, error="GPU is lost")
     snap = _snap((lost, _gpu(1, mig_mode_current=True), _gpu(2)))

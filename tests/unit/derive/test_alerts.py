@@ -68,6 +68,15 @@ def test_static_rule_pends_holds_for_its_duration_fires_and_resolves() -> None:
     assert [a.phase for a in states[9].history] == [AlertPhase.FIRING, AlertPhase.RESOLVED]
 
 
+def test_gpu_util_watches_the_interval_s_busy_time_not_the_point_read() -> None:
+    """A job busy 95 % of each second whose point reads land in its idle 200 ms (0 %): the
+    rule sees the samples' mean, and GPM's graphics activity where read."""
+    mean = list(play({"utilization_gpu": [0] * 8, "utilization_gpu_mean": [95] * 8}, [UTIL]))
+    assert mean[-1].firing and "gpu_util 95% above 90%" in mean[-1].firing[0].message
+    gpm = {"utilization_gpu": [100] * 8, "gpm_graphics_active": [20] * 8, "gpm_sm_active": [5] * 8}
+    assert not any(s.active for s in play(gpm, [UTIL]))
+
+
 def test_a_condition_shorter_than_for_never_fires() -> None:
     series = [95, 95, 95, 50, 95, 95, 95, 50]
     states = list(play({"utilization_gpu": series}, [UTIL]))

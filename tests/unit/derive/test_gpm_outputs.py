@@ -48,7 +48,7 @@ def test_busy_but_idle_between_kernels_needs_gpm() -> None:
     busy = _gpu(utilization_gpu=100, gpm_sm_active=4.0, gpm_tensor_active=0.0, gpm_dram_active=1.0)
     findings = gpm_findings(_snapshot(busy))
     assert [f.kind for f in findings] == ["gpu_idle_between_kernels"]
-    assert "util 100% but SM activity 4%" in findings[0].summary
+    assert "busy 100% but SM activity 4%" in findings[0].summary
     assert "input pipeline" in findings[0].summary and "try" in findings[0].summary
     # The same util without GPM figures says nothing: util alone cannot tell.
     assert _kinds(_snapshot(_gpu(utilization_gpu=100))) == set()
