@@ -139,6 +139,11 @@ if [[ $BENCHES == *" capture "* ]]; then
   done
   $PY -m bench.screen_rows capture "$OUT/screen-profiled.jsonl" --seconds "${CAPTURE_SECONDS:-25}" \
     -- $PY -m cProfile -o "$OUT/tui-160x50.pstats" -m gputui --interval 1
+  # Resident memory by mapping: gputui, the floor (one Textual line with NVML) and the peer.
+  for prog in "$PY -m gputui --interval 1" "$PY -m bench.floor_app --interval 1" \
+    ${PEER:+"$PEER --interval 1"}; do
+    $PY -m bench.memory_map --seconds "${CAPTURE_SECONDS:-25}" -- "$prog" >> "$OUT/memory.txt" 2>&1
+  done
   for _ in 1 2 3; do $PY -X importtime -m gputui --once --json 2> "$OUT/once-importtime.txt" >/dev/null; done
   say "capture: $(ls "$OUT" | grep -c screen-) screens kept"
 fi
