@@ -8,7 +8,8 @@
 # Writes at most 8 files to $OUT: env.txt, bench.txt and the JSON of each benchmark.
 # About 8.5 minutes: loads warm up ~30 s, TUI 6 x 65 s (gputui, the peer and bench/floor_app.py
 # twice each; TUI_SECONDS sets the 60), --once 2 x 8 runs, first frame 5 runs. LAB_BENCHES picks a
-# subset ("tui"); "capture" keeps each program's screen output and a profile (not in the default).
+# subset ("tui"); "capture" keeps each program's screen output and a profile, "threads" splits the
+# monitor's CPU by thread (neither is in the default).
 # nvitop: taken from PATH or python3 -m nvitop; else installed from a wheel found in $NVITOP_WHEEL,
 # .whl/ or .lab/wheels/ (into /tmp/site, no deps: it needs only nvidia-ml-py and psutil).
 set -u
@@ -146,6 +147,13 @@ if [[ $BENCHES == *" capture "* ]]; then
   done
   for _ in 1 2 3; do $PY -X importtime -m gputui --once --json 2> "$OUT/once-importtime.txt" >/dev/null; done
   say "capture: $(ls "$OUT" | grep -c screen-) screens kept"
+fi
+# threads: the monitor's CPU split by thread (collector, NVML lanes, readers, event loop).
+if [[ $BENCHES == *" threads "* ]]; then
+  for size in ${LAB_SIZES:-160x50}; do
+    timeout 120 $PY -m bench.thread_cpu --seconds "${THREAD_SECONDS:-40}" --cols "${size%x*}" \
+      --rows "${size#*x}" -- --interval 1 2>&1 | tee -a "$LOG"
+  done
 fi
 [[ $BENCHES == *" live "* ]] && bench 30 live --cycles 30
 nvidia-smi --query-compute-apps=pid,used_memory --format=csv >> "$OUT/env.txt" 2>&1
