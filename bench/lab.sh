@@ -124,6 +124,11 @@ for size in ${LAB_SIZES:-160x50}; do
   [[ $BENCHES == *" first-frame "* && -n $PEER ]] && mkdir -p "$OUT/peer" \
     && timeout 60 $PY -m bench.run --out "$OUT/peer" --gputui "$PEER" first-frame --runs 5 \
       --cols "$cols" --rows "$rows" --marker '[0-9.]+[KMG]iB */ *[0-9.]+[KMG]iB' 2>&1 | tee -a "$LOG"
+  # The floor's: a Textual app of one line that starts NVML and shows GPU 0's memory.
+  [[ $BENCHES == *" first-frame "* ]] && mkdir -p "$OUT/floor" \
+    && timeout 60 $PY -m bench.run --out "$OUT/floor" --gputui "$PY -m bench.floor_app --interval 1" \
+      first-frame --runs 5 --cols "$cols" --rows "$rows" --marker 'gpu0 +[0-9]+% [0-9,]+/[0-9,]+ MiB' \
+      2>&1 | tee -a "$LOG"
   [[ $BENCHES == *" tui "* ]] && bench $((ROUNDS * PROGRAMS * (${TUI_SECONDS:-60} + 20) + 10)) tui --rounds "$ROUNDS" \
     --seconds "${TUI_SECONDS:-60}" --warmup 5 --peer "${PEER:+$PEER --interval 1}" \
     --floor-lines "${TUI_FLOOR_LINES:-}" --cols "$cols" --rows "$rows"
