@@ -24,10 +24,13 @@ Per device and interval of ``wall`` seconds:
   ``unknown``.
 * **memory**: GiB x seconds of GPU memory held, and the peak.
 * **energy**: the counter's delta (power x wall when the counter is missing or went back:
-  :attr:`Interval.estimated_energy`). Idle power x wall of it goes to the reservation
-  holders (the occupants when nobody reserved it, else ``unallocated``), the rest, dynamic
-  energy, by busy share. Idle power is configured per GPU model, else the lowest power seen on
-  that GPU so far. The split is an estimate; its sum is the counter.
+  :attr:`Interval.estimated_energy`). The counter is read on a slower cadence than the
+  refresh (it costs milliseconds a call), so an interval in which it did not move gets power x
+  wall, and the interval in which it moves gets its delta less what those estimates credited:
+  over the counter's period the energy is the counter's. Idle power x wall of it goes to the
+  reservation holders (the occupants when nobody reserved it, else ``unallocated``), the rest,
+  dynamic energy, by busy share. Idle power is configured per GPU model, else the lowest power
+  seen on that GPU so far. The split is an estimate; its sum is the counter.
 
 Longer intervals than :func:`gap_cap` are gaps: nothing is credited for them.
 
@@ -316,22 +319,21 @@ def _split(total: float, weights: Mapping[Subject, float]) -> dict[Subject, floa
     return {k: total * w / s for k, w in weights.items()}
 
 
-def _energy_j(prev: GpuSample | None, cur: GpuSample, wall: float) -> tuple[float, bool]:
-    """The GPU's energy over the interval and whether it is an estimate (power x wall)."""
-    if (
-        prev is not None
-        and prev.uuid == cur.uuid
-        and prev.total_energy_mj is not None
-        and cur.total_energy_mj is not None
-    ):
-        delta = (cur.total_energy_mj - prev.total_energy_mj) / 1000.0
-        if 0 <= delta <= MAX_PLAUSIBLE_W * wall:
-            return delta, False
+def _power_j(prev: GpuSample | None, cur: GpuSample, wall: float) -> float:
+    """Power x wall: the mean of the two readings believed (0 J when neither is)."""
     powers = [g.power_w for g in (prev, cur) if g is not None and g.power_w is not None]
     powers = [p for p in powers if 0 <= p <= MAX_PLAUSIBLE_W]
     if not powers:
-        return 0.0, True
-    return sum(powers) / len(powers) * wall, True
+        return 0.0
+    return sum(powers) / len(powers) * wall
+
+
+@dataclass(slots=True)
+class _Unsettled:
+    """Power estimates credited since a GPU's energy counter last moved (to true up)."""
+
+    joules: float = 0.0
+    wall: float = 0.0
 
 
 class Accountant:
@@ -348,6 +350,8 @@ class Accountant:
         self.idle_power_w = dict(idle_power_w or {})
         self._previous: Snapshot | None = None
         self._lowest_w: dict[str | None, float] = {}
+        #: Per GPU (uuid, else index): the estimates since its counter last moved.
+        self._unsettled: dict[str, _Unsettled] = {}
 
     @property
     def previous(self) -> Snapshot | None:
@@ -367,8 +371,40 @@ class Accountant:
             return None
         wall = snapshot.taken_at - prev.taken_at
         if wall > self.cap_s:
+            self._unsettled.clear()  # the counter's delta across a gap is credited to no one
             return Gap(prev.taken_at, snapshot.taken_at, f"no snapshot for {wall:.0f} s")
         return self.interval(prev, snapshot)
+
+    def _energy_j(self, prev: GpuSample | None, cur: GpuSample, wall: float) -> tuple[float, bool]:
+        """The GPU's energy over the interval and whether it is an estimate (power x wall).
+
+        The counter (mJ) is read every few refreshes: while it reads the same as in the
+        previous snapshot the interval gets power x wall, and those estimates are remembered;
+        when it moves, the interval gets the delta less what they credited (never below 0), so
+        the energy over the counter's period is the counter's. A counter missing, gone back
+        or implausibly far ahead gives power x wall and forgets the estimates.
+        """
+        key = cur.uuid or str(cur.index)
+        estimate = _power_j(prev, cur, wall)
+        if (
+            prev is None
+            or prev.uuid != cur.uuid
+            or prev.total_energy_mj is None
+            or cur.total_energy_mj is None
+        ):
+            self._unsettled.pop(key, None)
+            return estimate, True
+        if cur.total_energy_mj == prev.total_energy_mj:
+            # Not read again since the previous snapshot (no GPU draws 0 W for a period).
+            unsettled = self._unsettled.setdefault(key, _Unsettled())
+            unsettled.joules += estimate
+            unsettled.wall += wall
+            return estimate, True
+        unsettled = self._unsettled.pop(key, _Unsettled())
+        delta = (cur.total_energy_mj - prev.total_energy_mj) / 1000.0
+        if 0 <= delta <= MAX_PLAUSIBLE_W * (wall + unsettled.wall):
+            return max(0.0, delta - unsettled.joules), False
+        return estimate, True
 
     def _idle_w(self, gpu: GpuSample) -> float:
         configured = self.idle_power_w.get(gpu.name or "")
@@ -453,7 +489,7 @@ class Accountant:
         estimated = []
         for index, group in states.items():
             gpu = group[0].gpu
-            energy, estimate = _energy_j(previous_gpus.get(index), gpu, wall)
+            energy, estimate = self._energy_j(previous_gpus.get(index), gpu, wall)
             if estimate:
                 estimated.append(str(index))
             energy_total += energy

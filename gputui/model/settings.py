@@ -54,7 +54,8 @@ class Settings:
         scenario: A scenario file replacing NVML (Docker and /proc stay real).
         history_seconds: How far back the sparkline histories reach.
         health_interval: Seconds between runs of the runtime-health checks.
-        slow_interval: Seconds between slow NVML reads (PCIe throughput, per-process utilization).
+        slow_interval: Seconds between slow NVML reads (PCIe throughput, per-process utilization,
+            the total-energy counter).
         exec_timeout: Bound on ``nvidia-smi`` inside a container.
         config: The config file (``--config``); None reads the default XDG location, where a
             missing file means the default alert rules.

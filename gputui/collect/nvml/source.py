@@ -104,7 +104,8 @@ class NvmlSource:
             the real ``pynvml.NVMLError_*`` classes).
         clock: Monotonic clock for cadences.
         wall: Wall clock for XID timestamps.
-        slow_interval: Seconds between slow-lane reads (PCIe throughput, process utilization).
+        slow_interval: Seconds between slow reads: the slow lane's (PCIe throughput, process
+            utilization) and the GPM lane's total-energy counter.
         medium_interval: Seconds between re-reads of slow-changing facts.
         background: Run the slow lane and XID waits in a daemon thread. When False (``--once``,
             tests) slow reads run inline when due, so one read is complete.
@@ -217,6 +218,7 @@ class NvmlSource:
                 self._gpm_interval,
                 min_gap=self._gpm_min_gap,
                 sleep=self._gpm_sleep,
+                energy_interval=self._slow_interval,
             )
             if self._background:
                 self._gpm.start()

@@ -327,6 +327,21 @@ def test_the_energy_counter_and_integrated_power() -> None:
     assert gpus[0].energy_integrated_j == 600.0 + 400.0  # trapezoid: (300 + 500) / 2 W for 1 s
 
 
+def test_the_energy_counter_is_read_on_the_slow_cadence() -> None:
+    # The call costs milliseconds of the driver's CPU a GPU: read every slow_interval, the
+    # snapshots in between carry the last reading (the ledger trues its estimates up to it).
+    now = [0.0]
+    counter = [1_000_000 * step for step in range(8)]
+    nv, source = _source(
+        {"gpus": [_hopper(total_energy_mj=counter)]}, clock=lambda: now[0], slow_interval=5.0
+    )
+    seen = []
+    for _ in range(8):
+        seen.append(_read(nv, source)[0].total_energy_mj)
+        now[0] += 1.0
+    assert seen == [0] * 5 + [5_000_000] * 3
+
+
 def test_scenario_source_plays_gpm_and_energy() -> None:
     source = ScenarioSource({"gpus": [_hopper(total_energy_mj=7)]}, wall=lambda: 0.0)
     gpu = source.read().gpus[0]

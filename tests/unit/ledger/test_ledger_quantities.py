@@ -286,6 +286,43 @@ def test_a_counter_gone_back_or_missing_is_power_times_wall_marked_estimated() -
     assert isinstance(step, Interval) and step.energy_j == 0  # nothing known: nothing credited
 
 
+def test_a_counter_read_every_few_refreshes_is_trued_up_to_its_delta() -> None:
+    # The lane reads the counter every 5 s; the refresh is 1 s. Power reads 300 W, the GPU
+    # really drew 250 W: the four refreshes in between get 300 J each (estimates), the fifth
+    # gets the rest, so over the period the energy is the counter's.
+    accountant = Accountant(1.0)
+    counter = 10**9
+    accountant.take(_snap(T0, (_gpu(0, counter, power_w=300.0),)))
+    steps = []
+    for second in range(1, 16):
+        if second % 5 == 0:
+            counter += 5 * 250_000
+        step = accountant.take(_snap(T0 + second, (_gpu(0, counter, power_w=300.0),)))
+        assert isinstance(step, Interval)
+        steps.append(step)
+    assert [s.energy_j for s in steps[:5]] == pytest.approx([300, 300, 300, 300, 50])
+    assert [bool(s.estimated_energy) for s in steps[:5]] == [True] * 4 + [False]
+    assert sum(s.energy_j for s in steps) == pytest.approx(3 * 5 * 250)
+    for step in steps:  # and what each interval credits is what its rows hold
+        assert sum(a.energy_j for a in step.rows.values()) == pytest.approx(step.energy_j)
+
+
+def test_estimates_above_the_counter_give_zero_and_a_gap_forgets_them() -> None:
+    accountant = Accountant(1.0)
+    accountant.take(_snap(T0, (_gpu(0, 0, power_w=700.0),)))
+    for second in (1, 2, 3):  # 2,100 J credited while the counter stood still
+        accountant.take(_snap(T0 + second, (_gpu(0, 0, power_w=700.0),)))
+    step = accountant.take(_snap(T0 + 4, (_gpu(0, 1_000_000, power_w=700.0),)))
+    assert isinstance(step, Interval) and step.energy_j == 0  # never below nothing
+    step = accountant.take(_snap(T0 + 5, (_gpu(0, 2_000_000, power_w=700.0),)))
+    assert isinstance(step, Interval) and step.energy_j == pytest.approx(1000)  # settled
+
+    accountant.take(_snap(T0 + 6, (_gpu(0, 2_000_000, power_w=100.0),)))  # 400 J unsettled
+    assert isinstance(accountant.take(_snap(T0 + 60, (_gpu(0, 2_000_000),))), Gap)
+    step = accountant.take(_snap(T0 + 61, (_gpu(0, 2_500_000, power_w=100.0),)))
+    assert isinstance(step, Interval) and step.energy_j == pytest.approx(500)  # nothing owed
+
+
 def test_mig_devices_split_their_gpu_and_a_mig_reservation_names_one_device() -> None:
     mig = (
         MigInstance(0, "MIG-a", 1, 0, 0, 40 * GIB, slices=3, gpm_graphics_active=100.0),
