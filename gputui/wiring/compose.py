@@ -18,6 +18,7 @@ from gputui.model.settings import Settings
 if TYPE_CHECKING:
     from gputui.collect.engines import EngineSpec
     from gputui.collect.fault_attribution import KernelFaultTracker
+    from gputui.collect.linux.cgroup_usage import EarlyCgroupCpu
     from gputui.collect.linux.proc_reader import EarlyCpuSample
 from gputui.wiring.demo_host import demo_health
 
@@ -85,6 +86,7 @@ def build_collector(
             settings.engines,
             cpu_settle_s=ONCE_CPU_WINDOW_S if once else 0.0,
             owner_labels=settings.owner_labels,
+            cpu_start=early.cgroups if early is not None and once else None,
         ),
         mode=settings.mode,
         health=run_checks if health else None,
@@ -107,6 +109,7 @@ def container_sources(
     *,
     cpu_settle_s: float = 0.0,
     owner_labels: Sequence[str] = (),
+    cpu_start: EarlyCgroupCpu | None = None,
 ) -> list[ContainerSource]:
     """The container engines a live (or scenario) collector reads, one source per engine.
 
@@ -124,18 +127,24 @@ def container_sources(
         cpu_settle_s: A one-shot's wait between the two cgroup samples of a container's CPU %
             (0 in a live loop, which has the previous refresh's).
         owner_labels: Labels naming a container's owner (the config's ``[owners]``).
+        cpu_start: A one-shot's containers' CPU counters read at start-up (their first sample).
     """
     from gputui.collect.engines import select
 
     labels = tuple(owner_labels)
     return [
-        DeferredContainers(partial(_engine_source, spec, cpu_settle_s, labels), name=spec.name)
+        DeferredContainers(
+            partial(_engine_source, spec, cpu_settle_s, labels, cpu_start), name=spec.name
+        )
         for spec in select(list(engines), env=env)
     ]
 
 
 def _engine_source(
-    spec: EngineSpec, cpu_settle_s: float = 0.0, owner_labels: tuple[str, ...] = ()
+    spec: EngineSpec,
+    cpu_settle_s: float = 0.0,
+    owner_labels: tuple[str, ...] = (),
+    cpu_start: EarlyCgroupCpu | None = None,
 ) -> ContainerSource:
     """The source of one engine (imported and built on its read thread, see above)."""
     if spec.kind == "crio":
@@ -146,7 +155,10 @@ def _engine_source(
         from gputui.collect.containerd.bundles import ContainerdBundles
 
         return ContainerdBundles(
-            spec.address or "/run/containerd", name=spec.name, cpu_settle_s=cpu_settle_s
+            spec.address or "/run/containerd",
+            name=spec.name,
+            cpu_settle_s=cpu_settle_s,
+            cpu_start=cpu_start,
         )
     from gputui.collect.docker.source import DockerSource
 
@@ -157,6 +169,7 @@ def _engine_source(
         name=spec.name,
         product=product,
         cpu_settle_s=cpu_settle_s,
+        cpu_start=cpu_start,
         owner_labels=owner_labels,
     )
 

@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from gputui.collect.docker.source import DockerSource, docker_cli_available
+from gputui.collect.linux.cgroup_usage import early_cgroup_cpu
 from gputui.model.containers import ContainerInfo, ContainerReading
 from tests.support.docker_stats import engine_cpu_percent, engine_memory
 
@@ -161,6 +162,27 @@ def test_cpu_and_memory_of_busy_container(
     assert info.memory_used_bytes is not None
     assert info.memory_used_bytes > 0
     assert info.memory_limit_bytes == 64 * 1024 * 1024
+
+
+def test_a_one_shot_measures_cpu_from_its_start_up_sample(
+    run_container: Any, docker_engine: Any, free_run_id: str
+) -> None:
+    # The start-up walk finds the engine's real cgroup layout (v1 or v2, either driver), and
+    # the one-shot's first read takes the container's CPU % over the window since then.
+    ct = run_container(["sh", "-c", "while :; do :; done"])
+    start = early_cgroup_cpu()
+    assert start is not None
+    assert any(ct.id in str(path) for path in start.usage_ns), sorted(map(str, start.usage_ns))
+    stats = docker_engine.api.stats(ct.id, stream=False)  # the engine's window, ~1 s, inside ours
+    src = DockerSource(label=f"{TEST_LABEL}={free_run_id}", cpu_settle_s=0.1, cpu_start=start)
+    try:
+        info = find(src.read(), ct.id)
+    finally:
+        src.close()
+    assert info is not None and info.cpu_percent is not None
+    engine = engine_cpu_percent(stats)
+    assert engine is not None and engine > 0, stats.get("cpu_stats")
+    assert abs(info.cpu_percent - engine) <= 20 + 0.3 * engine, (info.cpu_percent, engine)
 
 
 def test_memory_matches_docker_stats(

@@ -50,7 +50,7 @@ from gputui.collect.docker import parse as dp
 from gputui.collect.docker.logs import LogStreamError
 from gputui.collect.engines import CONTAINERD_TASKS
 from gputui.collect.kubelet import pod_resources as kubelet
-from gputui.collect.linux.cgroup_usage import CgroupSampler
+from gputui.collect.linux.cgroup_usage import CgroupSampler, EarlyCgroupCpu
 from gputui.collect.linux.container_top import ContainerTop
 from gputui.collect.linux.fileio import read_capped
 from gputui.collect.sources import (
@@ -259,6 +259,7 @@ class ContainerdBundles(ContainerSource):
         proc_root: Where the host's ``/proc`` is.
         cpu_settle_s: For a single collection: seconds between the two cgroup samples a
             container's first CPU % needs.
+        cpu_start: A one-shot's containers' CPU counters read at start-up (the first sample).
         pod_resources: The kubelet's pod-resources socket: True to find it (``$GPUTUI_POD_
             RESOURCES``, else ``/var/lib/kubelet/pod-resources/kubelet.sock`` when it exists),
             a path, or False for none.
@@ -275,11 +276,13 @@ class ContainerdBundles(ContainerSource):
         cgroup_root: str | os.PathLike[str] = "/sys/fs/cgroup",
         proc_root: str | os.PathLike[str] = "/proc",
         cpu_settle_s: float = 0.0,
+        cpu_start: EarlyCgroupCpu | None = None,
         pod_resources: bool | str = True,
         cri_socket: bool | str = True,
     ) -> None:
         self.name = name
         self._cpu_settle_s = cpu_settle_s
+        self._cpu_start = cpu_start
         self._state = Path(state_dir)
         self._tasks = self._state / CONTAINERD_TASKS
         self._timeout = timeout
@@ -420,7 +423,9 @@ class ContainerdBundles(ContainerSource):
             [_with_pid(b, self._proc) for b in seen.values()], deadline
         )
         containers.sort(key=lambda c: (c.k8s_namespace or "", c.k8s_pod or "", c.name, c.id))
-        sampled = self._sampler.sample(containers, self._engine, settle_s=self._cpu_settle_s)
+        sampled = self._sampler.sample(
+            containers, self._engine, settle_s=self._cpu_settle_s, start=self._cpu_start
+        )
         status = SourceStatus(self.name, ok=True)
         if problems or late:
             shown = "; ".join(problems[:3]) + (

@@ -61,7 +61,7 @@ from gputui.collect.docker.engine_api import (
     read_multiplexed,
 )
 from gputui.collect.docker.logs import EngineLogReader, LogStreamError
-from gputui.collect.linux.cgroup_usage import CgroupSampler
+from gputui.collect.linux.cgroup_usage import CgroupSampler, EarlyCgroupCpu
 from gputui.collect.linux.container_top import ContainerTop
 from gputui.collect.linux.engine_pids import EnginePids
 from gputui.collect.owners import OwnerResolver, owner_label_keys
@@ -430,6 +430,7 @@ class DockerSource(ContainerSource):
         name: str = "docker",
         product: str | None = None,
         cpu_settle_s: float = 0.0,
+        cpu_start: EarlyCgroupCpu | None = None,
     ) -> None:
         """Remember the settings; no I/O happens until the first :meth:`read`.
 
@@ -448,9 +449,12 @@ class DockerSource(ContainerSource):
                 the engine's ``/version`` says what it is.
             cpu_settle_s: For a single collection: seconds between the two cgroup samples a
                 container's first CPU % needs (see ``CgroupSampler.sample``).
+            cpu_start: A one-shot's containers' CPU counters read at start-up, the first of
+                those two samples for each container they cover.
         """
         self.name = name
         self._cpu_settle_s = cpu_settle_s
+        self._cpu_start = cpu_start
         self._product = product or "docker"
         self.api_calls = 0
         self._cli: bool | None = None  # whether the engine's CLI is on PATH, once looked for
@@ -945,7 +949,9 @@ class DockerSource(ContainerSource):
         """Add CPU %, memory and throttling from the cgroup files (local engines only)."""
         if self._engine is None or not self._local():
             return containers
-        return self._sampler.sample(containers, self._engine, settle_s=self._cpu_settle_s)
+        return self._sampler.sample(
+            containers, self._engine, settle_s=self._cpu_settle_s, start=self._cpu_start
+        )
 
     def tracked_ids(self) -> dict[str, frozenset[str]]:
         """The container ids each cache holds, by cache (for leak checks: churn tests, soaks).

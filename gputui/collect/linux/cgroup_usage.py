@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from gputui.collect.linux.fileio import KeptFiles, fd_budget, read_small
-from gputui.collect.linux.membership import path_names_container
+from gputui.collect.linux.membership import component_container_id, path_names_container
 from gputui.model.containers import ContainerInfo, EngineInfo
 
 _CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
@@ -313,6 +313,84 @@ CONTAINER_FULL_READ_MAX = 50
 CONTAINER_SAMPLE_WINDOW_S = 4.0
 
 
+#: The start-up walk (:func:`early_cgroup_cpu`) reads at most this many cgroup directories, and
+#: descends at most this deep (rootless podman's ``user.slice/user-N.slice/user@N.service/
+#: user.slice/libpod-<id>.scope/container`` is 6).
+EARLY_WALK_MAX_DIRS = 2048
+EARLY_WALK_MAX_DEPTH = 7
+_V1_CPU_MOUNTS = ("cpuacct", "cpu,cpuacct", "cpuacct,cpu")
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class EarlyCgroupCpu:
+    """Containers' CPU counters read at a one-shot's start, before any engine has answered.
+
+    Attributes:
+        usage_ns: CPU-accounting directory (as :class:`CgroupSampler` finds it) -> its CPU
+            nanoseconds then.
+        system_ns: The host's CPU time then (``/proc/stat``, as :func:`parse_proc_stat`).
+        taken_at: ``time.monotonic()`` after the walk.
+    """
+
+    usage_ns: Mapping[Path, int]
+    system_ns: int
+    taken_at: float
+
+
+def early_cgroup_cpu(
+    cgroup_root: Path = Path("/sys/fs/cgroup"),
+    proc_root: Path = Path("/proc"),
+    *,
+    max_dirs: int = EARLY_WALK_MAX_DIRS,
+) -> EarlyCgroupCpu | None:
+    """Read the CPU counter of every cgroup that names a container, now (bounded walk).
+
+    A single collection has no previous refresh to take a container's CPU % from: without
+    this it samples, waits the one-shot's window (0.1 s) and samples again once the engine
+    has listed the containers, on the one-shot's critical path. Read at start-up, the window
+    passes while the program loads, as the processes' early sample does. Only a directory
+    whose name names a container (and the one level below it: podman's ``/container``) is
+    read; a container this walk does not reach (started later, beyond the bounds, a
+    ``--cgroup-parent`` deeper than the walk) gets the two samples as before.
+
+    Returns:
+        The counters, or None when ``/proc/stat`` or the CPU hierarchy cannot be read.
+    """
+    system = parse_proc_stat(read_small(proc_root / "stat") or "", _CLOCK_TICKS)
+    if system is None:
+        return None
+    if (cgroup_root / "cgroup.controllers").exists():
+        version, base = "2", cgroup_root
+    else:
+        version = "1"
+        mounts = [cgroup_root / m for m in _V1_CPU_MOUNTS if (cgroup_root / m).is_dir()]
+        if not mounts:
+            return None
+        base = mounts[0]
+    names = CGROUP_FILES[version][0]
+    usage: dict[Path, int] = {}
+    stack: list[tuple[str, int, bool]] = [(str(base), 0, False)]
+    visited = 0
+    while stack and visited < max_dirs:
+        folder, depth, inside = stack.pop()
+        visited += 1
+        try:
+            with os.scandir(folder) as entries:
+                children = [e for e in entries if e.is_dir(follow_symlinks=False)]
+        except OSError:
+            continue  # gone, or not ours to read: that container gets two samples
+        for entry in children:
+            named = inside or component_container_id(entry.name) is not None
+            if named:
+                texts = {name: read_small(f"{entry.path}/{name}") for name in names}
+                cpu_ns = cgroup_usage(version, texts, None)[0]
+                if cpu_ns is not None:
+                    usage[Path(entry.path)] = cpu_ns
+            if not inside and depth < EARLY_WALK_MAX_DEPTH:
+                stack.append((entry.path, depth + 1, named))
+    return EarlyCgroupCpu(usage, system[0], time.monotonic())
+
+
 class CgroupSampler:
     """Finds each container's cgroup directories once and samples its files on every call.
 
@@ -325,6 +403,7 @@ class CgroupSampler:
         proc_root: Where the host's ``/proc`` is.
         clock: Monotonic clock that decides when a container is due (tests inject one).
         wall: Wall clock for ``ContainerInfo.stats_sampled_at``.
+        sleep: Waits out a single collection's CPU window (tests record it).
         full_read_max: Up to this many running containers all are read on every call; beyond
             it a rotating share of at least this many (:data:`CONTAINER_FULL_READ_MAX`).
         sample_window: Beyond ``full_read_max``, each container is read again within this many
@@ -338,6 +417,7 @@ class CgroupSampler:
         *,
         clock: Callable[[], float] = time.monotonic,
         wall: Callable[[], float] = time.time,
+        sleep: Callable[[float], None] = time.sleep,
         full_read_max: int = CONTAINER_FULL_READ_MAX,
         sample_window: float = CONTAINER_SAMPLE_WINDOW_S,
     ) -> None:
@@ -345,6 +425,7 @@ class CgroupSampler:
         self.proc_root = proc_root
         self._clock = clock
         self._wall = wall
+        self._sleep = sleep
         self._full_read_max = max(0, full_read_max)
         self._window = max(0.0, sample_window)
         #: Per running container: the engine's info last given, the answer built from it, and
@@ -430,7 +511,12 @@ class CgroupSampler:
         return due
 
     def sample(
-        self, containers: list[ContainerInfo], engine: EngineInfo, *, settle_s: float = 0.0
+        self,
+        containers: list[ContainerInfo],
+        engine: EngineInfo,
+        *,
+        settle_s: float = 0.0,
+        start: EarlyCgroupCpu | None = None,
     ) -> list[ContainerInfo]:
         """The containers with CPU %, memory and throttling filled in for the running ones.
 
@@ -443,11 +529,38 @@ class CgroupSampler:
             settle_s: A single collection (``--once``) has no previous sample to take a CPU %
                 from: when a running container has none, sample, wait this long, and sample
                 again (0: leave CPU % to the next call, as a live loop does).
+            start: Counters read at start-up (:func:`early_cgroup_cpu`): a container found
+                there takes its first sample from them, and only the rest of ``settle_s``
+                since then is waited for.
         """
-        if settle_s > 0 and any(c.running and c.id not in self.cpu_prev for c in containers):
-            self._sample(containers, engine)
-            time.sleep(settle_s)
+        if settle_s > 0:
+            waiting = [c for c in containers if c.running and c.id not in self.cpu_prev]
+            if waiting and start is not None:
+                left = self._prime(waiting, engine, start)
+                if len(left) < len(waiting):
+                    self._sleep(max(0.0, start.taken_at + settle_s - self._clock()))
+                waiting = left
+            if waiting:
+                self._sample(containers, engine)
+                self._sleep(settle_s)
         return self._sample(containers, engine)
+
+    def _prime(
+        self, waiting: list[ContainerInfo], engine: EngineInfo, start: EarlyCgroupCpu
+    ) -> list[ContainerInfo]:
+        """Take the first CPU sample of ``waiting`` from ``start``; those it lacks are returned."""
+        version = engine.cgroup_version or "1"
+        left = []
+        for info in waiting:
+            dirs = self.dirs.get(info.id)
+            if dirs is None or not any(dirs):
+                dirs = self.dirs[info.id] = self._find_dirs(info, engine, version)
+            cpu_ns = start.usage_ns.get(dirs[0]) if dirs[0] is not None else None
+            if cpu_ns is None:
+                left.append(info)
+            else:
+                self.cpu_prev[info.id] = (cpu_ns, start.system_ns, None)
+        return left
 
     def _sample(self, containers: list[ContainerInfo], engine: EngineInfo) -> list[ContainerInfo]:
         running = [c for c in containers if c.running]

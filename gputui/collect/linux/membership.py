@@ -122,6 +122,14 @@ def _component_id(component: str) -> tuple[str, str | None] | None:
     return found.group(2), (_PREFIX_RUNTIME[prefix] if prefix else None)
 
 
+def component_container_id(component: str) -> str | None:
+    """The container id one cgroup path component names (``docker-<id>.scope``...), or None."""
+    if len(component) < 64 or len(component) > 255:
+        return None
+    hit = _component_id(component)
+    return None if hit is None else hit[0]
+
+
 def _component_pod(component: str) -> str | None:
     """The pod UID (``-`` separated) one path component names, or None."""
     for part in component.split(":"):

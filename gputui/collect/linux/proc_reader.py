@@ -38,6 +38,7 @@ from pathlib import Path
 
 from gputui.collect.linux import signals
 from gputui.collect.linux.ancestry import RuntimeAncestry
+from gputui.collect.linux.cgroup_usage import EarlyCgroupCpu, early_cgroup_cpu
 from gputui.collect.linux.fileio import KeptFiles, fd_budget, read_capped
 from gputui.collect.linux.host_view import HostView, boot_time
 from gputui.collect.linux.membership import (
@@ -774,13 +775,17 @@ class EarlyCpuSample:
     Attributes:
         procs: The reader holding the sample (the one-shot's collection must use it).
         taken_at: ``time.monotonic()`` right after the sample.
+        cgroups: The containers' cgroup CPU counters, read just before (None: unreadable).
     """
 
-    __slots__ = ("procs", "taken_at")
+    __slots__ = ("cgroups", "procs", "taken_at")
 
-    def __init__(self, procs: ProcSource, taken_at: float) -> None:
+    def __init__(
+        self, procs: ProcSource, taken_at: float, cgroups: EarlyCgroupCpu | None = None
+    ) -> None:
         self.procs = procs
         self.taken_at = taken_at
+        self.cgroups = cgroups
 
 
 def early_cpu_sample() -> EarlyCpuSample:
@@ -790,10 +795,11 @@ def early_cpu_sample() -> EarlyCpuSample:
     window passes while the configuration, the Docker client and NVML load and start, instead
     of being waited for once NVML has answered.
     """
+    cgroups = early_cgroup_cpu()  # containers' CPU %, which needs a window as processes' does
     procs = ProcSource()
     procs.host_stats()  # the host's CPU % is measured from here
     procs.prime_cpu()
-    return EarlyCpuSample(procs, time.monotonic())
+    return EarlyCpuSample(procs, time.monotonic(), cgroups)
 
 
 def _hidden(pid: int) -> ProcessInfo:
