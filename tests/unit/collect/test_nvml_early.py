@@ -42,6 +42,19 @@ class _SlowStart(ScenarioNvml):
         self.shutdowns += 1
 
 
+class _SampleSeen(ScenarioNvml):
+    """Says when the start's first GPM sample has been taken (on the start's thread)."""
+
+    def __init__(self, data: dict[str, Any]) -> None:
+        super().__init__(data)
+        self.sampled = threading.Event()
+
+    def nvmlGpmSampleGet(self, handle: Any, sample: Any) -> Any:
+        got = super().nvmlGpmSampleGet(handle, sample)
+        self.sampled.set()
+        return got
+
+
 def _early(nv: ScenarioNvml, slept: list[float], **options: Any) -> EarlyNvml:
     def sleep(seconds: float) -> None:
         slept.append(seconds)
@@ -78,9 +91,12 @@ def test_the_start_runs_while_the_caller_works_and_the_first_read_waits_for_it()
 
 def test_a_one_shots_first_gpm_pair_spans_the_start_instead_of_a_sleep() -> None:
     slept: list[float] = []
-    nv = _nvml({"gpus": [HOPPER]})
+    nv = _nvml({"gpus": [HOPPER]}, _SampleSeen)
     early = _early(nv, slept)
-    time.sleep(0.15)  # the rest of the program loading: more than NVML's 100 ms gap
+    # The rest of the program loading: more than NVML's 100 ms gap after the start's first
+    # sample (waited for: on a loaded machine the start's thread may run late).
+    assert nv.sampled.wait(10.0)
+    time.sleep(0.15)
     (gpu,) = early.read().gpus
     assert gpu.gpm_sm_active == 40.0 and gpu.gpm_note is None
     assert not [s for s in slept if s > 0]  # the pair's first sample was taken at the start
