@@ -230,6 +230,10 @@ def default_cgroup_paths(container_id: str, driver: str | None, parent: str | No
     return [f"{base}/{container_id}"]
 
 
+#: Where cgroup v1 mounts the CPU-accounting controller, in the order they are tried.
+_V1_CPU_MOUNTS = ("cpuacct", "cpu,cpuacct", "cpuacct,cpu")
+
+
 def cgroup_candidates(
     version: str, container_id: str, driver: str | None, parent: str | None, proc_cgroup: str
 ) -> list[tuple[int, str, str]]:
@@ -261,9 +265,8 @@ def cgroup_candidates(
             (1, None, ("",), "memory.current"),
         ]
     else:
-        cpu_mounts = ("cpuacct", "cpu,cpuacct", "cpuacct,cpu")
         controllers = [
-            (0, "cpuacct", cpu_mounts, "cpuacct.usage"),
+            (0, "cpuacct", _V1_CPU_MOUNTS, "cpuacct.usage"),
             (1, "memory", ("memory",), "memory.usage_in_bytes"),
             (2, "cpu", ("cpu", "cpu,cpuacct", "cpuacct,cpu"), "cpu.stat"),
         ]
@@ -313,12 +316,12 @@ CONTAINER_FULL_READ_MAX = 50
 CONTAINER_SAMPLE_WINDOW_S = 4.0
 
 
-#: The start-up walk (:func:`early_cgroup_cpu`) reads at most this many cgroup directories, and
-#: descends at most this deep (rootless podman's ``user.slice/user-N.slice/user@N.service/
+#: The start-up walk (:func:`early_cgroup_cpu`) lists and reads at most this many cgroup
+#: directories in all (listing one and reading its counter each count), and descends at most
+#: this deep (rootless podman's ``user.slice/user-N.slice/user@N.service/
 #: user.slice/libpod-<id>.scope/container`` is 6).
 EARLY_WALK_MAX_DIRS = 2048
 EARLY_WALK_MAX_DEPTH = 7
-_V1_CPU_MOUNTS = ("cpuacct", "cpu,cpuacct", "cpuacct,cpu")
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -370,10 +373,10 @@ def early_cgroup_cpu(
     names = CGROUP_FILES[version][0]
     usage: dict[Path, int] = {}
     stack: list[tuple[str, int, bool]] = [(str(base), 0, False)]
-    visited = 0
-    while stack and visited < max_dirs:
+    budget = max_dirs
+    while stack and budget > 0:
         folder, depth, inside = stack.pop()
-        visited += 1
+        budget -= 1
         try:
             with os.scandir(folder) as entries:
                 children = [e for e in entries if e.is_dir(follow_symlinks=False)]
@@ -382,6 +385,9 @@ def early_cgroup_cpu(
         for entry in children:
             named = inside or component_container_id(entry.name) is not None
             if named:
+                if budget <= 0:
+                    break  # the rest get the two samples
+                budget -= 1
                 texts = {name: read_small(f"{entry.path}/{name}") for name in names}
                 cpu_ns = cgroup_usage(version, texts, None)[0]
                 if cpu_ns is not None:

@@ -181,10 +181,9 @@ class GpmLane:
             self.reset()
         now = self._clock()
         self._due = now + self._interval
+        energy = energy and now >= self._energy_due
         if energy:
-            energy = now >= self._energy_due
-            if energy:
-                self._energy_due = now + self._energy_interval
+            self._energy_due = now + self._energy_interval
         targets = self._targets
         wanted: set[Key] = set()
         for index, handle, gis in targets:

@@ -100,6 +100,18 @@ def test_the_start_up_walk_reads_only_cgroups_that_name_a_container(tmp_path: Pa
     assert early_cgroup_cpu(root, proc) is None  # no host CPU time: nothing to measure against
 
 
+def test_the_walks_budget_counts_the_counters_it_reads(tmp_path: Path) -> None:
+    root, proc = tmp_path / "cg", tmp_path / "proc"
+    proc.mkdir()
+    (proc / "stat").write_text("cpu  100 0 100 800 0 0 0 0 0 0\ncpu0 1\n")
+    root.mkdir()
+    (root / "cgroup.controllers").write_text("cpu\n")
+    for digit in "123":
+        _cpu_stat(root / "docker" / (digit * 64), 1)
+    start = early_cgroup_cpu(root, proc, max_dirs=4)  # the root, docker/, two counters
+    assert start is not None and len(start.usage_ns) == 2
+
+
 def test_a_one_shot_takes_a_containers_first_cpu_sample_from_start_up(tmp_path: Path) -> None:
     cgroup_root, proc_root = tmp_path / "cg", tmp_path / "proc"
     proc_root.mkdir()
