@@ -1,5 +1,5 @@
 """``python -m gputui``."""
 
-from gputui.cli.main import main
+from gputui.cli.main import entry
 
-raise SystemExit(main())
+entry()

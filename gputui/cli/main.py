@@ -13,14 +13,18 @@ represent (an ASCII or Latin-1 locale) is replaced, never an error.
 from __future__ import annotations
 
 import argparse
+import contextlib
+import importlib
+import os
 import sys
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NoReturn
 
 from gputui import __version__
 from gputui.boundary.startup_trace import mark
+from gputui.model.records import record
 from gputui.model.settings import MAX_INTERVAL_S, MIN_INTERVAL_S
 
 if TYPE_CHECKING:
@@ -36,14 +40,7 @@ from gputui.cli.args import (
     run_settings,
     scope_error,
 )
-from gputui.cli.doctor import doctor
-from gputui.cli.export import export
-from gputui.cli.fleet import fleet
-from gputui.cli.free import free_command
 from gputui.cli.once import run_once, sample_cpu_early
-from gputui.cli.record import record
-from gputui.cli.replay import replay_command, run_replay
-from gputui.cli.serve import serve_command
 from gputui.cli.terminal import (
     EXIT_BROKEN_PIPE,
     NOT_A_TERMINAL,
@@ -135,6 +132,26 @@ def main(argv: Sequence[str] | None = None) -> int:
     return status
 
 
+#: Set once a one-shot report has run: :func:`entry` may end the process at once.
+_ONE_SHOT: list[bool] = []
+
+
+def entry() -> NoReturn:
+    """The ``gputui`` console command (and ``python -m gputui``): :func:`main`, then exit.
+
+    After a one-shot report (``--once``, ``--json``), whose collector is closed (NVML shut
+    down, the engines' connections closed) and whose output :func:`main` has flushed, the
+    process ends at once: tearing the interpreter's modules down costs a one-shot 30-50 ms
+    and does nothing the end of the process does not. Everything else exits normally.
+    """
+    status = main()
+    if _ONE_SHOT:
+        with contextlib.suppress(OSError, ValueError):
+            sys.stderr.flush()
+        os._exit(status)
+    sys.exit(status)
+
+
 def _main(argv: Sequence[str] | None) -> int:
     mark("cli")  # the interpreter has started and gputui.cli is imported
     args_list = list(sys.argv[1:] if argv is None else argv)
@@ -147,12 +164,13 @@ def _main(argv: Sequence[str] | None) -> int:
         return fail_usage("--demo and --scenario cannot be combined")
     if args.at is not None and args.replay is None:
         return fail_usage("--at needs --replay FILE")
+    # NVML's start (and a one-shot's first GPM samples, whose 100 ms pair a one-shot waits
+    # out) overlaps everything that follows: first, so that nothing here delays it.
+    gpu = _start_nvml(args, settings, once=args.once or args.json)
     # A one-shot of this machine measures CPU % from here: the window passes while the rest of
-    # the program loads and NVML starts, instead of being waited for at the end.
+    # the program loads, instead of being waited for at the end.
     one_shot = (args.once or args.json) and args.replay is None and not settings.demo
     early = sample_cpu_early() if one_shot else None
-    # NVML's start (and a one-shot's first GPM samples) overlaps the imports that follow.
-    gpu = _start_nvml(args, settings, once=args.once or args.json)
     from gputui.config.file import load_config
     from gputui.config.values import ConfigError
 
@@ -167,6 +185,8 @@ def _main(argv: Sequence[str] | None) -> int:
     if args.replay is not None:
         if args.demo or args.scenario is not None:
             return fail_usage("--replay cannot be combined with --demo or --scenario")
+        from gputui.cli.replay import run_replay
+
         return run_replay(
             args.replay,
             args.at,
@@ -184,6 +204,7 @@ def _main(argv: Sequence[str] | None) -> int:
         except ScenarioError as exc:
             return fail_usage(str(exc))
     if args.once or args.json:
+        _ONE_SHOT.append(True)  # its sources are closed when run_once returns
         return run_once(settings, config.alert_rules, as_json=args.json, early=early, gpu=gpu)
     # after every input check: a bad file is named first. A monitor `gputui serve` started for
     # a browser tab has pipes, and Textual's web driver draws for the browser through them
@@ -227,27 +248,6 @@ def _start_nvml(args: argparse.Namespace, settings: Settings, *, once: bool) -> 
     return EarlyNvml(background=not once, slow_interval=settings.slow_interval, pcie=not once)
 
 
-def reclaim_command(argv: Sequence[str]) -> int:
-    """``gputui reclaim``: idle reservations due for reclaim; stop one by typing its name."""
-    from gputui.cli.reclaim import main
-
-    return main(argv)
-
-
-def ledger_entry(argv: Sequence[str]) -> int:
-    """``gputui ledger``: see :mod:`gputui.cli.ledger`."""
-    from gputui.cli.ledger import ledger
-
-    return ledger(argv)
-
-
-def daemon_entry(argv: Sequence[str]) -> int:
-    """``gputui daemon``: see :mod:`gputui.cli.ledger`."""
-    from gputui.cli.ledger import daemon
-
-    return daemon(argv)
-
-
 def faults_command(argv: Sequence[str]) -> int:
     """``gputui faults``: XID errors and OOM kills from the kernel log, attributed.
 
@@ -272,21 +272,29 @@ def faults_command(argv: Sequence[str]) -> int:
     return faults_main(args.since, as_json=args.json, kernel_log=args.kernel_log)
 
 
-@dataclass(frozen=True)
+@record(slots=False)
 class Subcommand:
     """One row of the subcommand table.
 
     Attributes:
         name: The word after ``gputui``.
         summary: What it is for, in ``gputui --help``.
-        run: Parses the rest of the command line and runs it; returns the exit status.
+        entry: ``module:function`` of what parses the rest of the command line and runs it,
+            returning the exit status. Imported when the subcommand runs: a plain start
+            loads no other command's code.
         operands: What ``--help`` shows after the name (``FILE`` for ``record FILE``).
     """
 
     name: str
     summary: str
-    run: Callable[[Sequence[str]], int]
+    entry: str
     operands: str = ""
+
+    def run(self, argv: Sequence[str]) -> int:
+        """Import the subcommand's module and run it on the rest of the command line."""
+        module, _, function = self.entry.partition(":")
+        runner: Callable[[Sequence[str]], int] = getattr(importlib.import_module(module), function)
+        return runner(argv)
 
     @property
     def usage(self) -> str:
@@ -297,19 +305,33 @@ class Subcommand:
 #: Every subcommand, in ``gputui --help``'s order: the dispatch and the help list both come
 #: from here (tests/unit/cli/test_cli_help.py).
 SUBCOMMANDS: tuple[Subcommand, ...] = (
-    Subcommand("doctor", "runtime-health checks", doctor),
-    Subcommand("export", "Prometheus metrics", export),
-    Subcommand("record", "record snapshots", record, operands="FILE"),
-    Subcommand("replay", "play a recording back", replay_command, operands="FILE"),
-    Subcommand("free", "the GPUs a new job can use now", free_command),
-    Subcommand("serve", "the monitor in a web browser", serve_command),
-    Subcommand("fleet", "the GPU hosts a Prometheus scrapes, one row each", fleet),
-    Subcommand("ledger", "GPU-hours, energy and cost per container, project or GPU", ledger_entry),
-    Subcommand("daemon", "collect and keep the ledger, nothing else", daemon_entry),
+    Subcommand("doctor", "runtime-health checks", "gputui.cli.doctor:doctor"),
+    Subcommand("export", "Prometheus metrics", "gputui.cli.export:export"),
+    Subcommand("record", "record snapshots", "gputui.cli.record:record", operands="FILE"),
     Subcommand(
-        "faults", "XID errors and OOM kills from the kernel log, attributed", faults_command
+        "replay", "play a recording back", "gputui.cli.replay:replay_command", operands="FILE"
     ),
-    Subcommand("reclaim", "idle GPU reservations the idle policy found; stop one", reclaim_command),
+    Subcommand("free", "the GPUs a new job can use now", "gputui.cli.free:free_command"),
+    Subcommand("serve", "the monitor in a web browser", "gputui.cli.serve:serve_command"),
+    Subcommand(
+        "fleet", "the GPU hosts a Prometheus scrapes, one row each", "gputui.cli.fleet:fleet"
+    ),
+    Subcommand(
+        "ledger",
+        "GPU-hours, energy and cost per container, project or GPU",
+        "gputui.cli.ledger:ledger",
+    ),
+    Subcommand("daemon", "collect and keep the ledger, nothing else", "gputui.cli.ledger:daemon"),
+    Subcommand(
+        "faults",
+        "XID errors and OOM kills from the kernel log, attributed",
+        "gputui.cli.main:faults_command",
+    ),
+    Subcommand(
+        "reclaim",
+        "idle GPU reservations the idle policy found; stop one",
+        "gputui.cli.reclaim:main",
+    ),
 )
 _BY_NAME = {subcommand.name: subcommand for subcommand in SUBCOMMANDS}
 

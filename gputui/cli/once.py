@@ -38,13 +38,16 @@ def collect_once(
         early: The first CPU sample, taken at start-up.
         gpu: NVML already starting (the command line's); closed here either way.
     """
-    # The error's own module: the scenario reader itself is imported only for --scenario.
-    from gputui.collect.standins.scenario_format import ScenarioError
     from gputui.wiring.compose import build_collector
 
+    invalid: tuple[type[Exception], ...] = ()  # only a scenario file can be invalid here
+    if settings.scenario is not None:
+        from gputui.collect.standins.scenario_format import ScenarioError
+
+        invalid = (ScenarioError,)
     try:
         collector = build_collector(settings, once=True, early=early, gpu=gpu)
-    except ScenarioError as exc:
+    except invalid as exc:
         if gpu is not None:
             gpu.close()
         return str(exc)

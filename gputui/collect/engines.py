@@ -26,10 +26,10 @@ from __future__ import annotations
 import os
 import stat
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 
 from gputui.collect.linux.users import user_name
+from gputui.model.records import record
 
 #: The kinds of engine gputui reads, as ``--engine`` names them.
 ENGINE_KINDS = ("docker", "podman", "containerd", "crio")
@@ -49,7 +49,7 @@ class EngineSpecError(ValueError):
     """A ``--engine`` value that cannot be used (one line)."""
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class EngineSpec:
     """One container engine to read.
 

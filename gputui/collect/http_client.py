@@ -26,19 +26,20 @@ import contextlib
 import errno
 import http.client
 import io
-import ipaddress
 import json
 import os
 import select
 import socket
-import ssl
 import threading
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from gputui.boundary.json_limits import finite_float, json_depth, no_constant
+
+if TYPE_CHECKING:
+    import ssl  # only a TLS target's handshake imports it: a unix socket needs no TLS code
+from gputui.model.records import record
 
 #: The status line and every header together; a server sending more is refused.
 MAX_HEAD_BYTES = 64 << 10
@@ -125,7 +126,7 @@ class Cancel:
                 store.discard(item)
 
 
-@dataclass(frozen=True)
+@record(slots=False)
 class Target:
     """Where requests go: a unix socket, or a TCP host and port (with TLS when ``tls``).
 
@@ -175,6 +176,8 @@ def _resolve(
     It has no timeout of its own, so it runs on a daemon thread that is left behind (never
     joined) when the deadline or a cancel comes first.
     """
+    import ipaddress  # a TCP target's only: the local engine's unix socket has no host
+
     with contextlib.suppress(ValueError):
         ipaddress.ip_address(host)
         return socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_NUMERICHOST)
@@ -260,6 +263,8 @@ def _handshake(
     target: Target, sock: socket.socket, deadline: float | None, cancel: Cancel | None
 ) -> socket.socket:
     """The TLS handshake on a non-blocking socket, each wait given only the time left."""
+    import ssl
+
     assert target.tls is not None
     tls = target.tls.wrap_socket(sock, server_hostname=target.host, do_handshake_on_connect=False)
     try:

@@ -29,10 +29,10 @@ import threading
 import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
 
 from gputui.collect.linux.users import user_name
 from gputui.model.containers import Owner
+from gputui.model.records import record
 
 #: The label gputui always reads (after the configured ones).
 OWNER_LABEL = "gputui.owner"
@@ -64,7 +64,7 @@ SYSTEM_PREFIXES = (
 )
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class OwnerFacts:
     """What an engine's description of one container says about its owner.
 

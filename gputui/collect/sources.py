@@ -21,7 +21,7 @@ collector.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import TYPE_CHECKING, Literal, Protocol
 
 from gputui.model.containers import (
@@ -33,6 +33,7 @@ from gputui.model.containers import (
 )
 from gputui.model.gpu import GpuReading
 from gputui.model.processes import GpuProcess, ProcessInfo, Visibility
+from gputui.model.records import record
 from gputui.model.snapshot import HostStats, Snapshot
 from gputui.model.status import SourceStatus
 
@@ -105,7 +106,7 @@ CAPABILITY_TEXT: dict[Capability, str] = {
 }
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class ContainerCapabilities:
     """What a container source can do besides listing containers, said once per read.
 
@@ -251,7 +252,7 @@ class ContainerSource(Protocol):
         ...
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class ContainerOwner:
     """The source that lists a container, and what it offers.
 
@@ -265,7 +266,7 @@ class ContainerOwner:
     capabilities: ContainerCapabilities
 
 
-@dataclass(frozen=True)
+@record(slots=False)
 class HealthInputs:
     """What the other sources read, handed to the checks.
 

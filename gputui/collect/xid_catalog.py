@@ -9,12 +9,12 @@ take it out of service. An XID missing from the table is ``unknown``, never hard
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from gputui.model.records import record
 
 __all__ = ["CLASSES", "HARDWARE_CLASSES", "OOM_FIX", "XID_TABLE", "XidClass", "classify"]
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class XidClass:
     """What one XID means and what to do about it.
 

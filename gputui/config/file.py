@@ -16,8 +16,9 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import field, replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from gputui.boundary.userfiles import CONFIG_LIMIT, UserFileError, read_user_text
 from gputui.config.alert_rules import parse_alerts
@@ -26,19 +27,17 @@ from gputui.config.values import ConfigError, one_line_error, shown_text, toml_p
 from gputui.derive.alerts import DEFAULT_RULES, AlertRule
 from gputui.derive.idle_policy import IdlePolicy
 from gputui.ledger.report import Prices
+from gputui.model.records import record
 from gputui.model.settings import Settings
-from gputui.notify.config import (
-    NotifyConfigError,
-    NotifyTarget,
-    parse_idle_policy,
-    parse_targets,
-)
+
+if TYPE_CHECKING:
+    from gputui.notify.config import NotifyTarget
 
 #: The name of the state file the monitor writes its preferences to.
 UI_STATE_NAME = "ui-state.toml"
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class FleetPrefs:
     """``[fleet]``: the Prometheus ``gputui fleet`` reads, and its credentials.
 
@@ -73,7 +72,7 @@ def parse_fleet(raw: object, origin: str) -> FleetPrefs:
     return FleetPrefs(**{k: raw[k] for k in keys if k in raw})
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class LedgerPrefs:
     """``[ledger]``: where the ledger is kept, whether this gputui writes it, and prices.
 
@@ -176,7 +175,7 @@ def parse_owners(raw: object, origin: str) -> tuple[str, ...]:
     return tuple(dict.fromkeys(str(k) for k in given))
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Config:
     """What the config file says (or the defaults).
 
@@ -320,11 +319,18 @@ def parse_config(text: str, path: Path) -> Config:
     ui = parse_ui(data.get("ui", {}), str(path))
     keys = parse_keys(data.get("keys", {}), str(path))
     fleet = parse_fleet(data.get("fleet", {}), str(path))
-    try:
-        notify = parse_targets(data, str(path))
-        idle_policy = parse_idle_policy(data, str(path))
-    except NotifyConfigError as exc:
-        raise ConfigError(str(exc)) from None
+    notify: tuple[NotifyTarget, ...] = ()
+    idle_policy = IdlePolicy()
+    if "notify" in data or "idle_policy" in data:
+        # Their parser (and the event and payload code it checks names against) only for a
+        # file that has them: most starts deliver nothing.
+        from gputui.notify.config import NotifyConfigError, parse_idle_policy, parse_targets
+
+        try:
+            notify = parse_targets(data, str(path))
+            idle_policy = parse_idle_policy(data, str(path))
+        except NotifyConfigError as exc:
+            raise ConfigError(str(exc)) from None
     ledger = parse_ledger(data.get("ledger", {}), str(path))
     owner_labels = parse_owners(data.get("owners", {}), str(path))
     engines = parse_engines(data.get("engines", {}), str(path))

@@ -6,13 +6,13 @@ are never rewritten. A value in the state file wins over the config file's ``[ui
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from gputui.boundary.userfiles import CONFIG_LIMIT, UserFileError, read_user_text, replace_user_file
 from gputui.config.values import ConfigError, one_line_error, shown_text, toml_parser
 from gputui.model.process_fields import sort_names
+from gputui.model.records import record
 from gputui.model.settings import MAX_INTERVAL_S, MIN_INTERVAL_S
 
 #: Themes ``[ui] theme`` accepts: Textual's built-in themes (a test checks they exist).
@@ -49,7 +49,7 @@ LAYOUTS: tuple[str, ...] = ("auto", "top", "side")
 PANELS: tuple[str, ...] = ("gpus",)
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class UiPrefs:
     """The monitor's preferences; None (or an absent panel) means "not set".
 

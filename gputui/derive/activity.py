@@ -12,15 +12,14 @@ Pure: a function of one snapshot.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from gputui.derive.findings import party_of
 from gputui.model.gpu import GpuSample
 from gputui.model.mig import mig_device_name, mig_instance_of
+from gputui.model.records import record
 from gputui.model.snapshot import Snapshot
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Activity:
     """One party's part of one GPU's (or MIG device's) GPM figures.
 

@@ -13,13 +13,14 @@ from __future__ import annotations
 import math
 from collections import deque
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from enum import Enum
 
 from gputui.derive import units
 from gputui.derive.units import ratio
 from gputui.derive.windows import SampledWindow, newer
 from gputui.model.gpu import busy_percent
+from gputui.model.records import record
 from gputui.model.snapshot import Snapshot
 from gputui.model.status import AlertSeverity
 
@@ -104,7 +105,7 @@ def format_metric(metric: str, value: float) -> str:
     return f"{value:.4g}"
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class AlertRule:
     """One rule.
 
@@ -157,7 +158,7 @@ DEFAULT_RULES: tuple[AlertRule, ...] = (
 )
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Alert:
     """One alert of one rule on one subject.
 
@@ -190,7 +191,7 @@ class Alert:
             object.__setattr__(self, "severity", AlertSeverity(self.severity))
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class AlertState:
     """The engine's answer after one snapshot.
 

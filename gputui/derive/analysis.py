@@ -12,7 +12,7 @@ so the UI thread reads them while this thread records the next snapshot.
 from __future__ import annotations
 
 from collections.abc import Callable, Collection, Iterable, Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import field, replace
 
 from gputui.derive.activity import Activity
 from gputui.derive.alerts import Alert, AlertEngine, AlertRule, AlertState
@@ -29,6 +29,7 @@ from gputui.derive.process_history import (
 from gputui.derive.scope import scope_analysis
 from gputui.derive.tree import Group, Markers, build_groups, node_markers
 from gputui.derive.users import UserTotals, user_totals
+from gputui.model.records import record
 from gputui.model.settings import ViewScope
 from gputui.model.snapshot import Snapshot
 from gputui.model.status import AlertSeverity, Finding
@@ -37,7 +38,7 @@ from gputui.model.status import AlertSeverity, Finding
 SEVERITIES: tuple[AlertSeverity, ...] = (AlertSeverity.CRITICAL, AlertSeverity.WARNING)
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Analysis:
     """What one snapshot means, beyond its raw numbers.
 

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Callable, Hashable, Mapping
-from dataclasses import dataclass
 from typing import TypeVar
 
 from gputui.boundary import sanitise
@@ -31,6 +30,7 @@ from gputui.derive.windows import SampledWindow
 from gputui.model.gpu import busy_percent
 from gputui.model.mig import is_mig_token, mig_device_name, mig_instance_of, mig_request
 from gputui.model.processes import GpuProcess
+from gputui.model.records import record
 from gputui.model.snapshot import ContainerUsage, Snapshot
 from gputui.model.status import Finding, FindingSeverity
 
@@ -47,7 +47,7 @@ THROTTLE_WINDOW_S = 60.0
 _THROTTLE_SAMPLES = 1024
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class FindingRules:
     """Thresholds of the detectors (the config file may override them).
 
@@ -91,7 +91,7 @@ class FindingRules:
     gpm_dram_bound: float = 80.0
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Share:
     """One party's use of one GPU."""
 
@@ -109,7 +109,7 @@ def span_text(seconds: float) -> str:
     return f"{seconds:.0f} s"
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Throttling:
     """A container's CFS throttling over a recent window of its cgroup counters.
 

@@ -29,7 +29,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
 from gputui.boundary import sanitise
 from gputui.derive import units
@@ -37,6 +37,7 @@ from gputui.derive.findings import party_of
 from gputui.model.gpu import GpuSample, MigInstance, busy_percent, is_nvml_uuid
 from gputui.model.mig import mig_device_name, mig_instance_of, mig_request
 from gputui.model.processes import GpuProcess
+from gputui.model.records import record
 from gputui.model.snapshot import ContainerUsage, Snapshot
 from gputui.model.status import Finding
 
@@ -65,7 +66,7 @@ UNEXPLAINED_MIN_RATIO = 0.01
 _NAMED = 3
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class FreeRules:
     """What a GPU must offer besides being unclaimed.
 
@@ -78,7 +79,7 @@ class FreeRules:
     max_util: int | None = None
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Exclusion:
     """One reason a GPU does not qualify.
 
@@ -95,7 +96,7 @@ class Exclusion:
     container: str | None = None
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class GpuChoice:
     """One GPU and the verdict on it.
 
@@ -131,7 +132,7 @@ class GpuChoice:
         return not self.exclusions
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class FreeAnswer:
     """The verdict on every GPU of one snapshot.
 

@@ -32,6 +32,7 @@ from enum import Enum
 
 from gputui.boundary import sanitise
 from gputui.derive import units
+from gputui.model.records import record
 from gputui.model.snapshot import ContainerUsage, Snapshot
 
 #: The label a container opts in (``reclaim``) or out (``exclude``) with.
@@ -52,7 +53,7 @@ class Stage(str, Enum):
         return str(self.value)
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class IdlePolicy:
     """``[idle_policy]`` of the config file (docs/notify.md).
 
@@ -90,7 +91,7 @@ class IdlePolicy:
     audit: str | None = None
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Notice:
     """A stage a container reached.
 

@@ -17,11 +17,11 @@ import math
 from array import array
 from bisect import bisect_left
 from collections.abc import Collection, Iterable, Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from gputui.derive.columns import Columns, Frozen
 from gputui.model.processes import GpuProcess
+from gputui.model.records import record
 from gputui.model.snapshot import Snapshot
 
 #: Processes followed at once (the ones holding the most GPU memory), besides the viewed ones.
@@ -60,7 +60,7 @@ def identity_of(process: GpuProcess) -> ProcessKey:
     return process_identity(process.pid, process.info.start_time)
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class ProcessTotals:
     """One process at one refresh, its rows on several GPUs added up.
 
@@ -109,7 +109,7 @@ def _sums(processes: Iterable[GpuProcess]) -> dict[ProcessKey, list[Any]]:
     return found
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class RefreshSums:
     """One refresh's processes summed over their GPUs, most GPU memory first.
 

@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
 from enum import Enum
 
 from gputui.boundary import sanitise
@@ -31,6 +30,7 @@ from gputui.derive import units
 from gputui.derive.findings import HOST, Share, span_text
 from gputui.model.containers import ContainerInfo
 from gputui.model.processes import GpuProcess, per_gpu_sm
+from gputui.model.records import record
 from gputui.model.snapshot import ContainerUsage, Snapshot
 from gputui.model.status import Finding, FindingSeverity
 
@@ -49,7 +49,7 @@ class GroupKind(str, Enum):
     OTHERS = "others"
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Group:
     """One top-level node of the container tree.
 
@@ -254,7 +254,7 @@ def build_groups(snapshot: Snapshot) -> tuple[Group, ...]:
 # -- markers ---------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Marker:
     """A flag on a tree node: ``shared GPU 1: 75%``, ``idle 12m``, ``OOM-killed``.
 

@@ -22,10 +22,10 @@ Pure: functions over a :class:`~gputui.model.snapshot.Snapshot`, no I/O.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
 from typing import TypeVar
 
 from gputui.model.processes import GpuProcess, per_gpu_sm
+from gputui.model.records import record
 from gputui.model.snapshot import Snapshot
 
 __all__ = [
@@ -59,7 +59,7 @@ SORTS: tuple[str, ...] = ("memory", "sm", "processes", "gpus", "name")
 USER_KINDS = ("user", "uid", "unknown", "hidden", "unreadable", "owner")
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class UserUsage:
     """One user's GPU use across the host and its containers.
 
@@ -86,7 +86,7 @@ class UserUsage:
     containers: tuple[str, ...]
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class ProjectUsage:
     """One compose project's GPU use (its containers' processes).
 
@@ -326,7 +326,7 @@ def owner_usage(snapshot: Snapshot) -> tuple[UserUsage, ...]:
     return _usage_rows(sums, meta)
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class UserTotals:
     """One snapshot's users and compose projects, computed once for every front-end.
 

@@ -15,13 +15,14 @@ import socket
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+
+from gputui.model.records import record
 
 #: The Prometheus text format every Prometheus version reads (what generate_latest writes).
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class HttpLimits:
     """What one client may cost the metrics server.
 

@@ -19,7 +19,7 @@ import ssl
 import time
 import urllib.parse
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any, Protocol
 
 from gputui.boundary.json_limits import json_shape
@@ -35,6 +35,7 @@ from gputui.collect.http_client import (
     decode_json_unchecked,
     safe_header_value,
 )
+from gputui.model.records import record
 
 #: Seconds to wait for one answer, connect included.
 DEFAULT_TIMEOUT_S = 10.0
@@ -73,7 +74,7 @@ class FleetError(Exception):
     """Prometheus could not be asked or did not answer usefully; the message is the sentence."""
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Auth:
     """Credentials for the query API; never part of a message or a ``repr``.
 
@@ -119,7 +120,7 @@ def auth_from(
     return Auth()
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Endpoint:
     """A validated base URL of a query API.
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -13,6 +12,7 @@ from gputui.fleet.client import FleetError, PrometheusClient, auth_from, parse_u
 from gputui.fleet.model import HostRow, pod_name, sorted_rows
 from gputui.fleet.report import detail_json, to_json, to_text
 from gputui.fleet.source import FleetSnapshot, FleetSource, LiveFleet, RecordedFleet, save_answers
+from gputui.model.records import record
 
 
 class Credentials(Protocol):
@@ -34,7 +34,7 @@ class Credentials(Protocol):
         ...
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class FleetOptions:
     """The command line of ``gputui fleet``, validated by argparse.
 

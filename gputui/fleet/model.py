@@ -9,12 +9,13 @@ from __future__ import annotations
 import math
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from enum import Enum
 
 from gputui.boundary.sanitise import safe_text
 from gputui.fleet.client import instant_vector, range_matrix
 from gputui.fleet.queries import FIELD, GPU_SERIES
+from gputui.model.records import record
 
 #: Longest label value shown.
 LABEL_LIMIT = 128
@@ -67,7 +68,7 @@ def pod_name(namespace: str, pod: str) -> str:
     return f"{namespace}/{pod}" if namespace else pod
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class TopContainer:
     """A container named in the host table, with the GPU memory its processes hold.
 
@@ -89,7 +90,7 @@ class TopContainer:
         return f"{self.pod}/{self.name}" if self.pod else self.name
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class HostRow:
     """One host of the fleet, as its series allow.
 
@@ -245,7 +246,7 @@ def _row(
 # -- one host ---------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class GpuRow:
     """One GPU of a drilled-down host."""
 
@@ -261,7 +262,7 @@ class GpuRow:
     mem_history: tuple[float, ...] = ()
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class ContainerRow:
     """One container of a drilled-down host (gputui hosts only).
 
@@ -285,7 +286,7 @@ class ContainerRow:
         return pod_name(self.namespace, self.pod)
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class HostDetail:
     """What one host's series say: its GPUs, containers, firing alerts and failing checks."""
 

@@ -14,7 +14,6 @@ import math
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -25,6 +24,7 @@ from gputui.collect.http_client import Cancel
 from gputui.fleet import queries
 from gputui.fleet.client import MAX_ANSWER_BYTES, FleetError, QueryApi, server_seconds
 from gputui.fleet.model import HostDetail, HostRow, detail_from, hosts_from
+from gputui.model.records import record
 from gputui.recording.codec import MAX_TIME
 
 #: Queries of one refresh in flight at once. Two, not more: on a busy 2-core machine one at a
@@ -36,7 +36,7 @@ REFRESH_TIMEOUT_S = 10.0
 ANSWERS_FORMAT = "gputui-fleet-answers/1"
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class FleetSnapshot:
     """One refresh of the host table.
 

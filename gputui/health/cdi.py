@@ -18,7 +18,6 @@ import os
 import re
 import threading
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 
 from gputui.boundary.json_limits import json_depth, no_constant
@@ -26,6 +25,7 @@ from gputui.boundary.sanitise import safe_text
 from gputui.boundary.userfiles import UserFileError, read_user_file
 from gputui.boundary.yaml_limits import YamlLimitError, load_bounded_yaml
 from gputui.health.context import CheckContext
+from gputui.model.records import record
 
 #: The kind NVIDIA's toolkit writes its GPUs under (``--device nvidia.com/gpu=0``).
 NVIDIA_GPU_KIND = "nvidia.com/gpu"
@@ -48,7 +48,7 @@ _NVIDIA_KIND_TEXT = re.compile(rb"""["']?kind["']?\s*:\s*["']?nvidia\.com/gpu"""
 _SO_VERSION = re.compile(r"\.so\.(\d{3}\.\d+(?:\.\d+)?)$")
 
 
-@dataclass(frozen=True)
+@record(slots=False)
 class CdiSpec:
     """What one spec file offers.
 
@@ -87,7 +87,7 @@ class CdiSpec:
         return frozenset(m.group(1) for m in found if m is not None)
 
 
-@dataclass(frozen=True)
+@record(slots=False)
 class CdiInventory:
     """The specs of a set of CDI directories.
 

@@ -8,7 +8,7 @@ model objects other sources produced, plus a few file reads (all under :class:`H
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from functools import cached_property
 from typing import TypeVar, cast
 
@@ -16,6 +16,7 @@ from gputui.collect.sources import HealthInputs
 from gputui.health.result import Result
 from gputui.model.containers import ContainerInfo, EngineInfo
 from gputui.model.processes import GpuProcess
+from gputui.model.records import record
 
 #: ``shutil.which``-shaped lookup: command name → absolute path, or None.
 Which = Callable[[str], "str | None"]
@@ -27,7 +28,7 @@ DistVersion = Callable[[str], "str | None"]
 T = TypeVar("T")
 
 
-@dataclass(frozen=True)
+@record(slots=False)
 class HealthRoots:
     """Where the checks read the file system; tests point these at prepared directories.
 
@@ -62,7 +63,7 @@ class HealthRoots:
     host: str = "/"
 
 
-@dataclass(frozen=True)
+@record(slots=False)
 class CheckContext:
     """Everything a check may use; bundled so every check of a scope has the same signature."""
 

@@ -13,7 +13,6 @@ the one variable ``CUDA_MPS_PIPE_DIRECTORY`` of ``environ``): no other environme
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
 from pathlib import Path
 
 from gputui.health.context import CheckContext
@@ -23,6 +22,7 @@ from gputui.health.result import Result
 from gputui.model.containers import ContainerInfo
 from gputui.model.gpu import GpuSample
 from gputui.model.mig import is_mig_token, mig_device_name, mig_request
+from gputui.model.records import record
 
 DOCS_MPS = "https://docs.nvidia.com/deploy/mps/index.html"
 
@@ -45,7 +45,7 @@ MPS_EXPLAINED = (
 )
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class MpsDaemons:
     """The MPS processes found in ``/proc``.
 

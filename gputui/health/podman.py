@@ -20,7 +20,6 @@ import json
 import os
 import sys
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
 
@@ -32,6 +31,7 @@ from gputui.health.docs import DOCS_CDI
 from gputui.health.registry import HOST, check
 from gputui.health.result import Result
 from gputui.model.containers import ContainerInfo
+from gputui.model.records import record
 
 #: Bounds of the small files read here: containers.conf (and its drop-ins), hook files.
 MAX_CONF_BYTES = 256 * 1024
@@ -78,7 +78,7 @@ def _podman_containers(ctx: CheckContext, engines: Sequence[str]) -> list[Contai
 # containers.conf
 
 
-@dataclass(frozen=True)
+@record(slots=False)
 class PodmanConf:
     """What podman's containers.conf says about GPUs.
 
@@ -306,7 +306,7 @@ def _spec_lines(found: CdiInventory, dirs: Sequence[str], read_dirs: Sequence[st
 # podman.hooks
 
 
-@dataclass(frozen=True)
+@record(slots=False)
 class NvidiaHook:
     """A hooks.d file that runs the toolkit's legacy hook."""
 

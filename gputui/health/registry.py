@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from enum import Enum
 from typing import Any, Final, Literal, TypeVar, overload
 
@@ -30,6 +29,7 @@ from gputui.health.context import CheckContext
 from gputui.health.result import Result
 from gputui.model.containers import ContainerInfo
 from gputui.model.gpu import GpuSample
+from gputui.model.records import record
 
 
 class Scope(Enum):
@@ -58,7 +58,7 @@ _Run = TypeVar("_Run", bound=Callable[..., Any])
 _CHECK_ID = re.compile(r"[a-z][a-z0-9_]*(?:\.[a-z][a-z0-9_]*)+")
 
 
-@dataclass(frozen=True)
+@record(slots=False)
 class Check:
     """One registered check.
 

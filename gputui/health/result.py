@@ -9,12 +9,12 @@ neither can drift from the registry. :meth:`Result.to_check` is the one place a
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 
+from gputui.model.records import record
 from gputui.model.status import HealthCheck, HealthStatus
 
 
-@dataclass(frozen=True)
+@record(slots=False)
 class Result:
     """One check's finding before it is tied to a check id and a subject.
 

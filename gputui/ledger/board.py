@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 
 from gputui.ledger.quantities import Gap
 from gputui.ledger.report import Line, Prices, group_key, parse_since, summarise
 from gputui.ledger.store import Coverage, Store, StoreError, alive
+from gputui.model.records import record
 
 #: The windows ``t`` cycles through; ``c`` types any other (``3d``, ``2026-11-01``...).
 WINDOWS = ("today", "7d", "30d")
@@ -25,7 +26,7 @@ GROUPS = ("owner", "container", "project", "image", "gpu")
 MAX_SLOTS = 48
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Board:
     """One window of the ledger, grouped.
 

@@ -46,6 +46,7 @@ from dataclasses import dataclass, field
 from gputui.model.gpu import GpuSample, MigInstance, busy_percent
 from gputui.model.mig import mig_device_name, mig_instance_of, mig_request
 from gputui.model.processes import GpuProcess
+from gputui.model.records import record
 from gputui.model.snapshot import ContainerUsage, Snapshot
 
 #: Container states whose GPU request reserves the device (``created`` has not started yet).
@@ -66,7 +67,7 @@ def gap_cap(interval_s: float) -> float:
     return max(MIN_GAP_S, GAP_INTERVALS * interval_s)
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Subject:
     """Who a device's time is credited to.
 
@@ -101,7 +102,7 @@ UNALLOCATED = Subject("unallocated", "", "unallocated")
 UNKNOWN = Subject("unknown", "", "unknown")
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Device:
     """One device the ledger keeps time for.
 
@@ -144,7 +145,7 @@ class Amounts:
         return self.idle_j + self.dynamic_j
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Interval:
     """The increments of one interval.
 
@@ -172,7 +173,7 @@ class Interval:
         return self.end - self.start
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Gap:
     """An interval too long to credit: nothing was collected in between.
 

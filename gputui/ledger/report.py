@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from gputui.boundary.sanitise import safe_text
+from gputui.model.records import record
 
 if TYPE_CHECKING:
     # Types only: the config file's parser imports this module for Prices, and every start
@@ -30,7 +31,7 @@ FORMATS = ("table", "csv", "json")
 UNKNOWN_OWNER = "unknown"
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Prices:
     """``[ledger]`` prices of the config file.
 

@@ -35,12 +35,12 @@ import os
 import sqlite3
 import time
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from gputui.boundary.userfiles import UserFileError, open_user_append, open_user_database
 from gputui.ledger.quantities import Amounts, Device, Gap, Subject
+from gputui.model.records import record
 
 #: Newest schema this gputui writes (and the newest it reads).
 SCHEMA_VERSION = 2
@@ -130,7 +130,7 @@ def bucket(t: float, size: int) -> int:
     return math.floor(t / size) * size
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Session:
     """One writer's run.
 
@@ -151,7 +151,7 @@ class Session:
     ended: float | None
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class UsageRow:
     """One (device, subject) total over a window, as read back.
 
@@ -172,7 +172,7 @@ class UsageRow:
     amounts: Amounts
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class LifecycleEvent:
     """A container that started, died, was OOM killed, restarted or was removed.
 
@@ -189,7 +189,7 @@ class LifecycleEvent:
     detail: str = ""
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Coverage:
     """What a window's buckets cover.
 

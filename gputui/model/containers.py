@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
+from gputui.model.records import record
 from gputui.model.status import SourceStatus
 
 #: How sure gputui is of an owner, strongest first (``none``: no owner is known).
 OWNER_CONFIDENCES = ("high", "medium", "low", "none")
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Owner:
     """The person a container's GPU time is credited to, and how gputui knows.
 
@@ -32,7 +31,7 @@ class Owner:
     hint: str | None = None
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class ContainerInfo:
     """One container as the Docker engine describes it (environment values never kept).
 
@@ -149,7 +148,7 @@ class ContainerInfo:
         return self.name
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class EngineInfo:
     """Facts about the Docker engine relevant to GPUs (from ``docker info``/``version``).
 
@@ -189,7 +188,7 @@ class EngineInfo:
     pod_resources: SourceStatus | None = None
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class ContainerReading:
     """Everything one read of the container source returns."""
 
@@ -198,7 +197,7 @@ class ContainerReading:
     engine: EngineInfo | None = None
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class ExecResult:
     """Outcome of running a command inside a container.
 
@@ -224,7 +223,7 @@ class ExecResult:
     output_cut_bytes: int | None = None
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Mount:
     """One mount of a container, as its engine describes it.
 
@@ -241,7 +240,7 @@ class Mount:
     read_only: bool
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class ContainerDetails:
     """A container's inspect facts for the inspect screen, bounded, fetched on demand.
 
@@ -284,7 +283,7 @@ class ContainerDetails:
 MAX_DETAIL_ITEMS = 64
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class ContainerProcess:
     """One process of a container, from ``/proc``.
 
@@ -307,7 +306,7 @@ class ContainerProcess:
     state: str = ""
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class ContainerProcesses:
     """Every process of a container (capped), as ``top`` in it would list them.
 

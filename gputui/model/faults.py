@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from gputui.model.records import record
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class FaultCandidate:
     """A process that was on the faulting GPU when a fault named no process.
 
@@ -22,7 +22,7 @@ class FaultCandidate:
     container_name: str | None = None
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class KernelFault:
     """One fault from the kernel log (an NVIDIA XID line or an OOM kill), attributed.
 
@@ -79,7 +79,7 @@ class KernelFault:
     injected: bool = False
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class FaultCount:
     """How many kernel faults of one kind gputui has seen since it started (a counter).
 

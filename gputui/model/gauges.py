@@ -7,9 +7,9 @@ answers are generated from it.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 
 from gputui.model.gpu import GpuSample
+from gputui.model.records import record
 
 # --- The GPU gauges and every name they go by ------------------------------------------------
 #
@@ -21,7 +21,7 @@ from gputui.model.gpu import GpuSample
 _MIB = 1024 * 1024
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class ExportedGauge:
     """A per-GPU Prometheus gauge of ``gputui export`` (labels: gpu, UUID, device, modelName...).
 
@@ -43,7 +43,7 @@ class ExportedGauge:
     counter: bool = False
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class NvmlAnswer:
     """The NVML getter that reads a gauge and the shape of its reply.
 
@@ -72,7 +72,7 @@ class NvmlAnswer:
     group: str | None = None
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class ScenarioKey:
     """How a scenario file gives a gauge (docs/scenario-format.md).
 
@@ -92,7 +92,7 @@ class ScenarioKey:
     demo: float | bool | None = None
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class GpuGauge:
     """One gauge of :class:`GpuSample` and every name it goes by: one row of :data:`GPU_GAUGES`.
 

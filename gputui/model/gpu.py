@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 
+from gputui.model.records import record
 from gputui.model.status import SourceStatus
 
 # --- GPUs, as NVML reports them ------------------------------------------------------------
@@ -37,7 +37,7 @@ THROTTLE_REASONS: tuple[tuple[int, str], ...] = (
 )
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class GpuProcessSample:
     """One process on one GPU as NVML reports it (host PID namespace).
 
@@ -76,7 +76,7 @@ class GpuProcessSample:
 MIG_UTILIZATION_NA = "not supported on MIG devices (NVML)"
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class MigInstance:
     """A MIG device (one compute instance of one GPU instance) under a physical GPU.
 
@@ -127,7 +127,7 @@ MIG_GPM_FIELDS: tuple[str, ...] = (
 )
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class GpuSample:
     """Every gauge of one physical GPU at one refresh.
 
@@ -234,7 +234,7 @@ def gpm_known(gpu: GpuSample) -> bool:
     return gpu.gpm_sm_active is not None
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class XidEvent:
     """A critical XID error reported by the driver for one GPU."""
 
@@ -243,7 +243,7 @@ class XidEvent:
     at: float
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class GpuReading:
     """Everything one read of the GPU source returns.
 

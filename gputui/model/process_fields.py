@@ -16,20 +16,20 @@ sanitiser by the widget that draws it.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from gputui.boundary import timestamps
 from gputui.model.gpu import GpuSample, MigInstance
 from gputui.model.mig import mig_device_name, mig_instance_of
 from gputui.model.processes import GpuProcess
+from gputui.model.records import record
 from gputui.model.snapshot import Snapshot
 
 #: A raw value a column sorts by: a number, a text (sorted case-blind), or None (no value).
 SortValue = float | str | None
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class ProcessSortOrder:
     """One order ``s`` cycles through on the Processes table.
 
@@ -46,7 +46,7 @@ class ProcessSortOrder:
     position: int
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class ProcessColumn:
     """How a field shows as a column of the Processes table.
 
@@ -80,7 +80,7 @@ class ProcessColumn:
         return "" if value is None else f"{value:g}" if isinstance(value, float) else str(value)
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class ProcessScenarioKey:
     """How a scenario file gives a field in a process object (docs/scenario-format.md).
 
@@ -94,7 +94,7 @@ class ProcessScenarioKey:
     bounds: tuple[float, float] | None = None
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class ProcessField:
     """One per-process field and every name it goes by: one row of :data:`PROCESS_FIELDS`.
 

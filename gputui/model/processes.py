@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
 
 from gputui.model.gpu import GpuProcessSample
+from gputui.model.records import record
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class ProcessInfo:
     """Host-side facts about one PID (from /proc and psutil).
 
@@ -51,7 +51,7 @@ class ProcessInfo:
     sampled_at: float | None = None
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Visibility:
     """What gputui itself can see of the host.
 
@@ -69,7 +69,7 @@ class Visibility:
     proc_hidepid: str | None = None
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class GpuProcess:
     """One GPU process joined with its host process facts and its container.
 

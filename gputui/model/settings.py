@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
+
+from gputui.model.records import record
 
 #: Refresh periods below this are refused: NVML and /proc reads would dominate the host's CPU.
 MIN_INTERVAL_S = 0.1
@@ -12,7 +13,7 @@ MIN_INTERVAL_S = 0.1
 MAX_INTERVAL_S = 86400.0
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class ViewScope:
     """What the views show (nvitop's ``--only``, ``--user``, ``--pid``); None: no narrowing.
 
@@ -40,7 +41,7 @@ class ViewScope:
         return self.users is not None or self.pids is not None
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Settings:
     """What the user asked for.
 

@@ -7,16 +7,17 @@ No third-party imports: this module is imported by the data layer and the UI ali
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 
 from gputui.model.containers import ContainerInfo, EngineInfo
 from gputui.model.faults import FaultCount, KernelFault
 from gputui.model.gpu import GpuSample, XidEvent
 from gputui.model.processes import GpuProcess, Visibility
+from gputui.model.records import record
 from gputui.model.status import HealthCheck, SourceStatus
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class ContainerUsage:
     """A container with the GPU usage gputui attributed to it.
 
@@ -76,7 +77,7 @@ class ContainerUsage:
         )
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class HostStats:
     """The host's own load, as nvitop's host panel shows it.
 
@@ -99,7 +100,7 @@ class HostStats:
     swap_total_bytes: int | None = None
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class HostInfo:
     """The machine gputui runs on."""
 
@@ -109,7 +110,7 @@ class HostInfo:
     nvml_version: str | None = None
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Snapshot:
     """Everything gputui knows at one refresh: the single object the UI and reports consume.
 

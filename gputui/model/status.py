@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
 from enum import Enum
+
+from gputui.model.records import record
 
 
 class HealthStatus(str, Enum):
@@ -64,7 +65,7 @@ class AlertSeverity(str, Enum):
         return format(str(self.value), spec)
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class SourceStatus:
     """Whether one data source (``nvml``, ``docker``, ``procs``) answered, and if not, why.
 
@@ -84,7 +85,7 @@ class SourceStatus:
     fix: str | None = None
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class HealthCheck:
     """One runtime-health finding.
 
@@ -108,7 +109,7 @@ class HealthCheck:
     subject: str | None = None
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Finding:
     """A conclusion drawn from several snapshots: sharing, leaks, idle reservations, throttling.
 

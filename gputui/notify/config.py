@@ -13,10 +13,11 @@ import math
 import re
 import urllib.parse
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any
 
 from gputui.derive.idle_policy import IdlePolicy
+from gputui.model.records import record
 from gputui.notify.events import SEVERITIES, Kind
 from gputui.notify.payloads import FORMATS
 
@@ -39,7 +40,7 @@ _MAX_TEXT = 4096
 _OWN_HEADERS = {"host", "content-length", "content-type", "connection", "transfer-encoding"}
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class NotifyTarget:
     """One ``[[notify]]`` entry.
 

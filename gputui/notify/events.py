@@ -10,11 +10,11 @@ through ``safe_text`` at the output boundary.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
 from enum import Enum
 
 from gputui.derive.alerts import Alert
 from gputui.derive.analysis import Analysis
+from gputui.model.records import record
 from gputui.model.status import AlertSeverity, Finding, FindingSeverity
 
 
@@ -55,7 +55,7 @@ def severity_rank(severity: str) -> int:
     return SEVERITIES.index(severity) if severity in SEVERITIES else 1
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Event:
     """One transition to deliver.
 

@@ -16,7 +16,6 @@ import ssl
 import subprocess
 import time
 import urllib.parse
-from dataclasses import dataclass
 
 from gputui.collect.http_client import (
     Cancel,
@@ -27,6 +26,7 @@ from gputui.collect.http_client import (
     HttpTooLarge,
     Target,
 )
+from gputui.model.records import record
 from gputui.notify.config import NotifyTarget
 
 #: A receiver's answer is read (and dropped) up to this size: more is an error, not a hang.
@@ -35,7 +35,7 @@ MAX_REPLY_BYTES = 1 << 20
 _PASSED_ENV = ("PATH", "LANG", "LC_ALL", "TZ")
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Outcome:
     """How one attempt ended.
 

@@ -51,6 +51,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from gputui.boundary.sanitise import safe_text
+from gputui.model.records import record
 
 if TYPE_CHECKING:
     from aiohttp import web
@@ -117,7 +118,7 @@ class ServeUnavailable(Exception):
     """textual-serve (or its web stack) is not installed."""
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class ServeOptions:
     """What ``gputui serve`` was asked for.
 

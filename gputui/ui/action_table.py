@@ -13,12 +13,12 @@ Every binding carries an id (``gputui.<name>``), so keys can be remapped through
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
 from enum import Enum
 
 from textual.binding import Binding, BindingType
 
 from gputui.model.processes import GpuProcess
+from gputui.model.records import record
 from gputui.model.snapshot import ContainerUsage
 from gputui.ui.tab_table import TABS, Selection, TabRow, TabTable
 
@@ -54,7 +54,7 @@ class Needs(Enum):
     TREE = "tree"  # the tab of the container tree
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class ActionRow:
     """One user action.
 
@@ -125,7 +125,7 @@ class ActionRow:
         )
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Policy:
     """When an action (by name, parameters aside) is offered; the same for all its rows."""
 

@@ -8,15 +8,15 @@ index: "who is on GPU 3?"). The GPU scope (``f``, or a click on a GPU) narrows t
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 
 from gputui.model.processes import GpuProcess
+from gputui.model.records import record
 
 #: ``gpu:3``, ``gpu:0,2`` (case-blind); anything else after ``gpu:`` stays plain text.
 _GPU_TOKEN = re.compile(r"^gpu:(\d{1,4}(?:,\d{1,4})*)$", re.IGNORECASE)
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class FilterQuery:
     """A filter text taken apart.
 

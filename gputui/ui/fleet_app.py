@@ -15,7 +15,6 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 from rich.text import Text
 from textual import on, work
@@ -39,6 +38,7 @@ from gputui.fleet.model import (
 )
 from gputui.fleet.report import COLUMNS, cells, memory
 from gputui.fleet.source import FleetSnapshot, FleetSource
+from gputui.model.records import record
 from gputui.ui.crash import CrashSafeApp, run_app
 
 #: Cells of a drill-down sparkline.
@@ -107,7 +107,7 @@ class FleetHelp(ModalScreen[None]):
         yield Static(text)
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class _Refreshed:
     snapshot: FleetSnapshot | None
     error: str | None

@@ -15,8 +15,9 @@ file (``[ui] layout``: ``auto``, ``top``, ``side``).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from enum import Enum
+
+from gputui.model.records import record
 
 #: Terminal widths from which ``auto`` puts the GPU cards in a column beside the tabs.
 SIDE_WIDTH = 180
@@ -51,7 +52,7 @@ class GpuStyle(Enum):
     EMPTY = "empty"  # no GPU: why, the fix, where to look
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Layout:
     """The arrangement for one terminal size.
 

@@ -22,7 +22,6 @@ import subprocess
 import threading
 from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
-from dataclasses import dataclass
 from functools import partial
 from typing import TYPE_CHECKING
 
@@ -35,6 +34,7 @@ from gputui.collect.engines import connect_hint
 from gputui.collect.sources import Capability, CollectorProtocol, refusal
 from gputui.model.containers import ExecResult
 from gputui.model.processes import GpuProcess
+from gputui.model.records import record
 from gputui.model.settings import Settings
 from gputui.model.snapshot import ContainerUsage
 from gputui.ui.crash import redact
@@ -87,7 +87,7 @@ PENDING_STATUS = {
 LISTED_TARGETS = 12
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class SignalTargets:
     """The processes one signal goes to, and those left out.
 

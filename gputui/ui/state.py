@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from gputui.boundary import sanitise
+from gputui.model.records import record
 from gputui.model.settings import MIN_INTERVAL_S, ViewScope
 
 #: The refresh periods ``+``/``-`` step through, in seconds.
@@ -38,7 +37,7 @@ def interval_label(seconds: float) -> str:
     return f"{seconds:g}s"
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class UiState:
     """What the header shows besides the snapshot.
 

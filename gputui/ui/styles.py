@@ -8,7 +8,6 @@ variables, so :func:`themed` resolves them against the running app's theme when 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 from functools import lru_cache
 
 from rich.console import Console, ConsoleOptions, RenderResult
@@ -19,6 +18,7 @@ from textual.style import Style
 from textual.theme import BUILTIN_THEMES
 
 from gputui.derive.alerts import AlertPhase
+from gputui.model.records import record
 from gputui.model.status import HealthStatus
 
 ERROR = "bold $text-error"
@@ -103,7 +103,7 @@ def themed(text: Text) -> Text:
     return out
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Styled:
     """A table cell: Rich text whose theme-variable styles are resolved when drawn.
 

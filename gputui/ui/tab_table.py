@@ -15,9 +15,10 @@ read (and unit-tested) without building a screen.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
 from enum import Enum
 from typing import TYPE_CHECKING, Protocol
+
+from gputui.model.records import record
 
 if TYPE_CHECKING:
     from textual.widget import Widget
@@ -56,7 +57,7 @@ class Sortable(Protocol):
         """Sort by column ``index``, in its natural direction."""
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class TabRow:
     """One tab of the monitor.
 

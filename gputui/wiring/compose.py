@@ -20,7 +20,6 @@ if TYPE_CHECKING:
     from gputui.collect.fault_attribution import KernelFaultTracker
     from gputui.collect.linux.cgroup_usage import EarlyCgroupCpu
     from gputui.collect.linux.proc_reader import EarlyCpuSample
-from gputui.wiring.demo_host import demo_health
 
 #: Seconds one Docker read may spend on the engine, all its requests together.
 DOCKER_READ_S = 5.0
@@ -54,6 +53,7 @@ def build_collector(
     if settings.demo:
         from gputui.collect.standins import demo
         from gputui.collect.standins.scenario import ScenarioSource
+        from gputui.wiring.demo_host import demo_health
 
         return Collector(
             ScenarioSource(demo.DEMO_SCENARIO, wall=demo.wall_clock),

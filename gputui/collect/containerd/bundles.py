@@ -37,7 +37,7 @@ import stat
 import threading
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -67,6 +67,7 @@ from gputui.model.containers import (
     EngineInfo,
     ExecResult,
 )
+from gputui.model.records import record
 from gputui.model.status import SourceStatus
 
 #: A runtime spec is a few KiB (a CRI one with many mounts and a long environment, tens).
@@ -112,7 +113,7 @@ LIFECYCLE_NOTE = (
 )
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class _Bundle:
     """One parsed bundle and the ``config.json`` identity it was parsed from."""
 

@@ -22,7 +22,6 @@ from __future__ import annotations
 import os
 import stat
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -38,6 +37,7 @@ from gputui.collect.kubelet.protowire import (
     signed,
     text,
 )
+from gputui.model.records import record
 
 if TYPE_CHECKING:
     from gputui.collect.criapi.listing import CriList
@@ -85,7 +85,7 @@ class CriError(Exception):
         self.detail = detail
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class ExecOutput:
     """An ``ExecSyncResponse``.
 

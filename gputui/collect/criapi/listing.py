@@ -28,7 +28,7 @@ type is a :class:`~gputui.collect.kubelet.protowire.WireError`: the reply is not
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import TypeVar
 
 from gputui.collect.kubelet.protowire import (
@@ -40,6 +40,7 @@ from gputui.collect.kubelet.protowire import (
     message,
     signed,
 )
+from gputui.model.records import record
 
 #: Items decoded per list: more containers (running and exited) than a node keeps.
 MAX_ITEMS = 5_000
@@ -67,7 +68,7 @@ SANDBOX_STATES = {0: "ready", 1: "notready"}
 KeepKey = Callable[[str], bool]
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class CriContainer:
     """One ``Container`` of a ``ListContainers`` reply.
 
@@ -96,7 +97,7 @@ class CriContainer:
     annotations: tuple[tuple[str, str], ...] = ()
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class CriSandbox:
     """One ``PodSandbox`` of a ``ListPodSandbox`` reply.
 
@@ -123,7 +124,7 @@ class CriSandbox:
     annotations: tuple[tuple[str, str], ...] = ()
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class CriStats:
     """One ``ContainerStats`` of a ``ListContainerStats`` reply (its Linux figures).
 
@@ -144,7 +145,7 @@ class CriStats:
     working_set_bytes: int | None = None
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class CriList:
     """What one list reply held.
 

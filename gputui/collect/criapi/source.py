@@ -29,7 +29,7 @@ import stat
 import threading
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
 from gputui.collect import grpc_unix
 from gputui.collect.containerd import cri
@@ -61,6 +61,7 @@ from gputui.model.containers import (
     ExecResult,
     Owner,
 )
+from gputui.model.records import record
 from gputui.model.status import SourceStatus
 
 #: The largest reply read: the kubelet's own limit on a CRI message (16 MiB).
@@ -93,7 +94,7 @@ def _is_socket(path: str) -> bool:
         return False
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class _Listed:
     """One listed container (or sandbox) and what inspect shows of it."""
 

@@ -16,11 +16,11 @@ import shutil
 import socket
 import struct
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from gputui.boundary.userfiles import UserFileError, read_user_file
+from gputui.model.records import record
 
 DEFAULT_UNIX_SOCKET = "unix:///var/run/docker.sock"
 #: The docker CLI's configuration and context files are small; anything larger is not one.
@@ -31,7 +31,7 @@ class EndpointError(Exception):
     """The docker context or host setting cannot be used (one line, for a ``SourceStatus``)."""
 
 
-@dataclass(frozen=True)
+@record(slots=False)
 class TlsFiles:
     """TLS material for a ``tcp://`` engine (paths; None where the file does not exist).
 
@@ -48,7 +48,7 @@ class TlsFiles:
     verify: bool
 
 
-@dataclass(frozen=True)
+@record(slots=False)
 class Endpoint:
     """Where the client connects, resolved the way the docker CLI does.
 

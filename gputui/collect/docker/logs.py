@@ -18,8 +18,10 @@ from __future__ import annotations
 
 import re
 from collections import deque
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Literal, Protocol
+
+from gputui.model.records import record
 
 #: The largest frame a non-TTY stream may announce; the engine writes at most 16 KiB per line
 #: part (and attach streams about 32 KiB), so a larger header means a stream out of step.
@@ -43,7 +45,7 @@ class LogStreamError(Exception):
     """The logs stream could not be opened or read (one line, for the screen)."""
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class LogLine:
     """One line of a container's output.
 

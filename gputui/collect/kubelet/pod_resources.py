@@ -25,10 +25,11 @@ from __future__ import annotations
 import os
 import stat
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 
 from gputui.collect.grpc_unix import GrpcFailure, UnixGrpcClient
 from gputui.collect.kubelet.protowire import LENGTH, Budget, WireError, fields, message, text
+from gputui.model.records import record
 from gputui.model.status import SourceStatus
 
 #: Where the kubelet serves the pod-resources API (its ``--root-dir`` is ``/var/lib/kubelet``).
@@ -62,7 +63,7 @@ GRPC_FIX = (
 Allocations = Mapping[tuple[str, str, str], tuple[str, ...]]
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class PodResourcesAnswer:
     """One ``List`` call's outcome.
 

@@ -32,6 +32,7 @@ from typing import Any
 from gputui.collect.linux.fileio import KeptFiles, fd_budget, read_small
 from gputui.collect.linux.membership import component_container_id, path_names_container
 from gputui.model.containers import ContainerInfo, EngineInfo
+from gputui.model.records import record
 
 _CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 
@@ -324,7 +325,7 @@ EARLY_WALK_MAX_DIRS = 2048
 EARLY_WALK_MAX_DEPTH = 7
 
 
-@dataclasses.dataclass(frozen=True, slots=True)
+@record
 class EarlyCgroupCpu:
     """Containers' CPU counters read at a one-shot's start, before any engine has answered.
 

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import os
 import threading
-from dataclasses import dataclass
 from pathlib import Path
 
 from gputui.collect.linux.fileio import read_capped
@@ -28,6 +27,7 @@ from gputui.collect.linux.membership import (
     parse_stat_ppid,
     path_names_container,
 )
+from gputui.model.records import record
 
 __all__ = ["MAX_SCAN_PIDS", "EnginePids"]
 
@@ -39,7 +39,7 @@ _STATUS_BYTES = 8192
 _SMALL_BYTES = 4096
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class _Namespace:
     depth: int
     link: str

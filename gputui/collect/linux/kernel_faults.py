@@ -21,7 +21,8 @@ Line forms understood (NVIDIA's XID catalogue and public reports, see tests/data
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+
+from gputui.model.records import record
 
 __all__ = [
     "MAX_MESSAGE_CHARS",
@@ -83,7 +84,7 @@ _TASK_IN_RE = re.compile(
 )
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class KmsgRecord:
     r"""One ``/dev/kmsg`` record.
 
@@ -103,7 +104,7 @@ class KmsgRecord:
     message: str
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class XidLine:
     """The facts of one NVIDIA XID line.
 
@@ -132,7 +133,7 @@ class XidLine:
     detail: str = ""
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class OomContext:
     """The cgroup context the kernel prints before an OOM kill.
 
@@ -154,7 +155,7 @@ class OomContext:
     uid: int | None = None
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class OomKill:
     """The kernel's ``Killed process`` line.
 

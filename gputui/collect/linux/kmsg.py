@@ -20,7 +20,6 @@ import os
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 
 from gputui.collect.linux.kernel_faults import (
     MAX_RECORD_BYTES,
@@ -31,6 +30,7 @@ from gputui.collect.linux.kernel_faults import (
     parse_line,
     parse_record,
 )
+from gputui.model.records import record
 from gputui.model.status import SourceStatus
 
 __all__ = [
@@ -61,7 +61,7 @@ KMSG_FIX = (
 )
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class FaultLine:
     """One kernel-log record that is an XID line or an OOM kill.
 

@@ -10,7 +10,8 @@ how much of its input it looks at, so an oversized file costs no more than a nor
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+
+from gputui.model.records import record
 
 __all__ = [
     "MAX_CGROUP_CHARS",
@@ -80,7 +81,7 @@ _HEX64_RE = re.compile(r"[0-9a-f]{64}")
 _NSPID_FIELD_RE = re.compile(r"[0-9]{1,10}")
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class CgroupMatch:
     """The container a cgroup file places a process in.
 
@@ -99,7 +100,7 @@ class CgroupMatch:
     relative: bool
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class _PathHit:
     """The deepest container named by one cgroup path, plus the ids of containers above it."""
 
@@ -275,7 +276,7 @@ def parse_nspid(status_text: str) -> int | None:
     return fields[-1] if fields else None
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class ProcMount:
     """The options of a procfs mount that decide what gputui may see.
 
@@ -358,7 +359,7 @@ CRI_NAMESPACE = "k8s.io"
 _NAMESPACE_RUNTIME = {"moby": "docker"}
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class MonitorMatch:
     """The container a runtime's monitor process (``conmon``, ``containerd-shim``) serves.
 

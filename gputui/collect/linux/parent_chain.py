@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import os
 import time
-from dataclasses import dataclass
 from pathlib import Path
 
 from gputui.collect.linux.fileio import read_capped
@@ -23,6 +22,7 @@ from gputui.collect.linux.proc_parse import (
     same_start,
     start_time_of,
 )
+from gputui.model.records import record
 
 #: Parents the drill-down's chain climbs at most (init is rarely more than a dozen away).
 MAX_PARENT_DEPTH = 16
@@ -34,7 +34,7 @@ MAX_PARENT_CMDLINE_BYTES = 4096
 EXITED_NOTE = "the process has exited"
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class ParentLink:
     """One ancestor of a process, as ``/proc/<pid>/stat`` and ``cmdline`` describe it.
 

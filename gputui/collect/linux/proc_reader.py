@@ -65,6 +65,7 @@ from gputui.collect.linux.proc_parse import (
 )
 from gputui.collect.linux.users import UserNames
 from gputui.model.processes import ProcessInfo, Visibility
+from gputui.model.records import record
 from gputui.model.snapshot import HostStats
 
 __all__ = ["EarlyCpuSample", "ProcSource", "early_cpu_sample"]
@@ -140,7 +141,7 @@ class _Tracked:
 _UNREAD_IMAGE: tuple[str, int, int, int, int] = ("", 0, 0, 0, 0)
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class _FileFacts:
     """What the cgroup and status files said about one process (fixed for its lifetime)."""
 

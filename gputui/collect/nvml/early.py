@@ -3,20 +3,21 @@
 ``nvmlInit`` takes 75-110 ms on an H200 with persistence mode on, and a one-shot's GPM figures
 need two samples 100 ms apart. Both are waits in the driver (ctypes releases the GIL), so they
 can pass while the interpreter imports the configuration, the container engines' clients and
-(for the monitor) Textual, instead of following them. :class:`EarlyNvml` makes the
-:class:`~gputui.collect.nvml.source.NvmlSource` on its thread (its module and pynvml are
-imported there too), starts it and takes the first GPM samples; the collector's first read waits
-for that start.
+(for the monitor) Textual, instead of following them. :class:`EarlyNvml` starts the driver on
+its thread as soon as pynvml is imported, then makes the
+:class:`~gputui.collect.nvml.source.NvmlSource` there (importing its module), starts it and
+takes the first GPM samples; the collector's first read waits for that start.
 
-This module imports nothing at its top but :mod:`threading`, so the command line loads it
-before anything heavy and the thread starts at once.
+This module imports nothing at its top but :mod:`threading` and :mod:`contextlib`, so the
+command line loads it before anything heavy and the thread starts at once.
 """
 
 from __future__ import annotations
 
+import contextlib
 import threading
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from gputui.collect.nvml.source import NvmlSource
@@ -32,6 +33,25 @@ STALLED_FIX = (
     "NVML has not finished starting: a hung driver or a GPU still being set up (persistence "
     "mode off: sudo nvidia-smi -pm 1). Check nvidia-smi and the kernel log (dmesg)."
 )
+
+
+def _start_driver() -> Any:
+    """``pynvml`` with ``nvmlInit`` called, before the source's modules are imported; or None.
+
+    The driver's start is most of NVML's (75-110 ms on an H200) and a wait in the driver, with
+    the GIL free: begun first, it passes while this thread imports the source's modules (most
+    of which the command line's own imports have loaded by then) instead of after them. NVML
+    counts its starts: the source's ``nvmlInit`` is a second one, and the caller ends this
+    one with ``nvmlShutdown`` once the source has started. A start that fails here is left to
+    the source, whose own start fails the same way and says why.
+    """
+    import pynvml
+
+    try:
+        pynvml.nvmlInit()
+    except (pynvml.NVMLError, OSError):
+        return None
+    return pynvml
 
 
 class EarlyNvml:
@@ -70,11 +90,22 @@ class EarlyNvml:
         threading.Thread(target=self._start, name="gputui-nvml-start", daemon=True).start()
 
     def _start(self) -> None:
-        try:
-            source = self._make() if self._make is not None else self._real()
-            source.warm()
-            from gputui.boundary.startup_trace import mark  # os and time only
+        from gputui.boundary.startup_trace import mark  # os and time only
 
+        try:
+            if self._make is not None:
+                source = self._make()
+                source.warm()
+            else:
+                driver = _start_driver()
+                mark("nvml-driver-started")
+                try:
+                    source = self._real()
+                    source.warm()
+                finally:
+                    if driver is not None:  # the source's own start holds NVML now
+                        with contextlib.suppress(Exception):
+                            driver.nvmlShutdown()
             mark("nvml-started")
             with self._lock:
                 late_close = self._closed

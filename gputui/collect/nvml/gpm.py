@@ -24,12 +24,12 @@ import math
 import threading
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from gputui.collect.nvml.slow_lane import error_name
 from gputui.model.gauges import GPU_GAUGES, GpuGauge
 from gputui.model.gpu import GPM_DROPPED, GPM_LOST, GPM_MIG, GPM_PENDING, GPM_UNSUPPORTED
+from gputui.model.records import record
 
 #: NVML wants the two samples of a pair at least this far apart.
 MIN_GAP_S = 0.1
@@ -43,7 +43,7 @@ Key = tuple[int, int | None]
 Figures = dict[str, float | None]
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class GpmMetric:
     """One metric the lane asks for.
 
@@ -186,30 +186,25 @@ class GpmLane:
             self._energy_due = now + self._energy_interval
         targets = self._targets
         wanted: set[Key] = set()
+        lost: set[int] = set()
         for index, handle, gis in targets:
             self._handles[index] = handle
             wanted.add((index, None))
             wanted.update((index, gi) for gi in gis)
             try:
-                if energy:
-                    self._read_energy(index, handle)
-                if not self._is_supported(index, handle):
-                    self._publish((index, None), None, GPM_UNSUPPORTED)
-                    for gi in gis:
-                        self._publish((index, gi), None, GPM_UNSUPPORTED)
-                    continue
-                self._step((index, None), handle)
-                for gi in gis:
-                    self._step((index, gi), handle)
+                self._sample(index, handle, gis)
             except _Lost:
-                for key in [k for k in self._prev if k[0] == index]:
-                    self._free(self._prev.pop(key)[0])
-                for key in [(index, None), *((index, gi) for gi in gis)]:
-                    self._publish(key, None, GPM_LOST)
-                with self._lock:
-                    self._energy.pop(index, None)
-                # A GPU back after a reset is asked about GPM again.
-                self._supported.pop(index, None)
+                self._lost(index, gis)
+                lost.add(index)
+        # Every GPU's samples first, then the counters (milliseconds each): a first pair's
+        # 100 ms, which a one-shot waits out, starts with the samples of every GPU.
+        for index, handle, gis in targets if energy else ():
+            if index in lost:
+                continue
+            try:
+                self._read_energy(index, handle)
+            except _Lost:
+                self._lost(index, gis)
         with self._lock:
             first = any(key not in self._figures for key in self._prev)
         if first:
@@ -226,6 +221,28 @@ class GpmLane:
                 del self._figures[key]
             for key in [k for k in self._notes if k not in wanted]:
                 del self._notes[key]
+
+    def _sample(self, index: int, handle: Any, gis: tuple[int, ...]) -> None:
+        """One GPU's samples (and its GPU instances'), or why it has none."""
+        if not self._is_supported(index, handle):
+            self._publish((index, None), None, GPM_UNSUPPORTED)
+            for gi in gis:
+                self._publish((index, gi), None, GPM_UNSUPPORTED)
+            return
+        self._step((index, None), handle)
+        for gi in gis:
+            self._step((index, gi), handle)
+
+    def _lost(self, index: int, gis: tuple[int, ...]) -> None:
+        """A GPU off the bus: its samples freed, its figures said lost."""
+        for key in [k for k in self._prev if k[0] == index]:
+            self._free(self._prev.pop(key)[0])
+        for key in [(index, None), *((index, gi) for gi in gis)]:
+            self._publish(key, None, GPM_LOST)
+        with self._lock:
+            self._energy.pop(index, None)
+        # A GPU back after a reset is asked about GPM again.
+        self._supported.pop(index, None)
 
     def _read_energy(self, index: int, handle: Any) -> None:
         """The total-energy counter: on this cadence, as it costs milliseconds a call."""

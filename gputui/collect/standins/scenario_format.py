@@ -10,7 +10,6 @@ import functools
 import json
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +17,7 @@ from gputui.boundary.userfiles import SCENARIO_LIMIT, UserFileError, read_user_t
 from gputui.model.gauges import GPU_GAUGES, GpuGauge
 from gputui.model.gpu import MIG_GPM_FIELDS, is_nvml_uuid
 from gputui.model.process_fields import scenario_bounds, scenario_keys
+from gputui.model.records import record
 
 _CUDA_VERSION_RE = re.compile(r"[0-9]{1,4}(\.[0-9]{1,2})?")
 
@@ -38,7 +38,7 @@ FACT_ERROR_KEYS = (
 )
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class GpuKeys:
     """The scenario GPU keys of a field table (:data:`gputui.model.gauges.GPU_GAUGES`).
 

@@ -19,7 +19,6 @@ from __future__ import annotations
 import threading
 from collections import deque
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 
 from rich.cells import cell_len
 from rich.style import Style
@@ -44,6 +43,7 @@ from gputui.collect.docker.logs import (
     LogStreamError,
     PendingLines,
 )
+from gputui.model.records import record
 from gputui.ui.widgets.crumbs import Breadcrumbs
 
 #: Characters of one line shown (a cut line says so after them).
@@ -66,7 +66,7 @@ _CURRENT_STYLE = Style(color="black", bgcolor="bright_cyan", bold=True)
 LogOpener = Callable[[], LogReader]
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class ShownLine:
     """A log line as shown: sanitised once, on arrival.
 

@@ -44,6 +44,7 @@ from gputui.derive.tree import (
     process_key,
 )
 from gputui.model.processes import GpuProcess
+from gputui.model.records import record
 from gputui.model.snapshot import ContainerUsage
 from gputui.ui.empty_states import scoped_empty
 from gputui.ui.filters import key_hint, parse_filter, requests_gpu, scope_parts
@@ -84,7 +85,7 @@ from gputui.ui.widgets.tree_labels import (
 )
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class NodeRef:
     """What a tree node stands for.
 
@@ -115,7 +116,7 @@ def _uptime_s(usage: ContainerUsage, now: float | None) -> float | None:
     return now - started
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class TreeSort:
     """One order ``s`` cycles through.
 

@@ -18,7 +18,6 @@ builds the ~40 lines on screen, not 22,000 cells.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 
 from rich.cells import cell_len
 from rich.console import Console, ConsoleOptions, RenderResult
@@ -47,6 +46,7 @@ from gputui.model.process_fields import (
 )
 from gputui.model.process_fields import columns as field_columns
 from gputui.model.processes import GpuProcess
+from gputui.model.records import record
 from gputui.model.snapshot import ContainerUsage, Snapshot
 from gputui.ui.filters import parse_filter
 from gputui.ui.messages import SelectionChanged
@@ -118,7 +118,7 @@ SORTS: Sorts = sorts_of()
 DOWN, UP = "▼", "▲"
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Cell:
     """A cell that renders as text but sorts by its raw value (numbers stay numbers)."""
 
@@ -287,7 +287,7 @@ def _sort_key(value: SortValue) -> tuple[int, float | str]:
     return (1, float(value))
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Columns:
     """Everything the table draws and sorts by, generated from a per-process field table.
 

@@ -14,7 +14,6 @@ names and commands cannot inject styles or terminal sequences.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
 from functools import lru_cache
 
 from rich.cells import cell_len, set_cell_size
@@ -25,6 +24,7 @@ from gputui.derive import units
 from gputui.derive.tree import BADGES, Marker
 from gputui.model.containers import Owner
 from gputui.model.processes import GpuProcess
+from gputui.model.records import record
 from gputui.model.snapshot import ContainerUsage
 from gputui.ui.styles import EMPH, ERROR, MUTED, severity_style
 from gputui.ui.styles import WARNING as WARN
@@ -51,7 +51,7 @@ INDENT = 3
 NONE = "-"
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class TreeColumn:
     """One column of the container tree.
 
@@ -96,7 +96,7 @@ MIN_TAIL = 20
 _NARROWING: tuple[tuple[int, int], ...] = ((7, 0), (0, 16), (6, 0), (5, 0))
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class TreeLayout:
     """Which columns a tree of some width shows, and how wide each is.
 

@@ -133,6 +133,28 @@ def test_demo_once_json_is_the_contract_schema() -> None:
     assert {h["status"] for h in doc["health"]} <= {"pass", "warn", "fail", "info", "skip"}
 
 
+def test_a_one_shot_ends_the_process_only_after_its_whole_report_is_written(
+    tmp_path: Path,
+) -> None:
+    # The console command ends a one-shot with os._exit once main() flushed its output: a
+    # report to a file or a pipe is whole, and the status is main()'s.
+    out = tmp_path / "report.json"
+    with out.open("w") as handle:
+        done = subprocess.run(
+            [sys.executable, "-m", "gputui", "--demo", "--once", "--json"],
+            stdout=handle,
+            stderr=subprocess.PIPE,
+            timeout=60,
+        )
+    assert done.returncode == 0, done.stderr
+    assert len(json.loads(out.read_text())["gpus"]) == 4
+    text = gputui("--demo", "--once")
+    assert text.returncode == 0 and text.stdout.rstrip().splitlines()[-1].strip()
+    assert "Containers" in text.stdout and "Health" in text.stdout
+    bad = gputui("--demo", "--once", "--only", "9")  # a one-shot refused: status 2, one line
+    assert bad.returncode == 2 and len(bad.stderr.strip().splitlines()) == 1
+
+
 def test_once_text_report_does_not_import_textual() -> None:
     code = (
         "import sys, io, contextlib\n"

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable
 from typing import Any
 
 import pynvml
@@ -340,6 +341,39 @@ def test_the_energy_counter_is_read_on_the_slow_cadence() -> None:
         seen.append(_read(nv, source)[0].total_energy_mj)
         now[0] += 1.0
     assert seen == [0] * 5 + [5_000_000] * 3
+
+
+class _CallOrder(ScenarioNvml):
+    """Records the order of the GPM samples and the energy-counter reads."""
+
+    def __init__(self, data: dict[str, Any]) -> None:
+        super().__init__(data)
+        self.order: list[str] = []
+        energy: Callable[[Any], Any] = vars(self)["nvmlDeviceGetTotalEnergyConsumption"]
+
+        def counted(handle: Any) -> Any:
+            self.order.append("energy")
+            return energy(handle)
+
+        # The stand-in made its getters per instance: the wrapper replaces this one's.
+        vars(self)["nvmlDeviceGetTotalEnergyConsumption"] = counted
+
+    def nvmlGpmSampleGet(self, handle: Any, sample: Any) -> Any:
+        self.order.append("sample")
+        return super().nvmlGpmSampleGet(handle, sample)
+
+
+def test_every_gpu_is_sampled_before_any_energy_counter_is_read() -> None:
+    # The counter costs ~3 ms a GPU on an H200: read first, it would hold back each first
+    # pair's 100 ms (a one-shot waits that out) by the counters of the GPUs before it.
+    gpus = [_hopper(index=i, total_energy_mj=[1_000_000]) for i in range(4)]
+    nv = _CallOrder({"gpus": gpus})
+    lane = GpmLane(nv, time.monotonic, 1.0, min_gap=0.0)
+    lane.set_targets(tuple((i, nv.nvmlDeviceGetHandleByIndex(i), ()) for i in range(4)))
+    lane.tick()
+    assert nv.order == ["sample"] * 4 + ["energy"] * 4
+    assert all(lane.energy_mj(i) == 1_000_000 for i in range(4))
+    lane.stop()
 
 
 def test_scenario_source_plays_gpm_and_energy() -> None:

@@ -1,0 +1,182 @@
+"""``@record`` behaves as ``@dataclass(frozen=True)`` does, method by method.
+
+Each record class here has a twin made by the standard library's frozen dataclass from the
+same body; the two must agree on construction, equality, hashing, repr, frozenness, replace,
+pickling and copying, so that no layer can tell a record from the dataclass it stands for.
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import pickle
+from collections.abc import Callable
+from dataclasses import FrozenInstanceError, field
+from typing import Any
+
+import pytest
+
+from gputui.model.records import record
+
+
+class _Point:
+    x: int
+    y: float = 0.0
+    tags: tuple[str, ...] = ()
+    note: str = field(default="", compare=False)
+    secret: str = field(default="", repr=False)
+
+
+def _twins(body: type, name: str, *, slots: bool = True) -> tuple[Any, Any]:
+    """A record and a stdlib frozen dataclass made from copies of the same class body.
+
+    Each is a global of this module under its own name (``<name>Record``, ``<name>Dataclass``),
+    so that pickle finds it.
+    """
+    made = []
+    decorators: tuple[tuple[str, Callable[[type], Any]], ...] = (
+        ("Record", lambda c: record(c) if slots else record(slots=False)(c)),
+        ("Dataclass", lambda c: dataclasses.dataclass(c, frozen=True, slots=slots)),
+    )
+    for kind, decorate in decorators:
+        namespace = {k: v for k, v in vars(body).items() if k not in ("__dict__", "__weakref__")}
+        namespace["__qualname__"] = name + kind
+        cls = decorate(type(name + kind, body.__bases__, namespace))
+        globals()[name + kind] = cls
+        made.append(cls)
+    return made[0], made[1]
+
+
+def _shown(value: object) -> str:
+    """A repr without its class name (the twins' names differ)."""
+    return repr(value).split("(", 1)[1]
+
+
+PointRecord, PointDataclass = _twins(_Point, "Point")
+LoosePointRecord, LoosePointDataclass = _twins(_Point, "LoosePoint", slots=False)
+PAIRS = [(PointRecord, PointDataclass), (LoosePointRecord, LoosePointDataclass)]
+
+
+@pytest.mark.parametrize(("rec", "std"), PAIRS)
+def test_repr_is_the_dataclass_s(rec: Any, std: Any) -> None:
+    for args in [(1,), (2, 3.5, ("a", "b"), "n", "s"), (0, float("nan"))]:
+        assert _shown(rec(*args)) == _shown(std(*args))
+        assert repr(rec(*args)).startswith(rec.__qualname__ + "(")
+    assert "secret" not in repr(rec(1, secret="hidden"))
+
+
+@pytest.mark.parametrize(("rec", "std"), PAIRS)
+def test_equality_and_hash_follow_the_compare_fields(rec: Any, std: Any) -> None:
+    cases = [
+        ((1,), (1,)),
+        ((1, 2.0), (1, 2.0)),
+        ((1,), (2,)),
+        ((1, 0.0, (), "a"), (1, 0.0, (), "b")),  # note is compare=False: equal
+        ((1, 0.0, ("x",)), (1, 0.0, ("y",))),
+    ]
+    for left, right in cases:
+        assert (rec(*left) == rec(*right)) == (std(*left) == std(*right))
+        assert (rec(*left) != rec(*right)) == (std(*left) != std(*right))
+        if rec(*left) == rec(*right):
+            assert hash(rec(*left)) == hash(rec(*right))
+    nan = float("nan")
+    # Like the tuple comparison the dataclass generates: the same NaN object is equal to
+    # itself, two different NaNs are not.
+    assert (rec(1, nan) == rec(1, nan)) == (std(1, nan) == std(1, nan)) is True
+    assert (rec(1, float("nan")) == rec(1, float("nan"))) == (
+        std(1, float("nan")) == std(1, float("nan"))
+    )
+    assert len({rec(1), rec(1), rec(2)}) == 2
+
+
+def test_the_methods_are_shared_not_compiled_per_class() -> None:
+    for name in ("__eq__", "__hash__", "__repr__"):
+        assert getattr(PointRecord, name) is getattr(LoosePointRecord, name)
+        assert getattr(PointDataclass, name) is not getattr(LoosePointDataclass, name)
+
+
+def test_instances_of_different_classes_are_never_equal() -> None:
+    assert PointRecord(1) != LoosePointRecord(1)
+    assert PointRecord(1).__eq__(PointDataclass(1)) is NotImplemented
+    assert PointRecord(1) != (1, 0.0, (), "")
+
+
+@pytest.mark.parametrize(("rec", "std"), PAIRS)
+def test_frozen_like_the_dataclass(rec: Any, std: Any) -> None:
+    raised = []
+    for cls in (rec, std):
+        value = cls(1)
+        with pytest.raises(FrozenInstanceError):
+            value.x = 2
+        with pytest.raises(FrozenInstanceError):
+            del value.x
+        # A name that is no field: the dataclass's own __setattr__ decides (with slots, the
+        # standard library's raises TypeError here), and the record's is that same method.
+        with pytest.raises((FrozenInstanceError, TypeError)) as caught:
+            value.other = 1
+        raised.append(caught.type)
+    assert raised[0] is raised[1]
+    assert hasattr(rec(1), "__dict__") == hasattr(std(1), "__dict__")
+
+
+@pytest.mark.parametrize(("rec", "std"), PAIRS)
+def test_fields_replace_pickle_and_copy(rec: Any, std: Any) -> None:
+    assert [f.name for f in dataclasses.fields(rec)] == [f.name for f in dataclasses.fields(std)]
+    assert rec.__match_args__ == std.__match_args__
+    value = rec(1, 2.0, ("t",), "n", "s")
+    changed = dataclasses.replace(value, x=5)
+    assert changed == rec(5, 2.0, ("t",), "n", "s") and changed.note == "n"
+    for twin in (pickle.loads(pickle.dumps(value)), copy.copy(value), copy.deepcopy(value)):
+        assert twin == value and repr(twin) == repr(value) and twin.note == "n"
+
+
+def test_methods_the_body_defines_are_kept() -> None:
+    @record
+    class Own:
+        a: int
+
+        def __repr__(self) -> str:
+            return "own"
+
+        def __eq__(self, other: object) -> bool:
+            return True
+
+        def __hash__(self) -> int:
+            return 7
+
+    assert repr(Own(1)) == "own" and Own(1) == Own(2) and hash(Own(3)) == 7
+
+    @record
+    class OwnEq:
+        a: int
+
+        def __eq__(self, other: object) -> bool:
+            return isinstance(other, OwnEq)
+
+    # Python sets __hash__ to None for a body with __eq__ alone; like the dataclass, the
+    # record hashes its fields then.
+    assert hash(OwnEq(1)) == hash(OwnEq(1)) and OwnEq(1) == OwnEq(2)
+
+
+def test_a_subclass_compares_its_own_fields() -> None:
+    @record
+    class Base:
+        a: int
+
+    @record
+    class Child(Base):
+        b: int = 0
+
+    assert Child(1, 2) == Child(1, 2) and Child(1, 2) != Child(1, 3)
+    assert Base(1) != Child(1)
+    assert repr(Child(1, 2)).endswith("Child(a=1, b=2)")
+
+
+def test_repr_of_a_record_that_contains_itself_does_not_recurse() -> None:
+    @record
+    class Box:
+        items: list[object]
+
+    box = Box([])
+    box.items.append(box)
+    assert repr(box).endswith("Box(items=[...])")
