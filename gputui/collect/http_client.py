@@ -30,15 +30,13 @@ import json
 import os
 import select
 import socket
+import ssl
 import threading
 import time
 from collections.abc import Iterator
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from gputui.boundary.json_limits import finite_float, json_depth, no_constant
-
-if TYPE_CHECKING:
-    import ssl  # only a TLS target's handshake imports it: a unix socket needs no TLS code
 from gputui.model.records import record
 
 #: The status line and every header together; a server sending more is refused.
@@ -263,8 +261,6 @@ def _handshake(
     target: Target, sock: socket.socket, deadline: float | None, cancel: Cancel | None
 ) -> socket.socket:
     """The TLS handshake on a non-blocking socket, each wait given only the time left."""
-    import ssl
-
     assert target.tls is not None
     tls = target.tls.wrap_socket(sock, server_hostname=target.host, do_handshake_on_connect=False)
     try:

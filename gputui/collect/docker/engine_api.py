@@ -15,18 +15,16 @@ from __future__ import annotations
 
 import json
 import re
+import ssl
 import time
 import urllib.parse
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from gputui.collect import http_client
 from gputui.collect.docker.endpoint import Endpoint, TlsFiles, unix_socket_path
 from gputui.collect.http_client import Exchange, HttpError, HttpTimeout, HttpTooLarge, Target
 from gputui.model.records import record
-
-if TYPE_CHECKING:
-    import ssl
 
 #: Reply size bounds: a list of a few thousand containers, one inspect, the small endpoints.
 MAX_LIST_BYTES = 16 << 20
@@ -619,8 +617,6 @@ def _expect_dict(reply: Any, what: str) -> dict[str, Any]:
 
 def _ssl_context(files: TlsFiles) -> ssl.SSLContext:
     """A client TLS context from the docker CLI's ``ca.pem``/``cert.pem``/``key.pem``."""
-    import ssl  # a TLS engine's only: a unix socket or plain TCP loads no TLS code
-
     context = ssl.create_default_context(cafile=files.ca)
     if not files.verify:
         context.check_hostname = False
