@@ -222,7 +222,7 @@ def _main(argv: Sequence[str] | None) -> int:
         from gputui.collect.loop import Prefetched
         from gputui.wiring.compose import build_collector
 
-        collector = Prefetched(build_collector(settings, gpu=gpu))
+        collector = Prefetched(build_collector(settings, gpu=gpu, first_health_later=True))
         gpu = None  # the collector's now
         problem = scope_error(collector.first(), settings.scope)
         if problem is not None:

@@ -95,6 +95,10 @@ class Collector:
             could): the window then runs from there, under everything done since.
         faults: Follows the kernel log for XID lines and OOM kills and attributes them; None
             reads no kernel log (scenario, demo, tests).
+        first_health_later: The first collection runs no health checks (its snapshot says
+            they are pending); the next one runs them. The monitor's first snapshot then
+            reaches the screen without them (~0.1 s on the lab, a contender for the GIL while
+            Textual is imported); a one-shot needs them in its report.
     """
 
     def __init__(
@@ -113,8 +117,10 @@ class Collector:
         cpu_window: float = 0.0,
         cpu_primed_at: float | None = None,
         faults: KernelFaultTracker | None = None,
+        first_health_later: bool = False,
     ) -> None:
         self.gpu = gpu
+        self._health_later = first_health_later
         self._faults = faults
         self.procs = procs
         #: The container sources, in the order given (the first wins a clash of ids).
@@ -244,7 +250,10 @@ class Collector:
         # A GPU falling off the bus or a source going away (or coming back) re-runs the checks
         # at once: the health view must explain it now, not at the next 30 s run.
         state = _health_state(reading, readings)
-        if self._health is not None and (
+        health_pending = self._health is not None and self._health_later
+        if health_pending:
+            self._health_later = False  # due, unrun: the next collection runs them
+        elif self._health is not None and (
             self._health_requested.is_set()
             or time.monotonic() >= self._health_due
             or state != self._health_state
@@ -296,6 +305,7 @@ class Collector:
             engine=docker.engine,
             visibility=visibility,
             health=self._checks,
+            health_pending=health_pending,
             xid_events=reading.xid_events,
             host_stats=host_stats,
             kernel_faults=kernel_faults,

@@ -125,6 +125,8 @@ class Snapshot:
         engine: Docker engine facts, None when unreachable.
         visibility: Whether gputui can resolve host PIDs and cgroups.
         health: The latest runtime-health checks (refreshed on their own cadence).
+        health_pending: The checks have not run yet (the monitor's first snapshot: they run
+            after its first paint).
         xid_events: Recent XID events.
         host_stats: The host's CPU, load, memory and swap.
         kernel_faults: Faults read from the kernel log (XID lines, OOM kills), attributed to
@@ -143,6 +145,7 @@ class Snapshot:
     engine: EngineInfo | None = None
     visibility: Visibility = Visibility()
     health: tuple[HealthCheck, ...] = ()
+    health_pending: bool = False
     xid_events: tuple[XidEvent, ...] = ()
     host_stats: HostStats | None = None
     kernel_faults: tuple[KernelFault, ...] = ()

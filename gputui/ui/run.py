@@ -44,7 +44,9 @@ def run_tui(
     # The first collection (NVML's start, the engine, the health checks) runs while Textual is
     # imported and paints, not after: the first frame with data comes sooner.
     if collector is None:
-        chosen: CollectorProtocol = Prefetched(build_collector(settings, gpu=gpu))
+        chosen: CollectorProtocol = Prefetched(
+            build_collector(settings, gpu=gpu, first_health_later=True)
+        )
     else:
         chosen = collector
         if gpu is not None:

@@ -35,6 +35,7 @@ def build_collector(
     health: bool = True,
     early: EarlyCpuSample | None = None,
     gpu: GpuSource | None = None,
+    first_health_later: bool = False,
 ) -> Collector:
     """Wire the real (or scenario, or demo) sources for ``settings``.
 
@@ -46,6 +47,8 @@ def build_collector(
         gpu: NVML already starting (:class:`~gputui.collect.nvml.early.EarlyNvml`, made by the
             command line at once, with ``background=not once``); None with a scenario or the
             demo, and otherwise an NVML source is made here.
+        first_health_later: The first collection runs no health checks, the next does (the
+            monitor's: its first snapshot is on screen sooner).
 
     Raises:
         ScenarioError: the scenario file is unreadable or invalid.
@@ -66,6 +69,7 @@ def build_collector(
             # A simulated clock keeps the demo's ages and timestamps the same on every run.
             clock=demo.demo_clock(),
             hostname="demo-gpu-node",
+            first_health_later=first_health_later,
         )
     from gputui.collect.linux.proc_reader import ProcSource
 
@@ -100,6 +104,7 @@ def build_collector(
         cpu_window=ONCE_CPU_WINDOW_S if once else 0.0,
         cpu_primed_at=early.taken_at if early is not None and once else None,
         faults=kernel_faults(settings, once=once),
+        first_health_later=first_health_later,
     )
 
 

@@ -69,3 +69,18 @@ def test_header_keeps_alarms_when_narrow() -> None:
     assert len(text) <= 78
     for kept in ("gputui", "1 fail", "REPLAY", "PAUSED", "5/100"):
         assert kept in text, text
+
+
+def test_header_says_the_checks_are_running_before_the_first_run() -> None:
+    # The monitor's first snapshot comes before the checks (they run after the first paint):
+    # the header must not read "0 fail / 0 warn" then.
+    from dataclasses import replace
+
+    pending = replace(standard(1_800_000_000.0), health=(), health_pending=True)
+    state = UiState(1.0)
+    wide = header_content(pending, state, width=160).plain
+    assert "checks running" in wide and "fail" not in wide
+    narrow = header_content(pending, state, width=78, lines=1).plain
+    assert "fail" not in narrow and len(narrow) <= 78
+    done = header_content(standard(1_800_000_000.0), state, width=160).plain
+    assert "1 fail" in done and "checks running" not in done

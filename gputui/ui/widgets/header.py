@@ -164,11 +164,17 @@ def _sources(snapshot: Snapshot) -> Segment | None:
 
 def _health(snapshot: Snapshot) -> Segment:
     lost = sum(1 for gpu in snapshot.gpus if gpu.lost)
+    lost_parts: list[Part] = [(f"{lost} GPU lost", "bold $text-error"), " "] if lost else []
+    if snapshot.health_pending:  # the first snapshot: never "0 fail" before any check ran
+        return Segment(
+            2,
+            [SEP, *lost_parts, ("checks running", "$text-muted")],
+            ["  ", *lost_parts, ("checks…", "$text-muted")],
+        )
     fails = sum(1 for check in snapshot.health if check.status is HealthStatus.FAIL)
     warns = sum(1 for check in snapshot.health if check.status is HealthStatus.WARN)
     fail_style = "bold $text-error" if fails else "$text-muted"
     warn_style = "bold $text-warning" if warns else "$text-muted"
-    lost_parts: list[Part] = [(f"{lost} GPU lost", "bold $text-error"), " "] if lost else []
     return Segment(
         2,
         [SEP, *lost_parts, (f"{fails} fail", fail_style), " / ", (f"{warns} warn", warn_style)],
