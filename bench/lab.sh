@@ -9,7 +9,8 @@
 # About 8.5 minutes: loads warm up ~30 s, TUI 6 x 65 s (gputui, the peer and bench/floor_app.py
 # twice each; TUI_SECONDS sets the 60), --once 2 x 8 runs, first frame 5 runs. LAB_BENCHES picks a
 # subset ("tui"); "capture" keeps each program's screen output and a profile, "threads" splits the
-# monitor's CPU by thread (neither is in the default).
+# monitor's CPU by thread, "truth" keeps gputui's report beside nvidia-smi's and docker's (none of
+# them is in the default).
 # nvitop: taken from PATH or python3 -m nvitop; else installed from a wheel found in $NVITOP_WHEEL,
 # .whl/ or .lab/wheels/ (into /tmp/site, no deps: it needs only nvidia-ml-py and psutil).
 set -u
@@ -161,5 +162,11 @@ if [[ $BENCHES == *" threads "* ]]; then
   done
 fi
 [[ $BENCHES == *" live "* ]] && bench 30 live --cycles 30
+# truth: gputui's report and the driver's and the engine's own answers, side by side, under load.
+if [[ $BENCHES == *" truth "* ]]; then
+  $PY -m gputui --once --json > "$OUT/report.json" 2>&1
+  { nvidia-smi --query-compute-apps=pid,used_memory --format=csv,noheader
+    docker ps --format '{{.Names}} {{.ID}}'; } > "$OUT/truth.txt" 2>&1
+fi
 nvidia-smi --query-compute-apps=pid,used_memory --format=csv >> "$OUT/env.txt" 2>&1
 say "lab: done; files in $OUT: $(ls "$OUT" | tr '\n' ' ')"

@@ -40,9 +40,12 @@ def cmd_once(args: argparse.Namespace) -> dict[str, Any]:
     if missing:
         print(f"peer {' '.join(peer) or '-'}: not run ({missing}); gputui alone", flush=True)
     floor = split(args.floor_once) if args.floor_once else []
+    floor_gpm = split(args.floor_once_gpm) if getattr(args, "floor_once_gpm", "") else []
     programs = [("gputui", ours)] + ([] if missing else [("peer", peer)])
     if floor and not peer_available(floor):
         programs.append(("floor", floor))
+    if floor_gpm and not peer_available(floor_gpm):
+        programs.append(("floor+gpm", floor_gpm))
     for _, argv in programs:  # one untimed run each: page cache and .pyc files warm for both
         timed_run(argv)
     results: dict[str, list[tuple[float, int, int]]] = {name: [] for name, _ in programs}
@@ -83,6 +86,14 @@ def cmd_once(args: argparse.Namespace) -> dict[str, Any]:
             ratios["floor/peer"] = floor_wall / summary["peer"]["wall_s"]
             text += f"; floor/peer = {ratios['floor/peer']:.2f}"
         summary["floor_ratios"] = ratios
+    if "floor+gpm" in results:
+        # The same with a GPM pair: what a report of SM activity waits for at the least.
+        gpm_wall = summary["floor+gpm"]["wall_s"]
+        text += f"\nfloor with a GPM pair (SM activity): {gpm_wall:.3f} s; gputui/that = "
+        text += f"{summary['gputui']['wall_s'] / gpm_wall:.2f}"
+        if "peer" in results:
+            summary["floor_gpm_per_peer"] = gpm_wall / summary["peer"]["wall_s"]
+            text += f"; that/peer = {summary['floor_gpm_per_peer']:.2f}"
     if phases:
         text += "\n\ngputui --once timeline (s after launch, median; the program's marks):\n"
         text += common.table(

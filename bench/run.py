@@ -86,6 +86,11 @@ def build_parser() -> argparse.ArgumentParser:
         default=f"{sys.executable} -m bench.floor_once",
         help="the floor program ('' = none; default: bench/floor_once.py, one NVML reading)",
     )
+    q.add_argument(
+        "--floor-once-gpm",
+        default=f"{sys.executable} -m bench.floor_once --gpm",
+        help="the floor of a report with SM activity ('' = none; one NVML reading, a GPM pair)",
+    )
     q.add_argument("--runs", type=int, default=7)
 
     def scale_opts(q: argparse.ArgumentParser) -> None:

@@ -18,6 +18,7 @@ import time
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Generic, TypeVar
 
+from gputui.boundary.startup_trace import mark
 from gputui.collect.gc_policy import MonitorGc
 from gputui.collect.sources import CollectorProtocol, ContainerOwner, Player
 from gputui.model.containers import ContainerDetails, ContainerProcesses, ExecResult
@@ -176,7 +177,9 @@ class CollectLoop(Generic[A]):
             self._jump.clear()
             # Stepped or sought: show where the player landed, not the snapshot after it.
             snapshot = player.current if player is not None else self.collector.collect()
+            mark("loop-collected")
             analysis = self._analyse(snapshot)
+            mark("loop-analysed")
             if self._stop.is_set():
                 return False  # stopped during a slow collection: deliver nothing more
             self._deliver(snapshot, analysis)

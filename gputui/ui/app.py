@@ -327,6 +327,7 @@ class GpuTuiApp(CrashSafeApp):
         self.collect_loop()
 
     def _first_paint_done(self) -> None:
+        startup_trace.mark("empty-screen-painted")
         self._painted = True
         if self._early is not None:
             early, self._early = self._early, None
@@ -384,6 +385,7 @@ class GpuTuiApp(CrashSafeApp):
 
     def on_snapshot_ready(self, message: SnapshotReady) -> None:
         """Apply a snapshot (unless paused) in one batch, so the screen repaints once."""
+        startup_trace.mark("snapshot-received")
         if not self._painted:
             self._early = message  # applied right after the first paint (the newest wins)
             return
