@@ -16,10 +16,9 @@ PACKAGE = REPO / "gputui"
 
 #: Each foreign library and the one module that imports it (grpc: the unix-socket client under
 #: both gRPC peers, the kubelet's pod-resources and containerd's CRI, importing it at a call;
-#: pynvml: the NVML source, and the early start that calls ``nvmlInit`` before the source's
-#: modules are loaded, on its thread).
+#: pynvml: ``load_pynvml`` of the early start, which the NVML source reads it through).
 ADAPTERS: dict[str, tuple[str, ...]] = {
-    "pynvml": ("collect/nvml/early.py", "collect/nvml/source.py"),
+    "pynvml": ("collect/nvml/early.py",),
     "docker": ("collect/docker/source.py",),
     "psutil": ("collect/linux/psutil_facts.py",),
     "prometheus_client": ("exporter/families.py",),

@@ -17,6 +17,7 @@ from __future__ import annotations
 import contextlib
 import threading
 from collections.abc import Callable
+from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -35,6 +36,18 @@ STALLED_FIX = (
 )
 
 
+def load_pynvml() -> ModuleType:
+    """Import the real ``pynvml`` module (nvidia-ml-py): gputui's one import of it.
+
+    Importing never touches the driver. Here, in the module the command line loads first, so
+    that the driver's start can begin before the NVML source's own modules are imported.
+    """
+    import pynvml
+
+    module: ModuleType = pynvml
+    return module
+
+
 def _start_driver() -> Any:
     """``pynvml`` with ``nvmlInit`` called, before the source's modules are imported; or None.
 
@@ -45,8 +58,7 @@ def _start_driver() -> Any:
     one with ``nvmlShutdown`` once the source has started. A start that fails here is left to
     the source, whose own start fails the same way and says why.
     """
-    import pynvml
-
+    pynvml = load_pynvml()
     try:
         pynvml.nvmlInit()
     except (pynvml.NVMLError, OSError):

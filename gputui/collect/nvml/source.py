@@ -1,4 +1,4 @@
-"""The NVML source: the only module that imports ``pynvml`` (from the ``nvidia-ml-py`` package).
+"""The NVML source: every read of ``pynvml`` (``nvidia-ml-py``, loaded by ``early.load_pynvml``).
 
 Costs measured on an H200 decide the structure (see docs/performance.md):
 
@@ -28,9 +28,9 @@ import re
 import time
 from collections.abc import Callable
 from dataclasses import replace
-from types import ModuleType
 from typing import Any, TypeVar
 
+from gputui.collect.nvml.early import load_pynvml
 from gputui.collect.nvml.gpm import MIN_GAP_S, GpmLane
 from gputui.collect.nvml.slow_lane import GpuLost, NvmlGone, SlowLane, error_name
 from gputui.model.gpu import (
@@ -43,7 +43,7 @@ from gputui.model.gpu import (
 )
 from gputui.model.status import SourceStatus
 
-__all__ = ["INIT_FIXES", "NvmlSource", "error_class", "error_name", "load_pynvml"]
+__all__ = ["INIT_FIXES", "NvmlSource", "error_class", "error_name"]
 
 T = TypeVar("T")
 
@@ -80,14 +80,6 @@ INIT_FIXES: dict[str, str] = {
 _SOURCE_ERRORS = frozenset(
     {"Uninitialized", "DriverNotLoaded", "LibraryNotFound", "LibRmVersionMismatch"}
 )
-
-
-def load_pynvml() -> ModuleType:
-    """Import the real ``pynvml`` module (nvidia-ml-py). Importing never touches the driver."""
-    import pynvml
-
-    module: ModuleType = pynvml
-    return module
 
 
 def error_class(name: str) -> type[Exception]:

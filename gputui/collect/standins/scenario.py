@@ -18,7 +18,8 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
-from gputui.collect.nvml.source import NvmlSource, error_class, load_pynvml
+from gputui.collect.nvml.early import load_pynvml
+from gputui.collect.nvml.source import NvmlSource, error_class
 from gputui.collect.standins.scenario_format import (
     ScenarioError,
     at,
