@@ -14,9 +14,18 @@ written once here, over the class's own field getter or names (no ``exec``):
 
 ``__eq__`` stays the dataclass's compiled one: it is on the hot paths (every refresh compares
 rows and readings), where the generated tuple comparison is about 1.6 times as fast as any
-shared function's. ``__init__``, ``__setattr__`` and ``__delattr__`` (the frozenness) are the
-dataclass's own too, as are :func:`dataclasses.fields`, :func:`dataclasses.replace`, pickling
-and copying. A method the class body defines itself is kept. For type checkers a record is a
+shared function's. ``__setattr__`` and ``__delattr__`` (the frozenness) are the dataclass's own
+too, as are :func:`dataclasses.fields`, :func:`dataclasses.replace`, pickling and copying. A
+method the class body defines itself is kept.
+
+A slotted record's ``__init__`` is compiled here instead of by the dataclass (one ``exec``
+either way), with the same parameters, defaults, factories and ``__post_init__`` call. The
+dataclass's frozen ``__init__`` stores each field through ``object.__setattr__`` looked up
+anew per field; this one calls each slot's own setter, bound once per class: 1.7 times as
+fast for a record of twelve fields. Records are made by the thousand each refresh on a busy
+host (a GPU process's sample, its ``/proc`` facts, the two joined, each container's usage).
+Keyword-only fields and ``InitVar`` are not supported (no record uses them): such a class is
+refused when it is made. For type checkers a record is a
 frozen dataclass (:pep:`681`); at run time ``__dataclass_params__`` says ``repr=False``, since
 the dataclass machinery did not make that method.
 """
@@ -27,6 +36,7 @@ import dataclasses
 import operator
 import reprlib
 import sys
+import types
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TypeVar, overload
 
@@ -66,6 +76,85 @@ def _repr_method(names: tuple[str, ...]) -> Callable[[Any], str]:
     return __repr__
 
 
+def _slot_setter(cls: type, name: str) -> Callable[[object, object], None]:
+    """The ``__set__`` of the slot that holds ``name`` on ``cls`` or a base."""
+    for klass in cls.__mro__:
+        slot = klass.__dict__.get(name)
+        if isinstance(slot, types.MemberDescriptorType):
+            setter: Callable[[object, object], None] = slot.__set__
+            return setter
+    raise TypeError(f"record {cls.__qualname__}: field {name!r} has no slot")
+
+
+def _init_method(cls: type) -> Callable[..., None]:
+    """The dataclass's ``__init__`` for ``cls``, storing through each field's slot setter."""
+    fields = dataclasses.fields(cls)
+    pseudo = set(cls.__dict__["__dataclass_fields__"]) - {f.name for f in fields}
+    if pseudo or any(f.kw_only for f in fields):
+        names = ", ".join(sorted(pseudo) or [f.name for f in fields if f.kw_only])
+        raise TypeError(f"record {cls.__qualname__}: InitVar or keyword-only fields ({names})")
+    bound: dict[str, object] = {"_HAS_DEFAULT_FACTORY": _HAS_DEFAULT_FACTORY}
+    params, body = ["self"], []
+    seen_default = False
+    for f in fields:
+        setter, default = f"_set_{f.name}", f"_dflt_{f.name}"
+        bound[setter] = _slot_setter(cls, f.name)
+        if f.default_factory is not dataclasses.MISSING:
+            bound[default] = f.default_factory
+            value = f"{default}()"
+            if f.init:
+                value = f"{default}() if {f.name} is _HAS_DEFAULT_FACTORY else {f.name}"
+        elif f.init:
+            value = f.name
+        elif f.default is not dataclasses.MISSING:
+            bound[default] = f.default
+            value = default
+        else:
+            continue  # set by nobody, as the dataclass leaves it
+        if f.init:
+            if f.default is not dataclasses.MISSING:
+                bound[default] = f.default
+                params.append(f"{f.name}={default}")
+                seen_default = True
+            elif f.default_factory is not dataclasses.MISSING:
+                params.append(f"{f.name}=_HAS_DEFAULT_FACTORY")
+                seen_default = True
+            elif seen_default:
+                raise TypeError(f"non-default argument {f.name!r} follows default argument")
+            else:
+                params.append(f.name)
+        body.append(f"  {setter}(self, {value})")
+    if hasattr(cls, "__post_init__"):
+        body.append("  self.__post_init__()")
+    # The bound names are the maker's parameters, so the method reads them as closure cells.
+    source = (
+        f"def _maker({', '.join(bound)}):\n"
+        f" def __init__({', '.join(params)}):\n"
+        + ("\n".join(body) or "  pass")
+        + "\n return __init__\n"
+    )
+    namespace: dict[str, Any] = {}
+    # The source holds field names only (identifiers the class statement made); values are
+    # bound as the maker's arguments, never written into it.
+    exec(source, {"__builtins__": {}}, namespace)
+    method: Callable[..., None] = namespace["_maker"](**bound)
+    method.__qualname__ = f"{cls.__qualname__}.__init__"
+    method.__module__ = cls.__module__
+    # As the dataclass annotates its own (inspect.signature, help() and IDEs show them).
+    method.__annotations__ = {f.name: f.type for f in fields if f.init} | {"return": None}
+    return method
+
+
+class _DefaultFactory:
+    """The marker of a parameter left to its field's default factory."""
+
+    def __repr__(self) -> str:
+        return "<factory>"
+
+
+_HAS_DEFAULT_FACTORY = _DefaultFactory()
+
+
 def _unset_hash(self: Any) -> int:
     raise TypeError("record hash not set")  # replaced as soon as the class is made
 
@@ -78,7 +167,10 @@ def _make(cls: type[_T], slots: bool) -> type[_T]:
     own_hash = body.get("__hash__") is not None
     if not own_hash:
         cls.__hash__ = _unset_hash  # type: ignore[method-assign]
-    made: Any = dataclasses.dataclass(cls, frozen=True, repr=False, slots=slots)
+    own_init = slots and "__init__" not in body
+    made: Any = dataclasses.dataclass(cls, frozen=True, repr=False, slots=slots, init=not own_init)
+    if own_init:
+        made.__init__ = _init_method(made)
     fields = dataclasses.fields(made)
     if not own_hash:
         hashed = tuple(f.name for f in fields if (f.compare if f.hash is None else f.hash))

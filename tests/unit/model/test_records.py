@@ -185,3 +185,74 @@ def test_repr_of_a_record_that_contains_itself_does_not_recurse() -> None:
     box = Box([])
     box.items.append(box)
     assert repr(box).endswith("Box(items=[...])")
+
+
+class _Built:
+    a: int
+    b: str = "b"
+    items: list[int] = field(default_factory=list)
+    made: int = field(default=7, init=False)
+    hidden: tuple[int, ...] = field(default=(), repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        if self.a < 0:
+            raise ValueError("a must not be negative")
+
+
+BuiltRecord, BuiltDataclass = _twins(_Built, "Built")
+
+
+def test_init_takes_the_dataclass_s_parameters_and_sets_the_same_fields() -> None:
+    assert str(inspect.signature(BuiltRecord)) == str(inspect.signature(BuiltDataclass))
+    for args, kwargs in [((1,), {}), ((2, "x", [3]), {}), ((3,), {"hidden": (1,), "b": "k"})]:
+        rec, std = BuiltRecord(*args, **kwargs), BuiltDataclass(*args, **kwargs)
+        assert _shown(rec) == _shown(std)
+        assert (rec.made, rec.hidden) == (std.made, std.hidden) == (7, kwargs.get("hidden", ()))
+    # Each instance gets its own list from the factory, as the dataclass's do.
+    first, second = BuiltRecord(1), BuiltRecord(1)
+    assert first.items == [] and first.items is not second.items
+    for cls in (BuiltRecord, BuiltDataclass):
+        with pytest.raises(ValueError, match="negative"):
+            cls(-1)  # __post_init__ runs
+        with pytest.raises(TypeError):
+            cls()  # a required field
+        with pytest.raises(TypeError):
+            cls(1, made=3)  # init=False: no parameter
+    assert BuiltRecord.__init__.__qualname__ == "BuiltRecord.__init__"
+
+
+def test_init_stores_through_the_slots_not_object_setattr() -> None:
+    names = BuiltRecord.__init__.__code__.co_freevars
+    assert "_set_a" in names and "_set_made" in names
+    assert "__dataclass_builtins_object__" not in BuiltRecord.__init__.__code__.co_names
+    # The frozen class still refuses assignment after construction.
+    with pytest.raises(FrozenInstanceError):
+        BuiltRecord(1).a = 2
+
+
+def test_a_subclass_init_sets_its_base_s_slots() -> None:
+    @record
+    class Base:
+        a: int
+
+    @record
+    class Child(Base):
+        b: int = 0
+
+    child = Child(1, b=2)
+    assert (child.a, child.b) == (1, 2) and dataclasses.replace(child, a=5).a == 5
+
+
+def test_keyword_only_and_initvar_fields_are_refused() -> None:
+    with pytest.raises(TypeError, match="keyword-only"):
+
+        @record
+        class KwOnly:
+            a: int = field(default=0, kw_only=True)
+
+    with pytest.raises(TypeError, match="InitVar"):
+
+        @record
+        class WithInitVar:
+            a: int
+            seed: dataclasses.InitVar[int] = 0
