@@ -16,6 +16,7 @@ import os
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
+from operator import attrgetter
 from typing import NamedTuple, Protocol
 
 from gputui.collect.linux.fileio import read_small
@@ -43,8 +44,11 @@ __all__ = [
 
 #: Seconds a GPU process is remembered after it was last seen.
 MEMORY_S = 60.0
-#: GPU processes remembered at most (the oldest are forgotten first).
+#: GPU processes remembered at most (those not seen for longest are forgotten first; when
+#: every one was seen within the memory, newcomers wait for room).
 MAX_REMEMBERED = 4096
+#: Seconds between two sweeps of the processes no longer seen (a lookup checks the age too).
+SWEEP_S = 5.0
 #: Attributed faults kept for the snapshot (the newest).
 MAX_FAULTS = 256
 #: Counter series kept at most; faults beyond go to a series without a container.
@@ -160,9 +164,8 @@ class FaultAttributor:
     ) -> None:
         self._live = live
         self._memory_s = memory_s
-        self._seen: collections.OrderedDict[tuple[int, float | None, int], _Seen] = (
-            collections.OrderedDict()
-        )
+        self._seen: dict[tuple[int, float | None, int], _Seen] = {}
+        self._sweep_at = 0.0
         self._names: collections.OrderedDict[str, str] = collections.OrderedDict()
         self._faults: collections.deque[KernelFault] = collections.deque(maxlen=max_faults)
         self._counts: dict[tuple[str, int | None, int | None, str, str | None], int] = {}
@@ -182,34 +185,51 @@ class FaultAttributor:
                 self._names.move_to_end(info.id)
         while len(self._names) > MAX_NAMES:
             self._names.popitem(last=False)
+        # Every GPU process passes here each refresh (thousands on a busy host): a known one
+        # costs a lookup and two stores; forgetting is a sweep every few seconds, not an
+        # ordering kept up to date per process.
+        remembered = self._seen
+        swept = False
         for p in processes:
-            if not p.info.exists:
+            facts = p.info
+            if not facts.exists:
                 continue  # NVML still lists a PID that is gone: it tells nothing new
-            key = (p.pid, p.info.start_time, p.sample.gpu_index)
-            seen = self._seen.get(key)
-            if seen is None:
-                seen = _Seen(
-                    p.pid,
-                    p.info.start_time,
-                    p.info.name,
-                    p.container_id,
-                    p.sample.gpu_index,
-                    p.sample.mig_gi_id,
-                    p.sample.mig_ci_id,
-                    now if p.info.start_time is None else min(now, p.info.start_time),
-                    now,
-                )
-                self._seen[key] = seen
-            else:
+            sample = p.sample
+            key = (p.pid, facts.start_time, sample.gpu_index)
+            seen = remembered.get(key)
+            if seen is not None:
                 seen.last_seen = now
-                seen.container_id = p.container_id or seen.container_id
-            self._seen.move_to_end(key)
+                if p.container_id is not None:
+                    seen.container_id = p.container_id
+                continue
+            if len(remembered) >= MAX_REMEMBERED:
+                if swept:
+                    continue  # full of processes seen within the memory: no room this time
+                self._forget(now)
+                swept = True
+                if len(remembered) >= MAX_REMEMBERED:
+                    continue
+            remembered[key] = _Seen(
+                p.pid,
+                facts.start_time,
+                facts.name,
+                p.container_id,
+                sample.gpu_index,
+                sample.mig_gi_id,
+                sample.mig_ci_id,
+                now if facts.start_time is None else min(now, facts.start_time),
+                now,
+            )
+        if now >= self._sweep_at and not swept:
+            self._forget(now)
+
+    def _forget(self, now: float) -> None:
+        """Forget the processes not seen within the memory."""
         horizon = now - self._memory_s
-        while self._seen:
-            oldest = next(iter(self._seen.values()))
-            if oldest.last_seen >= horizon and len(self._seen) <= MAX_REMEMBERED:
-                break
-            self._seen.popitem(last=False)
+        remembered = self._seen
+        for key in [key for key, seen in remembered.items() if seen.last_seen < horizon]:
+            del remembered[key]
+        self._sweep_at = now + SWEEP_S
 
     def _remembered(self, pid: int, at: float) -> _Seen | None:
         best: _Seen | None = None
@@ -226,13 +246,16 @@ class FaultAttributor:
 
     def attribute(self, lines: Sequence[FaultLine], gpus: Sequence[GpuSample]) -> None:
         """Attribute new fault lines (after :meth:`observe` of the same refresh)."""
+        if not lines:
+            return  # the usual refresh: nothing new in the kernel log, nothing to index
         by_pci = {normalise_pci(g.pci_bus_id): g for g in gpus if g.pci_bus_id}
         # A flood of one XID names the same PIDs and GPUs again and again: /proc is read once
         # per PID, and the memory indexed once, per call.
         self._live_cache = {}
         self._by_pid = {}
         self._by_gpu = {}
-        for seen in self._seen.values():
+        # Oldest sighting first, as the candidates are taken from the newest end.
+        for seen in sorted(self._seen.values(), key=attrgetter("last_seen")):
             self._by_pid.setdefault(seen.pid, []).append(seen)
             self._by_gpu.setdefault(seen.gpu_index, []).append(seen)
         for line in lines:
