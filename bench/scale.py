@@ -42,7 +42,7 @@ def scenario(n_gpus: int, pids: Sequence[int]) -> dict[str, Any]:
             # GPM figures, as an H200's (the product reads them on every Hopper GPU).
             "gpm_sm_active": [12.5, 60.0, 95.3], "gpm_sm_occupancy": [10, 40, 80],
             "gpm_tensor_active": [0, 30, 70], "gpm_dram_active": [5, 20, 40],
-            "energy_mj": [1_000_000 + i, 1_400_000 + i],
+            "total_energy_mj": [1_000_000 + i, 1_400_000 + i],
         })  # fmt: skip
     for k, pid in enumerate(pids):
         gpus[k % n_gpus]["processes"].append(
@@ -52,7 +52,13 @@ def scenario(n_gpus: int, pids: Sequence[int]) -> dict[str, Any]:
                 "sm_util": [k % 100, (k + 37) % 100],
             }
         )
-    return {"driver_version": "580.159.04", "cuda_driver_version": "13.0", "gpus": gpus}
+    data = {"driver_version": "580.159.04", "cuda_driver_version": "13.0", "gpus": gpus}
+    # The dict goes to ScenarioSource directly, which reads the keys it knows and no others:
+    # checked as a scenario file is, a misspelt key fails here instead of going unmeasured.
+    from gputui.collect.standins.scenario_format import validate_scenario
+
+    validate_scenario(data, "bench scenario")
+    return data
 
 
 class Timed:
