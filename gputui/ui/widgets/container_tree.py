@@ -454,6 +454,7 @@ def owners_known(groups: Sequence[Group]) -> bool:
 def flags_width(groups: Sequence[Group], markers: Markers, stale: bool) -> int:
     """Cells the widest badges of the rows of ``groups`` take (the FLAGS column's width)."""
     widest = 0
+    widths: dict[tuple[object, ...], int] = {}
     for group in flat(groups):
         if group.kind is GroupKind.CONTAINER and group.usage is not None:
             usages: Iterable[ContainerUsage] = (group.usage,)
@@ -465,8 +466,15 @@ def flags_width(groups: Sequence[Group], markers: Markers, stale: bool) -> int:
             mine = markers.get(HOST_KEY if group.kind is GroupKind.HOST else ORPHANS_KEY, ())
             widest = max(widest, badges_width(badges_of(mine)))
         for usage in usages:
+            # Each refresh passes every container here (200 on a busy host), most with the
+            # same few facts: each set of facts is made into badges once.
             mine = markers.get(f"container:{usage.info.id}", ())
-            widest = max(widest, badges_width(container_badges(usage, mine, stale)))
+            facts = (mine, usage.known_to_engine, usage.not_in_engine, usage.engine_answered,
+                     usage.idle_reserved, bool(usage.info.inspect_problem))  # fmt: skip
+            width = widths.get(facts)
+            if width is None:
+                width = widths[facts] = badges_width(container_badges(usage, mine, stale))
+            widest = max(widest, width)
     return widest
 
 

@@ -409,6 +409,8 @@ def badges_of(
             unknown.
         inspect: Its inspect reply was over the cap: labels and GPU request unknown.
     """
+    if not (markers or unknown or stale or cgroup or inspect or idle):
+        return ()  # most rows of a busy host: nothing to flag
     found: list[tuple[str, str]] = []
     if unknown:
         found.append(("DOCKER?", MUTED))
@@ -424,9 +426,19 @@ def badges_of(
         badge = marker.badge or marker.text
         if all(badge != text for text, _ in found):
             found.append((badge, f"bold {severity_style(marker.severity)}"))
-    order = {word: rank for rank, (word, _) in enumerate(BADGES)}
-    found.sort(key=lambda b: order.get(b[0].split()[0] + (" n%" if "%" in b[0] else ""), 99))
+    if len(found) > 1:
+        found.sort(key=_badge_rank)
     return tuple(found)
+
+
+#: Each badge's place in :data:`gputui.derive.tree.BADGES`, by its word (``THR n%``: ``THR``
+#: and a percentage).
+_BADGE_RANKS = {word: rank for rank, (word, _) in enumerate(BADGES)}
+
+
+def _badge_rank(badge: tuple[str, str]) -> int:
+    text = badge[0]
+    return _BADGE_RANKS.get(text.split()[0] + (" n%" if "%" in text else ""), 99)
 
 
 def badges_width(badges: Sequence[tuple[str, str]]) -> int:
