@@ -101,6 +101,12 @@ def build_parser() -> argparse.ArgumentParser:
         q.add_argument("--cycles", type=int, default=20, help="timed warm cycles per point")
         q.add_argument("--frames", type=int, default=12, help="UI frames per point and tab")
         q.add_argument("--no-ui", action="store_true", help="collection only")
+        q.add_argument(
+            "--inline-lanes",
+            action="store_true",
+            help="NVML's slow and GPM lanes read inline by every cycle (as a scenario file is) "
+            "instead of on their threads at the live cadences",
+        )
 
     q = sub.add_parser("scale", help="collection and UI apply at 1/8/64 GPUs, ...")
     scale_opts(q)

@@ -86,6 +86,7 @@ def measure_point(
     cycles: int,
     interval: float = REFRESH_S,
     store_dir: str | None = None,
+    inline_lanes: bool = False,
 ) -> tuple[dict[str, Any], list[Any]]:
     """Collect ``cycles`` warm cycles at one point; returns figures and a few snapshots.
 
@@ -93,6 +94,11 @@ def measure_point(
     monitor's loop is measured whole, as shipped: the collection with GPM figures and the
     kernel-log reader (``/dev/kmsg`` where readable), then the analysis and the ledger's writer
     on a store in ``store_dir`` (a temporary one when None), each timed on its own.
+
+    The GPUs are read at the live monitor's cadences: NVML's slow lane (per-process utilization,
+    PCIe) and GPM lane on their own threads, whose CPU per second is reported apart
+    (``lanes_ms_s``); ``inline_lanes`` reads everything on every cycle instead, as a scenario
+    file does (the figures of this benchmark before 2026-12-03).
     """
     from gputui.collect.collector import Collector
     from gputui.collect.docker.source import DockerSource
@@ -104,7 +110,8 @@ def measure_point(
     # The TUI's collect loop applies this after each refresh; the cycles here are a monitor's.
     monitor_gc = MonitorGc()
     pids = [*container_pids, *proc_pids]
-    gpu, procs = Timed(ScenarioSource(scenario(n_gpus, pids))), Timed(ProcSource())
+    source = ScenarioSource(scenario(n_gpus, pids), live_cadences=not inline_lanes)
+    gpu, procs = Timed(source), Timed(ProcSource())
     docker = DockerSource()
     dock = Timed(docker)
     health_times: list[float] = []
@@ -148,6 +155,7 @@ def measure_point(
         ctrs_read: list[int] = []
         ages: list[float] = []
         sampler = getattr(docker, "_sampler", None)
+        lanes0, wall0 = _lanes_cpu(), time.perf_counter()
         for i in range(cycles):
             time.sleep(max(0.0, t0 + interval - time.perf_counter()))
             t0 = time.perf_counter()
@@ -167,6 +175,7 @@ def measure_point(
             if i >= cycles - 4:
                 snapshots.append(snap)
         calls = docker.api_calls - calls0
+        lanes_ms_s = (_lanes_cpu() - lanes0) / (time.perf_counter() - wall0) * 1e3
         attributed = sum(1 for c in snap.containers if c.pids)
         missing = sum(1 for p in snap.processes if not p.info.exists)
         engine_containers = len(snap.containers)
@@ -185,6 +194,7 @@ def measure_point(
         "docker_ms": med(dock.times) * 1e3, "join_ms": med(rest) * 1e3,
         "analysis_ms": med(analysis_times) * 1e3, "ledger_ms": med(ledger_times) * 1e3,
         "ledger_p95_ms": common.pct(ledger_times, 95) * 1e3,
+        "lanes_ms_s": lanes_ms_s, "inline_lanes": inline_lanes,
         "loop_ms": med([t + a + w for t, a, w in zip(totals, analysis_times, ledger_times,
                                                        strict=True)]) * 1e3,
         "kmsg_ok": (kmsg := snap.sources.get("kmsg")) is not None and kmsg.ok,
@@ -195,6 +205,17 @@ def measure_point(
         "max_age_s": max(ages) if ages else 0.0, "interval_s": interval,
         "missing_pids": missing, "engine_containers": engine_containers,
     }, snapshots  # fmt: skip
+
+
+def _lanes_cpu() -> float:
+    """CPU seconds NVML's slow and GPM lanes' threads have used so far (0 when not running)."""
+    import threading
+
+    return sum(
+        common.thread_cpu_seconds(os.getpid(), t.native_id)
+        for t in threading.enumerate()
+        if t.name in ("gputui-nvml-slow", "gputui-nvml-gpm") and t.native_id is not None
+    )
 
 
 POINTS = {
@@ -243,7 +264,10 @@ def cmd_scale(args: argparse.Namespace) -> dict[str, Any]:
                 cpids = list(containers.pids.values())[:n_cont]
             common.log(f"scale {dim}: {n_gpus} GPUs, {n_cont} containers, {n_proc} host PIDs")
             interval = getattr(args, "interval", REFRESH_S)
-            res, snaps = measure_point(n_gpus, cpids, sleepers.pids[:n_proc], args.cycles, interval)
+            inline = getattr(args, "inline_lanes", False)
+            res, snaps = measure_point(
+                n_gpus, cpids, sleepers.pids[:n_proc], args.cycles, interval, inline_lanes=inline
+            )
             res["dim"] = dim
             results.setdefault(dim, []).append(res)
             if want_ui:
@@ -276,11 +300,12 @@ def report(results: dict[str, list[dict[str, Any]]], ui_rows: list[dict[str, Any
                          r["procs_ms"], r["docker_ms"], r["join_ms"], r["health_warm_ms"],
                          r["api_calls_per_cycle"], r["procs_read"], r["ctrs_read"],
                          r["max_age_s"], r["analysis_ms"], r["ledger_ms"], r["loop_ms"],
-                         r["kmsg_ok"]])  # fmt: skip
+                         r.get("lanes_ms_s", 0.0), r["kmsg_ok"]])  # fmt: skip
     text = common.table(
         ["dim", "GPUs", "ctrs", "procs", "cold ms", "warm ms", "p95 ms", "us/unit", "gpu ms",
          "procs ms", "docker ms", "join ms", "health ms", "API/cycle", "procs read",
-         "ctrs read", "max age s", "analysis ms", "ledger ms", "loop ms", "kmsg"], rows,
+         "ctrs read", "max age s", "analysis ms", "ledger ms", "loop ms", "lanes ms/s", "kmsg"],
+        rows,
     )  # fmt: skip
     target = results.get("target")
     if target:
@@ -294,6 +319,13 @@ def report(results: dict[str, list[dict[str, Any]]], ui_rows: list[dict[str, Any
         "ms and ledger ms = the loop's Analyzer and the ledger writer's observe on a real "
         "store; loop ms = all three, what the monitor's loop thread does per refresh)"
     )
+    inline = any(r.get("inline_lanes") for items in results.values() for r in items)
+    text += (
+        "\n(lanes ms/s = CPU per second of NVML's slow and GPM lanes, on their own threads as "
+        "the live monitor runs them; "
+        + ("--inline-lanes: read inline by every cycle instead, in gpu ms)" if inline else
+           "their reads are not in gpu ms)")
+    )  # fmt: skip
     interval = next((r.get("interval_s") for items in results.values() for r in items), REFRESH_S)
     text += (
         "\n(procs read, ctrs read = processes and running containers whose /proc or cgroup "

@@ -557,23 +557,42 @@ class ScenarioSource:
     Each :meth:`read` is one refresh: time series advance by one element per read.
     """
 
-    def __init__(self, data: Mapping[str, Any], wall: Callable[[], float] | None = None) -> None:
+    def __init__(
+        self,
+        data: Mapping[str, Any],
+        wall: Callable[[], float] | None = None,
+        *,
+        live_cadences: bool = False,
+    ) -> None:
+        """Play ``data`` (a checked scenario).
+
+        Args:
+            data: The scenario.
+            wall: Wall clock for XID time stamps.
+            live_cadences: Read as the live monitor reads a real driver: the slow lane
+                (per-process utilization, PCIe) and the GPM lane on their own threads at the
+                live intervals, slow-changing facts every few seconds. Off (the default),
+                every read reads everything inline, so that a scenario is deterministic.
+        """
         import time
 
         self.nvml = ScenarioNvml(data)
         self._wall = wall or time.time
-        # background=False: slow reads happen inline on every read, so a scenario is deterministic.
-        self._source = NvmlSource(
-            self.nvml,
-            background=False,
-            slow_interval=0.0,
-            medium_interval=0.0,
-            retry_interval=0.0,
-            remember_unsupported=False,
-            # A scenario's GPM pair is two steps, not 100 ms of counters: no gap to wait for.
-            gpm_interval=0.0,
-            gpm_min_gap=0.0,
-        )
+        if live_cadences:
+            # The live defaults, but no 100 ms GPM gap: a stand-in's counters need none.
+            self._source = NvmlSource(self.nvml, gpm_min_gap=0.0)
+        else:
+            self._source = NvmlSource(
+                self.nvml,
+                background=False,
+                slow_interval=0.0,
+                medium_interval=0.0,
+                retry_interval=0.0,
+                remember_unsupported=False,
+                # A scenario's GPM pair is two steps, not 100 ms of counters: no gap to wait for.
+                gpm_interval=0.0,
+                gpm_min_gap=0.0,
+            )
         self._xids: list[tuple[int, int, float]] = []
 
     @classmethod
@@ -602,5 +621,5 @@ class ScenarioSource:
         return reading
 
     def close(self) -> None:
-        """Nothing to release."""
+        """Stop the adapter (and, with live cadences, its lanes' threads)."""
         self._source.close()
