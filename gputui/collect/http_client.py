@@ -27,6 +27,7 @@ import errno
 import http.client
 import io
 import json
+import math
 import os
 import select
 import socket
@@ -160,9 +161,13 @@ def _wait(sock: socket.socket, write: bool, deadline: float | None, cancel: Canc
     A cancel shuts the socket down, which ends the wait (Linux aborts a connect in progress).
     """
     left = _remaining(deadline, cancel)
-    ready = select.select([] if write else [sock], [sock] if write else [], [], left)
+    # poll, not select: select(2) cannot wait on a descriptor numbered 1024 or above, and the
+    # /proc and cgroup readers keep thousands open on a busy host, so a new socket's is.
+    poller = select.poll()
+    poller.register(sock, select.POLLOUT if write else select.POLLIN)
+    ready = poller.poll(None if left is None else math.ceil(left * 1000))
     _remaining(deadline, cancel)
-    if not any(ready):
+    if not ready:
         raise HttpTimeout("deadline passed")
 
 

@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import ast
 import math
+import os
+import resource
 import socket
 import threading
 import time
@@ -485,3 +487,38 @@ def test_a_cancelled_exchange_refuses_to_start_and_a_connect_in_progress_ends() 
         for filler in fillers:
             filler.close()
         listener.close()
+
+
+def test_a_socket_numbered_above_select_s_limit_still_waits_and_times_out() -> None:
+    # The /proc and cgroup readers keep thousands of descriptors open on a busy host, so a
+    # request's socket is numbered above 1023, which select(2) cannot wait on.
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    wanted = 1200
+    if soft != resource.RLIM_INFINITY and soft < wanted:
+        if hard != resource.RLIM_INFINITY and hard < wanted:
+            pytest.skip(f"the hard descriptor limit ({hard}) is below {wanted}")
+        resource.setrlimit(resource.RLIMIT_NOFILE, (wanted, hard))
+    fillers = [os.open(os.devnull, os.O_RDONLY) for _ in range(1100)]
+    listener = socket.socket()
+    backlog: list[socket.socket] = []
+    try:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(0)
+        port = listener.getsockname()[1]
+        for _ in range(4):  # a full backlog: the next connect stays in progress
+            queued = socket.socket()
+            queued.setblocking(False)
+            queued.connect_ex(("127.0.0.1", port))
+            backlog.append(queued)
+        assert backlog[-1].fileno() >= 1024
+        started = time.monotonic()
+        with pytest.raises(HttpTimeout):
+            http_client.connect(Target(host="127.0.0.1", port=port), started + 0.3)
+        assert 0.25 <= time.monotonic() - started < SLACK
+    finally:
+        for queued in backlog:
+            queued.close()
+        listener.close()
+        for fd in fillers:
+            os.close(fd)
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
