@@ -73,6 +73,11 @@ def build_collector(
         )
     from gputui.collect.linux.proc_reader import ProcSource
 
+    if not once:
+        from gputui.collect.linux.fileio import raise_fd_limit
+
+        # Before the readers size their budgets of kept descriptors from the limit.
+        raise_fd_limit()
     if settings.scenario is not None:
         from gputui.collect.standins.scenario import ScenarioSource
 

@@ -37,6 +37,39 @@ def fd_budget(cap: int, share: int) -> int:
     return max(0, min(cap, (soft - FD_RESERVE) // share))
 
 
+#: The soft descriptor limit a long-running collector raises itself to (when the hard limit
+#: allows): room for the /proc reader's and the cgroup reader's caps of kept descriptors.
+WANTED_FDS = 65_536
+
+
+def raise_fd_limit(wanted: int = WANTED_FDS) -> tuple[int, int] | None:
+    """Raise the soft ``RLIMIT_NOFILE`` toward the hard limit, to ``wanted`` at most.
+
+    Most login sessions start with a soft limit of 1,024 under a hard one hundreds of times
+    larger (kept low for programs that use ``select``; gputui waits with ``poll``). At 1,024
+    the readers may keep only a few hundred descriptors, and every other process's files are
+    opened and closed again each read: the /proc read of 2,000 GPU processes costs half as
+    much again. A lower soft limit is never asked for.
+
+    Args:
+        wanted: The soft limit wanted.
+
+    Returns:
+        ``(old, new)`` soft limits when it was raised, else None.
+    """
+    try:
+        soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+        if soft == resource.RLIM_INFINITY or soft >= wanted:
+            return None
+        new = wanted if hard == resource.RLIM_INFINITY else min(hard, wanted)
+        if new <= soft:
+            return None
+        resource.setrlimit(resource.RLIMIT_NOFILE, (new, hard))
+    except (OSError, ValueError):  # a sandbox that refuses it: the readers keep fewer
+        return None
+    return soft, new
+
+
 def read_small(path: str | os.PathLike[str]) -> str | None:
     """The whole file as text (bad bytes replaced), or None when it cannot be read."""
     data = _read_whole(path)

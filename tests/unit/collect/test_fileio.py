@@ -3,14 +3,23 @@
 from __future__ import annotations
 
 import os
+import resource
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gputui.collect.linux.fileio import KeptFiles, fd_budget, read_capped
+from gputui.collect.linux.fileio import (
+    WANTED_FDS,
+    KeptFiles,
+    fd_budget,
+    raise_fd_limit,
+    read_capped,
+)
+from gputui.collect.linux.proc_reader import kept_fd_budget
 
 FAST = settings(max_examples=40)
 
@@ -89,3 +98,33 @@ def test_removed_cgroup_is_opened_afresh() -> None:
         files.close()
         if folder.exists():
             folder.rmdir()
+
+
+@pytest.fixture
+def low_fd_limit() -> Iterator[tuple[int, int]]:
+    """The soft descriptor limit set to 1,024 (as login sessions start), restored after."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if hard != resource.RLIM_INFINITY and hard <= 1024:
+        pytest.skip(f"the hard descriptor limit ({hard}) leaves nothing to raise")
+    resource.setrlimit(resource.RLIMIT_NOFILE, (1024, hard))
+    try:
+        yield 1024, hard
+    finally:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+
+
+def test_the_soft_descriptor_limit_is_raised_toward_the_hard_one(
+    low_fd_limit: tuple[int, int],
+) -> None:
+    _, hard = low_fd_limit
+    before = kept_fd_budget()
+    expected = WANTED_FDS if hard == resource.RLIM_INFINITY else min(hard, WANTED_FDS)
+    assert raise_fd_limit() == (1024, expected)
+    assert resource.getrlimit(resource.RLIMIT_NOFILE) == (expected, hard)
+    assert kept_fd_budget() > before  # the /proc reader built now keeps more
+    assert raise_fd_limit() is None  # already there: nothing asked
+
+
+def test_the_soft_descriptor_limit_is_never_lowered(low_fd_limit: tuple[int, int]) -> None:
+    assert raise_fd_limit(wanted=512) is None
+    assert resource.getrlimit(resource.RLIMIT_NOFILE)[0] == 1024
