@@ -110,11 +110,13 @@ def test_a_reply_kept_by_the_caller_is_not_changed_by_the_next_call() -> None:
 def test_scenario_source_reads_the_same_with_or_without_replay(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    fixed = {"wall": lambda: 1_800_000_000.0}
-    fast = ScenarioSource(_scenario(), **fixed)
+    def fixed() -> float:
+        return 1_800_000_000.0
+
+    fast = ScenarioSource(_scenario(), wall=fixed)
     fast_reads = [fast.read().gpus for _ in range(12)]
     monkeypatch.setattr(scenario_module, "_MAX_PHASES", 0)
-    plain = ScenarioSource(_scenario(), **fixed)
+    plain = ScenarioSource(_scenario(), wall=fixed)
     plain_reads = [plain.read().gpus for _ in range(12)]
     assert [[g.processes for g in r] for r in fast_reads] == [
         [g.processes for g in r] for r in plain_reads
