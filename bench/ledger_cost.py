@@ -30,12 +30,13 @@ from pathlib import Path
 
 from bench import common
 from gputui.ledger.quantities import Amounts, Device, Subject
-from gputui.ledger.report import Prices, summarise
+from gputui.ledger.report import summarise
 from gputui.ledger.store import Store
 from gputui.ledger.writer import LedgerWriter
 from gputui.model.containers import ContainerInfo
 from gputui.model.gpu import GpuProcessSample, GpuSample
 from gputui.model.processes import GpuProcess, ProcessInfo
+from gputui.model.settings import Prices
 from gputui.model.snapshot import ContainerUsage, HostInfo, Snapshot
 from gputui.recording.codec import snapshot_to_record
 

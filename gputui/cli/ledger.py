@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 from gputui.model.snapshot import Snapshot
 
 if TYPE_CHECKING:
-    from gputui.ledger.report import Prices
+    from gputui.model.settings import Prices
 from gputui.cli.args import Parser, add_config, source_args, source_settings
 from gputui.cli.terminal import fail_usage, stop_on_signals
 

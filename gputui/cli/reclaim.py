@@ -25,8 +25,8 @@ from gputui.boundary.userfiles import UserFileError
 from gputui.config.file import load_config
 from gputui.config.values import ConfigError
 from gputui.derive import units
-from gputui.derive.idle_policy import IdlePolicy, reserved
-from gputui.model.settings import Settings
+from gputui.derive.idle_policy import reserved
+from gputui.model.settings import IdlePolicy, Settings
 from gputui.model.snapshot import ContainerUsage
 from gputui.notify.audit import SCHEMA, AuditLog, default_audit_path, read_audit
 from gputui.notify.policy import live_control

@@ -25,10 +25,8 @@ from gputui.config.alert_rules import parse_alerts
 from gputui.config.ui_state import UiPrefs, load_ui_state, parse_ui
 from gputui.config.values import ConfigError, one_line_error, shown_text, toml_parser
 from gputui.derive.alerts import DEFAULT_RULES, AlertRule
-from gputui.derive.idle_policy import IdlePolicy
-from gputui.ledger.report import Prices
 from gputui.model.records import record
-from gputui.model.settings import Settings
+from gputui.model.settings import IdlePolicy, Prices, Settings
 
 if TYPE_CHECKING:
     from gputui.notify.config import NotifyTarget

@@ -14,9 +14,10 @@ from dataclasses import field
 from pathlib import Path
 
 from gputui.ledger.quantities import Gap
-from gputui.ledger.report import Line, Prices, group_key, parse_since, summarise
+from gputui.ledger.report import Line, group_key, parse_since, summarise
 from gputui.ledger.store import Coverage, Store, StoreError, alive
 from gputui.model.records import record
+from gputui.model.settings import Prices
 
 #: The windows ``t`` cycles through; ``c`` types any other (``3d``, ``2026-11-01``...).
 WINDOWS = ("today", "7d", "30d")

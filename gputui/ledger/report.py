@@ -10,18 +10,17 @@ import datetime as dt
 import io
 import json
 import re
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from gputui.boundary.sanitise import safe_text
-from gputui.model.records import record
 
 if TYPE_CHECKING:
-    # Types only: the config file's parser imports this module for Prices, and every start
-    # (``--once`` too) reads the config; the store (sqlite3) is loaded by who opens it.
+    # Types only: the store (sqlite3) is loaded by who opens it.
     from gputui.ledger.quantities import Gap
     from gputui.ledger.store import Coverage, UsageRow
+    from gputui.model.settings import Prices
 
 #: What ``--by`` groups by.
 GROUPINGS = ("owner", "container", "project", "image", "gpu", "user")
@@ -29,26 +28,6 @@ GROUPINGS = ("owner", "container", "project", "image", "gpu", "user")
 FORMATS = ("table", "csv", "json")
 #: The owner of a subject nothing names (docs/ledger.md: owners).
 UNKNOWN_OWNER = "unknown"
-
-
-@record
-class Prices:
-    """``[ledger]`` prices of the config file.
-
-    Attributes:
-        kwh: Price of one kWh (None: energy is not priced).
-        gpu_hour: Price of one reserved-or-occupied GPU-hour, per GPU model name.
-        currency: Shown beside costs.
-    """
-
-    kwh: float | None = None
-    gpu_hour: Mapping[str, float] = field(default_factory=dict)
-    currency: str = ""
-
-    @property
-    def any(self) -> bool:
-        """True when something is priced."""
-        return self.kwh is not None or bool(self.gpu_hour)
 
 
 @dataclass(slots=True)

@@ -1,7 +1,13 @@
-"""Run-time settings, built once by the CLI and passed down (no global state)."""
+"""Run-time settings, built once by the CLI and passed down (no global state).
+
+With them, the config file's sections that the ledger and the idle policy read (:class:`Prices`,
+:class:`IdlePolicy`): plain records here, so that reading a config imports neither.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from dataclasses import field
 from pathlib import Path
 
 from gputui.model.records import record
@@ -98,3 +104,61 @@ class Settings:
         if self.scenario is not None:
             return "scenario"
         return "live"
+
+
+@record
+class Prices:
+    """``[ledger]`` prices of the config file.
+
+    Attributes:
+        kwh: Price of one kWh (None: energy is not priced).
+        gpu_hour: Price of one reserved-or-occupied GPU-hour, per GPU model name.
+        currency: Shown beside costs.
+    """
+
+    kwh: float | None = None
+    gpu_hour: Mapping[str, float] = field(default_factory=dict)
+    currency: str = ""
+
+    @property
+    def any(self) -> bool:
+        """True when something is priced."""
+        return self.kwh is not None or bool(self.gpu_hour)
+
+
+@record
+class IdlePolicy:
+    """``[idle_policy]`` of the config file (docs/notify.md).
+
+    Attributes:
+        enabled: The policy runs at all (off by default).
+        idle_for_s: D: how long a reservation must be observed idle, and the sliding window
+            the active time is measured over.
+        min_active_s: Active time within the window at or above which the container is in use.
+        active_sm: SM % at or above which a refresh counts as active.
+        escalate_after_s: From the notice to the escalation.
+        reclaim_after_s: From the escalation to the reclaim stage.
+        renotify_s: No second notice for a container within this.
+        auto_reclaim: The policy's half of the automatic stop (the label is the other half).
+        dry_run: Automatic stops are audited and announced, never done (the default).
+        exclude: Container names or images (shell patterns) never judged.
+        quiet_hours: ``(start, end)`` minutes of the local day in which no stage is reached
+            (``end`` before ``start`` wraps past midnight); None: no quiet hours.
+        max_gap_s: A gap between two refreshes longer than this restarts the observation
+            (gputui was not watching: the gap is no evidence of idleness).
+        audit: The audit file; None: ``$XDG_STATE_HOME/gputui/idle-audit.jsonl``.
+    """
+
+    enabled: bool = False
+    idle_for_s: float = 4 * 3600.0
+    min_active_s: float = 30.0
+    active_sm: float = 5.0
+    escalate_after_s: float = 3600.0
+    reclaim_after_s: float = 3600.0
+    renotify_s: float = 86400.0
+    auto_reclaim: bool = False
+    dry_run: bool = True
+    exclude: tuple[str, ...] = ()
+    quiet_hours: tuple[int, int] | None = None
+    max_gap_s: float = 600.0
+    audit: str | None = None

@@ -16,8 +16,8 @@ from collections.abc import Mapping
 from dataclasses import field
 from typing import Any
 
-from gputui.derive.idle_policy import IdlePolicy
 from gputui.model.records import record
+from gputui.model.settings import IdlePolicy
 from gputui.notify.events import SEVERITIES, Kind
 from gputui.notify.payloads import FORMATS
 

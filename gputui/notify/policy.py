@@ -20,7 +20,8 @@ from gputui.boundary.sanitise import safe_text
 from gputui.boundary.userfiles import UserFileError
 from gputui.collect.sources import CollectorProtocol
 from gputui.derive.analysis import Analysis
-from gputui.derive.idle_policy import IdlePolicy, IdlePolicyEngine, Notice, Stage
+from gputui.derive.idle_policy import IdlePolicyEngine, Notice, Stage
+from gputui.model.settings import IdlePolicy
 from gputui.notify.audit import AuditLog, default_audit_path, notice_record
 from gputui.notify.events import Event, Kind, event
 from gputui.notify.worker import Notifier

@@ -28,7 +28,8 @@ from textual.widgets.data_table import ColumnKey
 from gputui.boundary import sanitise, timestamps
 from gputui.derive import units
 from gputui.ledger.board import GROUPS, WINDOWS, Board, read_board, window_start
-from gputui.ledger.report import Line, Prices
+from gputui.ledger.report import Line
+from gputui.model.settings import Prices
 
 #: Seconds between reads while the tab is shown.
 RELOAD_S = 30.0

@@ -91,11 +91,12 @@ ONCE_NEVER = (
     "rich",
     "gputui.ui",
     "gputui.serve",
-    # The ledger is written by long-running front-ends only; the config's prices need no store.
-    "gputui.ledger.store",
-    "gputui.ledger.writer",
-    # A database or a CSV file is opened by other commands (the user files' reader and the
-    # ledger's prices are shared with them).
+    # The ledger is written by long-running front-ends only, and the config's prices and idle
+    # policy are plain records of the model: no part of the ledger or of the policy is loaded.
+    "gputui.ledger",
+    "gputui.derive.idle_policy",
+    # A database or a CSV file is opened by other commands (the user files' reader is shared
+    # with them).
     "sqlite3",
     "csv",
     *(m for m in OTHER_COMMANDS if m != "gputui.present.text_report"),

@@ -15,8 +15,9 @@ from gputui.collect.collector import Collector
 from gputui.collect.standins import demo
 from gputui.collect.standins.scenario import ScenarioSource
 from gputui.ledger.demo import DAYS, DemoLedger, seed
-from gputui.ledger.report import Prices, summarise
+from gputui.ledger.report import summarise
 from gputui.ledger.store import Store
+from gputui.model.settings import Prices
 
 END = demo.DEMO_EPOCH
 

@@ -24,12 +24,13 @@ from gputui.ledger.quantities import (
     Interval,
     gap_cap,
 )
-from gputui.ledger.report import Prices, summarise
+from gputui.ledger.report import summarise
 from gputui.ledger.store import Store, UsageRow
 from gputui.ledger.writer import LedgerWriter
 from gputui.model.containers import ContainerInfo, Owner
 from gputui.model.gpu import GpuProcessSample, GpuSample, MigInstance
 from gputui.model.processes import GpuProcess, ProcessInfo
+from gputui.model.settings import Prices
 from gputui.model.snapshot import ContainerUsage, HostInfo, Snapshot
 
 MIB = 1024 * 1024

@@ -21,11 +21,11 @@ from typing import Any
 import pytest
 
 from gputui.derive.analysis import Analysis
-from gputui.derive.idle_policy import IdlePolicy, IdlePolicyEngine, Notice, Stage
+from gputui.derive.idle_policy import IdlePolicyEngine, Notice, Stage
 from gputui.model.containers import ContainerInfo, Owner
 from gputui.model.gpu import GpuProcessSample
 from gputui.model.processes import GpuProcess, ProcessInfo
-from gputui.model.settings import Settings
+from gputui.model.settings import IdlePolicy, Settings
 from gputui.model.snapshot import ContainerUsage, HostInfo, Snapshot
 from gputui.notify.audit import AuditLog, read_audit
 from gputui.notify.config import NotifyTarget
