@@ -7,6 +7,7 @@ mountinfo parsers are in :mod:`gputui.collect.linux.membership`.
 
 from __future__ import annotations
 
+import operator
 import os
 from collections.abc import Iterable
 from typing import NamedTuple
@@ -26,6 +27,12 @@ PF_KTHREAD = 0x00200000
 MAX_STAT_BYTES = 4096
 #: Decimal digits of any 64-bit counter: a longer field is garbage, not a number.
 _MAX_INT_DIGITS = 20
+#: The stat fields parse_stat reads, as indexes from the state (field 3): ppid (4), flags (9),
+#: utime and stime (14, 15), start time (22), rss (24), start and end of the program text
+#: (26, 27), start and end of the arguments (48, 49).
+_STAT_NUMBERS = operator.itemgetter(1, 6, 11, 12, 19, 21, 23, 24, 45, 46)
+_STAT_LAST = 46
+_STAT_SPLITS = _STAT_LAST + 1
 #: The ``cpu`` line's fields psutil reads (Linux 2.6.33+: user ... guest_nice).
 _CPU_FIELDS = 10
 
@@ -106,16 +113,20 @@ def parse_stat(text: str) -> ProcStat | None:
     start, end = text.find("("), text.rfind(")")
     if start < 0 or end < start:
         return None
-    fields = text[end + 2 :].split()
-    if len(fields) < 22:
-        return None
+    # Split no further than the last field read (arg_end, fields[46]): the rest is one string.
+    fields = text[end + 2 :].split(None, _STAT_SPLITS)
+    count = len(fields)
     # Field numbers in proc(5) are 1-based and count pid and comm: state is field 3, so field n
     # is fields[n - 3]. The text and argument addresses came with later kernels (2.6.x, 3.5):
     # absent means 0. The numbers are checked together: this runs for every process on every
     # refresh, and one check of the joined digits costs what one per field would cost each.
-    count = len(fields)
-    numbers = [fields[1], fields[6], fields[11], fields[12], fields[19], fields[21]]
-    numbers += [fields[i] if i < count else "0" for i in (23, 24, 45, 46)]
+    if count > _STAT_LAST:
+        numbers = _STAT_NUMBERS(fields)
+    elif count >= 22:
+        numbers = (fields[1], fields[6], fields[11], fields[12], fields[19], fields[21],
+                   *[fields[i] if i < count else "0" for i in (23, 24, 45, 46)])  # fmt: skip
+    else:
+        return None
     joined = "".join(numbers)
     if not (joined.isascii() and joined.isdigit()) or max(map(len, numbers)) > _MAX_INT_DIGITS:
         return None

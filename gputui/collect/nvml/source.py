@@ -608,46 +608,55 @@ class NvmlSource:
         mps_list = getattr(nv, "nvmlDeviceGetMPSComputeRunningProcesses", None)
         if mps_list is not None:
             lists.append(("M+C", mps_list))
+        on_mig = mig is not None
         for kind, fn in lists:
-            for proc in self._q(index, fn, handle, mig=mig is not None) or ():
-                used = proc.usedGpuMemory
-                gi = getattr(proc, "gpuInstanceId", _NO_INSTANCE)
-                ci = getattr(proc, "computeInstanceId", _NO_INSTANCE)
-                if mig is None and isinstance(gi, int) and gi != _NO_INSTANCE:
-                    # A parent handle listing MIG processes (root): keep the instance it names.
-                    instance[proc.pid] = (gi, ci if isinstance(ci, int) else _NO_INSTANCE)
-                if proc.pid in merged:
-                    old_kind, old_used = merged[proc.pid]
+            for proc in self._q(index, fn, handle, mig=on_mig) or ():
+                pid, used = proc.pid, proc.usedGpuMemory
+                if not on_mig:
+                    gi = getattr(proc, "gpuInstanceId", _NO_INSTANCE)
+                    if gi != _NO_INSTANCE and isinstance(gi, int):
+                        # A parent handle listing MIG processes (root): keep the instance it
+                        # names.
+                        ci = getattr(proc, "computeInstanceId", _NO_INSTANCE)
+                        instance[pid] = (gi, ci if isinstance(ci, int) else _NO_INSTANCE)
+                seen = merged.get(pid)
+                if seen is None:
+                    merged[pid] = (kind, used)
+                else:
+                    old_kind, old_used = seen
                     # The same allocation is listed twice; keep the larger figure, not the sum.
                     best = max((u for u in (old_used, used) if u is not None), default=None)
-                    merged[proc.pid] = ("C+G" if {old_kind, kind} == {"C", "G"} else old_kind, best)
-                else:
-                    merged[proc.pid] = (kind, used)
+                    merged[pid] = ("C+G" if {old_kind, kind} == {"C", "G"} else old_kind, best)
         util, util_known = self._slow.process_util(index) if self._slow else ({}, False)
-        samples = []
+        # No sample for a listed PID means it did nothing in the window (NVML only returns
+        # active processes): 0, not unknown, once the query itself has worked. NVML measures no
+        # per-process utilization on MIG devices: there absent is unknown, never 0 (a driver
+        # that does report samples for the PID is believed).
+        absent = (0, 0, 0, 0) if util_known and not on_mig else (None, None, None, None)
+        if not util_known:
+            util = {}
+        at_mig = mig_index if on_mig else None
+        samples: list[GpuProcessSample] = []
+        append = samples.append
+        # Positional, in GpuProcessSample's field order: this runs for every GPU process on
+        # every refresh, and a keyword call costs more (a test compares whole samples).
         for pid, (kind, used) in sorted(merged.items()):
-            ids = mig if mig is not None else instance.get(pid)
-            # No sample for a listed PID means it did nothing in the window (NVML only returns
-            # active processes): 0, not unknown, once the query itself has worked.
-            sm, mem, enc, dec = util.get(pid, (0, 0, 0, 0)) if util_known else (None,) * 4
-            if mig is not None and pid not in util:
-                # NVML measures no per-process utilization on MIG devices: absent is unknown,
-                # never 0 (a driver that does report samples for the PID is believed).
-                sm, mem, enc, dec = (None,) * 4
-            samples.append(
+            ids = mig if on_mig else instance.get(pid)
+            sm, mem, enc, dec = util.get(pid, absent)
+            append(
                 GpuProcessSample(
-                    pid=pid,
-                    gpu_index=index,
-                    used_memory_bytes=None if used is None else int(used),
-                    kind=kind,
-                    sm_util=sm,
-                    mem_util=mem,
-                    enc_util=enc,
-                    dec_util=dec,
-                    mig_gi_id=None if ids is None else ids[0],
-                    mig_ci_id=None if ids is None or ids[1] == _NO_INSTANCE else ids[1],
-                    mps=kind == "M+C",
-                    mig_index=mig_index if mig is not None else None,
+                    pid,
+                    index,
+                    None if used is None else int(used),
+                    kind,
+                    sm,
+                    mem,
+                    enc,
+                    dec,
+                    None if ids is None else ids[0],
+                    None if ids is None or ids[1] == _NO_INSTANCE else ids[1],
+                    kind == "M+C",
+                    at_mig,
                 )
             )
         return tuple(samples)

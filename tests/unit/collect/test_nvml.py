@@ -11,6 +11,7 @@ import pytest
 
 from gputui.collect.nvml.source import NvmlSource
 from gputui.collect.standins.scenario import ScenarioNvml, ScenarioSource
+from gputui.model.gpu import GpuProcessSample
 
 MIB = 1024 * 1024
 
@@ -284,3 +285,22 @@ def test_background_slow_lane_fills_pcie_without_blocking_reads() -> None:
         assert reading.gpus[0].processes[0].sm_util == 60
     finally:
         source.close()
+
+
+def test_process_samples_carry_every_field_in_place() -> None:
+    # The adapter builds samples positionally: each field must land where its name says.
+    gpu = _gpu(
+        processes=[
+            {"pid": 40, "used_memory_mib": 7, "type": "G", "sm_util": 33, "mem_util": 4},
+            {"pid": 41, "used_memory_mib": 9, "type": "M+C"},
+        ]
+    )
+    source = ScenarioSource({"gpus": [gpu]})
+    source.read()
+    samples = source.read().gpus[0].processes
+    assert samples == (
+        GpuProcessSample(pid=40, gpu_index=0, used_memory_bytes=7 * MIB, kind="G", sm_util=33,
+                         mem_util=4, enc_util=0, dec_util=0),
+        GpuProcessSample(pid=41, gpu_index=0, used_memory_bytes=9 * MIB, kind="M+C", sm_util=0,
+                         mem_util=0, enc_util=0, dec_util=0, mps=True),
+    )  # fmt: skip
