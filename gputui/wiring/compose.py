@@ -11,11 +11,12 @@ from functools import partial
 from typing import TYPE_CHECKING
 
 from gputui.collect.collector import DOCKER_WAIT_S, Collector, DeferredContainers
-from gputui.collect.sources import ContainerSource, GpuSource
-from gputui.health.runner import run_checks
+from gputui.collect.sources import ContainerSource, GpuSource, HealthInputs
 from gputui.model.settings import Settings
+from gputui.model.status import HealthCheck
 
 if TYPE_CHECKING:
+    from gputui.collect.collector import HealthRunner
     from gputui.collect.engines import EngineSpec
     from gputui.collect.fault_attribution import KernelFaultTracker
     from gputui.collect.linux.cgroup_usage import EarlyCgroupCpu
@@ -98,7 +99,7 @@ def build_collector(
             cpu_start=early.cgroups if early is not None and once else None,
         ),
         mode=settings.mode,
-        health=run_checks if health else None,
+        health=_health_runner(later=first_health_later) if health else None,
         health_interval=settings.health_interval,
         read_only=settings.read_only,
         # A one-shot has no next refresh to show late containers in: it waits for the engine up
@@ -111,6 +112,28 @@ def build_collector(
         faults=kernel_faults(settings, once=once),
         first_health_later=first_health_later,
     )
+
+
+def _health_runner(*, later: bool) -> HealthRunner:
+    """The health checks; for a monitor (``later``) their modules are imported at their first run.
+
+    A monitor's first collection runs no checks, and the checks' modules (about 40 ms of
+    imports on the 2-core machine) would otherwise be imported on the UI thread before Textual
+    is, delaying the first frame; the first run is on the collector's thread, after the first
+    paint. A one-shot imports them now: that happens while NVML starts and takes its GPM
+    samples, which the one-shot waits for anyway.
+    """
+    if not later:
+        from gputui.health.runner import run_checks
+
+        return run_checks
+
+    def deferred(inputs: HealthInputs) -> tuple[HealthCheck, ...]:
+        from gputui.health.runner import run_checks
+
+        return run_checks(inputs)
+
+    return deferred
 
 
 def container_sources(
